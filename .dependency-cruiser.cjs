@@ -1,0 +1,72 @@
+/**
+ * Import rules of ARCHITECTURE.md: dependencies point inward.
+ * core <- storage <- seal <- vault/replication <- http/transport <- node; cli -> api only.
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'core-is-pure',
+      comment: 'src/core imports nothing of ours outside core, and no I/O modules.',
+      severity: 'error',
+      from: { path: '^src/core/' },
+      to: { pathNot: '^src/core/', dependencyTypesNot: ['npm', 'npm-dev', 'type-only'], path: '^src/' },
+    },
+    {
+      name: 'core-no-io',
+      severity: 'error',
+      from: { path: '^src/core/' },
+      to: { path: '^(fs|net|http|https|dgram|child_process|node:fs|node:net|node:http|node:https|node:child_process|node:dgram|classic-level|express|@grpc)' },
+    },
+    {
+      name: 'storage-only-core',
+      severity: 'error',
+      from: { path: '^src/storage/' },
+      to: { path: '^src/', pathNot: '^src/(core|storage)/' },
+    },
+    {
+      name: 'only-storage-touches-leveldb',
+      severity: 'error',
+      from: { pathNot: '^src/storage/' },
+      to: { path: 'classic-level' },
+    },
+    {
+      name: 'http-and-transport-never-storage',
+      severity: 'error',
+      from: { path: '^src/(http|transport)/' },
+      to: { path: '^src/storage/' },
+    },
+    {
+      name: 'only-http-imports-express',
+      severity: 'error',
+      from: { pathNot: '^src/http/' },
+      to: { path: 'node_modules/express/' },
+    },
+    {
+      name: 'cli-only-api',
+      comment: 'The CLI talks to nodes only through the typed API client (and starts a node for `server`).',
+      severity: 'error',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/', pathNot: '^src/(cli|api|core|node)/' },
+    },
+    {
+      name: 'api-only-core',
+      severity: 'error',
+      from: { path: '^src/api/' },
+      to: { path: '^src/', pathNot: '^src/(api|core)/' },
+    },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '\\.test\\.ts$' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
+  },
+};

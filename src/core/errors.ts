@@ -1,0 +1,106 @@
+/**
+ * Typed errors: one class per failure kind, each with a stable `code`. Boundaries (HTTP, gRPC) map
+ * codes to statuses through one table each; nothing ever branches on an error's message.
+ *
+ *   throw new InvalidRequest('missing required field "id"');
+ *   if (isTesseraError(e) && e.code === 'sealed') ...
+ */
+export const ErrorCode = {
+  invalidRequest: 'invalid_request',
+  permissionDenied: 'permission_denied',
+  notFound: 'not_found',
+  unsupportedOperation: 'unsupported_operation',
+  sealed: 'sealed',
+  notInitialized: 'not_initialized',
+  unavailable: 'unavailable',
+  rateLimited: 'rate_limited',
+  payloadTooLarge: 'payload_too_large',
+  internal: 'internal',
+  drSecondary: 'dr_secondary',
+  licenseRequired: 'license_required',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class TesseraError extends Error {
+  readonly code: ErrorCode;
+  /** Messages safe to show a client; never contain secrets. */
+  readonly messages: string[];
+  constructor(code: ErrorCode, messages: string | string[], options?: { cause?: unknown }) {
+    const list = Array.isArray(messages) ? messages : [messages];
+    super(list.join('; '), options);
+    this.code = code;
+    this.messages = list;
+    this.name = new.target.name;
+  }
+}
+
+/** 400: bad input, or an operation refused in the current state. */
+export class InvalidRequest extends TesseraError {
+  constructor(messages: string | string[], options?: { cause?: unknown }) {
+    super(ErrorCode.invalidRequest, messages, options);
+  }
+}
+/** 403: missing, invalid, expired token, or a policy that does not grant the capability. */
+export class PermissionDenied extends TesseraError {
+  constructor(message = 'permission denied', options?: { cause?: unknown }) {
+    super(ErrorCode.permissionDenied, message, options);
+  }
+}
+/** 404: unknown path, or a read that found nothing (then with no message). */
+export class NotFound extends TesseraError {
+  constructor(messages: string | string[] = [], options?: { cause?: unknown }) {
+    super(ErrorCode.notFound, messages, options);
+  }
+}
+/** 405: the path exists but not with this method. */
+export class UnsupportedOperation extends TesseraError {
+  constructor(message = 'unsupported operation', options?: { cause?: unknown }) {
+    super(ErrorCode.unsupportedOperation, message, options);
+  }
+}
+/** 503: the barrier is sealed. */
+export class Sealed extends TesseraError {
+  constructor(message = 'Vault is sealed') {
+    super(ErrorCode.sealed, message);
+  }
+}
+/** 503: the node has never been initialised. */
+export class NotInitialized extends TesseraError {
+  constructor(message = 'Vault is not initialized') {
+    super(ErrorCode.notInitialized, message);
+  }
+}
+/** 503: temporarily unable, e.g. replication still catching up. */
+export class Unavailable extends TesseraError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.unavailable, message, options);
+  }
+}
+/** 413: request body larger than the configured limit. */
+export class PayloadTooLarge extends TesseraError {
+  constructor(message = 'request body too large') {
+    super(ErrorCode.payloadTooLarge, message);
+  }
+}
+/** 400 with Vault's fixed wording for a path a DR secondary does not serve. */
+export class DrSecondaryPathDisabled extends TesseraError {
+  constructor() {
+    super(ErrorCode.drSecondary, 'path disabled in replication DR secondary mode');
+  }
+}
+/** 400: the license does not carry the feature an endpoint needs. */
+export class LicenseRequired extends TesseraError {
+  constructor(feature: string, why: string) {
+    super(ErrorCode.licenseRequired, `feature "${feature}" is not licensed: ${why}`);
+  }
+}
+/** 500: an invariant was broken; the message is logged, never sent to a client. */
+export class Internal extends TesseraError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.internal, message, options);
+  }
+}
+
+export function isTesseraError(e: unknown): e is TesseraError {
+  return e instanceof TesseraError;
+}

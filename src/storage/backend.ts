@@ -1,0 +1,50 @@
+/**
+ * The physical storage engine: an ordered byte store with atomic batches, range iteration and
+ * point-in-time snapshots. Everything above it (barrier, commit log, WAL, Merkle index) is written
+ * against this interface only; `test/storage/backend-contract.ts` is the one suite every
+ * implementation passes.
+ *
+ *   const b = await openLevelBackend({ path: dir });
+ *   await b.batch([{ type: 'put', key: 'a', value: Buffer.from('1') }], { sync: true });
+ *   for await (const [k, v] of b.iterate({ gte: 'a', lt: 'b' })) { ... }
+ *
+ * Keys are strings compared by their UTF-8 bytes (LevelDB's order); values are Buffers.
+ */
+export type BatchOp =
+  | { readonly type: 'put'; readonly key: string; readonly value: Buffer }
+  | { readonly type: 'del'; readonly key: string };
+
+export interface RangeOptions {
+  readonly gte?: string;
+  readonly gt?: string;
+  readonly lt?: string;
+  readonly lte?: string;
+  readonly limit?: number;
+  readonly reverse?: boolean;
+}
+
+/** A consistent read view; must be closed. */
+export interface ReadView {
+  get(key: string): Promise<Buffer | undefined>;
+  iterate(range: RangeOptions): AsyncIterable<[string, Buffer]>;
+}
+
+export interface Snapshot extends ReadView {
+  close(): Promise<void>;
+}
+
+export interface Backend extends ReadView {
+  /**
+   * Applies every op or none. With `sync: true` the batch is on stable storage (fsync) before the
+   * promise resolves: callers acknowledge durable writes only after that.
+   */
+  batch(ops: readonly BatchOp[], options: { sync: boolean }): Promise<void>;
+  /** A view that later writes do not change. */
+  snapshot(): Promise<Snapshot>;
+  close(): Promise<void>;
+}
+
+/** The smallest key greater than every key that starts with `prefix`. */
+export function prefixEnd(prefix: string): string {
+  return prefix + '\uffff';
+}
