@@ -47,7 +47,7 @@ module.exports = {
       comment: 'The CLI talks to nodes only through the typed API client (and starts a node for `server`).',
       severity: 'error',
       from: { path: '^src/cli/' },
-      to: { path: '^src/', pathNot: '^src/(cli|api|core|node)/' },
+      to: { path: '^src/', pathNot: '^src/(cli|api|core|node|license)/' },
     },
     {
       name: 'api-only-core',
