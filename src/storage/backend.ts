@@ -44,7 +44,19 @@ export interface Backend extends ReadView {
   close(): Promise<void>;
 }
 
-/** The smallest key greater than every key that starts with `prefix`. */
+/**
+ * The smallest key greater than every key that starts with `prefix` (UTF-8 byte order): the last
+ * code point incremented, skipping the surrogate range. `prefix + '\uffff'` would miss keys with
+ * astral characters after the prefix.
+ */
 export function prefixEnd(prefix: string): string {
-  return prefix + '\uffff';
+  const cps = [...prefix];
+  while (cps.length > 0) {
+    const cp = (cps.pop() as string).codePointAt(0) as number;
+    if (cp < 0x10ffff) {
+      const next = cp + 1 === 0xd800 ? 0xe000 : cp + 1;
+      return cps.join('') + String.fromCodePoint(next);
+    }
+  }
+  return '\u{10ffff}'.repeat(64);
 }

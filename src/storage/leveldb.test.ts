@@ -1,0 +1,217 @@
+/** LevelDB Backend: the shared contract, plus durability, locking and iterator release. */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runBackendContract } from '../../test/storage/backend-contract.js';
+import { ErrorCode, Internal, isTesseraError } from '../core/errors.js';
+import { prefixEnd } from './backend.js';
+import { openLevelBackend, StorageLocked } from './leveldb.js';
+import type { LevelBackend } from './leveldb.js';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+async function tempDir(): Promise<string> {
+  return mkdtemp(join(tmpdir(), 'tessera-leveldb-'));
+}
+
+const put = (key: string, value: string | Buffer) =>
+  ({ type: 'put', key, value: typeof value === 'string' ? Buffer.from(value) : value }) as const;
+
+/** Polls `cond` until true or the deadline passes (then fails with `what`). */
+async function until(cond: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+runBackendContract('leveldb', async () => {
+  const dir = await tempDir();
+  // A nested, not-yet-existing path: opening must create it.
+  const backend = await openLevelBackend({ path: join(dir, 'nested', 'db') });
+  return {
+    backend,
+    cleanup: async () => {
+      await backend.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('LevelDB backend', () => {
+  let dir: string;
+  const opened: LevelBackend[] = [];
+
+  beforeEach(async () => {
+    dir = await tempDir();
+  });
+
+  afterEach(async () => {
+    for (const b of opened.splice(0)) await b.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function open(path = join(dir, 'db')): Promise<LevelBackend> {
+    const b = await openLevelBackend({ path });
+    opened.push(b);
+    return b;
+  }
+
+  it('keeps synced and unsynced writes across close and reopen', async () => {
+    const path = join(dir, 'db');
+    const first = await openLevelBackend({ path });
+    await first.batch([put('synced', 'a'), put('gone', 'x')], { sync: true });
+    await first.batch([put('unsynced', 'b'), { type: 'del', key: 'gone' }], { sync: false });
+    await first.close();
+
+    const again = await open(path);
+    expect(again.path).toBe(path);
+    expect((await again.get('synced'))?.toString()).toBe('a');
+    expect((await again.get('unsynced'))?.toString()).toBe('b');
+    expect(await again.get('gone')).toBeUndefined();
+  });
+
+  it('rejects a second open of a directory that is open, with a typed error naming the path', async () => {
+    const path = join(dir, 'db');
+    await open(path);
+    const err: unknown = await openLevelBackend({ path }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(StorageLocked);
+    expect(isTesseraError(err) && err.code).toBe(ErrorCode.internal);
+    expect((err as StorageLocked).message).toContain(path);
+    expect((err as StorageLocked).path).toBe(path);
+
+    // Once the holder closes, the directory opens again.
+    await opened.pop()?.close();
+    const next = await open(path);
+    expect(await next.get('x')).toBeUndefined();
+  });
+
+  it('reports an unusable path as Internal naming the path, not as a lock', async () => {
+    const file = join(dir, 'a-file');
+    await writeFile(file, 'not a directory');
+    const err: unknown = await openLevelBackend({ path: join(file, 'db') }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(Internal);
+    expect(err).not.toBeInstanceOf(StorageLocked);
+    expect((err as Internal).message).toContain(join(file, 'db'));
+  });
+
+  it('releases the LevelDB iterator when a consumer breaks early (backend and snapshot)', async () => {
+    const b = await open();
+    await b.batch(Array.from({ length: 20 }, (_, i) => put(`k${String(i).padStart(2, '0')}`, 'v')), {
+      sync: false,
+    });
+    const snap = await b.snapshot();
+    try {
+      for (const view of [b, snap]) {
+        let n = 0;
+        for await (const _ of view.iterate({ gte: 'k' })) {
+          expect(b.openIterators()).toBe(1);
+          if (++n === 2) break;
+        }
+        expect(n).toBe(2);
+        expect(b.openIterators()).toBe(0);
+      }
+      // Exhausting a range releases it too.
+      for await (const _ of b.iterate({ gte: 'k', lt: prefixEnd('k') })) expect(b.openIterators()).toBe(1);
+      expect(b.openIterators()).toBe(0);
+    } finally {
+      await snap.close();
+    }
+  });
+
+  it('estimates on-disk size per range', async () => {
+    const path = join(dir, 'db');
+    const first = await openLevelBackend({ path });
+    // Random (incompressible) 1 KB values; reopening flushes the log into a table file.
+    await first.batch(
+      Array.from({ length: 1000 }, (_, i) => put(`big/${String(i).padStart(4, '0')}`, randomBytes(1024))),
+      { sync: true },
+    );
+    await first.close();
+    const b = await open(path);
+    expect(await b.approximateSize('big/', prefixEnd('big/'))).toBeGreaterThan(500_000);
+    expect(await b.approximateSize('small/', prefixEnd('small/'))).toBe(0);
+  });
+
+  it('keeps every batch a SIGKILLed writer acknowledged, each batch whole; the lock holds across processes', async () => {
+    const path = join(dir, 'db');
+    const total = 200;
+    // The child writes two-key batches with sync:true and prints "ack i" only after each resolves.
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `
+        import { ClassicLevel } from 'classic-level';
+        const db = new ClassicLevel(process.env.DB_PATH, { keyEncoding: 'utf8', valueEncoding: 'buffer' });
+        await db.open();
+        process.stdout.write('open\\n');
+        for (let i = 0; i < ${total}; i++) {
+          const k = String(i).padStart(4, '0');
+          await db.batch([
+            { type: 'put', key: 'b/' + k + '/x', value: Buffer.alloc(512, i % 256) },
+            { type: 'put', key: 'b/' + k + '/y', value: Buffer.from(k) },
+          ], { sync: true });
+          process.stdout.write('ack ' + i + '\\n');
+        }
+        process.stdout.write('done\\n');
+        setInterval(() => {}, 1000); // hold the db open until killed
+        `,
+      ],
+      { cwd: repoRoot, env: { ...process.env, DB_PATH: path }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let errOut = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (errOut += d));
+    const exited = new Promise<NodeJS.Signals | null>((res) => child.on('exit', (_code, sig) => res(sig)));
+    const closed = new Promise<void>((res) => child.on('close', () => res()));
+    const acks = (): number[] =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('ack '))
+        .map((l) => Number(l.slice(4)));
+
+    try {
+      await until(() => out.includes('open\n') || errOut !== '', 'child to open the db');
+      expect(errOut).toBe('');
+      await expect(openLevelBackend({ path })).rejects.toBeInstanceOf(StorageLocked);
+
+      await until(() => acks().length >= 50, 'child acknowledgements');
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(await exited).toBe('SIGKILL');
+    await closed; // stdout drained: every line the child printed is in `out`
+    const acked = acks();
+    expect(acked.length).toBeGreaterThanOrEqual(50);
+
+    const b = await open(path);
+    const keys: string[] = [];
+    for await (const [k] of b.iterate({ gte: 'b/', lt: prefixEnd('b/') })) keys.push(k);
+    const present = new Map<number, number>();
+    for (const k of keys) {
+      const i = Number(k.split('/')[1]);
+      present.set(i, (present.get(i) ?? 0) + 1);
+    }
+    for (const i of acked) expect(present.get(i)).toBe(2);
+    for (const [, n] of present) expect(n).toBe(2);
+    // Batches are sequential, so what survived is a prefix 0..m covering every ack.
+    const ids = [...present.keys()].sort((a, b) => a - b);
+    expect(ids).toEqual(ids.map((_, i) => i));
+    expect(ids.length).toBeGreaterThanOrEqual(Math.max(...acked) + 1);
+    expect(ids.length).toBeLessThanOrEqual(total);
+    expect((await b.get('b/0000/y'))?.toString()).toBe('0000');
+  });
+});
