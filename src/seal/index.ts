@@ -1,0 +1,24 @@
+/**
+ * The seal's public API: the node builds a SealManager over its system records and hands
+ * `manager.cipher()` to the storage barrier; DR operation token generation reuses ShareCollector,
+ * decodeShare and verifyRootKeyShares.
+ *
+ *   import { SealManager, decodeShare } from '../seal/index.js';
+ */
+export { KEY_BYTES, type Random } from './aead.js';
+export { ShareCollector, type AddResult, type ShareCollectorOptions } from './collector.js';
+export { checkSealConfig, type SealConfig } from './config.js';
+export { CiphertextRejected, RejectReason } from './errors.js';
+export { Keyring, type Cipher } from './keyring.js';
+export {
+  RecordName,
+  SealManager,
+  type InitRequest,
+  type InitResult,
+  type SealEvent,
+  type SealExport,
+  type SealManagerOptions,
+  type SealStatus,
+  type SystemRecords,
+} from './manager.js';
+export { combineShares, decodeShare, shareLength, splitRootKey, validateShareConfig } from './shares.js';

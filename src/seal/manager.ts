@@ -1,0 +1,345 @@
+/**
+ * The seal: initialisation, unseal by Shamir shares, seal, and the keyring while unsealed.
+ *
+ *   const seal = new SealManager(records);
+ *   const { keys } = await seal.init({ secret_shares: 5, secret_threshold: 3 });  // still sealed
+ *   await seal.unseal(keys[0]!); await seal.unseal(keys[3]!);
+ *   (await seal.unseal(keys[1]!)).sealed;   // false
+ *   seal.cipher().encrypt(plain, aad);      // throws Sealed while sealed
+ *
+ * Records: 'seal-config' (JSON, its presence means initialised) and 'keyring' (the keyring sealed
+ * under the root key). The root key itself is never stored; a wrong share combination is caught
+ * because it cannot open the keyring (shamir-secret-sharing silently returns garbage otherwise).
+ * All state changes run one at a time, in call order.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Internal, InvalidRequest, NotInitialized, Sealed } from '../core/errors.js';
+import { KEY_BYTES, type Random } from './aead.js';
+import { ShareCollector } from './collector.js';
+import { checkSealConfig, decodeSealConfig, encodeSealConfig, type SealConfig } from './config.js';
+import { CiphertextRejected, RejectReason } from './errors.js';
+import { Keyring } from './keyring.js';
+import { combineShares, decodeShare, shareLength, splitRootKey, validateShareConfig } from './shares.js';
+
+/** The two records the seal keeps; the node backs this with storage outside the barrier. */
+export interface SystemRecords {
+  get(name: string): Promise<Buffer | undefined>;
+  put(name: string, value: Buffer): Promise<void>;
+}
+
+export const RecordName = { sealConfig: 'seal-config', keyring: 'keyring' } as const;
+
+/** sys/seal-status without `version` (the HTTP layer adds it). */
+export interface SealStatus {
+  readonly type: 'shamir';
+  readonly initialized: boolean;
+  readonly sealed: boolean;
+  readonly t: number;
+  readonly n: number;
+  readonly progress: number;
+  /** The unseal attempt's nonce; '' when no share has been given, as Vault. */
+  readonly nonce: string;
+}
+
+export interface InitRequest {
+  readonly secret_shares: number;
+  readonly secret_threshold: number;
+}
+
+export interface InitResult {
+  readonly keys: string[];
+  readonly keysBase64: string[];
+  readonly rootKey: Buffer;
+}
+
+export type SealEvent = { readonly type: 'sealed' } | { readonly type: 'unsealed' };
+
+/** What a DR primary hands a secondary at activation. */
+export interface SealExport {
+  readonly sealConfig: SealConfig;
+  readonly encryptedKeyring: Buffer;
+}
+
+export interface SealManagerOptions {
+  readonly random?: Random;
+  readonly newNonce?: () => string;
+  /** Receives what a change listener throws; listeners never undo or block a state change. */
+  readonly onListenerError?: (error: unknown) => void;
+}
+
+type State =
+  | { readonly type: 'sealed'; readonly attempt?: ShareCollector }
+  | { readonly type: 'unsealed'; readonly keyring: Keyring; readonly rootKey: Buffer };
+
+const INVALID_KEY = 'Unseal failed, invalid key';
+
+export class SealManager {
+  readonly #records: SystemRecords;
+  readonly #random: Random;
+  readonly #newNonce: () => string;
+  readonly #onListenerError: (error: unknown) => void;
+  readonly #listeners = new Set<(event: SealEvent) => void>();
+  #state: State = { type: 'sealed' };
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(records: SystemRecords, options: SealManagerOptions = {}) {
+    this.#records = records;
+    this.#random = options.random ?? randomBytes;
+    this.#newNonce = options.newNonce ?? randomUUID;
+    this.#onListenerError =
+      options.onListenerError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
+  }
+
+  status(): Promise<SealStatus> {
+    return this.#exclusive(async () => this.#statusOf(await this.#config()));
+  }
+
+  /** Creates root key and keyring and returns the shares. The node stays sealed, as Vault. */
+  init(request: InitRequest): Promise<InitResult> {
+    return this.#exclusive(async () => {
+      const { secret_shares: n, secret_threshold: t } = request;
+      validateShareConfig(n, t);
+      if ((await this.#config()) !== undefined) throw new InvalidRequest('Vault is already initialized');
+      const rootKey = Buffer.from(this.#random(KEY_BYTES));
+      const keyring = Keyring.generate(this.#random);
+      const sealedKeyring = keyring.sealWith(rootKey);
+      keyring.destroy();
+      const shares = await splitRootKey(rootKey, n, t);
+      // The config is the "initialised" marker, so it goes last: a crash in between leaves an
+      // uninitialised node that can simply be initialised again.
+      await this.#records.put(RecordName.keyring, sealedKeyring);
+      await this.#records.put(RecordName.sealConfig, encodeSealConfig({ type: 'shamir', secret_shares: n, secret_threshold: t }));
+      return {
+        keys: shares.map((s) => s.toString('hex')),
+        keysBase64: shares.map((s) => s.toString('base64')),
+        rootKey,
+      };
+    });
+  }
+
+  /**
+   * Counts one share (hex or base64). At the threshold the shares are combined and must open the
+   * keyring; if not, the attempt is discarded (progress 0) and InvalidRequest thrown. A refused
+   * share (bad encoding, wrong length, repeated) leaves the attempt as it was.
+   */
+  unseal(key: string): Promise<SealStatus> {
+    return this.#exclusive(async () => {
+      const config = await this.#requireConfig();
+      if (this.#state.type === 'unsealed') return this.#statusOf(config);
+      const share = decodeShare(key);
+      const attempt = this.#state.attempt ?? this.#newAttempt(config);
+      const { complete } = attempt.add(share);
+      share.fill(0);
+      if (!complete) {
+        this.#state = { type: 'sealed', attempt };
+        return this.#statusOf(config);
+      }
+      const shares = attempt.shares();
+      attempt.reset();
+      this.#state = { type: 'sealed' };
+      let rootKey: Buffer;
+      try {
+        rootKey = await combineShares(shares);
+      } catch (cause) {
+        throw new InvalidRequest(INVALID_KEY, { cause });
+      } finally {
+        for (const s of shares) s.fill(0);
+      }
+      await this.#openKeyring(rootKey);
+      return this.#statusOf(config);
+    });
+  }
+
+  /** Discards the current unseal attempt. */
+  resetUnseal(): Promise<SealStatus> {
+    return this.#exclusive(async () => {
+      if (this.#state.type === 'sealed') {
+        this.#state.attempt?.reset();
+        this.#state = { type: 'sealed' };
+      }
+      return this.#statusOf(await this.#config());
+    });
+  }
+
+  /** Unseals with the whole root key (dev mode, tests). A wrong key is InvalidRequest. */
+  unsealWithRootKey(rootKey: Buffer): Promise<SealStatus> {
+    return this.#exclusive(async () => {
+      const config = await this.#requireConfig();
+      if (this.#state.type === 'sealed') {
+        this.#state.attempt?.reset();
+        this.#state = { type: 'sealed' };
+        await this.#openKeyring(Buffer.from(rootKey));
+      }
+      return this.#statusOf(config);
+    });
+  }
+
+  /** Drops keyring and root key from memory (zeroed: stale references to the keyring fail Sealed). */
+  seal(): Promise<void> {
+    return this.#exclusive(async () => this.#sealNow());
+  }
+
+  /** The live keyring; Sealed while sealed. Ask again after a seal/unseal, never keep it across one. */
+  cipher(): Keyring {
+    if (this.#state.type !== 'unsealed') throw new Sealed();
+    return this.#state.keyring;
+  }
+
+  /** Adds a keyring term for new writes and persists the keyring before the live one changes. */
+  rotate(): Promise<number> {
+    return this.#exclusive(async () => {
+      if (this.#state.type !== 'unsealed') throw new Sealed();
+      const { keyring, rootKey } = this.#state;
+      const key = Buffer.from(this.#random(KEY_BYTES));
+      const next = keyring.clone();
+      const term = next.rotate(key);
+      await this.#records.put(RecordName.keyring, next.sealWith(rootKey));
+      next.destroy();
+      keyring.rotate(key);
+      key.fill(0);
+      return term;
+    });
+  }
+
+  /** Subscribes to sealed/unsealed transitions; returns the unsubscribe function. */
+  onChange(listener: (event: SealEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** The stored seal config and sealed keyring, for a DR secondary to adopt at activation. */
+  exportForSecondary(): Promise<SealExport> {
+    return this.#exclusive(async () => {
+      const sealConfig = await this.#requireConfig();
+      const encryptedKeyring = await this.#records.get(RecordName.keyring);
+      if (encryptedKeyring === undefined) throw new Internal('keyring record is missing');
+      return { sealConfig, encryptedKeyring: Buffer.from(encryptedKeyring) };
+    });
+  }
+
+  /**
+   * Takes over a primary's seal config and keyring (DR activation). The node ends sealed and
+   * unseals only with the primary's shares. There is no atomic pair write: after a crash between
+   * the two puts, activation must be run again.
+   */
+  adoptFromPrimary(from: SealExport): Promise<void> {
+    return this.#exclusive(async () => {
+      const config = checkSealConfig(from.sealConfig);
+      if (!Keyring.isSealedRecord(from.encryptedKeyring)) {
+        throw new InvalidRequest('encrypted keyring is malformed');
+      }
+      this.#sealNow();
+      await this.#records.put(RecordName.keyring, Buffer.from(from.encryptedKeyring));
+      await this.#records.put(RecordName.sealConfig, encodeSealConfig(config));
+    });
+  }
+
+  /**
+   * True when `shares` combine to the root key (they open the stored keyring). A wrong or short
+   * set answers false, never throws; an uninitialised node is NotInitialized.
+   */
+  verifyRootKeyShares(shares: readonly Buffer[]): Promise<boolean> {
+    return this.#exclusive(async () => {
+      await this.#requireConfig();
+      const record = await this.#records.get(RecordName.keyring);
+      if (record === undefined) throw new Internal('keyring record is missing');
+      let rootKey: Buffer | undefined;
+      try {
+        rootKey = await combineShares(shares);
+        if (rootKey.length !== KEY_BYTES) return false;
+        Keyring.openWith(record, rootKey, this.#random).destroy();
+        return true;
+      } catch (e) {
+        if (e instanceof InvalidRequest) return false;
+        if (e instanceof CiphertextRejected && e.reason === RejectReason.authentication) return false;
+        throw e;
+      } finally {
+        rootKey?.fill(0);
+      }
+    });
+  }
+
+  /** Takes ownership of `rootKey`: kept while unsealed, zeroed on failure. */
+  async #openKeyring(rootKey: Buffer): Promise<void> {
+    if (rootKey.length !== KEY_BYTES) {
+      rootKey.fill(0);
+      throw new InvalidRequest(INVALID_KEY);
+    }
+    const record = await this.#records.get(RecordName.keyring);
+    if (record === undefined) throw new Internal('keyring record is missing');
+    let keyring: Keyring;
+    try {
+      keyring = Keyring.openWith(record, rootKey, this.#random);
+    } catch (e) {
+      rootKey.fill(0);
+      if (e instanceof CiphertextRejected && e.reason === RejectReason.authentication) {
+        throw new InvalidRequest(INVALID_KEY, { cause: e });
+      }
+      throw e;
+    }
+    this.#state = { type: 'unsealed', keyring, rootKey };
+    this.#emit({ type: 'unsealed' });
+  }
+
+  #sealNow(): void {
+    const state = this.#state;
+    this.#state = { type: 'sealed' };
+    if (state.type === 'sealed') {
+      state.attempt?.reset();
+      return;
+    }
+    state.keyring.destroy();
+    state.rootKey.fill(0);
+    this.#emit({ type: 'sealed' });
+  }
+
+  #newAttempt(config: SealConfig): ShareCollector {
+    return new ShareCollector({
+      required: config.secret_threshold,
+      shareLength: shareLength(KEY_BYTES, config.secret_threshold),
+      newNonce: this.#newNonce,
+    });
+  }
+
+  #statusOf(config: SealConfig | undefined): SealStatus {
+    const attempt = this.#state.type === 'sealed' ? this.#state.attempt : undefined;
+    const progress = attempt?.progress ?? 0;
+    return {
+      type: 'shamir',
+      initialized: config !== undefined,
+      sealed: this.#state.type === 'sealed',
+      t: config?.secret_threshold ?? 0,
+      n: config?.secret_shares ?? 0,
+      progress,
+      nonce: progress > 0 && attempt !== undefined ? attempt.nonce : '',
+    };
+  }
+
+  async #config(): Promise<SealConfig | undefined> {
+    const record = await this.#records.get(RecordName.sealConfig);
+    return record === undefined ? undefined : decodeSealConfig(record);
+  }
+
+  async #requireConfig(): Promise<SealConfig> {
+    const config = await this.#config();
+    if (config === undefined) throw new NotInitialized();
+    return config;
+  }
+
+  #emit(event: SealEvent): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(event);
+      } catch (e) {
+        this.#onListenerError(e);
+      }
+    }
+  }
+
+  /** Runs `fn` after every earlier call has settled, whatever their outcome. */
+  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(fn, fn);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+}
