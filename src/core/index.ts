@@ -1,1 +1,3 @@
 export * from './errors.js';
+export * from './duration.js';
+export * from './version.js';

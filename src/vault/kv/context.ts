@@ -1,0 +1,54 @@
+/**
+ * What every KV v2 handler receives, and the reads they share.
+ *
+ *   const meta = await loadMetadata(ctx, 'app/db');   // undefined when the key was never written
+ */
+import type { LogicalRequest, LogicalResponse } from '../logical.js';
+import type { Store } from '../../storage/store.js';
+import { NotFound } from '../../core/errors.js';
+import type { KeyedMutex } from './lock.js';
+import { CONFIG_KEY, metaKey } from './layout.js';
+import { DEFAULT_CONFIG, decodeConfig, decodeMetadata, type KeyMetadata, type KvConfig } from './model.js';
+import { rfc3339 } from './time.js';
+
+export interface KvContext {
+  readonly store: Store;
+  readonly now: () => Date;
+  readonly locks: KeyedMutex;
+}
+
+/** `path` is the secret's path (or list prefix), already stripped of `data/`, `metadata/`, ... */
+export type Handler = (ctx: KvContext, path: string, req: LogicalRequest) => Promise<LogicalResponse | null>;
+
+export async function loadMetadata(ctx: KvContext, path: string): Promise<KeyMetadata | undefined> {
+  const raw = await ctx.store.get(metaKey(path));
+  return raw === undefined ? undefined : decodeMetadata(raw);
+}
+
+export async function loadConfig(ctx: KvContext): Promise<KvConfig> {
+  const raw = await ctx.store.get(CONFIG_KEY);
+  return raw === undefined ? { ...DEFAULT_CONFIG } : decodeConfig(raw);
+}
+
+/** Runs `fn` holding the per-secret lock, so read-modify-write of one key never interleaves. */
+export function withKeyLock<T>(ctx: KvContext, path: string, fn: () => Promise<T>): Promise<T> {
+  return ctx.locks.run(`key:${path}`, fn);
+}
+
+export const timestamp = (ctx: KvContext): { date: Date; text: string } => {
+  const date = ctx.now();
+  return { date, text: rfc3339(date) };
+};
+
+/**
+ * A 404 that still carries a body: Vault answers a read of a deleted or destroyed version with
+ * status 404 *and* the version's metadata. It is a NotFound for every boundary that only knows
+ * codes; an HTTP layer that wants Vault's exact reply can emit `data` for it.
+ */
+export class NotFoundWithData extends NotFound {
+  readonly data: Record<string, unknown>;
+  constructor(data: Record<string, unknown>) {
+    super();
+    this.data = data;
+  }
+}
