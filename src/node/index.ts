@@ -1,16 +1,116 @@
 /**
- * The composition root: builds storage -> seal -> services -> transports and runs the node.
+ * The composition root's entry: `tessera server`. Reads the config (or makes a dev one), starts
+ * the node, and runs until SIGTERM/SIGINT. Logs are JSON on stderr; stdout carries only the dev
+ * banner (which holds the dev root token and unseal key, so it never goes through the logger).
  *
  *   await runServer({ dev: true });
  */
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { writeDevLicense } from '../license/index.js';
+import { devConfig, loadConfig, type Config } from './config.js';
+import { createLogger } from './logger.js';
+import { startNode, type NodeConfig, type RunningNode } from './node.js';
+
 export interface ServerOptions {
   readonly configPath?: string;
   readonly dev: boolean;
   readonly devRootTokenId?: string;
   readonly devListenAddress?: string;
+  /** Where the dev banner goes; process.stdout unless given. */
+  readonly out?: NodeJS.WritableStream;
+  /** Resolves to stop the server; SIGTERM/SIGINT unless given. */
+  readonly until?: Promise<void>;
 }
 
-/** Starts a node and resolves when it has shut down (SIGTERM/SIGINT). */
-export async function runServer(_options: ServerOptions): Promise<void> {
-  throw new Error('not yet wired');
+export function toNodeConfig(c: Config): NodeConfig {
+  if (c.storage.type !== 'leveldb') throw new Error(`${c.source}: storage type "${c.storage.type}" cannot be served by this command`);
+  return {
+    storagePath: c.storage.path,
+    listenAddress: c.listener.address,
+    ...(c.listener.tls.mode === 'enabled' ? { tls: { certFile: c.listener.tls.certFile, keyFile: c.listener.tls.keyFile } } : {}),
+    apiAddr: c.apiAddr,
+    clusterAddr: c.clusterAddr,
+    ...(c.licensePath !== undefined ? { licensePath: c.licensePath } : {}),
+    licenseIssuerKeys: c.licenseIssuerKeys,
+    hosted: c.hosted,
+    walMaxEntries: c.replication.walMaxEntries,
+    walMaxBytes: c.replication.walMaxBytes,
+  };
+}
+
+function portPlusOne(address: string): string {
+  const m = /^(.*):(\d+)$/.exec(address);
+  if (!m) return address;
+  const port = Number(m[2]);
+  return `${m[1]}:${port === 0 ? 0 : port + 1}`;
+}
+
+async function devSetup(opts: ServerOptions): Promise<Config> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'tessera-dev-'));
+  const lic = await writeDevLicense(join(dataDir, 'license'));
+  const listen = opts.devListenAddress ?? '127.0.0.1:8200';
+  return devConfig({
+    dataDir: join(dataDir, 'data'),
+    listenAddress: listen,
+    clusterAddress: portPlusOne(listen),
+    licensePath: lic.licensePath,
+    licenseIssuerKeys: [lic.issuerPublicKey],
+  });
+}
+
+/** Initialises, unseals and mounts `secret/` (KV v2), like `vault server -dev`. */
+async function devInitialise(node: RunningNode, opts: ServerOptions): Promise<{ unsealKey: string; rootToken: string }> {
+  const init = await node.core.initialize({ secret_shares: 1, secret_threshold: 1, ...(opts.devRootTokenId ? { rootTokenId: opts.devRootTokenId } : {}) });
+  const unsealKey = init.keys_base64[0] as string;
+  await node.core.unseal(unsealKey, false);
+  await node.core.mounts.enable('', 'secret/', { type: 'kv', options: { version: '2' }, description: 'key/value secret storage' });
+  return { unsealKey, rootToken: init.root_token };
+}
+
+export async function runServer(opts: ServerOptions): Promise<void> {
+  const config = opts.dev ? await devSetup(opts) : await loadConfig(opts.configPath ?? '');
+  const logger = createLogger({ level: config.logLevel, destination: pino.destination(2) });
+  for (const w of config.warnings) logger.warn({ config: config.source }, w);
+  const node = await startNode(toNodeConfig(config), { logger });
+
+  if (opts.dev) {
+    const { unsealKey, rootToken } = await devInitialise(node, opts);
+    const out = opts.out ?? process.stdout;
+    out.write(
+      [
+        'Tessera dev node started. Data lives in a temp dir and is not meant for production.',
+        `Api Address: ${node.apiAddr}`,
+        `Unseal Key: ${unsealKey}`,
+        `Root Token: ${rootToken}`,
+        '',
+        `  export VAULT_ADDR='${node.apiAddr}' VAULT_TOKEN='${rootToken}'`,
+        '',
+      ].join('\n'),
+    );
+  }
+
+  const reload = async () => {
+    if (opts.dev || !opts.configPath) return;
+    try {
+      const next = await loadConfig(opts.configPath);
+      logger.level = next.logLevel;
+      logger.info({ level: next.logLevel }, 'log level reloaded');
+    } catch (e) {
+      logger.error({ err: e }, 'config reload failed; keeping the running config');
+    }
+  };
+  const onHup = () => void reload();
+  process.on('SIGHUP', onHup);
+  await (opts.until ??
+    new Promise<void>((resolve) => {
+      process.once('SIGTERM', () => resolve());
+      process.once('SIGINT', () => resolve());
+    }));
+  process.off('SIGHUP', onHup);
+  logger.info('shutting down');
+  await node.stop();
+  logger.flush();
 }

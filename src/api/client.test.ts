@@ -1,0 +1,204 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { ErrorCode } from '../core/index.js';
+import { ApiError, ConnectionFailed, MalformedResponse } from './errors.js';
+import { TesseraClient } from './client.js';
+import { FakeVault, envelope } from './testing/fake-vault.js';
+
+let fake: FakeVault;
+let client: TesseraClient;
+
+beforeEach(async () => {
+  fake = await FakeVault.start();
+  client = new TesseraClient({ addr: `${fake.addr}/`, token: 'hvs.root', namespace: 'team-a' });
+});
+afterEach(async () => {
+  await fake.close();
+});
+
+describe('generic calls', () => {
+  it('prefixes /v1/, sends the token and namespace headers, and returns the envelope', async () => {
+    fake.on('GET', 'secret/foo', { status: 200, body: envelope({ a: '1' }) });
+    const res = await client.read('/secret/foo', { version: 2, skip: undefined });
+    expect(res?.data).toEqual({ a: '1' });
+    const [req] = fake.requests;
+    expect(req?.path).toBe('secret/foo');
+    expect(req?.query).toEqual({ version: '2' });
+    expect(req?.headers['x-vault-token']).toBe('hvs.root');
+    expect(req?.headers['x-vault-namespace']).toBe('team-a');
+  });
+
+  it('accepts a path that already starts with v1/', async () => {
+    fake.on('GET', 'sys/mounts', { status: 200, body: envelope({}) });
+    await client.read('v1/sys/mounts');
+    expect(fake.requests[0]?.path).toBe('sys/mounts');
+  });
+
+  it('sends no token or namespace header when none is set', async () => {
+    fake.on('GET', 'x', { status: 200, body: envelope({}) });
+    await client.withToken(undefined).withNamespace(undefined).read('x');
+    expect(fake.requests[0]?.headers['x-vault-token']).toBeUndefined();
+    expect(fake.requests[0]?.headers['x-vault-namespace']).toBeUndefined();
+  });
+
+  it('writes with POST and a JSON body', async () => {
+    fake.on('POST', 'secret/foo', { status: 204 });
+    const res = await client.write('secret/foo', { n: '3', nested: { a: true } });
+    expect(res).toBeNull();
+    expect(fake.requests[0]?.method).toBe('POST');
+    expect(fake.requests[0]?.headers['content-type']).toBe('application/json');
+    expect(fake.requests[0]?.body).toEqual({ n: '3', nested: { a: true } });
+  });
+
+  it('lists with GET ?list=true', async () => {
+    fake.on('LIST', 'secret/metadata', { status: 200, body: envelope({ keys: ['a', 'b/'] }) });
+    const res = await client.list('secret/metadata');
+    expect(res?.data?.keys).toEqual(['a', 'b/']);
+    expect(fake.requests[0]?.query).toEqual({ list: 'true' });
+  });
+
+  it('deletes with DELETE and returns null for 204', async () => {
+    fake.on('DELETE', 'secret/foo', { status: 204 });
+    await expect(client.delete('secret/foo')).resolves.toBeNull();
+    expect(fake.requests[0]?.method).toBe('DELETE');
+  });
+
+  it('percent-encodes path segments', async () => {
+    fake.on('GET', 'secret/a b?c', { status: 200, body: envelope({}) });
+    await client.read('secret/a b?c');
+    expect(fake.requests[0]?.path).toBe('secret/a b?c');
+  });
+});
+
+describe('errors', () => {
+  it('maps a non-2xx answer to ApiError with status, errors and a joined message', async () => {
+    fake.on('POST', 'sys/replication/dr/primary/enable', {
+      status: 400,
+      body: { errors: ['first problem', 'second problem'] },
+    });
+    const err = await client.write('sys/replication/dr/primary/enable', {}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    const api = err as ApiError;
+    expect(api.status).toBe(400);
+    expect(api.errors).toEqual(['first problem', 'second problem']);
+    expect(api.message).toBe('first problem; second problem');
+    expect(api.code).toBe(ErrorCode.invalidRequest);
+    expect(api.method).toBe('POST');
+  });
+
+  it('keeps an empty errors list for a 404 read and still has a message', async () => {
+    fake.on('GET', 'secret/none', { status: 404, body: { errors: [] } });
+    const err = (await client.read('secret/none').catch((e: unknown) => e)) as ApiError;
+    expect(err.status).toBe(404);
+    expect(err.errors).toEqual([]);
+    expect(err.message).toBe('HTTP 404');
+    expect(err.code).toBe(ErrorCode.notFound);
+  });
+
+  it('maps 403 and 503 to their codes', async () => {
+    fake.on('GET', 'a', { status: 403, body: { errors: ['permission denied'] } });
+    fake.on('GET', 'b', { status: 503, body: { errors: ['Vault is sealed'] } });
+    await expect(client.read('a')).rejects.toMatchObject({ status: 403, code: ErrorCode.permissionDenied });
+    await expect(client.read('b')).rejects.toMatchObject({ status: 503, code: ErrorCode.unavailable });
+  });
+
+  it('reports a refused connection as ConnectionFailed', async () => {
+    const addr = fake.addr;
+    await fake.close();
+    fake = await FakeVault.start();
+    const err = await new TesseraClient({ addr }).read('x').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectionFailed);
+    expect((err as ConnectionFailed).message).toContain('ECONNREFUSED');
+  });
+
+  it('rejects a 2xx body that is not an object', async () => {
+    fake.on('GET', 'odd', { status: 200, body: [1, 2] });
+    await expect(client.read('odd')).rejects.toBeInstanceOf(MalformedResponse);
+  });
+
+  it('uses the injected fetch', async () => {
+    const seen: string[] = [];
+    const fetchImpl: typeof fetch = async (input) => {
+      seen.push(String(input));
+      return new Response(JSON.stringify(envelope({ via: 'fake' })), { status: 200 });
+    };
+    const res = await new TesseraClient({ addr: 'http://example.invalid', fetchImpl }).read('p');
+    expect(res?.data).toEqual({ via: 'fake' });
+    expect(seen).toEqual(['http://example.invalid/v1/p']);
+  });
+});
+
+describe('sys helpers', () => {
+  it('init, unseal, seal and seal status use the WIRE shapes', async () => {
+    fake.on('POST', 'sys/init', { status: 200, body: { keys: ['aa'], keys_base64: ['qg=='], root_token: 'hvs.r' } });
+    const sealed = { type: 'shamir', initialized: true, sealed: true, t: 1, n: 1, progress: 0, nonce: '', version: '0.1.0' };
+    fake.on('POST', 'sys/unseal', { status: 200, body: { ...sealed, sealed: false } });
+    fake.on('POST', 'sys/seal', { status: 204 });
+    fake.on('GET', 'sys/seal-status', { status: 200, body: sealed });
+
+    const init = await client.sys.init({ secret_shares: 1, secret_threshold: 1 });
+    expect(init.root_token).toBe('hvs.r');
+    expect(fake.requests[0]?.body).toEqual({ secret_shares: 1, secret_threshold: 1 });
+    expect((await client.sys.unseal({ key: 'aa' })).sealed).toBe(false);
+    expect(fake.requests[1]?.body).toEqual({ key: 'aa' });
+    await client.sys.unseal({ reset: true });
+    expect(fake.requests[2]?.body).toEqual({ reset: true });
+    await expect(client.sys.seal()).resolves.toBeUndefined();
+    expect((await client.sys.sealStatus()).sealed).toBe(true);
+  });
+
+  it('health returns the body for its informational codes, including overrides', async () => {
+    const body = { initialized: true, sealed: true, standby: false, version: '0.1.0' };
+    fake.on('GET', 'sys/health', (req) => ({ status: req.query['sealedcode'] ? Number(req.query['sealedcode']) : 503, body }));
+    const plain = await client.sys.health();
+    expect(plain.status).toBe(503);
+    expect(plain.sealed).toBe(true);
+    const overridden = await client.sys.health({ sealedcode: 299, standbyok: true });
+    expect(overridden.status).toBe(299);
+    expect(fake.requests[1]?.query).toEqual({ sealedcode: '299', standbyok: 'true' });
+  });
+
+  it('health still throws for a status that is not one of its answers', async () => {
+    fake.on('GET', 'sys/health', { status: 500, body: { errors: ['boom'] } });
+    await expect(client.sys.health()).rejects.toMatchObject({ status: 500, errors: ['boom'] });
+  });
+
+  it('mounts returns the data map', async () => {
+    fake.on('GET', 'sys/mounts', { status: 200, body: envelope({ 'secret/': { type: 'kv', options: { version: '2' } } }) });
+    expect((await client.sys.mounts())['secret/']?.options?.['version']).toBe('2');
+  });
+});
+
+describe('replication helpers', () => {
+  it('status returns both kinds, narrowed by mode', async () => {
+    fake.on('GET', 'sys/replication/status', {
+      status: 200,
+      body: envelope({ dr: { mode: 'secondary', last_remote_wal: 7 }, performance: { mode: 'disabled' } }),
+    });
+    const status = await client.replication.status();
+    expect(status.dr.mode === 'secondary' ? status.dr.last_remote_wal : -1).toBe(7);
+    expect(status.performance.mode).toBe('disabled');
+  });
+
+  it('reindex posts the flags to the local endpoint and returns the warnings', async () => {
+    fake.on('POST', 'sys/replication/reindex', { status: 200, body: envelope(null, { warnings: ['done'] }) });
+    const res = await client.replication.reindex({ diff: true, skipFlush: true });
+    expect(res.warnings).toEqual(['done']);
+    expect(fake.requests[0]?.body).toEqual({ diff: true, force: false, skip_flush: true });
+  });
+
+  it('reindex and merkle-check use the DR secondary endpoints with a DR operation token', async () => {
+    fake.on('POST', 'sys/replication/dr/secondary/reindex', { status: 204 });
+    const report = { merkle_corruption_report: { corrupted_root: false, last_corruption_check_epoch: '', corrupted_tree_map: {} } };
+    fake.on('POST', 'sys/replication/dr/secondary/merkle-check', { status: 200, body: envelope(report) });
+    expect(await client.replication.reindex({ force: true, drOperationToken: 'op' })).toEqual({ warnings: [] });
+    expect(fake.requests[0]?.body).toEqual({ diff: false, force: true, skip_flush: false, dr_operation_token: 'op' });
+    expect(await client.replication.merkleCheck({ drOperationToken: 'op' })).toEqual(report);
+    expect(fake.requests[1]?.body).toEqual({ dr_operation_token: 'op' });
+  });
+
+  it('merkle-check without a token goes to the local endpoint', async () => {
+    fake.on('POST', 'sys/replication/merkle-check', { status: 200, body: envelope(null) });
+    await expect(client.replication.merkleCheck()).rejects.toBeInstanceOf(MalformedResponse);
+    expect(fake.requests[0]?.path).toBe('sys/replication/merkle-check');
+  });
+});

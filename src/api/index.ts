@@ -1,0 +1,13 @@
+/**
+ * The public API of the typed HTTP client; the CLI and integration tests import from here.
+ *
+ *   import { TesseraClient, ApiError } from '../api/index.js';
+ */
+export { TesseraClient } from './client.js';
+export type { ClientOptions } from './client.js';
+export { ApiError, ConnectionFailed, MalformedResponse } from './errors.js';
+export { Method, buildUrl } from './request.js';
+export type { ApiRequest, ApiResponse, ConnectionOptions } from './request.js';
+export { SysApi } from './sys.js';
+export { ReplicationApi, ReplicationKind } from './replication.js';
+export * from './types.js';

@@ -1,0 +1,98 @@
+/**
+ * One HTTP exchange with a node: URL building, headers, JSON in and out, and the mapping of
+ * non-2xx answers to `ApiError`. The typed helpers are thin layers over `send`.
+ *
+ *   const res = await send(opts, { method: 'GET', path: 'sys/health', accept: [429, 503] });
+ */
+import type { ErrorBody, Query } from './types.js';
+import { ApiError, ConnectionFailed, MalformedResponse } from './errors.js';
+
+export const Method = { get: 'GET', post: 'POST', put: 'PUT', delete: 'DELETE' } as const;
+export type Method = (typeof Method)[keyof typeof Method];
+
+export interface ConnectionOptions {
+  /** Base address, e.g. "http://127.0.0.1:8200"; a trailing slash is ignored. */
+  readonly addr: string;
+  readonly token?: string | undefined;
+  readonly namespace?: string | undefined;
+  /** Defaults to the global fetch of Node 20. */
+  readonly fetchImpl?: typeof fetch | undefined;
+}
+
+export interface ApiRequest {
+  readonly method: Method;
+  /** With or without a leading "/" or "/v1/". */
+  readonly path: string;
+  readonly query?: Query | undefined;
+  /** Serialised as JSON. Omitted on GET and DELETE when undefined. */
+  readonly body?: unknown;
+  /** Non-2xx statuses that are answers rather than errors (sys/health uses several). */
+  readonly accept?: readonly number[];
+}
+
+export interface ApiResponse {
+  readonly status: number;
+  /** Parsed JSON, or null for an empty body (204). */
+  readonly body: unknown;
+}
+
+/** "/v1/" + the path, with each segment percent-encoded; the query drops undefined values. */
+export function buildUrl(addr: string, path: string, query?: Query): string {
+  const trimmed = path.replace(/^\/+/, '').replace(/^v1\//, '');
+  const encoded = trimmed
+    .split('/')
+    .map((segment) => encodeURIComponent(segment))
+    .join('/');
+  const url = new URL(`${addr.replace(/\/+$/, '')}/v1/${encoded}`);
+  for (const [key, value] of Object.entries(query ?? {})) {
+    if (value !== undefined) url.searchParams.set(key, String(value));
+  }
+  return url.toString();
+}
+
+export async function send(conn: ConnectionOptions, req: ApiRequest): Promise<ApiResponse> {
+  const url = buildUrl(conn.addr, req.path, req.query);
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (conn.token) headers['X-Vault-Token'] = conn.token;
+  if (conn.namespace) headers['X-Vault-Namespace'] = conn.namespace;
+  const hasBody = req.body !== undefined || req.method === Method.post || req.method === Method.put;
+  if (hasBody) headers['Content-Type'] = 'application/json';
+  const doFetch = conn.fetchImpl ?? fetch;
+
+  let res: Response;
+  let text: string;
+  try {
+    res = await doFetch(url, {
+      method: req.method,
+      headers,
+      body: hasBody ? JSON.stringify(req.body ?? {}) : undefined,
+    });
+    text = await res.text();
+  } catch (e) {
+    throw new ConnectionFailed(url, e);
+  }
+
+  const ok = (res.status >= 200 && res.status < 300) || (req.accept ?? []).includes(res.status);
+  if (!ok) {
+    throw new ApiError({ status: res.status, method: req.method, url, errors: errorsOf(text) });
+  }
+  if (text.trim() === '') return { status: res.status, body: null };
+  try {
+    return { status: res.status, body: JSON.parse(text) as unknown };
+  } catch (e) {
+    throw new MalformedResponse(url, res.status, e instanceof Error ? e.message : String(e));
+  }
+}
+
+/** The `errors` array of an error body; a non-JSON body becomes its own single message. */
+function errorsOf(text: string): string[] {
+  if (text.trim() === '') return [];
+  try {
+    const parsed = JSON.parse(text) as Partial<ErrorBody> | null;
+    const errors = parsed?.errors;
+    if (Array.isArray(errors)) return errors.map(String);
+    return [text.trim()];
+  } catch {
+    return [text.trim()];
+  }
+}

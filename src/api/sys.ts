@@ -1,0 +1,69 @@
+/**
+ * `sys/*` calls for node lifecycle: init, unseal, seal, seal status, health, mounts. These
+ * endpoints answer bare objects rather than envelopes (WIRE.md section 7).
+ *
+ *   const { keys, root_token } = await client.sys.init({ secret_shares: 1, secret_threshold: 1 });
+ *   const status = await client.sys.unseal({ key: keys[0]! });
+ */
+import type {
+  Envelope,
+  HealthQuery,
+  HealthResponse,
+  InitRequest,
+  InitResponse,
+  MountEntry,
+  SealStatus,
+  UnsealRequest,
+} from './types.js';
+import { Method } from './request.js';
+import type { ApiRequest, ApiResponse } from './request.js';
+
+/** Every status `sys/health` uses to describe the node rather than to report an error. */
+const healthStatuses = [200, 429, 472, 473, 501, 503] as const;
+
+export class SysApi {
+  readonly #request: (req: ApiRequest) => Promise<ApiResponse>;
+
+  constructor(request: (req: ApiRequest) => Promise<ApiResponse>) {
+    this.#request = request;
+  }
+
+  async init(body: InitRequest): Promise<InitResponse> {
+    return (await this.#request({ method: Method.post, path: 'sys/init', body })).body as InitResponse;
+  }
+
+  async unseal(body: UnsealRequest): Promise<SealStatus> {
+    return (await this.#request({ method: Method.post, path: 'sys/unseal', body })).body as SealStatus;
+  }
+
+  async seal(): Promise<void> {
+    await this.#request({ method: Method.post, path: 'sys/seal', body: {} });
+  }
+
+  async sealStatus(): Promise<SealStatus> {
+    return (await this.#request({ method: Method.get, path: 'sys/seal-status' })).body as SealStatus;
+  }
+
+  /**
+   * The health body whatever the status, including statuses chosen through the override
+   * parameters; `status` is returned alongside because it is the answer's main fact.
+   */
+  async health(query: HealthQuery = {}): Promise<HealthResponse & { readonly status: number }> {
+    const overrides = Object.entries(query)
+      .filter(([key, value]) => key.endsWith('code') && typeof value === 'number')
+      .map(([, value]) => value as number);
+    const res = await this.#request({
+      method: Method.get,
+      path: 'sys/health',
+      query: { ...query },
+      accept: [...healthStatuses, ...overrides],
+    });
+    return { ...(res.body as HealthResponse), status: res.status };
+  }
+
+  /** Mount table keyed by path with a trailing slash ("secret/"). */
+  async mounts(): Promise<Record<string, MountEntry>> {
+    const res = await this.#request({ method: Method.get, path: 'sys/mounts' });
+    return (res.body as Envelope<Record<string, MountEntry>> | null)?.data ?? {};
+  }
+}

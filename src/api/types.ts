@@ -1,0 +1,235 @@
+/**
+ * The wire shapes of WIRE.md that the client reads and writes. Field names are the wire's own
+ * (snake_case) so a body can be printed or compared without a mapping step.
+ *
+ *   const env: Envelope<{ keys: string[] }> | null = await client.list('secret/metadata');
+ */
+
+/** The success envelope; keys are always present and empty ones are null (WIRE.md section 2). */
+export interface Envelope<D = Record<string, unknown>> {
+  readonly request_id: string;
+  readonly lease_id: string;
+  readonly renewable: boolean;
+  readonly lease_duration: number;
+  readonly data: D | null;
+  readonly wrap_info: WrapInfo | null;
+  readonly warnings: string[] | null;
+  readonly auth: Auth | null;
+  readonly mount_type?: string;
+}
+
+export interface WrapInfo {
+  readonly token: string;
+  readonly accessor: string;
+  /** Seconds. */
+  readonly ttl: number;
+  /** RFC 3339. */
+  readonly creation_time: string;
+  readonly creation_path: string;
+  readonly wrapped_accessor: string;
+}
+
+export interface Auth {
+  readonly client_token: string;
+  readonly accessor: string;
+  readonly policies: string[] | null;
+  readonly lease_duration: number;
+  readonly renewable: boolean;
+  readonly [extra: string]: unknown;
+}
+
+/** The body of every non-2xx answer. */
+export interface ErrorBody {
+  readonly errors: string[];
+}
+
+/** Query values; undefined entries are left out of the URL. */
+export type Query = Readonly<Record<string, string | number | boolean | undefined>>;
+
+// --- sys ---------------------------------------------------------------------------------------
+
+export interface InitRequest {
+  readonly secret_shares: number;
+  readonly secret_threshold: number;
+}
+
+/** `sys/init` answers a bare object. */
+export interface InitResponse {
+  readonly keys: string[];
+  readonly keys_base64: string[];
+  readonly root_token: string;
+}
+
+/** `sys/seal-status` and `sys/unseal` answer this bare object. */
+export interface SealStatus {
+  readonly type: string;
+  readonly initialized: boolean;
+  readonly sealed: boolean;
+  /** Threshold. */
+  readonly t: number;
+  /** Shares. */
+  readonly n: number;
+  readonly progress: number;
+  readonly nonce: string;
+  readonly version: string;
+  readonly cluster_name?: string;
+  readonly cluster_id?: string;
+}
+
+/** `sys/unseal` takes a key share, or `reset` to discard the shares given so far. */
+export type UnsealRequest = { readonly key: string } | { readonly reset: true };
+
+/** `sys/health` answers this for every one of its status codes (200, 429, 472, 473, 501, 503). */
+export interface HealthResponse {
+  readonly initialized: boolean;
+  readonly sealed: boolean;
+  readonly standby: boolean;
+  readonly replication_dr_mode: string;
+  readonly replication_performance_mode: string;
+  readonly version: string;
+  readonly cluster_id?: string;
+  readonly cluster_name?: string;
+  readonly server_time_utc: number;
+  readonly [extra: string]: unknown;
+}
+
+/** Overrides of the status code `sys/health` answers with. */
+export interface HealthQuery {
+  readonly standbyok?: boolean;
+  readonly perfstandbyok?: boolean;
+  readonly activecode?: number;
+  readonly standbycode?: number;
+  readonly drsecondarycode?: number;
+  readonly performancestandbycode?: number;
+  readonly sealedcode?: number;
+  readonly uninitcode?: number;
+}
+
+// --- replication -------------------------------------------------------------------------------
+
+export const ReplicationMode = {
+  disabled: 'disabled',
+  primary: 'primary',
+  secondary: 'secondary',
+  bootstrapping: 'bootstrapping',
+  unknown: 'unknown',
+} as const;
+export type ReplicationMode = (typeof ReplicationMode)[keyof typeof ReplicationMode];
+
+/** Fields both roles report. Epochs are unix seconds as strings ("0" when never). */
+interface ActiveStatusCommon {
+  readonly cluster_id: string;
+  readonly state: string;
+  readonly merkle_root: string;
+  readonly corrupted_merkle_tree: boolean;
+  readonly last_reindex_epoch: string;
+  readonly last_corruption_check_epoch: string;
+  readonly primary_cluster_addr?: string;
+  /** Present while a reindex runs. */
+  readonly reindex_in_progress?: boolean;
+  readonly reindex_building_progress?: number;
+  readonly reindex_building_total?: number;
+  readonly [extra: string]: unknown;
+}
+
+export interface PeerSecondary {
+  readonly node_id: string;
+  readonly api_address: string;
+  readonly cluster_address: string;
+  readonly connection_status: 'connected' | 'disconnected';
+  readonly last_heartbeat: string;
+  readonly last_heartbeat_duration_ms: string;
+  readonly clock_skew_ms: string;
+  readonly replication_primary_canary_age_ms: string;
+}
+
+export type PeerPrimary = Omit<PeerSecondary, 'node_id'>;
+
+export interface PrimaryStatus extends ActiveStatusCommon {
+  readonly mode: 'primary';
+  readonly known_secondaries: string[];
+  readonly last_wal: number;
+  readonly last_dr_wal?: number;
+  readonly last_performance_wal?: number;
+  readonly secondaries: PeerSecondary[];
+}
+
+export interface SecondaryStatus extends ActiveStatusCommon {
+  readonly mode: 'secondary';
+  readonly secondary_id: string;
+  readonly last_remote_wal: number;
+  readonly known_primary_cluster_addrs: string[];
+  readonly connection_state: 'ready' | 'connecting' | 'transient_failure' | 'idle' | 'shutdown';
+  readonly last_start: string;
+  readonly primaries: PeerPrimary[];
+  readonly merkle_sync_progress?: { readonly sync_total_keys: number; readonly sync_progress: number };
+}
+
+export interface DisabledStatus {
+  readonly mode: 'disabled';
+}
+
+/** A node between roles; its other fields are not fixed by the wire. */
+export interface TransitionalStatus {
+  readonly mode: 'bootstrapping' | 'unknown';
+  readonly [extra: string]: unknown;
+}
+
+export type KindStatus = PrimaryStatus | SecondaryStatus | DisabledStatus | TransitionalStatus;
+
+/** `data` of `sys/replication/status`. */
+export interface ReplicationStatus {
+  readonly dr: KindStatus;
+  readonly performance: KindStatus;
+  /** Some nodes report reindex progress at the top level instead of per kind. */
+  readonly reindex_building_progress?: number;
+  readonly reindex_building_total?: number;
+  readonly [extra: string]: unknown;
+}
+
+export interface ReindexOptions {
+  readonly diff?: boolean;
+  readonly force?: boolean;
+  readonly skipFlush?: boolean;
+  /** When given, the DR secondary endpoint is used (it authorises with this token). */
+  readonly drOperationToken?: string;
+}
+
+export interface MerkleCheckOptions {
+  /** When given, the DR secondary endpoint is used (it authorises with this token). */
+  readonly drOperationToken?: string;
+}
+
+export interface CorruptedPage {
+  readonly corrupted: boolean;
+  readonly subpages: number[];
+}
+
+export interface MerkleSubtreeReport {
+  readonly tree_type: 'replicated' | 'local';
+  /** Base64. */
+  readonly root_hash: string;
+  readonly corrupted_subtree_root: boolean;
+  readonly corrupted_index_tuples_map: Readonly<Record<string, CorruptedPage>> | null;
+}
+
+/** `data` of a Merkle check. Subtree "1" is replicated data, "2" is local data. */
+export interface MerkleCheckReport {
+  readonly merkle_corruption_report: {
+    readonly corrupted_root: boolean;
+    /** RFC 3339. */
+    readonly last_corruption_check_epoch: string;
+    readonly corrupted_tree_map: Readonly<Record<string, MerkleSubtreeReport>>;
+  };
+}
+
+// --- mounts ------------------------------------------------------------------------------------
+
+/** One entry of `sys/mounts`, keyed by its path with a trailing slash ("secret/"). */
+export interface MountEntry {
+  readonly type: string;
+  readonly description?: string;
+  readonly local?: boolean;
+  readonly options: Readonly<Record<string, string>> | null;
+  readonly [extra: string]: unknown;
+}

@@ -1,0 +1,15 @@
+/** `tessera operator ...`: node lifecycle and maintenance commands. */
+import type { Command } from 'commander';
+import type { Context } from '../context.js';
+import { register as registerInit } from './operator-init.js';
+import { register as registerReindex } from './operator-reindex.js';
+import { register as registerSeal } from './operator-seal.js';
+import { register as registerUnseal } from './operator-unseal.js';
+
+export function register(parent: Command, ctx: Context): void {
+  const operator = parent.command('operator').description('Initialise, unseal, seal and maintain a node');
+  registerInit(operator, ctx);
+  registerUnseal(operator, ctx);
+  registerSeal(operator, ctx);
+  registerReindex(operator, ctx);
+}

@@ -1,0 +1,126 @@
+/**
+ * One request's way through the node, in a fixed order: namespace -> route or mount -> DR
+ * secondary gate -> seal gate -> root-namespace rule -> authentication and ACL -> license ->
+ * field validation -> handler -> optional response wrapping.
+ *
+ *   const { status, body } = await dispatch(services, routes, apiRequest);
+ */
+import { z } from 'zod';
+import { DrSecondaryPathDisabled, InvalidRequest, NotFound, PermissionDenied, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
+import type { Caller } from '../vault/caller.js';
+import type { LogicalResponse, Operation } from '../vault/logical.js';
+import type { ApiRequest } from './request.js';
+import { envelope, type Reply } from './reply.js';
+import { findRoute, type Route } from './route.js';
+
+/** What the HTTP layer needs from the node; implemented by the vault core. */
+export interface Services {
+  initialized(): Promise<boolean>;
+  sealed(): boolean;
+  drSecondary(): boolean;
+  resolveNamespace(headerNs: string, path: string): { namespace: string; path: string };
+  /** Validates the token (spending a use) and builds its ACL; PermissionDenied otherwise. */
+  authenticate(token: string | undefined, namespace: string): Promise<Caller>;
+  requireLicense(feature: string, hostedOk: boolean): void;
+  /** A mounted engine's answer, or undefined when no mount serves the path. */
+  logical(namespace: string, path: string, operation: Operation, data: Record<string, unknown>): Promise<{ response: LogicalResponse | null } | undefined>;
+  wrap(reply: { data: Record<string, unknown> | null; auth?: Record<string, unknown> | null }, ttlSeconds: number, creationPath: string): Promise<Record<string, unknown>>;
+}
+
+export interface Dispatched {
+  readonly status: number;
+  readonly body: unknown;
+  readonly contentType?: string;
+}
+
+const CAPABILITY: Readonly<Record<Operation, readonly string[]>> = {
+  read: ['read'],
+  list: ['list'],
+  create: ['create', 'update'],
+  update: ['create', 'update'],
+  delete: ['delete'],
+  patch: ['patch'],
+};
+
+/** Namespace-relative path, as the caller's policies see it. */
+function policyPath(caller: Caller, namespace: string, path: string): string {
+  return namespace.slice(caller.namespace.length) + path;
+}
+
+function authorize(caller: Caller, namespace: string, path: string, operation: Operation, sudo: boolean): void {
+  if (!namespace.startsWith(caller.namespace)) throw new PermissionDenied();
+  const p = policyPath(caller, namespace, path);
+  const ok = CAPABILITY[operation].some((c) => caller.allows(p, c));
+  if (!ok || (sudo && !caller.allows(p, 'sudo'))) throw new PermissionDenied();
+}
+
+function zodMessages(error: z.ZodError): string[] {
+  return error.issues.map((i) => {
+    const at = i.path.length > 0 ? `${i.path.join('.')}: ` : '';
+    return `${at}${i.message}`;
+  });
+}
+
+async function render(services: Services, req: ApiRequest, fullPath: string, reply: Reply): Promise<Dispatched> {
+  switch (reply.kind) {
+    case 'none':
+      return { status: 204, body: undefined };
+    case 'bare':
+      return reply.contentType === undefined ? { status: reply.status, body: reply.body } : { status: reply.status, body: reply.body, contentType: reply.contentType };
+    case 'envelope': {
+      if (req.wrapTTL !== undefined && req.wrapTTL > 0 && (reply.data !== null || reply.auth)) {
+        const wrapInfo = await services.wrap({ data: reply.data, auth: reply.auth ?? null }, req.wrapTTL, fullPath);
+        return { status: 200, body: envelope(req.id, { kind: 'envelope', data: null, wrapInfo }) };
+      }
+      return { status: 200, body: envelope(req.id, reply) };
+    }
+  }
+}
+
+export async function dispatch(services: Services, routes: readonly Route[], req: ApiRequest): Promise<Dispatched> {
+  const match = findRoute(routes, req.path);
+  const drSecondary = services.drSecondary();
+
+  // Gates that do not need the barrier come first: a sealed DR secondary must still say 400/503 correctly.
+  if (drSecondary && !match?.route.drSecondary) throw new DrSecondaryPathDisabled();
+  if (!match?.route.whileSealed) {
+    if (!(await services.initialized())) throw new NotInitialized();
+    if (services.sealed()) throw new Sealed();
+  }
+
+  const { namespace, path } = match?.route.rootNamespaceOnly || match?.route.whileSealed
+    ? { namespace: req.namespace, path: req.path }
+    : services.resolveNamespace(req.namespace, req.path);
+  const routed = namespace === req.namespace ? match : findRoute(routes, path);
+
+  if (routed) {
+    const { route, params } = routed;
+    if (route.rootNamespaceOnly && namespace !== '') {
+      throw new InvalidRequest(`${route.pattern.split('/:')[0]} is restricted to the root namespace`);
+    }
+    const spec = route.operations[req.operation] ?? (req.operation === 'patch' ? undefined : undefined);
+    if (!spec) throw new UnsupportedOperation(`unsupported operation ${req.method} on ${req.path}`);
+    let caller: Caller | undefined;
+    if (route.access === 'token' || route.access === 'sudo') {
+      caller = await services.authenticate(req.token, namespace);
+      authorize(caller, namespace, path, req.operation, route.access === 'sudo');
+    }
+    if (route.license) services.requireLicense(route.license.feature, route.license.hostedOk === true);
+    const input = req.operation === 'read' || req.operation === 'list' ? req.query : req.body;
+    const parsed = spec.fields.safeParse(input);
+    if (!parsed.success) throw new InvalidRequest(zodMessages(parsed.error));
+    const reply = await spec.handler({ req, params, fields: parsed.data, caller, namespace });
+    return render(services, req, path, reply);
+  }
+
+  if (path === 'sys' || path.startsWith('sys/') || path.startsWith('auth/')) throw new NotFound([`unsupported path: ${path.slice(0, 128)}`]);
+  const caller = await services.authenticate(req.token, namespace);
+  authorize(caller, namespace, path, req.operation, false);
+  const data = req.operation === 'read' || req.operation === 'list' ? { ...req.query } : { ...req.body };
+  delete data.list;
+  const served = await services.logical(namespace, path, req.operation, data);
+  if (!served) throw new NotFound([`no handler for route "${path.slice(0, 128)}". route entry not found.`]);
+  if (served.response === null) return { status: 204, body: undefined };
+  const reply: Reply = { kind: 'envelope', data: served.response.data ?? null, ...(served.response.warnings ? { warnings: served.response.warnings } : {}) };
+  return render(services, req, path, reply);
+}

@@ -1,0 +1,125 @@
+/**
+ * The HTTP request as the rest of the node sees it: no express types past this point.
+ *
+ *   const req = toApiRequest({ method: 'GET', url: '/v1/secret/data/a?version=2', headers, body });
+ *   req.operation === 'read'; req.path === 'secret/data/a'; req.query.version === '2'
+ */
+import { InvalidRequest, UnsupportedOperation } from '../core/errors.js';
+import { parseDuration } from '../core/duration.js';
+import type { Operation } from '../vault/logical.js';
+
+export interface ApiRequest {
+  readonly id: string;
+  readonly method: string;
+  readonly operation: Operation;
+  /** After `/v1/`, without leading or trailing slash; never contains `..` or empty segments. */
+  readonly path: string;
+  /** Whether the raw path ended with '/' (lists and mount paths care). */
+  readonly trailingSlash: boolean;
+  /** From X-Vault-Namespace, normalised to `a/b/` or `''` for the root namespace. */
+  readonly namespace: string;
+  readonly query: Readonly<Record<string, string>>;
+  readonly body: Readonly<Record<string, unknown>>;
+  readonly token: string | undefined;
+  /** Seconds, from X-Vault-Wrap-TTL. */
+  readonly wrapTTL: number | undefined;
+  readonly remoteAddress: string;
+}
+
+export interface RawRequest {
+  readonly id: string;
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly rawBody: Buffer | undefined;
+  readonly remoteAddress: string;
+}
+
+const METHOD_OPERATION: Readonly<Record<string, Operation>> = {
+  GET: 'read',
+  HEAD: 'read',
+  POST: 'update',
+  PUT: 'update',
+  DELETE: 'delete',
+  LIST: 'list',
+  PATCH: 'patch',
+};
+
+function header(headers: RawRequest['headers'], name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** `a/b` or `/a/b/` -> `a/b/`; '' or '/' or 'root' -> ''. Rejects `..` and empty segments. */
+export function normaliseNamespace(raw: string | undefined): string {
+  if (raw === undefined) return '';
+  const trimmed = raw.trim().replace(/^\/+|\/+$/g, '');
+  if (trimmed === '' || trimmed === 'root') return '';
+  validateSegments(trimmed, 'namespace');
+  return `${trimmed}/`;
+}
+
+function validateSegments(path: string, what: string): void {
+  for (const seg of path.split('/')) {
+    if (seg === '') throw new InvalidRequest(`invalid ${what}: empty path segment`);
+    if (seg === '..' || seg === '.') throw new InvalidRequest(`invalid ${what}: relative segment "${seg}"`);
+  }
+}
+
+function parseBody(raw: Buffer | undefined): Record<string, unknown> {
+  if (raw === undefined || raw.length === 0) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new InvalidRequest('failed to parse JSON input: malformed JSON body');
+  }
+  if (parsed === null) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new InvalidRequest('failed to parse JSON input: body must be a JSON object');
+  }
+  return parsed as Record<string, unknown>;
+}
+
+export function toApiRequest(raw: RawRequest): ApiRequest {
+  // Not `new URL()`: it would resolve `..` and hide it from the check below.
+  const q = raw.url.indexOf('?');
+  const rawPath = q === -1 ? raw.url : raw.url.slice(0, q);
+  if (!rawPath.startsWith('/v1/')) throw new InvalidRequest('paths must start with /v1/');
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(rawPath.slice(4));
+  } catch {
+    throw new InvalidRequest('invalid percent-encoding in path');
+  }
+  const trailingSlash = decoded.endsWith('/');
+  const path = decoded.replace(/\/+$/, '');
+  if (path === '') throw new InvalidRequest('missing request path');
+  validateSegments(path, 'path');
+  const query: Record<string, string> = {};
+  for (const [k, v] of new URLSearchParams(q === -1 ? '' : raw.url.slice(q + 1))) query[k] = v;
+
+  const method = header(raw.headers, 'x-tessera-method') === 'LIST' ? 'LIST' : raw.method.toUpperCase();
+  let operation = METHOD_OPERATION[method];
+  if (operation === undefined) throw new UnsupportedOperation(`unsupported method ${method.slice(0, 16)}`);
+  if (method === 'GET' && (query.list === 'true' || query.list === '1')) operation = 'list';
+
+  const authz = header(raw.headers, 'authorization');
+  const bearer = authz?.startsWith('Bearer ') ? authz.slice(7).trim() : undefined;
+  const token = header(raw.headers, 'x-vault-token') || bearer || undefined;
+  const wrap = header(raw.headers, 'x-vault-wrap-ttl');
+
+  return {
+    id: raw.id,
+    method,
+    operation,
+    path,
+    trailingSlash,
+    namespace: normaliseNamespace(header(raw.headers, 'x-vault-namespace')),
+    query,
+    body: operation === 'read' || operation === 'list' ? {} : parseBody(raw.rawBody),
+    token,
+    wrapTTL: wrap === undefined || wrap === '' ? undefined : parseDuration(wrap, 'X-Vault-Wrap-TTL'),
+    remoteAddress: raw.remoteAddress,
+  };
+}

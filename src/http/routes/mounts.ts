@@ -1,0 +1,112 @@
+/**
+ * sys/mounts: list, enable, read, disable, and tune secrets engines in the caller's namespace.
+ */
+import { z } from 'zod';
+import { InvalidRequest, NotFound } from '../../core/errors.js';
+import type { MountEntry, Mounts } from '../../vault/mounts.js';
+import { boolish, duration, empty, stringMap } from '../fields.js';
+import { noContent, ok } from '../reply.js';
+import { op, type Route } from '../route.js';
+
+function view(e: MountEntry): Record<string, unknown> {
+  return {
+    type: e.type,
+    description: e.description,
+    accessor: e.accessor,
+    uuid: e.uuid,
+    local: e.local,
+    seal_wrap: e.seal_wrap,
+    external_entropy_access: false,
+    options: Object.keys(e.options).length > 0 ? e.options : null,
+    config: { default_lease_ttl: e.config.default_lease_ttl, max_lease_ttl: e.config.max_lease_ttl, force_no_cache: false },
+    plugin_version: '',
+    running_plugin_version: '',
+  };
+}
+
+const SYSTEM_MOUNT = {
+  type: 'system', description: 'system endpoints used for control, policy and debugging', accessor: 'system', uuid: '', local: false,
+  seal_wrap: false, external_entropy_access: false, options: null, config: { default_lease_ttl: 0, max_lease_ttl: 0, force_no_cache: false },
+  plugin_version: '', running_plugin_version: '',
+};
+
+const EnableBody = z.object({
+  type: z.string().min(1, 'type is required'),
+  description: z.string().optional(),
+  local: boolish.optional(),
+  options: stringMap.nullish(),
+  config: z.object({ default_lease_ttl: duration.optional(), max_lease_ttl: duration.optional() }).passthrough().nullish(),
+});
+
+const TuneBody = z.object({
+  description: z.string().optional(),
+  default_lease_ttl: duration.optional(),
+  max_lease_ttl: duration.optional(),
+  options: stringMap.nullish(),
+});
+
+export function mountRoutes(mounts: Mounts): Route[] {
+  const tuneView = (e: MountEntry) => ({
+    description: e.description,
+    default_lease_ttl: e.config.default_lease_ttl,
+    max_lease_ttl: e.config.max_lease_ttl,
+    force_no_cache: false,
+    options: Object.keys(e.options).length > 0 ? e.options : null,
+  });
+  const split = (path: string) => (path.endsWith('/tune') ? { path: path.slice(0, -5), tune: true } : { path, tune: false });
+  return [
+    {
+      pattern: 'sys/mounts',
+      access: 'token',
+      operations: {
+        read: op(empty, async ({ namespace }) => {
+          const out: Record<string, unknown> = { 'sys/': SYSTEM_MOUNT };
+          for (const e of mounts.list(namespace)) out[e.path] = view(e);
+          return ok(out);
+        }),
+      },
+    },
+    {
+      pattern: 'sys/mounts/*path',
+      access: 'token',
+      operations: {
+        read: op(empty, async ({ params, namespace }) => {
+          const { path, tune } = split(params.path ?? '');
+          const e = mounts.get(namespace, path);
+          if (!e) throw new NotFound([`no mount at "${path}"`]);
+          return ok(tune ? tuneView(e) : view(e));
+        }),
+        update: op(z.unknown(), async ({ params, namespace, req }) => {
+          const { path, tune } = split(params.path ?? '');
+          if (tune) {
+            const parsed = TuneBody.safeParse(req.body);
+            if (!parsed.success) throw new InvalidRequest(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+            const t = parsed.data;
+            await mounts.tune(namespace, path, {
+              ...(t.description !== undefined ? { description: t.description } : {}),
+              ...(t.default_lease_ttl !== undefined ? { default_lease_ttl: t.default_lease_ttl } : {}),
+              ...(t.max_lease_ttl !== undefined ? { max_lease_ttl: t.max_lease_ttl } : {}),
+              ...(t.options ? { options: t.options } : {}),
+            });
+            return noContent();
+          }
+          const parsed = EnableBody.safeParse(req.body);
+          if (!parsed.success) throw new InvalidRequest(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+          const b = parsed.data;
+          await mounts.enable(namespace, path, {
+            type: b.type,
+            ...(b.description !== undefined ? { description: b.description } : {}),
+            ...(b.local !== undefined ? { local: b.local } : {}),
+            ...(b.options ? { options: b.options } : {}),
+            ...(b.config ? { config: { ...(b.config.default_lease_ttl !== undefined ? { default_lease_ttl: b.config.default_lease_ttl } : {}), ...(b.config.max_lease_ttl !== undefined ? { max_lease_ttl: b.config.max_lease_ttl } : {}) } } : {}),
+          });
+          return noContent();
+        }),
+        delete: op(empty, async ({ params, namespace }) => {
+          await mounts.disable(namespace, params.path ?? '');
+          return noContent();
+        }),
+      },
+    },
+  ];
+}

@@ -1,0 +1,40 @@
+/**
+ * sys/namespaces: create, read, list and delete child namespaces of the caller's namespace.
+ */
+import { z } from 'zod';
+import type { Mounts } from '../../vault/mounts.js';
+import type { NamespaceEntry, Namespaces } from '../../vault/namespaces.js';
+import { InvalidRequest } from '../../core/errors.js';
+import { empty, stringMap } from '../fields.js';
+import { noContent, ok } from '../reply.js';
+import { op, type Route } from '../route.js';
+
+const view = (e: NamespaceEntry) => ({ id: e.id, path: e.path, custom_metadata: e.custom_metadata });
+
+export function namespaceRoutes(namespaces: Namespaces, mounts: Mounts): Route[] {
+  const list = op(empty, async ({ namespace }) => {
+    const kids = namespaces.children(namespace);
+    if (kids.length === 0) return ok({ keys: [] });
+    const keys = kids.map((k) => k.path.slice(namespace.length));
+    return ok({ keys, key_info: Object.fromEntries(kids.map((k) => [k.path.slice(namespace.length), view(k)])) });
+  });
+  return [
+    { pattern: 'sys/namespaces', access: 'token', operations: { list, read: list } },
+    {
+      pattern: 'sys/namespaces/*path',
+      access: 'token',
+      operations: {
+        read: op(empty, async ({ params, namespace }) => ok(view(namespaces.read(namespace, params.path ?? '')))),
+        update: op(z.object({ custom_metadata: stringMap.optional() }), async ({ params, namespace, fields }) =>
+          ok(view(await namespaces.create(namespace, params.path ?? '', fields.custom_metadata ?? {}))),
+        ),
+        delete: op(empty, async ({ params, namespace }) => {
+          const target = `${namespace}${(params.path ?? '').replace(/^\/+|\/+$/g, '')}/`;
+          if (mounts.list(target).length > 0) throw new InvalidRequest(`namespace "${target}" still has mounts; disable them first`);
+          await namespaces.delete(namespace, params.path ?? '');
+          return noContent();
+        }),
+      },
+    },
+  ];
+}

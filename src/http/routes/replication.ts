@@ -1,0 +1,68 @@
+/**
+ * sys/replication on a node: the status endpoints (unauthenticated, license or hosted), and the
+ * Merkle maintenance endpoints (sudo, root namespace only, licensed).
+ */
+import { z } from 'zod';
+import { boolish, empty } from '../fields.js';
+import { ok } from '../reply.js';
+import { op, type Route } from '../route.js';
+
+export type ReplicationKind = 'dr' | 'performance';
+
+/** What these routes need from the replication side of the node. */
+export interface ReplicationService {
+  status(kind: ReplicationKind): Promise<Record<string, unknown>>;
+  reindex(opts: { diff: boolean; force: boolean; skipFlush: boolean }): Promise<{ warnings: string[] }>;
+  merkleCheck(): Promise<Record<string, unknown>>;
+}
+
+const ReindexBody = z.object({
+  diff: boolish.default(false),
+  force: boolish.default(false),
+  skip_flush: boolish.default(false),
+});
+
+const FEATURE: Readonly<Record<ReplicationKind, string>> = { dr: 'dr-replication', performance: 'performance-replication' };
+
+export function replicationRoutes(repl: ReplicationService): Route[] {
+  const statusRoute = (kind: ReplicationKind): Route => ({
+    pattern: `sys/replication/${kind}/status`,
+    access: 'public',
+    drSecondary: true,
+    license: { feature: FEATURE[kind], hostedOk: true },
+    operations: { read: op(empty, async () => ok(await repl.status(kind))) },
+  });
+  return [
+    {
+      pattern: 'sys/replication/status',
+      access: 'public',
+      drSecondary: true,
+      license: { feature: FEATURE.dr, hostedOk: true },
+      operations: {
+        read: op(empty, async () => ok({ dr: await repl.status('dr'), performance: await repl.status('performance') })),
+      },
+    },
+    statusRoute('dr'),
+    statusRoute('performance'),
+    {
+      pattern: 'sys/replication/reindex',
+      access: 'sudo',
+      rootNamespaceOnly: true,
+      license: { feature: FEATURE.dr },
+      operations: {
+        update: op(ReindexBody, async ({ fields }) => {
+          const { warnings } = await repl.reindex({ diff: fields.diff, force: fields.force, skipFlush: fields.skip_flush });
+          return ok(null, { warnings });
+        }),
+      },
+    },
+    {
+      pattern: 'sys/replication/merkle-check',
+      access: 'sudo',
+      rootNamespaceOnly: true,
+      license: { feature: FEATURE.dr },
+      operations: { update: op(empty, async () => ok(await repl.merkleCheck())) },
+    },
+  ];
+}
+

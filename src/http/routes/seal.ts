@@ -1,0 +1,145 @@
+/**
+ * Seal lifecycle and node health: sys/init, sys/unseal, sys/seal, sys/seal-status, sys/health,
+ * sys/leader. These answer bare objects (no envelope), as Vault does.
+ */
+import { z } from 'zod';
+import { VERSION } from '../../core/version.js';
+import type { VaultCore } from '../../vault/core.js';
+import { boolish, empty, intish, stringList } from '../fields.js';
+import { bare, noContent } from '../reply.js';
+import { op, type Route } from '../route.js';
+
+export interface NodeFacts {
+  clusterName(): string;
+  clusterId(): string;
+  drMode(): string;
+  performanceMode(): string;
+  apiAddr(): string;
+  clusterAddr(): string;
+}
+
+const InitBody = z.object({
+  secret_shares: intish,
+  secret_threshold: intish,
+  pgp_keys: stringList.nullish(),
+  root_token_pgp_key: z.string().optional(),
+});
+
+const HealthQuery = z.object({
+  standbyok: boolish.optional(),
+  perfstandbyok: boolish.optional(),
+  activecode: intish.optional(),
+  standbycode: intish.optional(),
+  drsecondarycode: intish.optional(),
+  performancestandbycode: intish.optional(),
+  sealedcode: intish.optional(),
+  uninitcode: intish.optional(),
+}).passthrough();
+
+export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
+  const sealStatus = async () => {
+    const s = await core.seal.status();
+    return {
+      ...s,
+      version: VERSION,
+      build_date: '',
+      migration: false,
+      recovery_seal: false,
+      storage_type: 'leveldb',
+      ...(s.initialized && !s.sealed ? { cluster_name: facts.clusterName(), cluster_id: facts.clusterId() } : {}),
+    };
+  };
+  return [
+    {
+      pattern: 'sys/init',
+      access: 'public',
+      whileSealed: true,
+      operations: {
+        read: op(empty, async () => bare(200, { initialized: await core.initialized() })),
+        update: op(InitBody, async ({ fields }) => {
+          if (fields.pgp_keys && fields.pgp_keys.length > 0) {
+            return bare(400, { errors: ['pgp_keys is not supported by this node; omit it to receive the shares in plaintext'] });
+          }
+          return bare(200, await core.initialize({ secret_shares: fields.secret_shares, secret_threshold: fields.secret_threshold }));
+        }),
+      },
+    },
+    {
+      pattern: 'sys/unseal',
+      access: 'public',
+      whileSealed: true,
+      drSecondary: true,
+      operations: {
+        update: op(z.object({ key: z.string().optional(), reset: boolish.optional() }), async ({ fields }) => {
+          await core.unseal(fields.key, fields.reset === true);
+          return bare(200, await sealStatus());
+        }),
+      },
+    },
+    {
+      pattern: 'sys/seal-status',
+      access: 'public',
+      whileSealed: true,
+      drSecondary: true,
+      operations: { read: op(empty, async () => bare(200, await sealStatus())) },
+    },
+    {
+      pattern: 'sys/seal',
+      access: 'sudo',
+      operations: {
+        update: op(empty, async () => {
+          await core.sealNow();
+          return noContent();
+        }),
+      },
+    },
+    {
+      pattern: 'sys/leader',
+      access: 'public',
+      drSecondary: true,
+      operations: {
+        read: op(empty, async () =>
+          bare(200, {
+            ha_enabled: false,
+            is_self: true,
+            active_time: '0001-01-01T00:00:00Z',
+            leader_address: facts.apiAddr(),
+            leader_cluster_address: facts.clusterAddr(),
+            performance_standby: false,
+            performance_standby_last_remote_wal: 0,
+          }),
+        ),
+      },
+    },
+    {
+      pattern: 'sys/health',
+      access: 'public',
+      whileSealed: true,
+      drSecondary: true,
+      operations: {
+        read: op(HealthQuery, async ({ fields, req }) => {
+          const initialized = await core.initialized();
+          const sealed = core.sealed();
+          const dr = facts.drMode() === 'secondary';
+          let status = fields.activecode ?? 200;
+          if (!initialized) status = fields.uninitcode ?? 501;
+          else if (sealed) status = fields.sealedcode ?? 503;
+          else if (dr) status = fields.drsecondarycode ?? 472;
+          const body = {
+            initialized,
+            sealed,
+            standby: false,
+            performance_standby: false,
+            replication_performance_mode: facts.performanceMode(),
+            replication_dr_mode: facts.drMode(),
+            server_time_utc: Math.floor(Date.now() / 1000),
+            version: VERSION,
+            cluster_name: facts.clusterName(),
+            cluster_id: facts.clusterId(),
+          };
+          return req.method === 'HEAD' ? bare(status, undefined) : bare(status, body);
+        }),
+      },
+    },
+  ];
+}

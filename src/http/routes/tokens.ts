@@ -1,0 +1,133 @@
+/**
+ * The token auth method: auth/token/create, create-orphan, lookup, lookup-self, lookup-accessor,
+ * revoke, revoke-self, revoke-accessor, revoke-orphan.
+ */
+import { z } from 'zod';
+import { InvalidRequest, PermissionDenied } from '../../core/errors.js';
+import type { Caller } from '../../vault/caller.js';
+import type { TokenStore } from '../../vault/tokens.js';
+import { boolish, duration, empty, intish, stringList, stringMap } from '../fields.js';
+import { noContent, ok } from '../reply.js';
+import { op, type Route, type RouteContext } from '../route.js';
+
+const CreateBody = z.object({
+  policies: stringList.optional(),
+  ttl: duration.optional(),
+  explicit_max_ttl: duration.optional(),
+  num_uses: intish.optional(),
+  display_name: z.string().optional(),
+  meta: stringMap.nullish(),
+  no_parent: boolish.optional(),
+  no_default_policy: boolish.optional(),
+  id: z.string().optional(),
+  renewable: boolish.optional(),
+});
+type CreateBody = z.infer<typeof CreateBody>;
+
+const TokenBody = z.object({ token: z.string({ error: 'missing required field "token"' }).min(1, 'missing required field "token"') });
+const AccessorBody = z.object({ accessor: z.string({ error: 'missing required field "accessor"' }).min(1, 'missing required field "accessor"') });
+
+function need(ctx: RouteContext<unknown>): Caller {
+  if (!ctx.caller) throw new PermissionDenied();
+  return ctx.caller;
+}
+
+export function tokenRoutes(tokens: TokenStore): Route[] {
+  const create = (orphan: boolean, path: string) =>
+    op(CreateBody, async (ctx: RouteContext<CreateBody>) => {
+      const caller = need(ctx);
+      const f = ctx.fields;
+      const auth = await tokens.create(
+        caller.entry,
+        {
+          ...(f.policies !== undefined ? { policies: f.policies } : {}),
+          ...(f.ttl !== undefined ? { ttl: f.ttl } : {}),
+          ...(f.explicit_max_ttl !== undefined ? { explicit_max_ttl: f.explicit_max_ttl } : {}),
+          ...(f.num_uses !== undefined ? { num_uses: f.num_uses } : {}),
+          ...(f.display_name !== undefined ? { display_name: f.display_name } : {}),
+          ...(f.meta !== undefined ? { meta: f.meta } : {}),
+          ...(f.no_default_policy !== undefined ? { no_default_policy: f.no_default_policy } : {}),
+          ...(f.id !== undefined ? { id: f.id } : {}),
+          ...(f.renewable !== undefined ? { renewable: f.renewable } : {}),
+          no_parent: orphan || f.no_parent === true,
+        },
+        ctx.namespace,
+        { privileged: caller.root || caller.allows(path, 'sudo'), allowOrphan: orphan, path },
+      );
+      return ok(null, { auth: { ...auth } });
+    });
+
+  const lookupSelf = op(empty, async (ctx) => {
+    const caller = need(ctx);
+    const entry = (await tokens.lookup(caller.token)) ?? caller.entry;
+    return ok(tokens.lookupResponse(entry, caller.token));
+  });
+
+  return [
+    { pattern: 'auth/token/create', access: 'token', operations: { update: create(false, 'auth/token/create') } },
+    { pattern: 'auth/token/create-orphan', access: 'token', operations: { update: create(true, 'auth/token/create-orphan') } },
+    { pattern: 'auth/token/lookup-self', access: 'token', operations: { read: lookupSelf, update: lookupSelf } },
+    {
+      pattern: 'auth/token/lookup',
+      access: 'token',
+      operations: {
+        update: op(TokenBody, async ({ fields }) => {
+          const entry = await tokens.lookup(fields.token);
+          if (!entry) throw new InvalidRequest('bad token');
+          return ok(tokens.lookupResponse(entry, fields.token));
+        }),
+      },
+    },
+    {
+      pattern: 'auth/token/lookup-accessor',
+      access: 'token',
+      operations: {
+        update: op(AccessorBody, async ({ fields }) => {
+          const entry = await tokens.lookupByAccessor(fields.accessor);
+          if (!entry) throw new InvalidRequest('invalid accessor');
+          return ok(tokens.lookupResponse(entry));
+        }),
+      },
+    },
+    {
+      pattern: 'auth/token/revoke',
+      access: 'token',
+      operations: {
+        update: op(TokenBody, async ({ fields }) => {
+          await tokens.revoke(fields.token);
+          return noContent();
+        }),
+      },
+    },
+    {
+      pattern: 'auth/token/revoke-self',
+      access: 'token',
+      operations: {
+        update: op(empty, async (ctx) => {
+          await tokens.revoke(need(ctx).token);
+          return noContent();
+        }),
+      },
+    },
+    {
+      pattern: 'auth/token/revoke-accessor',
+      access: 'token',
+      operations: {
+        update: op(AccessorBody, async ({ fields }) => {
+          await tokens.revokeAccessor(fields.accessor);
+          return noContent();
+        }),
+      },
+    },
+    {
+      pattern: 'auth/token/revoke-orphan',
+      access: 'sudo',
+      operations: {
+        update: op(TokenBody, async ({ fields }) => {
+          await tokens.revokeOrphan(fields.token);
+          return noContent();
+        }),
+      },
+    },
+  ];
+}

@@ -1,0 +1,137 @@
+/**
+ * The HTTP listener: the only module that imports express. It turns sockets into ApiRequests,
+ * runs `dispatch`, and writes Vault's wire shapes. Nothing here logs a body, a token or a query.
+ *
+ *   const http = await startHttp({ services, routes, address: '127.0.0.1:0', logger });
+ *   http.url // 'http://127.0.0.1:41234'
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import tls from 'node:tls';
+import express from 'express';
+import type { Logger } from 'pino';
+import { PayloadTooLarge } from '../core/errors.js';
+import { dispatch, type Services } from './dispatch.js';
+import { listAware } from './list-method.js';
+import { toApiRequest } from './request.js';
+import type { Route } from './route.js';
+import { errorReply } from './status.js';
+
+export interface HttpOptions {
+  readonly services: Services;
+  readonly routes: readonly Route[];
+  /** host:port; port 0 picks a free one. */
+  readonly address: string;
+  readonly logger: Logger;
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** Vault's default max_request_size is 32 MiB. */
+  readonly maxBodyBytes?: number;
+  readonly onRequest?: (info: { method: string; route: string; status: number; seconds: number }) => void;
+}
+
+export interface HttpServer {
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** A bounded label for metrics: the first two path segments, never a secret's name. */
+function routeLabel(url: string): string {
+  const path = url.split('?')[0] ?? '';
+  const segs = path.replace(/^\/v1\//, '').split('/').filter(Boolean);
+  return segs[0] === 'sys' ? segs.slice(0, 3).join('/') : (segs[0] ?? '');
+}
+
+export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  const limit = opts.maxBodyBytes ?? 32 * 1024 * 1024;
+
+  app.use((req, res) => {
+    const started = process.hrtime.bigint();
+    const id = randomUUID();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) tooLarge = true;
+      else chunks.push(c);
+    });
+    req.on('end', () => {
+      void (async () => {
+        let status = 500;
+        try {
+          if (tooLarge) throw new PayloadTooLarge(`request body larger than ${limit} bytes`);
+          const api = toApiRequest({
+            id,
+            method: req.method,
+            url: req.originalUrl,
+            headers: req.headers,
+            rawBody: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
+            remoteAddress: req.socket.remoteAddress ?? '',
+          });
+          const out = await dispatch(opts.services, opts.routes, api);
+          status = out.status;
+          if (out.body === undefined) res.status(out.status).end();
+          else if (out.contentType !== undefined) res.status(out.status).type(out.contentType).send(out.body);
+          else res.status(out.status).json(out.body);
+        } catch (e) {
+          const r = errorReply(e);
+          status = r.status;
+          if (r.internal) opts.logger.error({ req_id: id, err: e }, 'internal error');
+          res.status(r.status).json(r.body);
+        }
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        const route = routeLabel(req.originalUrl);
+        opts.onRequest?.({ method: req.method, route, status, seconds });
+        opts.logger.debug({ req_id: id, method: req.method, route, status, ms: Math.round(seconds * 1e4) / 10 }, 'request');
+      })();
+    });
+  });
+
+  const [host, portText] = splitHostPort(opts.address);
+  // The HTTP server never listens itself: every connection passes through listAware() so that
+  // the LIST method of Vault clients survives Node's HTTP parser.
+  const httpServer = http.createServer(app);
+  httpServer.keepAliveTimeout = 65_000;
+  const server: net.Server = opts.tls
+    ? tls.createServer({ cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile) }, (s) => httpServer.emit('connection', listAware(s)))
+    : net.createServer((s) => {
+        s.setNoDelay(true);
+        httpServer.emit('connection', listAware(s));
+      });
+  const sockets = new Set<net.Socket>();
+  server.on('connection', (s: net.Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(Number(portText), host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const scheme = opts.tls ? 'https' : 'http';
+  return {
+    url: `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        httpServer.closeAllConnections();
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export function splitHostPort(address: string): [string, string] {
+  const m = /^\[?([^\]]*?)\]?:(\d+)$/.exec(address);
+  if (!m) throw new Error(`invalid address "${address}": expected host:port`);
+  return [m[1] as string, m[2] as string];
+}

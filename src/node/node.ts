@@ -1,0 +1,134 @@
+/**
+ * One running node: LevelDB -> storage engine -> seal -> vault core -> HTTP. `startNode` returns
+ * once the listener is up; `stop()` closes the listener, then storage (in that order, so no
+ * request can reach a closed database).
+ *
+ *   const node = await startNode(config, { logger });
+ *   node.apiAddr // 'http://127.0.0.1:8200'
+ *   await node.stop();
+ */
+import type { Logger } from 'pino';
+import { startHttp, type HttpServer } from '../http/server.js';
+import { describeLicense, hasFeature, loadLicense, type Feature, type LicenseStatus } from '../license/index.js';
+import { LocalReplication } from '../replication/local.js';
+import { SealManager } from '../seal/index.js';
+import { StorageEngine } from '../storage/engine.js';
+import { openLevelBackend } from '../storage/leveldb.js';
+import { VaultCore } from '../vault/core.js';
+import { NodeMetrics } from './metrics.js';
+import { nodeRoutes } from './routes.js';
+
+export interface NodeConfig {
+  readonly storagePath: string;
+  readonly listenAddress: string;
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** Advertised API address; derived from the listener when empty. */
+  readonly apiAddr: string;
+  readonly clusterAddr: string;
+  readonly licensePath?: string;
+  readonly licenseIssuerKeys: readonly string[];
+  readonly hosted: boolean;
+  readonly walMaxEntries: number;
+  readonly walMaxBytes: number;
+}
+
+export interface RunningNode {
+  readonly apiAddr: string;
+  readonly core: VaultCore;
+  readonly engine: StorageEngine;
+  readonly metrics: NodeMetrics;
+  stop(): Promise<void>;
+}
+
+export async function startNode(config: NodeConfig, deps: { logger: Logger; now?: () => number }): Promise<RunningNode> {
+  const log = deps.logger;
+  const now = deps.now ?? Date.now;
+  const backend = await openLevelBackend({ path: config.storagePath });
+  let metrics: NodeMetrics | undefined;
+  const engine = await StorageEngine.open(backend, {
+    walMaxEntries: config.walMaxEntries,
+    walMaxBytes: config.walMaxBytes,
+    now,
+    onBatch: (info) => metrics?.observeBatch({ txns: info.txns, bytes: info.bytes }),
+  });
+  metrics = new NodeMetrics({
+    lastWal: () => Number(engine.lastGuard().index),
+    walRetainedEntries: () => Number(engine.lastGuard().index - engine.firstRetainedIndex() + 1n),
+    walRetainedBytes: () => 0,
+  });
+  const seal = new SealManager({ get: (n) => engine.getSystem(n), put: (n, v) => engine.putSystem(n, v) });
+
+  let license: LicenseStatus = await loadLicense(config.licensePath, config.licenseIssuerKeys, new Date(now()));
+  log.info({ license: license.valid ? { id: license.licenseId, expires: license.expiresAt.toISOString(), features: license.features } : { reason: license.reason } }, 'license loaded');
+  const licenseView = {
+    has: (feature: string) => {
+      if (license.valid && license.expiresAt.getTime() <= now()) license = { valid: false, reason: 'expired', detail: `license expired at ${license.expiresAt.toISOString()}`, license };
+      return hasFeature(license, feature as Feature);
+    },
+    why: () => describeLicense(license),
+  };
+
+  const core = new VaultCore({ storage: engine, seal, license: licenseView, hosted: config.hosted, now });
+  await core.start();
+  const repl = new LocalReplication({ engine, now, log });
+  await repl.load();
+
+  let apiAddr = config.apiAddr;
+  const facts = {
+    clusterName: () => 'tessera',
+    clusterId: () => '',
+    drMode: () => 'disabled',
+    performanceMode: () => 'disabled',
+    apiAddr: () => apiAddr,
+    clusterAddr: () => config.clusterAddr,
+  };
+  const sys = {
+    licenseStatus: () => ({
+      autoloading_used: false,
+      persisted_autoload: license.valid
+        ? { license_id: license.licenseId, customer_name: license.customer, issue_time: license.issuedAt.toISOString(), expiration_time: license.expiresAt.toISOString(), features: license.features, valid: true }
+        : { valid: false, reason: license.reason, detail: license.detail },
+    }),
+    metrics: async () => ({ contentType: metrics!.contentType, text: await metrics!.render() }),
+  };
+  const routes = nodeRoutes(core, facts, repl, sys);
+
+  let http: HttpServer;
+  try {
+    http = await startHttp({
+      services: core,
+      routes,
+      address: config.listenAddress,
+      logger: log,
+      ...(config.tls ? { tls: config.tls } : {}),
+      onRequest: (info) => metrics!.observeRequest(info),
+    });
+  } catch (e) {
+    await engine.close();
+    throw e;
+  }
+  if (apiAddr === '' || /:0$/.test(apiAddr)) apiAddr = http.url;
+  log.info({ api_addr: http.url }, 'http listening');
+
+  const tidy = setInterval(() => {
+    if (!core.sealed()) core.tokens.tidy().catch((e: unknown) => log.warn({ err: e }, 'token tidy failed'));
+  }, 60_000);
+  tidy.unref();
+
+  return {
+    get apiAddr() {
+      return apiAddr;
+    },
+    core,
+    engine,
+    metrics,
+    async stop() {
+      clearInterval(tidy);
+      // Listener first: no request may reach storage after it is closed.
+      await http.close();
+      await core.sealNow().catch(() => undefined);
+      await engine.close();
+      log.info('node stopped');
+    },
+  };
+}

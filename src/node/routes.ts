@@ -1,0 +1,26 @@
+/**
+ * Every route of a node, in match order (specific before wildcard).
+ */
+import type { Route } from '../http/route.js';
+import { mountRoutes } from '../http/routes/mounts.js';
+import { namespaceRoutes } from '../http/routes/namespaces.js';
+import { policyRoutes } from '../http/routes/policies.js';
+import { replicationRoutes, type ReplicationService } from '../http/routes/replication.js';
+import { sealRoutes, type NodeFacts } from '../http/routes/seal.js';
+import { systemRoutes, type SystemService } from '../http/routes/system.js';
+import { tokenRoutes } from '../http/routes/tokens.js';
+import { wrappingRoutes } from '../http/routes/wrapping.js';
+import type { VaultCore } from '../vault/core.js';
+
+export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationService, sys: SystemService): Route[] {
+  return [
+    ...sealRoutes(core, facts),
+    ...replicationRoutes(repl),
+    ...systemRoutes(sys),
+    ...wrappingRoutes(core.wrapping),
+    ...tokenRoutes(core.tokens),
+    ...policyRoutes(core.policies),
+    ...namespaceRoutes(core.namespaces, core.mounts),
+    ...mountRoutes(core.mounts),
+  ];
+}

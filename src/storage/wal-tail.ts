@@ -1,0 +1,141 @@
+/**
+ * The retained WAL tail in memory: per entry its stored size and chained hash, plus the meta
+ * record. Changes are planned first (producing the batch ops) and applied only once that batch is
+ * durable, so a failed batch leaves the tail as it was.
+ *
+ *   const tail = await WalTail.load(backend);
+ *   const plan = tail.plan([{ index, size, hash }], { maxEntries, maxBytes }, epoch);
+ *   await backend.batch([...otherOps, ...plan.ops], { sync: true });
+ *   tail.apply(plan);
+ */
+import { Internal } from '../core/errors.js';
+import { decodeMeta, encodeMeta, genesisMeta, storedHash, type Guard, type WalMeta } from '../core/wal.js';
+import type { BatchOp, ReadView } from './backend.js';
+import { Keys } from './keyspace.js';
+
+export interface WalBounds {
+  /** Retain at most this many entries (at least 1: the last entry is never deleted). */
+  readonly maxEntries: number;
+  readonly maxBytes: number;
+}
+
+export interface TailItem {
+  readonly index: bigint;
+  readonly size: number;
+  readonly hash: Buffer;
+}
+
+export interface TailPlan {
+  readonly meta: WalMeta;
+  readonly appended: readonly TailItem[];
+  readonly dropped: number;
+  /** Deletes of dropped entries and the meta put; entry puts are the caller's. */
+  readonly ops: readonly BatchOp[];
+  readonly reset: boolean;
+}
+
+export class WalTail {
+  private items: TailItem[] = [];
+  private head = 0;
+
+  private constructor(private current: WalMeta) {}
+
+  static async load(view: ReadView): Promise<WalTail> {
+    const raw = await view.get(Keys.walMeta);
+    const tail = new WalTail(raw === undefined ? genesisMeta() : decodeMeta(raw));
+    const m = tail.current;
+    if (m.first > m.last) return tail;
+    let expect = m.first;
+    let bytes = 0;
+    for await (const [k, v] of view.iterate({ gte: Keys.wal(m.first), lte: Keys.wal(m.last) })) {
+      const index = Keys.walIndexOf(k);
+      if (index !== expect) throw new Internal(`WAL entry ${expect} is missing`);
+      tail.items.push({ index, size: v.length, hash: storedHash(v) });
+      bytes += v.length;
+      expect++;
+    }
+    if (expect !== m.last + 1n) throw new Internal(`WAL entries ${expect}..${m.last} are missing`);
+    if (!tail.items.at(-1)?.hash.equals(m.lastHash)) throw new Internal('WAL meta disagrees with the last entry');
+    tail.current = { ...m, bytes };
+    return tail;
+  }
+
+  get meta(): WalMeta {
+    return this.current;
+  }
+
+  guard(): Guard {
+    return { index: this.current.last, hash: Buffer.from(this.current.lastHash) };
+  }
+
+  count(): number {
+    return this.items.length - this.head;
+  }
+
+  /** The hash of entry `index` if it is retained or is the guard just before the first retained. */
+  hashAt(index: bigint): Buffer | undefined {
+    const m = this.current;
+    if (index === m.first - 1n) return Buffer.from(m.baseHash);
+    if (index < m.first || index > m.last) return undefined;
+    const item = this.items[this.head + Number(index - m.first)];
+    return item === undefined ? undefined : Buffer.from(item.hash);
+  }
+
+  /** Appends `appended` (contiguous from last + 1), then drops the oldest beyond `bounds`. */
+  plan(appended: readonly TailItem[], bounds: WalBounds, epoch = this.current.epoch): TailPlan {
+    const m = this.current;
+    let count = this.count() + appended.length;
+    let bytes = m.bytes + appended.reduce((n, a) => n + a.size, 0);
+    let first = m.first;
+    let baseHash = m.baseHash;
+    const ops: BatchOp[] = [];
+    let dropped = 0;
+    while (count > 1 && (count > bounds.maxEntries || bytes > bounds.maxBytes)) {
+      const item = first <= m.last ? this.items[this.head + Number(first - m.first)] : appended[Number(first - m.last - 1n)];
+      if (item === undefined) throw new Internal(`WAL tail has no entry ${first}`);
+      ops.push({ type: 'del', key: Keys.wal(first) });
+      bytes -= item.size;
+      baseHash = item.hash;
+      first++;
+      count--;
+      dropped++;
+    }
+    const last = appended.at(-1);
+    const meta: WalMeta = {
+      first,
+      last: last?.index ?? m.last,
+      lastHash: last?.hash ?? m.lastHash,
+      baseHash,
+      bytes,
+      epoch,
+    };
+    ops.push({ type: 'put', key: Keys.walMeta, value: encodeMeta(meta) });
+    return { meta, appended, dropped, ops, reset: false };
+  }
+
+  /** Deletes every retained entry and restarts the tail at `guard` (no entries retained). */
+  planReset(guard: Guard, epoch = this.current.epoch): TailPlan {
+    const m = this.current;
+    const ops: BatchOp[] = [];
+    for (let i = m.first; i <= m.last; i++) ops.push({ type: 'del', key: Keys.wal(i) });
+    const meta: WalMeta = { first: guard.index + 1n, last: guard.index, lastHash: guard.hash, baseHash: guard.hash, bytes: 0, epoch };
+    ops.push({ type: 'put', key: Keys.walMeta, value: encodeMeta(meta) });
+    return { meta, appended: [], dropped: 0, ops, reset: true };
+  }
+
+  /** Call only after the plan's batch is durable. */
+  apply(plan: TailPlan): void {
+    if (plan.reset) {
+      this.items = [];
+      this.head = 0;
+    } else {
+      for (const item of plan.appended) this.items.push(item);
+      this.head += plan.dropped;
+      if (this.head > 1024 && this.head * 2 > this.items.length) {
+        this.items = this.items.slice(this.head);
+        this.head = 0;
+      }
+    }
+    this.current = plan.meta;
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The vault core: the services behind the HTTP routes, and the `Services` the dispatcher needs
+ * (namespace resolution, authentication, mounted engines, wrapping). It owns the seal lifecycle:
+ * on unseal it opens the barrier and loads the namespace, mount and policy caches; on seal it
+ * drops them.
+ *
+ *   const core = new VaultCore({ storage, seal, license, hosted: false });
+ *   await core.start();
+ *   const { keys, root_token } = await core.initialize({ secret_shares: 1, secret_threshold: 1 });
+ */
+import { InvalidRequest, LicenseRequired, PermissionDenied, Sealed } from '../core/errors.js';
+import type { Store } from '../storage/store.js';
+import { ScopedStore } from '../storage/store.js';
+import type { SealManager, SealStatus, Cipher } from '../seal/index.js';
+import type { Caller } from './caller.js';
+import { createKvEngine } from './kv/index.js';
+import type { LogicalResponse, Operation, SecretsEngine } from './logical.js';
+import { Mounts, kvVersion, storagePrefix } from './mounts.js';
+import { Namespaces } from './namespaces.js';
+import { Policies } from './policies.js';
+import { TokenStore } from './tokens.js';
+import { Wrapping } from './wrapping.js';
+
+/** What the core needs from the storage engine. */
+export interface CoreStorage {
+  secure(cipher: Cipher): Store;
+}
+
+export interface LicenseView {
+  has(feature: string): boolean;
+  /** Why the feature is missing, for the error message. */
+  why(feature: string): string;
+}
+
+export interface CoreOptions {
+  readonly storage: CoreStorage;
+  readonly seal: SealManager;
+  readonly license: LicenseView;
+  readonly hosted: boolean;
+  readonly now?: () => number;
+}
+
+export class VaultCore {
+  readonly seal: SealManager;
+  readonly namespaces: Namespaces;
+  readonly mounts: Mounts;
+  readonly policies: Policies;
+  readonly tokens: TokenStore;
+  readonly wrapping: Wrapping;
+  private secure: Store | undefined;
+  private isInitialized = false;
+  private readonly engines: Record<1 | 2, SecretsEngine>;
+
+  constructor(private readonly opts: CoreOptions) {
+    this.seal = opts.seal;
+    const store = () => this.store();
+    this.namespaces = new Namespaces(store);
+    this.mounts = new Mounts(store);
+    this.policies = new Policies(store);
+    const lazy: Store = {
+      get: (k) => this.store().get(k),
+      list: (p) => this.store().list(p),
+      commit: (ops) => this.store().commit(ops),
+    };
+    const now = opts.now ?? Date.now;
+    this.tokens = new TokenStore(lazy, { now });
+    this.wrapping = new Wrapping(this.tokens, lazy);
+    const kvNow = () => new Date(now());
+    this.engines = { 1: createKvEngine({ version: 1, now: kvNow }), 2: createKvEngine({ version: 2, now: kvNow }) };
+  }
+
+  /** Reads the seal state; call once before serving. */
+  async start(): Promise<void> {
+    this.isInitialized = (await this.seal.status()).initialized;
+  }
+
+  store(): Store {
+    if (!this.secure) throw new Sealed();
+    return this.secure;
+  }
+
+  async initialized(): Promise<boolean> {
+    return this.isInitialized;
+  }
+
+  sealed(): boolean {
+    return this.secure === undefined;
+  }
+
+  drSecondary(): boolean {
+    return false;
+  }
+
+  /** sys/init: shares of a new root key and a root token; the node stays sealed, as Vault. */
+  async initialize(req: { secret_shares: number; secret_threshold: number; rootTokenId?: string }): Promise<{ keys: string[]; keys_base64: string[]; root_token: string }> {
+    const result = await this.seal.init({ secret_shares: req.secret_shares, secret_threshold: req.secret_threshold });
+    this.isInitialized = true;
+    await this.seal.unsealWithRootKey(result.rootKey);
+    await this.opened();
+    const root = await this.tokens.createRoot(req.rootTokenId !== undefined ? { id: req.rootTokenId } : {});
+    await this.sealNow();
+    return { keys: result.keys, keys_base64: result.keysBase64, root_token: root.token };
+  }
+
+  async unseal(key: string | undefined, reset: boolean): Promise<SealStatus> {
+    if (reset) return this.seal.resetUnseal();
+    if (key === undefined || key === '') throw new InvalidRequest('missing required parameter "key"');
+    const status = await this.seal.unseal(key);
+    if (!status.sealed && this.secure === undefined) await this.opened();
+    return status;
+  }
+
+  async sealNow(): Promise<void> {
+    await this.seal.seal();
+    this.secure = undefined;
+  }
+
+  /** Opens the barrier and loads the caches; called after every unseal. */
+  private async opened(): Promise<void> {
+    this.secure = this.opts.storage.secure(this.seal.cipher());
+    await this.reload();
+  }
+
+  /** Refreshes every cache from storage (unseal, and after replication changes the keyspace). */
+  async reload(): Promise<void> {
+    await this.namespaces.load();
+    await this.mounts.load();
+    this.policies.load();
+  }
+
+  resolveNamespace(headerNs: string, path: string): { namespace: string; path: string } {
+    return this.namespaces.resolve(headerNs, path);
+  }
+
+  async authenticate(token: string | undefined, namespace: string): Promise<Caller> {
+    if (token === undefined || token === '') throw new PermissionDenied('permission denied: missing client token');
+    const entry = await this.tokens.validateForUse(token);
+    if (!namespace.startsWith(entry.namespace_path)) throw new PermissionDenied();
+    const acl = await this.policies.acl(entry.namespace_path, entry.policies);
+    return {
+      token,
+      entry,
+      accessor: entry.accessor,
+      policies: entry.policies,
+      namespace: entry.namespace_path,
+      root: entry.policies.includes('root'),
+      allows: (path, capability) => acl.allows(path, capability as never),
+    };
+  }
+
+  requireLicense(feature: string, hostedOk: boolean): void {
+    if (hostedOk && this.opts.hosted) return;
+    if (!this.opts.license.has(feature)) throw new LicenseRequired(feature, this.opts.license.why(feature));
+  }
+
+  async logical(namespace: string, path: string, operation: Operation, data: Record<string, unknown>): Promise<{ response: LogicalResponse | null } | undefined> {
+    const hit = this.mounts.resolve(namespace, path);
+    if (!hit) return undefined;
+    const engine = this.engines[kvVersion(hit.entry)];
+    const scoped = new ScopedStore(this.store(), storagePrefix(hit.entry));
+    return { response: await engine.handle({ operation, path: hit.rest, data }, scoped) };
+  }
+
+  async wrap(reply: { data: Record<string, unknown> | null; auth?: Record<string, unknown> | null }, ttlSeconds: number, creationPath: string): Promise<Record<string, unknown>> {
+    const info = await this.wrapping.wrap(reply, ttlSeconds, creationPath);
+    return { ...info };
+  }
+}

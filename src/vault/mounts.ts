@@ -1,0 +1,167 @@
+/**
+ * The mount table: which secrets engine serves which path prefix, per namespace. Non-local
+ * mounts live at `core/mounts` (replicated everywhere); `local: true` mounts at
+ * `local/core/mounts`, and their data under `local/logical/<uuid>/`, so the keyspace classifies
+ * both table and data into the local Merkle subtree.
+ *
+ *   await mounts.enable('', 'secret/', { type: 'kv', options: { version: '2' } });
+ *   mounts.resolve('', 'secret/data/app') // -> { entry, rest: 'data/app' }
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { InvalidRequest } from '../core/errors.js';
+import type { Op, Store } from '../storage/store.js';
+
+const TABLE = 'core/mounts';
+const LOCAL_TABLE = 'local/core/mounts';
+const RESERVED = ['sys/', 'auth/', 'cubbyhole/', 'identity/'];
+export const ENGINE_TYPES = ['kv'] as const;
+
+export interface MountEntry {
+  readonly path: string;
+  readonly namespace: string;
+  readonly type: string;
+  readonly description: string;
+  readonly accessor: string;
+  readonly uuid: string;
+  readonly local: boolean;
+  readonly seal_wrap: boolean;
+  readonly options: Record<string, string>;
+  readonly config: { default_lease_ttl: number; max_lease_ttl: number };
+}
+
+export interface EnableInput {
+  readonly type: string;
+  readonly description?: string;
+  readonly local?: boolean;
+  readonly options?: Record<string, string>;
+  readonly config?: { default_lease_ttl?: number; max_lease_ttl?: number };
+}
+
+export function storagePrefix(e: MountEntry): string {
+  return `${e.local ? 'local/' : ''}logical/${e.uuid}/`;
+}
+
+/** `kv` with options.version "2" (or type `kv-v2`) is KV v2; anything else kv is v1. */
+export function kvVersion(e: MountEntry): 1 | 2 {
+  return e.options.version === '2' ? 2 : 1;
+}
+
+export class Mounts {
+  private entries: MountEntry[] = [];
+
+  constructor(private readonly store: () => Store) {}
+
+  async load(): Promise<void> {
+    const read = async (key: string): Promise<MountEntry[]> => {
+      const raw = await this.store().get(key);
+      return raw ? (JSON.parse(raw.toString('utf8')) as MountEntry[]) : [];
+    };
+    this.entries = [...(await read(TABLE)), ...(await read(LOCAL_TABLE))];
+  }
+
+  list(namespace: string): MountEntry[] {
+    return this.entries.filter((e) => e.namespace === namespace).sort((a, b) => a.path.localeCompare(b.path));
+  }
+
+  get(namespace: string, path: string): MountEntry | undefined {
+    const p = normalise(path);
+    return this.entries.find((e) => e.namespace === namespace && e.path === p);
+  }
+
+  /** Longest mount whose path prefixes `path` in `namespace`. */
+  resolve(namespace: string, path: string): { entry: MountEntry; rest: string } | undefined {
+    const withSlash = path + '/';
+    let best: MountEntry | undefined;
+    for (const e of this.entries) {
+      if (e.namespace !== namespace || !withSlash.startsWith(e.path)) continue;
+      if (!best || e.path.length > best.path.length) best = e;
+    }
+    if (!best) return undefined;
+    return { entry: best, rest: path.slice(best.path.length).replace(/^\/+/, '') };
+  }
+
+  async enable(namespace: string, path: string, input: EnableInput): Promise<MountEntry> {
+    const p = normalise(path);
+    let type = input.type;
+    const options: Record<string, string> = { ...(input.options ?? {}) };
+    if (type === 'kv-v2') {
+      type = 'kv';
+      options.version = '2';
+    }
+    if (!(ENGINE_TYPES as readonly string[]).includes(type)) {
+      throw new InvalidRequest(`plugin not found in the catalog: ${type.slice(0, 64)}`);
+    }
+    if (options.version !== undefined && options.version !== '1' && options.version !== '2') {
+      throw new InvalidRequest('options.version must be "1" or "2"');
+    }
+    if (RESERVED.some((r) => p.startsWith(r))) throw new InvalidRequest(`cannot mount at reserved path "${p}"`);
+    const clash = this.entries.find((e) => e.namespace === namespace && (e.path.startsWith(p) || p.startsWith(e.path)));
+    if (clash) throw new InvalidRequest(`path is already in use at ${clash.path}`);
+    const entry: MountEntry = {
+      path: p,
+      namespace,
+      type,
+      description: input.description ?? '',
+      accessor: `${type}_${randomBytes(4).toString('hex')}`,
+      uuid: randomUUID(),
+      local: input.local === true,
+      seal_wrap: false,
+      options,
+      config: { default_lease_ttl: input.config?.default_lease_ttl ?? 0, max_lease_ttl: input.config?.max_lease_ttl ?? 0 },
+    };
+    await this.save([...this.entries, entry], entry.local);
+    return entry;
+  }
+
+  /** Removes the mount, then its data in chunks (the mount is unreachable from the first commit). */
+  async disable(namespace: string, path: string): Promise<void> {
+    const entry = this.get(namespace, path);
+    if (!entry) return;
+    await this.save(this.entries.filter((e) => e !== entry), entry.local);
+    const prefix = storagePrefix(entry);
+    let batch: Op[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      for (const child of await this.store().list(dir)) {
+        if (child.endsWith('/')) await walk(dir + child);
+        else batch.push({ type: 'del', key: dir + child });
+        if (batch.length >= 500) {
+          await this.store().commit(batch);
+          batch = [];
+        }
+      }
+    };
+    await walk(prefix);
+    if (batch.length > 0) await this.store().commit(batch);
+  }
+
+  async tune(namespace: string, path: string, input: { description?: string; default_lease_ttl?: number; max_lease_ttl?: number; options?: Record<string, string> }): Promise<MountEntry> {
+    const entry = this.get(namespace, path);
+    if (!entry) throw new InvalidRequest(`no mount at "${normalise(path)}"`);
+    if (input.options?.version !== undefined && input.options.version !== (entry.options.version ?? '1')) {
+      throw new InvalidRequest('changing a KV mount version in place is not supported; enable a new mount');
+    }
+    const next: MountEntry = {
+      ...entry,
+      description: input.description ?? entry.description,
+      config: {
+        default_lease_ttl: input.default_lease_ttl ?? entry.config.default_lease_ttl,
+        max_lease_ttl: input.max_lease_ttl ?? entry.config.max_lease_ttl,
+      },
+    };
+    await this.save(this.entries.map((e) => (e === entry ? next : e)), entry.local);
+    return next;
+  }
+
+  /** Writes the table of the class that changed, then swaps the cache (after durability). */
+  private async save(next: MountEntry[], local: boolean): Promise<void> {
+    const subset = next.filter((e) => e.local === local);
+    await this.store().commit([{ type: 'put', key: local ? LOCAL_TABLE : TABLE, value: Buffer.from(JSON.stringify(subset)) }]);
+    this.entries = next;
+  }
+}
+
+function normalise(path: string): string {
+  const trimmed = path.replace(/^\/+|\/+$/g, '');
+  if (trimmed === '') throw new InvalidRequest('mount path is required');
+  return `${trimmed}/`;
+}

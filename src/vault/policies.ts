@@ -1,0 +1,90 @@
+/**
+ * The ACL policy store, per namespace: `sys/policies/acl/:name` and the legacy `sys/policy/:name`.
+ * `root` is built in and immutable; `default` is built in until an operator overwrites it.
+ * Parsed policies are cached; `load()` drops the cache (unseal, replication apply).
+ *
+ *   await policies.put('', 'ops', 'path "secret/*" { capabilities = ["read"] }');
+ *   const acl = await policies.acl('', ['default', 'ops']);
+ */
+import { InvalidRequest, NotFound } from '../core/errors.js';
+import type { Store } from '../storage/store.js';
+import { Acl } from './acl.js';
+import { DEFAULT_POLICY_NAME, DEFAULT_POLICY_TEXT, ROOT_POLICY_NAME, parsePolicy, rootPolicy, type Policy } from './policy.js';
+
+const PREFIX = 'core/policy/';
+
+function key(namespace: string, name: string): string {
+  return `${PREFIX}${namespace === '' ? '_root' : encodeURIComponent(namespace)}/${name}`;
+}
+
+function validName(name: string): string {
+  const n = name.toLowerCase();
+  if (!/^[a-z0-9][a-z0-9_.@-]*$/.test(n) || n.length > 128) throw new InvalidRequest(`invalid policy name "${name.slice(0, 64)}"`);
+  return n;
+}
+
+export class Policies {
+  private cache = new Map<string, Policy | null>();
+
+  constructor(private readonly store: () => Store) {}
+
+  load(): void {
+    this.cache.clear();
+  }
+
+  async text(namespace: string, name: string): Promise<string> {
+    const n = validName(name);
+    if (n === ROOT_POLICY_NAME) return '';
+    const raw = await this.store().get(key(namespace, n));
+    if (raw) return raw.toString('utf8');
+    if (n === DEFAULT_POLICY_NAME) return DEFAULT_POLICY_TEXT;
+    throw new NotFound();
+  }
+
+  async list(namespace: string): Promise<string[]> {
+    const stored = await this.store().list(`${PREFIX}${namespace === '' ? '_root' : encodeURIComponent(namespace)}/`);
+    const names = new Set(stored.filter((s) => !s.endsWith('/')));
+    names.add(DEFAULT_POLICY_NAME);
+    if (namespace === '') names.add(ROOT_POLICY_NAME);
+    return [...names].sort();
+  }
+
+  async put(namespace: string, name: string, text: string): Promise<void> {
+    const n = validName(name);
+    if (n === ROOT_POLICY_NAME) throw new InvalidRequest('cannot update "root" policy');
+    parsePolicy(n, text);
+    await this.store().commit([{ type: 'put', key: key(namespace, n), value: Buffer.from(text, 'utf8') }]);
+    this.cache.delete(key(namespace, n));
+  }
+
+  async delete(namespace: string, name: string): Promise<void> {
+    const n = validName(name);
+    if (n === ROOT_POLICY_NAME || n === DEFAULT_POLICY_NAME) throw new InvalidRequest(`cannot delete "${n}" policy`);
+    await this.store().commit([{ type: 'del', key: key(namespace, n) }]);
+    this.cache.delete(key(namespace, n));
+  }
+
+  /** The ACL of a token in `namespace` holding `names`; unknown names grant nothing. */
+  async acl(namespace: string, names: readonly string[]): Promise<Acl> {
+    const list: Policy[] = [];
+    for (const name of names) {
+      if (name === ROOT_POLICY_NAME) {
+        list.push(rootPolicy);
+        continue;
+      }
+      const k = key(namespace, name);
+      let p = this.cache.get(k);
+      if (p === undefined) {
+        try {
+          p = parsePolicy(name, await this.text(namespace, name));
+        } catch (e) {
+          if (!(e instanceof NotFound)) throw e;
+          p = null;
+        }
+        this.cache.set(k, p);
+      }
+      if (p) list.push(p);
+    }
+    return new Acl(list);
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * The rules of `auth/token/create`, as a pure function from the (live) parent and the request to
+ * the draft of the child that TokenStore then mints.
+ *
+ *   const draft = childDraft(parent, { policies: ['app'], ttl: '1h' }, '', { privileged: false });
+ */
+import { parseDuration } from '../core/duration.js';
+import { InvalidRequest, PermissionDenied } from '../core/errors.js';
+import { DEFAULT_POLICY, ROOT_POLICY, sanitizePolicies } from './token-entry.js';
+import type { TokenEntryView } from './token-entry.js';
+
+export interface CreateTokenRequest {
+  /** Absent or empty: the parent's policies. */
+  readonly policies?: readonly string[];
+  readonly ttl?: string | number;
+  readonly explicit_max_ttl?: string | number;
+  readonly num_uses?: number | string;
+  readonly display_name?: string;
+  readonly meta?: Readonly<Record<string, string>> | null;
+  /** An orphan: not revoked with its parent. Needs a privileged parent. */
+  readonly no_parent?: boolean;
+  readonly no_default_policy?: boolean;
+  /** A chosen token instead of a random one. Needs a privileged parent. */
+  readonly id?: string;
+  readonly renewable?: boolean;
+}
+
+export interface CreateTokenOptions {
+  /** The caller holds `sudo` on the creation path. A parent holding `root` is always privileged. */
+  readonly privileged?: boolean;
+  /**
+   * The route itself authorises orphans (`auth/token/create-orphan`), without making the caller
+   * privileged: the policy-subset rule still holds.
+   */
+  readonly allowOrphan?: boolean;
+  /** Recorded as the token's `path`; default `auth/token/create`. */
+  readonly path?: string;
+}
+
+/** Everything of an entry that is decided before minting, plus the latest allowed expiry. */
+export interface TokenDraft {
+  readonly id: string | undefined;
+  readonly policies: readonly string[];
+  readonly ttl: number;
+  readonly explicit_max_ttl: number;
+  readonly num_uses: number;
+  readonly parent: string;
+  readonly namespace_path: string;
+  readonly display_name: string;
+  readonly meta: Readonly<Record<string, string>> | null;
+  readonly orphan: boolean;
+  readonly path: string;
+  readonly renewable: boolean;
+  /** Unix seconds the token may not outlive (its parent's expiry), or null. */
+  readonly expireCap: number | null;
+}
+
+export function childDraft(
+  parent: TokenEntryView,
+  req: CreateTokenRequest,
+  ns: string,
+  opts: CreateTokenOptions,
+): TokenDraft {
+  const parentIsRoot = parent.policies.includes(ROOT_POLICY);
+  const privileged = opts.privileged === true || parentIsRoot;
+  // A use-limited token could otherwise escape its limit through children.
+  if (parent.num_uses !== 0) throw new InvalidRequest('restricted use token cannot generate child tokens');
+  if (!withinNamespace(ns, parent.namespace_path)) throw new PermissionDenied();
+
+  const id = req.id === undefined || req.id === '' ? undefined : req.id;
+  if (id !== undefined) {
+    if (!privileged) throw new InvalidRequest('root or sudo privileges required to specify token id');
+    if (id.includes('.')) throw new InvalidRequest("token IDs can not contain a '.' character");
+  }
+  const orphan = req.no_parent === true;
+  if (orphan && !privileged && opts.allowOrphan !== true) throw new InvalidRequest('root or sudo privileges required to create orphan token');
+
+  const noDefault = req.no_default_policy === true;
+  const requested = req.policies !== undefined && req.policies.length > 0 ? req.policies : parent.policies;
+  let policies = sanitizePolicies(requested, !noDefault);
+  if (noDefault) policies = policies.filter((p) => p !== DEFAULT_POLICY);
+  if (policies.length === 0) throw new InvalidRequest('token must have at least one policy');
+  if (policies.includes(ROOT_POLICY) && !parentIsRoot) {
+    throw new InvalidRequest('root tokens may not be created by a non-root token');
+  }
+  if (!privileged) {
+    const allowed = new Set([...parent.policies, DEFAULT_POLICY]);
+    if (!policies.every((p) => allowed.has(p))) throw new InvalidRequest('child policies must be subset of parent');
+  }
+
+  const meta = req.meta !== undefined && req.meta !== null && Object.keys(req.meta).length > 0 ? { ...req.meta } : null;
+  return {
+    id,
+    policies,
+    ttl: parseDuration(req.ttl ?? 0, 'ttl'),
+    explicit_max_ttl: parseDuration(req.explicit_max_ttl ?? 0, 'explicit_max_ttl'),
+    num_uses: parseUses(req.num_uses),
+    parent: orphan ? '' : parent.hash,
+    namespace_path: ns,
+    display_name: displayName(req.display_name),
+    meta,
+    orphan,
+    path: opts.path ?? 'auth/token/create',
+    renewable: req.renewable ?? true,
+    // Expiring revokes a token's tree, so a child never outlives its parent; orphans may.
+    expireCap: orphan ? null : parent.expire_time,
+  };
+}
+
+/** Namespaces are `a/b/` or '' (root); a token may create tokens in its namespace and below. */
+function withinNamespace(ns: string, parentNs: string): boolean {
+  return parentNs === '' || ns.startsWith(parentNs);
+}
+
+function parseUses(v: number | string | undefined): number {
+  if (v === undefined || v === '') return 0;
+  const n = typeof v === 'number' ? v : /^-?\d+$/.test(v.trim()) ? Number(v.trim()) : Number.NaN;
+  if (!Number.isSafeInteger(n)) throw new InvalidRequest('num_uses: expected an integer');
+  if (n < 0) throw new InvalidRequest('number of uses cannot be negative');
+  return n;
+}
+
+/** Vault's form: `token` or `token-<name>` with anything outside [A-Za-z0-9-] made '-'. */
+function displayName(name: string | undefined): string {
+  if (name === undefined || name === '') return 'token';
+  return `token-${name}`.replace(/[^a-zA-Z0-9-]/g, '-').replace(/-$/, '');
+}

@@ -1,0 +1,42 @@
+/**
+ * Storage layout of tokens and wrapped responses. Every key is under `local/`: tokens belong to the
+ * cluster that issued them (as in Vault) and are never replicated. No key or value holds a raw
+ * token, only its SHA-256 hex digest.
+ *
+ *   const h = hashToken('hvs.abc...');
+ *   await store.get(tokenKeys.entry(h));            // the entry JSON
+ *   await store.list(tokenKeys.childrenOf(h));       // child hashes, for revoking a tree
+ */
+import { createHash } from 'node:crypto';
+
+export const TOKEN_ENTRY_PREFIX = 'local/token/id/';
+export const TOKEN_ACCESSOR_PREFIX = 'local/token/accessor/';
+export const TOKEN_PARENT_PREFIX = 'local/token/parent/';
+export const WRAP_PREFIX = 'local/wrap/';
+
+export const tokenKeys = {
+  /** -> the token's entry JSON. */
+  entry: (hash: string): string => TOKEN_ENTRY_PREFIX + hash,
+  /** -> the token hash (utf-8), so an accessor finds its token without knowing it. */
+  accessor: (accessor: string): string => TOKEN_ACCESSOR_PREFIX + accessor,
+  /** -> '' ; one key per non-orphan child, listed when the parent's tree is revoked. */
+  child: (parentHash: string, childHash: string): string => `${TOKEN_PARENT_PREFIX}${parentHash}/${childHash}`,
+  childrenOf: (parentHash: string): string => `${TOKEN_PARENT_PREFIX}${parentHash}/`,
+  /** -> the wrapped response of a response-wrapping token (see wrapping.ts). */
+  wrap: (hash: string): string => WRAP_PREFIX + hash,
+} as const;
+
+/** The only form in which a token is ever stored or used as a key. */
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** Accessors are ours (24 base62 characters); anything else cannot name a stored key. */
+export function isAccessor(s: string): boolean {
+  return /^[0-9A-Za-z]{24}$/.test(s);
+}
+
+const HASH_RE = /^[0-9a-f]{64}$/;
+export function isTokenHash(s: string): boolean {
+  return HASH_RE.test(s);
+}

@@ -1,0 +1,410 @@
+/**
+ * Service tokens over the Store: create, look up, spend a use, revoke (with the tree of children),
+ * tidy. Only SHA-256 digests of tokens are stored (layout in token-keys.ts).
+ *
+ *   const tokens = new TokenStore(store, { now: () => clock.ms, random: (n) => randomBytes(n) });
+ *   const { token } = await tokens.createRoot();
+ *   const caller = await tokens.validateForUse(token);            // PermissionDenied if not live
+ *   const auth = await tokens.create(caller, { policies: ['app'], ttl: '1h' }, '');
+ *   await tokens.revoke(token);                                    // also revokes auth.client_token
+ *
+ * Concurrency: every read-modify-write of an entry runs under that token's in-memory lock. Locks
+ * are always taken from ancestor to descendant (a tree is walked top-down), which rules out
+ * deadlock; creating a child holds the parent's lock, so a tree being revoked cannot gain children.
+ */
+import { randomBytes } from 'node:crypto';
+import { InvalidRequest, PermissionDenied } from '../core/errors.js';
+import type { TesseraError } from '../core/errors.js';
+import type { Op, Store } from '../storage/store.js';
+import { childDraft } from './token-create.js';
+import type { CreateTokenOptions, CreateTokenRequest, TokenDraft } from './token-create.js';
+import {
+  authBlock,
+  decodeEntry,
+  encodeEntry,
+  isExpired,
+  lookupData,
+  randomBase62,
+  sanitizePolicies,
+} from './token-entry.js';
+import type { AuthBlock, TokenEntry, TokenEntryView } from './token-entry.js';
+import { TOKEN_ENTRY_PREFIX, hashToken, isAccessor, isTokenHash, tokenKeys } from './token-keys.js';
+import { KeyedMutex } from './token-lock.js';
+
+export { parseDuration } from '../core/duration.js';
+export { hashToken } from './token-keys.js';
+export { DEFAULT_POLICY, ROOT_POLICY, WRAPPING_POLICY, lookupData, sanitizePolicies } from './token-entry.js';
+export type { AuthBlock, TokenEntry, TokenEntryView } from './token-entry.js';
+export type { CreateTokenOptions, CreateTokenRequest } from './token-create.js';
+
+export interface TokenStoreOptions {
+  /** Milliseconds since the epoch. */
+  readonly now?: () => number;
+  /** Cryptographically random bytes. */
+  readonly random?: (size: number) => Buffer;
+}
+
+/** An orphan token minted by a trusted service (wrapping, DR operation tokens), not by a request. */
+export interface IssueSpec {
+  readonly id?: string;
+  readonly policies: readonly string[];
+  /** Seconds; 0 or absent = no expiry. */
+  readonly ttl?: number;
+  /** 0 or absent = unlimited. */
+  readonly num_uses?: number;
+  readonly namespace_path?: string;
+  readonly display_name?: string;
+  readonly meta?: Readonly<Record<string, string>> | null;
+  readonly path: string;
+  readonly renewable?: boolean;
+}
+
+export interface Issued {
+  readonly token: string;
+  readonly entry: TokenEntryView;
+}
+
+/** Ops committed atomically with a new token; sees the token so it can derive keys from it. */
+export type ExtraOps = (minted: { readonly token: string; readonly hash: string }) => readonly Op[];
+
+/** What `redeem`'s callback hands back: its result, and ops to commit with the token's deletion. */
+export interface Redemption<T> {
+  readonly value: T;
+  readonly ops?: readonly Op[];
+}
+
+interface LockedTree {
+  /** The entry at the top of the tree as stored (live or expired), if any. */
+  readonly root: TokenEntryView | undefined;
+  /** Deletes every entry, index key and wrapped response of the tree. */
+  readonly ops: readonly Op[];
+  release(): void;
+}
+
+const EMPTY = Buffer.alloc(0);
+const TOKEN_LENGTH = 24;
+
+export class TokenStore {
+  readonly #store: Store;
+  readonly #now: () => number;
+  readonly #random: (size: number) => Buffer;
+  readonly #locks = new KeyedMutex();
+  /** Hashes being minted right now: two creates with the same chosen id must not both pass. */
+  readonly #minting = new Set<string>();
+
+  constructor(store: Store, opts: TokenStoreOptions = {}) {
+    this.#store = store;
+    this.#now = opts.now ?? Date.now;
+    this.#random = opts.random ?? randomBytes;
+  }
+
+  /** A root token: policies ['root'], no TTL, orphan. `id` is `-dev-root-token-id`'s choice. */
+  async createRoot(opts: { id?: string } = {}): Promise<{ token: string; accessor: string }> {
+    const issued = await this.#mint({
+      id: opts.id === '' ? undefined : opts.id,
+      policies: ['root'],
+      ttl: 0,
+      explicit_max_ttl: 0,
+      num_uses: 0,
+      parent: '',
+      namespace_path: '',
+      display_name: 'root',
+      meta: null,
+      orphan: true,
+      path: 'auth/token/root',
+      renewable: false,
+      expireCap: null,
+    });
+    return { token: issued.token, accessor: issued.entry.accessor };
+  }
+
+  /**
+   * `auth/token/create` on behalf of `parent` (as validated for this request) in namespace `ns`.
+   * The parent is re-read under its lock: a parent revoked meanwhile gets PermissionDenied. Rule
+   * violations (policy subset, orphan or id without privilege, ...) are InvalidRequest, as in Vault.
+   */
+  async create(
+    parent: TokenEntryView,
+    req: CreateTokenRequest,
+    ns: string,
+    opts: CreateTokenOptions = {},
+  ): Promise<AuthBlock> {
+    const build = async (): Promise<AuthBlock> => {
+      const live = await this.#readLive(parent.hash);
+      if (live === undefined) throw new PermissionDenied();
+      const issued = await this.#mint(childDraft(live, req, ns, opts));
+      return authBlock(issued.token, issued.entry);
+    };
+    return req.no_parent === true ? build() : this.#locks.run(parent.hash, build);
+  }
+
+  /** Mints an orphan token for a trusted service; `extra` ops land in the same commit. */
+  async issue(spec: IssueSpec, extra?: ExtraOps): Promise<Issued> {
+    const ttl = spec.ttl ?? 0;
+    const uses = spec.num_uses ?? 0;
+    if (!Number.isSafeInteger(ttl) || ttl < 0) throw new InvalidRequest('ttl must be a non-negative integer');
+    if (!Number.isSafeInteger(uses) || uses < 0) throw new InvalidRequest('num_uses must be a non-negative integer');
+    return this.#mint(
+      {
+        id: spec.id === '' ? undefined : spec.id,
+        policies: sanitizePolicies(spec.policies, false),
+        ttl,
+        explicit_max_ttl: 0,
+        num_uses: uses,
+        parent: '',
+        namespace_path: spec.namespace_path ?? '',
+        display_name: spec.display_name ?? '',
+        meta: spec.meta ?? null,
+        orphan: true,
+        path: spec.path,
+        renewable: (spec.renewable ?? false) && ttl > 0,
+        expireCap: null,
+      },
+      extra,
+    );
+  }
+
+  /** The live entry of `token`; undefined if unknown, revoked or expired. Spends nothing. */
+  lookup(token: string): Promise<TokenEntryView | undefined> {
+    return this.#readLive(hashToken(token));
+  }
+
+  async lookupByAccessor(accessor: string): Promise<TokenEntryView | undefined> {
+    const hash = await this.#hashOfAccessor(accessor);
+    return hash === undefined ? undefined : this.#readLive(hash);
+  }
+
+  /** Vault's lookup data for `entry`; pass the token as `id` only for lookup and lookup-self. */
+  lookupResponse(entry: TokenEntry, id = ''): Record<string, unknown> {
+    return lookupData(entry, this.#now(), id);
+  }
+
+  /**
+   * Authorises one use of `token`: PermissionDenied if it is unknown, revoked or expired. A
+   * use-limited token loses one use atomically; the use that reaches 0 is allowed and revokes it
+   * (and its tree) before this returns, so concurrent callers never overspend.
+   */
+  async validateForUse(token: string): Promise<TokenEntryView> {
+    const hash = hashToken(token);
+    const seen = await this.#readLive(hash);
+    if (seen === undefined) throw new PermissionDenied();
+    // Nothing updates num_uses of an unlimited token, so it needs no lock.
+    if (seen.num_uses === 0) return seen;
+    return this.#locks.run(hash, async () => {
+      const entry = await this.#readLive(hash);
+      if (entry === undefined) throw new PermissionDenied();
+      if (entry.num_uses > 1) {
+        const next: TokenEntry = { ...withoutHash(entry), num_uses: entry.num_uses - 1 };
+        await this.#store.commit([{ type: 'put', key: tokenKeys.entry(hash), value: encodeEntry(next) }]);
+        return { ...next, hash };
+      }
+      const tree = await this.#lockTree(hash, true);
+      try {
+        await this.#store.commit(tree.ops);
+      } finally {
+        tree.release();
+      }
+      return { ...entry, num_uses: -1 };
+    });
+  }
+
+  /** Revokes `token` and, recursively, its non-orphan children in one commit. */
+  revoke(token: string): Promise<boolean> {
+    return this.revokeTree(hashToken(token));
+  }
+
+  async revokeAccessor(accessor: string): Promise<boolean> {
+    const hash = await this.#hashOfAccessor(accessor);
+    return hash === undefined ? false : this.revokeTree(hash);
+  }
+
+  /** True if a stored entry (live or expired) was removed. */
+  async revokeTree(hash: string): Promise<boolean> {
+    if (!isTokenHash(hash)) return false;
+    const tree = await this.#lockTree(hash, false);
+    try {
+      if (tree.ops.length > 0) await this.#store.commit(tree.ops);
+      return tree.root !== undefined;
+    } finally {
+      tree.release();
+    }
+  }
+
+  /** Vault's revoke-orphan: revokes only `token`; its children become orphans. */
+  async revokeOrphan(token: string): Promise<boolean> {
+    const hash = hashToken(token);
+    const releases = [await this.#locks.acquire(hash)];
+    try {
+      const entry = await this.#read(hash);
+      if (entry === undefined) return false;
+      const ops: Op[] = [...entryDeletion(hash, entry)];
+      for (const child of await this.#store.list(tokenKeys.childrenOf(hash))) {
+        ops.push({ type: 'del', key: tokenKeys.child(hash, child) });
+        if (!isTokenHash(child)) continue;
+        releases.push(await this.#locks.acquire(child));
+        const c = await this.#read(child);
+        if (c === undefined) continue;
+        const orphaned: TokenEntry = { ...withoutHash(c), parent: '', orphan: true };
+        ops.push({ type: 'put', key: tokenKeys.entry(child), value: encodeEntry(orphaned) });
+      }
+      await this.#store.commit(ops);
+      return true;
+    } finally {
+      for (const release of releases.reverse()) release();
+    }
+  }
+
+  /**
+   * Spends `token` whole: under its lock `take` sees the live entry, and the token's deletion is
+   * committed together with the ops `take` returns. Nothing is committed if the token is not live
+   * (`notLive()` is thrown) or `take` throws. Response unwrapping is built on this.
+   */
+  async redeem<T>(
+    token: string,
+    take: (entry: TokenEntryView) => Promise<Redemption<T>>,
+    notLive: () => TesseraError = () => new PermissionDenied(),
+  ): Promise<T> {
+    const tree = await this.#lockTree(hashToken(token), false);
+    try {
+      const root = tree.root;
+      if (root === undefined || isExpired(root, this.#now())) throw notLive();
+      const { value, ops = [] } = await take(root);
+      await this.#store.commit([...tree.ops, ...ops]);
+      return value;
+    } finally {
+      tree.release();
+    }
+  }
+
+  /** Revokes every expired token with its tree (children never outlive parents); returns how many tokens went. */
+  async tidy(): Promise<number> {
+    let revoked = 0;
+    for (const hash of await this.#store.list(TOKEN_ENTRY_PREFIX)) {
+      if (!isTokenHash(hash)) continue;
+      const seen = await this.#read(hash);
+      if (seen === undefined || !isExpired(seen, this.#now())) continue;
+      const tree = await this.#lockTree(hash, false);
+      try {
+        if (tree.root === undefined) continue;
+        await this.#store.commit(tree.ops);
+        revoked += tree.ops.filter((op) => op.key.startsWith(TOKEN_ENTRY_PREFIX)).length;
+      } finally {
+        tree.release();
+      }
+    }
+    return revoked;
+  }
+
+  async #mint(draft: TokenDraft, extra?: ExtraOps): Promise<Issued> {
+    const token = draft.id ?? `hvs.${randomBase62(TOKEN_LENGTH, this.#random)}`;
+    const hash = hashToken(token);
+    const duplicate = (): InvalidRequest => new InvalidRequest('cannot create a token with a duplicate ID');
+    if (this.#minting.has(hash)) throw duplicate();
+    this.#minting.add(hash);
+    try {
+      if ((await this.#store.get(tokenKeys.entry(hash))) !== undefined) throw duplicate();
+      const nowMs = this.#now();
+      const now = Math.floor(nowMs / 1000);
+      let ttl = draft.ttl;
+      if (draft.explicit_max_ttl > 0 && (ttl === 0 || ttl > draft.explicit_max_ttl)) ttl = draft.explicit_max_ttl;
+      let expire = ttl > 0 ? now + ttl : null;
+      if (draft.expireCap !== null && (expire === null || expire > draft.expireCap)) expire = draft.expireCap;
+      // Only reachable when the parent expired between its check and now.
+      if (expire !== null && expire * 1000 <= nowMs) throw new PermissionDenied();
+      ttl = expire === null ? 0 : expire - now;
+      const entry: TokenEntry = {
+        accessor: randomBase62(TOKEN_LENGTH, this.#random),
+        policies: [...draft.policies],
+        ttl,
+        creation_time: now,
+        expire_time: expire,
+        num_uses: draft.num_uses,
+        parent: draft.parent,
+        namespace_path: draft.namespace_path,
+        display_name: draft.display_name,
+        meta: draft.meta,
+        orphan: draft.orphan,
+        type: 'service',
+        path: draft.path,
+        explicit_max_ttl: draft.explicit_max_ttl,
+        renewable: draft.renewable && ttl > 0,
+      };
+      const ops: Op[] = [
+        { type: 'put', key: tokenKeys.entry(hash), value: encodeEntry(entry) },
+        { type: 'put', key: tokenKeys.accessor(entry.accessor), value: Buffer.from(hash, 'utf8') },
+      ];
+      if (draft.parent !== '') ops.push({ type: 'put', key: tokenKeys.child(draft.parent, hash), value: EMPTY });
+      if (extra !== undefined) ops.push(...extra({ token, hash }));
+      await this.#store.commit(ops);
+      return { token, entry: { ...entry, hash } };
+    } finally {
+      this.#minting.delete(hash);
+    }
+  }
+
+  async #read(hash: string): Promise<TokenEntryView | undefined> {
+    const raw = await this.#store.get(tokenKeys.entry(hash));
+    return raw === undefined ? undefined : { ...decodeEntry(raw), hash };
+  }
+
+  async #readLive(hash: string): Promise<TokenEntryView | undefined> {
+    const entry = await this.#read(hash);
+    return entry === undefined || isExpired(entry, this.#now()) ? undefined : entry;
+  }
+
+  async #hashOfAccessor(accessor: string): Promise<string | undefined> {
+    if (!isAccessor(accessor)) return undefined;
+    const raw = await this.#store.get(tokenKeys.accessor(accessor));
+    return raw === undefined ? undefined : raw.toString('utf8');
+  }
+
+  /**
+   * Locks `hash` (unless the caller already holds it) and every descendant, top-down, and returns
+   * the ops deleting them all. The caller commits, then releases.
+   */
+  async #lockTree(hash: string, rootHeld: boolean): Promise<LockedTree> {
+    const releases: Array<() => void> = [];
+    const ops = new Map<string, Op>();
+    const seen = new Set<string>();
+    let root: TokenEntryView | undefined;
+    const visit = async (h: string, isRoot: boolean): Promise<void> => {
+      if (seen.has(h)) return; // only a corrupt store could hold a cycle
+      seen.add(h);
+      if (!(isRoot && rootHeld)) releases.push(await this.#locks.acquire(h));
+      const entry = await this.#read(h);
+      if (isRoot) root = entry;
+      if (entry !== undefined) for (const op of entryDeletion(h, entry)) ops.set(op.key, op);
+      for (const child of await this.#store.list(tokenKeys.childrenOf(h))) {
+        const link = tokenKeys.child(h, child);
+        ops.set(link, { type: 'del', key: link });
+        if (isTokenHash(child)) await visit(child, false);
+      }
+    };
+    const release = (): void => {
+      for (const r of releases.splice(0).reverse()) r();
+    };
+    try {
+      await visit(hash, true);
+    } catch (e) {
+      release();
+      throw e;
+    }
+    return { root, ops: [...ops.values()], release };
+  }
+}
+
+function withoutHash(view: TokenEntryView): TokenEntry {
+  const { hash: _hash, ...entry } = view;
+  return entry;
+}
+
+/** The entry, its accessor index, its link under its parent, and any wrapped response. */
+function entryDeletion(hash: string, entry: TokenEntry): Op[] {
+  const ops: Op[] = [
+    { type: 'del', key: tokenKeys.entry(hash) },
+    { type: 'del', key: tokenKeys.accessor(entry.accessor) },
+    { type: 'del', key: tokenKeys.wrap(hash) },
+  ];
+  if (entry.parent !== '') ops.push({ type: 'del', key: tokenKeys.child(entry.parent, hash) });
+  return ops;
+}
