@@ -105,6 +105,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     });
   } catch (e) {
     await engine.close();
+    await backend.close();
     throw e;
   }
   if (apiAddr === '' || /:0$/.test(apiAddr)) apiAddr = http.url;
@@ -128,6 +129,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
       await http.close();
       await core.sealNow().catch(() => undefined);
       await engine.close();
+      await backend.close();
       log.info('node stopped');
     },
   };

@@ -1,0 +1,164 @@
+/**
+ * The replication channel between clusters, in domain terms: no gRPC types here. The primary
+ * implements `PrimaryService`; `src/transport/grpc` serves it over mTLS on the cluster port and
+ * gives secondaries a `PrimaryClient`. Message shapes mirror proto/replication.proto.
+ *
+ *   const server = await serveReplication({ address: '127.0.0.1:0', tls, service });
+ *   const client = connectPrimary({ address: server.address, tls: clientTls });
+ *   const info = await client.bootstrap({ secondaryId: 's1', version: VERSION, kind: 'dr', apiAddr, clusterAddr });
+ */
+import type { WalEntry } from '../core/wal.js';
+
+export interface Guard {
+  readonly index: bigint;
+  readonly hash: Buffer;
+}
+
+/** Who is calling, as proven by the client certificate (its DNS SAN / CN is the secondary id). */
+export interface Peer {
+  readonly secondaryId: string;
+  /** SHA-256 of the DER certificate, hex. */
+  readonly fingerprint: string;
+  readonly address: string;
+}
+
+export interface PingInfo {
+  readonly clusterId: string;
+  readonly nodeId: string;
+  readonly version: string;
+  readonly mode: string;
+  readonly apiAddr: string;
+  readonly clusterAddr: string;
+}
+
+export interface BootstrapRequest {
+  readonly secondaryId: string;
+  readonly version: string;
+  readonly kind: 'dr' | 'performance';
+  readonly apiAddr: string;
+  readonly clusterAddr: string;
+}
+
+export interface BootstrapInfo {
+  readonly clusterId: string;
+  readonly version: string;
+  readonly primaryClusterAddr: string;
+  readonly primaryApiAddr: string;
+  readonly lastWal: bigint;
+  readonly epoch: number;
+}
+
+export type StreamOutcome = 'ok' | 'not_retained' | 'non_matching_guard';
+
+export type StreamMessage =
+  | { readonly type: 'start'; readonly outcome: StreamOutcome; readonly firstRetained: bigint; readonly lastWal: bigint }
+  | { readonly type: 'batch'; readonly entries: readonly WalEntry[]; readonly primaryLastWal: bigint; readonly primaryCommitTimeMs: number }
+  | { readonly type: 'heartbeat'; readonly lastWal: bigint; readonly lastCommitTimeMs: number; readonly sentAtMs: number };
+
+export interface HeartbeatRequest {
+  readonly secondaryId: string;
+  readonly applied: Guard;
+  readonly sentAtMs: number;
+  readonly state: string;
+  readonly apiAddr: string;
+  readonly clusterAddr: string;
+}
+
+export interface HeartbeatReply {
+  readonly lastWal: bigint;
+  readonly lastCommitTimeMs: number;
+  readonly receivedAtMs: number;
+  readonly sentAtMs: number;
+}
+
+export interface SnapshotInfo {
+  readonly snapshotId: string;
+  readonly guard: Guard;
+  readonly root: Buffer;
+  /** [tree 1, tree 2]. */
+  readonly subtreeRoots: readonly Buffer[];
+}
+
+export interface LeafInfo {
+  readonly key: string;
+  readonly valueHash: Buffer;
+  readonly subpage: number;
+}
+
+export interface KeyValue {
+  readonly key: string;
+  /** Ciphertext as stored on the primary; undefined when the key is absent at the snapshot. */
+  readonly value: Buffer | undefined;
+}
+
+/** A server-streaming call as the primary sees it. */
+export interface StreamSink {
+  /** Resolves when the message is handed to the transport; waits while the peer is slow (flow control). */
+  send(msg: StreamMessage): Promise<void>;
+  end(): void;
+  /** Ends the stream with an error the peer sees. */
+  fail(error: Error): void;
+  readonly closed: boolean;
+  onClose(listener: () => void): void;
+}
+
+/**
+ * What the primary serves. Every method but `ping` receives the authenticated peer; the
+ * transport has already verified the certificate chain against the current CA, and calls
+ * `authorize` to check that the id is registered, unrevoked and the fingerprint matches.
+ */
+export interface PrimaryService {
+  authorize(peer: Peer): void;
+  ping(secondaryId: string): Promise<PingInfo>;
+  bootstrap(peer: Peer, req: BootstrapRequest): Promise<BootstrapInfo>;
+  streamWal(peer: Peer, req: { guard: Guard; maxBatchEntries: number }, sink: StreamSink): void;
+  heartbeat(peer: Peer, req: HeartbeatRequest): Promise<HeartbeatReply>;
+  openSnapshot(peer: Peer): Promise<SnapshotInfo>;
+  closeSnapshot(peer: Peer, snapshotId: string): Promise<void>;
+  pageHashes(peer: Peer, snapshotId: string, tree: 1 | 2): Promise<Buffer[]>;
+  subpageHashes(peer: Peer, snapshotId: string, tree: 1 | 2, page: number): Promise<Buffer[]>;
+  leaves(peer: Peer, snapshotId: string, tree: 1 | 2, page: number, subpages: readonly number[]): Promise<LeafInfo[]>;
+  fetchValues(peer: Peer, snapshotId: string, keys: readonly string[]): Promise<KeyValue[]>;
+}
+
+/** PEM material for one end of the mTLS channel. */
+export interface TlsMaterial {
+  readonly caPem: string;
+  readonly certPem: string;
+  readonly keyPem: string;
+  /** The DNS name the server certificate carries; the client pins it (ssl_target_name_override). */
+  readonly serverName: string;
+}
+
+export type ConnectionState = 'idle' | 'connecting' | 'ready' | 'transient_failure' | 'shutdown';
+
+export interface StreamHandle {
+  cancel(): void;
+}
+
+/** The secondary's side of the channel. Calls reject with a ChannelError (see transport/grpc). */
+export interface PrimaryClient {
+  ping(secondaryId: string, deadlineMs?: number): Promise<PingInfo>;
+  bootstrap(req: BootstrapRequest): Promise<BootstrapInfo>;
+  streamWal(
+    req: { secondaryId: string; guard: Guard; maxBatchEntries: number },
+    handlers: { onMessage: (m: StreamMessage) => Promise<void> | void; onEnd: (error?: Error) => void },
+  ): StreamHandle;
+  heartbeat(req: HeartbeatRequest): Promise<HeartbeatReply>;
+  openSnapshot(secondaryId: string): Promise<SnapshotInfo>;
+  closeSnapshot(snapshotId: string): Promise<void>;
+  pageHashes(snapshotId: string, tree: 1 | 2): Promise<Buffer[]>;
+  subpageHashes(snapshotId: string, tree: 1 | 2, page: number): Promise<Buffer[]>;
+  leaves(snapshotId: string, tree: 1 | 2, page: number, subpages: readonly number[]): Promise<LeafInfo[]>;
+  fetchValues(snapshotId: string, keys: readonly string[]): Promise<KeyValue[]>;
+  connectionState(): ConnectionState;
+  close(): void;
+}
+
+export interface ReplicationServer {
+  /** host:port actually bound. */
+  readonly address: string;
+  /** Ends every open call of this secondary at once (revoke-secondary). */
+  disconnect(secondaryId: string): void;
+  close(): Promise<void>;
+}
