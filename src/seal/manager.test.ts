@@ -270,3 +270,25 @@ describe('SealManager concurrency', () => {
     expect(results[2]!.sealed).toBe(false);
   });
 });
+
+describe('SealManager.adoptFromPrimaryUnsealed', () => {
+  it('serves with the shipped keyring at once, and after a seal unseals only with the primary shares', async () => {
+    const primary = await initialised(3, 2);
+    await primary.seal.unseal(primary.init.keys[0] as string);
+    await primary.seal.unseal(primary.init.keys[1] as string);
+    const ct = primary.seal.cipher().encrypt(Buffer.from('payload'), aad);
+
+    const secondary = await initialised(1, 1);
+    await secondary.seal.adoptFromPrimaryUnsealed(await primary.seal.exportForSecondary(), primary.seal.exportKeyring());
+    expect((await secondary.seal.status()).sealed).toBe(false);
+    expect(secondary.seal.cipher().decrypt(ct, aad).toString()).toBe('payload');
+    await expect(secondary.seal.rotate()).rejects.toThrow(InvalidRequest);
+
+    await secondary.seal.seal();
+    await expect(secondary.seal.unseal(secondary.init.keys[0] as string)).rejects.toThrow(InvalidRequest);
+    await secondary.seal.unseal(primary.init.keys[2] as string);
+    const status = await secondary.seal.unseal(primary.init.keys[0] as string);
+    expect(status.sealed).toBe(false);
+    expect(secondary.seal.cipher().decrypt(ct, aad).toString()).toBe('payload');
+  });
+});

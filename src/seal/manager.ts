@@ -69,7 +69,8 @@ export interface SealManagerOptions {
 
 type State =
   | { readonly type: 'sealed'; readonly attempt?: ShareCollector }
-  | { readonly type: 'unsealed'; readonly keyring: Keyring; readonly rootKey: Buffer };
+  /** rootKey is undefined after an adoption that shipped the keyring itself (DR activation). */
+  | { readonly type: 'unsealed'; readonly keyring: Keyring; readonly rootKey: Buffer | undefined };
 
 const INVALID_KEY = 'Unseal failed, invalid key';
 
@@ -190,6 +191,7 @@ export class SealManager {
     return this.#exclusive(async () => {
       if (this.#state.type !== 'unsealed') throw new Sealed();
       const { keyring, rootKey } = this.#state;
+      if (rootKey === undefined) throw new InvalidRequest('rotating the keyring needs an unseal with key shares');
       const key = Buffer.from(this.#random(KEY_BYTES));
       const next = keyring.clone();
       const term = next.rotate(key);
@@ -232,6 +234,30 @@ export class SealManager {
       await this.#records.put(RecordName.keyring, Buffer.from(from.encryptedKeyring));
       await this.#records.put(RecordName.sealConfig, encodeSealConfig(config));
     });
+  }
+
+  /**
+   * DR activation with the keyring shipped in the activation bundle: adopts the primary's seal
+   * config and sealed keyring, and stays unsealed with `keyring` (serialized) so the secondary
+   * serves at once. After a restart it unseals with the primary's shares like any node.
+   */
+  adoptFromPrimaryUnsealed(from: SealExport, keyring: Buffer): Promise<void> {
+    return this.#exclusive(async () => {
+      const config = checkSealConfig(from.sealConfig);
+      if (!Keyring.isSealedRecord(from.encryptedKeyring)) throw new InvalidRequest('encrypted keyring is malformed');
+      const live = Keyring.deserialize(keyring, this.#random);
+      this.#sealNow();
+      await this.#records.put(RecordName.keyring, Buffer.from(from.encryptedKeyring));
+      await this.#records.put(RecordName.sealConfig, encodeSealConfig(config));
+      this.#state = { type: 'unsealed', keyring: live, rootKey: undefined };
+      this.#emit({ type: 'unsealed' });
+    });
+  }
+
+  /** The live keyring serialized, for an activation bundle; Sealed while sealed. */
+  exportKeyring(): Buffer {
+    if (this.#state.type !== 'unsealed') throw new Sealed();
+    return this.#state.keyring.serialize();
   }
 
   /**
@@ -289,7 +315,7 @@ export class SealManager {
       return;
     }
     state.keyring.destroy();
-    state.rootKey.fill(0);
+    state.rootKey?.fill(0);
     this.#emit({ type: 'sealed' });
   }
 

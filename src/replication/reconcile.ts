@@ -1,0 +1,94 @@
+/**
+ * merkle-diff then merkle-sync (REPLICATION.md section 4), run by a secondary whose guard the
+ * primary refused (a gap, or a divergent history after failover). It walks from the roots down
+ * only where hashes differ, so its cost follows the difference, not the data set: one changed key
+ * among a million costs a few kilobytes of hashes and one value.
+ *
+ *   const r = await reconcile({ client, engine, secondaryId, onPhase, onProgress });
+ *   r.fetched // keys whose values were fetched; r.deleted // keys removed
+ */
+import { TREES, type Tree } from '../core/merkle.js';
+import type { WalOp } from '../core/wal.js';
+import type { StorageEngine } from '../storage/engine.js';
+import type { PrimaryClient, SnapshotInfo } from './transport.js';
+
+export interface ReconcileResult {
+  readonly guard: SnapshotInfo['guard'];
+  readonly fetched: number;
+  readonly deleted: number;
+  readonly comparedPages: number;
+}
+
+export interface ReconcileOptions {
+  readonly client: PrimaryClient;
+  readonly engine: StorageEngine;
+  readonly secondaryId: string;
+  readonly onPhase?: (phase: 'merkle-diff' | 'merkle-sync') => void;
+  readonly onProgress?: (p: { total: number; done: number }) => void;
+  /** Keys fetched per call and per install chunk. */
+  readonly chunk?: number;
+}
+
+function differing(a: readonly Buffer[], b: readonly Buffer[]): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < a.length; i++) if (!(a[i] as Buffer).equals(b[i] as Buffer)) out.push(i);
+  return out;
+}
+
+/** Conflicting keys of one subtree: present only on the primary, only here, or different. */
+async function diffTree(o: ReconcileOptions, snap: SnapshotInfo, tree: Tree): Promise<{ fetch: string[]; remove: string[]; pages: number }> {
+  const fetch: string[] = [];
+  const remove: string[] = [];
+  if (o.engine.subtreeRoot(tree).equals(snap.subtreeRoots[tree - 1] as Buffer)) return { fetch, remove, pages: 0 };
+  const pages = differing(await o.client.pageHashes(snap.snapshotId, tree), o.engine.pageHashes(tree));
+  for (const page of pages) {
+    const subs = differing(await o.client.subpageHashes(snap.snapshotId, tree, page), o.engine.subpageHashes(tree, page));
+    if (subs.length === 0) continue;
+    const remote = new Map((await o.client.leaves(snap.snapshotId, tree, page, subs)).map((l) => [l.key, l.valueHash]));
+    const local = new Map<string, Buffer>();
+    for (const s of subs) for (const l of await o.engine.leaves(tree, page, s)) local.set(l.key, l.valueHash);
+    for (const [key, hash] of remote) if (!local.get(key)?.equals(hash)) fetch.push(key);
+    for (const key of local.keys()) if (!remote.has(key)) remove.push(key);
+  }
+  return { fetch, remove, pages: pages.length };
+}
+
+export async function reconcile(o: ReconcileOptions): Promise<ReconcileResult> {
+  const chunk = o.chunk ?? 1000;
+  o.onPhase?.('merkle-diff');
+  const snap = await o.client.openSnapshot(o.secondaryId);
+  try {
+    const fetch: string[] = [];
+    const remove: string[] = [];
+    let comparedPages = 0;
+    for (const tree of TREES) {
+      const d = await diffTree(o, snap, tree);
+      fetch.push(...d.fetch);
+      remove.push(...d.remove);
+      comparedPages += d.pages;
+    }
+    o.onPhase?.('merkle-sync');
+    const total = fetch.length + remove.length;
+    let done = 0;
+    o.onProgress?.({ total, done });
+    let pending: WalOp[] = remove.map((key) => ({ type: 'del', key }));
+    // Values come from the pinned snapshot, so every chunk belongs to the same guard W; chunks are
+    // installed without a guard and the last one moves the guard, in one atomic step.
+    for (let i = 0; i < fetch.length; i += chunk) {
+      const values = await o.client.fetchValues(snap.snapshotId, fetch.slice(i, i + chunk));
+      for (const kv of values) pending.push(kv.value === undefined ? { type: 'del', key: kv.key } : { type: 'put', key: kv.key, value: kv.value });
+      if (pending.length >= chunk && i + chunk < fetch.length) {
+        await o.engine.installChunk(pending);
+        done += pending.length;
+        pending = [];
+        o.onProgress?.({ total, done });
+      }
+    }
+    await o.engine.installSnapshot(pending, snap.guard);
+    done += pending.length;
+    o.onProgress?.({ total, done });
+    return { guard: snap.guard, fetched: fetch.length, deleted: remove.length, comparedPages };
+  } finally {
+    await o.client.closeSnapshot(snap.snapshotId).catch(() => undefined);
+  }
+}

@@ -1,0 +1,259 @@
+/**
+ * A secondary's replication loop: bootstrap (version handshake), stream WAL from its guard,
+ * reconcile when the primary refuses the guard, heartbeat once a second, and reconnect with
+ * backoff when the channel breaks. Applying a batch and its guard is one atomic engine write, so a
+ * crash anywhere resumes from the persisted guard with no gap and no duplicate.
+ *
+ *   const loop = new SecondaryLoop({ engine, connect, secondaryId, kind: 'dr', ... });
+ *   loop.start(); ... await loop.stop();
+ */
+import type { Logger } from 'pino';
+import { VERSION } from '../core/version.js';
+import type { StorageEngine } from '../storage/engine.js';
+import { reconcile } from './reconcile.js';
+import type { ConnectionState, PrimaryClient, StreamHandle } from './transport.js';
+
+export type SecondaryState = 'idle' | 'stream-wals' | 'merkle-diff' | 'merkle-sync';
+
+export interface SecondaryLoopOptions {
+  readonly engine: StorageEngine;
+  readonly connect: () => PrimaryClient;
+  readonly secondaryId: string;
+  readonly kind: 'dr' | 'performance';
+  readonly apiAddr: () => string;
+  readonly clusterAddr: () => string;
+  readonly log: Logger;
+  readonly now?: () => number;
+  /** Called after every applied batch (the node reloads caches when it must). */
+  readonly onApplied?: (lastIndex: bigint) => void;
+  /** A refusal that retrying will not fix (version, revoked): the loop stops and reports it. */
+  readonly onFatal?: (message: string) => void;
+}
+
+export interface SecondaryProgress {
+  state: SecondaryState;
+  connection: ConnectionState;
+  lastRemoteWal: bigint;
+  primaryLastWal: bigint;
+  primaryCommitTimeMs: number;
+  lastHeartbeatMs: number;
+  heartbeatDurationMs: number;
+  clockSkewMs: number;
+  lastStartMs: number;
+  /** Commit time of the newest applied entry (primary clock). */
+  lastAppliedCommitMs: number;
+  lastError: string;
+  syncTotal: number;
+  syncDone: number;
+  lastSync: { fetched: number; deleted: number } | undefined;
+}
+
+const HEARTBEAT_MS = 1000;
+
+export class SecondaryLoop {
+  readonly progress: SecondaryProgress;
+  private client: PrimaryClient | undefined;
+  private stream: StreamHandle | undefined;
+  private running = false;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private backoffMs = 100;
+  private applying: Promise<void> = Promise.resolve();
+  private done: Promise<void> = Promise.resolve();
+
+  constructor(private readonly o: SecondaryLoopOptions) {
+    this.progress = {
+      state: 'idle', connection: 'idle', lastRemoteWal: o.engine.lastGuard().index, primaryLastWal: 0n, primaryCommitTimeMs: 0,
+      lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '',
+      syncTotal: 0, syncDone: 0, lastSync: undefined,
+    };
+  }
+
+  private now(): number {
+    return (this.o.now ?? Date.now)();
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.progress.lastStartMs = this.now();
+    this.heartbeatTimer = setInterval(() => void this.beat(), HEARTBEAT_MS);
+    this.heartbeatTimer.unref();
+    this.done = this.session();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    clearInterval(this.heartbeatTimer);
+    clearTimeout(this.retryTimer);
+    this.stream?.cancel();
+    this.client?.close();
+    this.client = undefined;
+    this.progress.state = 'idle';
+    this.progress.connection = 'shutdown';
+    await this.done.catch(() => undefined);
+    await this.applying.catch(() => undefined);
+  }
+
+  /** Behind the primary as of the last message or heartbeat from it. */
+  behind(): boolean {
+    return this.progress.primaryLastWal > this.o.engine.lastGuard().index;
+  }
+
+  midSync(): boolean {
+    return this.progress.state === 'merkle-diff' || this.progress.state === 'merkle-sync';
+  }
+
+  private retry(reason: string): void {
+    if (!this.running) return;
+    this.progress.lastError = reason;
+    this.progress.state = 'idle';
+    this.stream?.cancel();
+    this.stream = undefined;
+    this.client?.close();
+    this.client = undefined;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => {
+      this.done = this.session();
+    }, this.backoffMs);
+    this.backoffMs = Math.min(this.backoffMs * 2, 2000);
+  }
+
+  private async session(): Promise<void> {
+    if (!this.running) return;
+    const log = this.o.log;
+    try {
+      this.client = this.o.connect();
+      const info = await this.client.bootstrap({ secondaryId: this.o.secondaryId, version: VERSION, kind: this.o.kind, apiAddr: this.o.apiAddr(), clusterAddr: this.o.clusterAddr() });
+      this.progress.primaryLastWal = info.lastWal;
+      await this.openStream();
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      const message = e instanceof Error ? e.message : String(e);
+      if (code === 'permission_denied' || code === 'failed_precondition') {
+        log.error({ err: message }, 'primary refused this secondary');
+        this.progress.lastError = message;
+        this.o.onFatal?.(message);
+        return this.retry(message);
+      }
+      log.warn({ err: message }, 'replication session failed; retrying');
+      this.retry(message);
+    }
+  }
+
+  private async openStream(): Promise<void> {
+    const client = this.client;
+    if (!client || !this.running) return;
+    const guard = this.o.engine.lastGuard();
+    await new Promise<void>((resolve) => {
+      let settled = false;
+      const settle = () => {
+        if (!settled) {
+          settled = true;
+          resolve();
+        }
+      };
+      this.stream = client.streamWal(
+        { secondaryId: this.o.secondaryId, guard, maxBatchEntries: 512 },
+        {
+          onMessage: async (m) => {
+            switch (m.type) {
+              case 'start':
+                this.progress.primaryLastWal = m.lastWal;
+                if (m.outcome === 'ok') {
+                  this.progress.state = 'stream-wals';
+                  this.progress.connection = 'ready';
+                  this.backoffMs = 100;
+                } else {
+                  this.o.log.info({ outcome: m.outcome, guard: guard.index.toString() }, 'primary refused our guard; reconciling');
+                  this.applying = this.applying.then(() => this.reconcileThenStream());
+                }
+                return;
+              case 'batch': {
+                const apply = this.applying.then(async () => {
+                  await this.o.engine.applyEntries(m.entries);
+                  const last = m.entries.at(-1);
+                  if (last) {
+                    this.progress.lastRemoteWal = last.index;
+                    this.progress.lastAppliedCommitMs = last.time;
+                    this.o.onApplied?.(last.index);
+                  }
+                  this.progress.primaryLastWal = m.primaryLastWal;
+                  this.progress.primaryCommitTimeMs = m.primaryCommitTimeMs;
+                });
+                this.applying = apply.catch((e: unknown) => {
+                  this.retry(`apply failed: ${e instanceof Error ? e.message : String(e)}`);
+                });
+                // Returning the apply promise makes the transport wait: flow control end to end.
+                return apply.catch(() => undefined);
+              }
+              case 'heartbeat':
+                this.progress.primaryLastWal = m.lastWal;
+                this.progress.primaryCommitTimeMs = m.lastCommitTimeMs;
+                return;
+            }
+          },
+          onEnd: (error) => {
+            settle();
+            if (this.progress.state === 'merkle-diff' || this.progress.state === 'merkle-sync') return;
+            if (this.running) this.retry(error ? error.message : 'stream ended');
+          },
+        },
+      );
+    });
+  }
+
+  private async reconcileThenStream(): Promise<void> {
+    const client = this.client;
+    if (!client) return;
+    this.stream?.cancel();
+    try {
+      const r = await reconcile({
+        client,
+        engine: this.o.engine,
+        secondaryId: this.o.secondaryId,
+        onPhase: (p) => {
+          this.progress.state = p;
+        },
+        onProgress: ({ total, done }) => {
+          this.progress.syncTotal = total;
+          this.progress.syncDone = done;
+        },
+      });
+      this.progress.lastSync = { fetched: r.fetched, deleted: r.deleted };
+      this.progress.lastRemoteWal = r.guard.index;
+      this.o.onApplied?.(r.guard.index);
+      this.o.log.info({ fetched: r.fetched, deleted: r.deleted, pages: r.comparedPages, guard: r.guard.index.toString() }, 'merkle-sync finished; streaming');
+      this.progress.state = 'idle';
+      await this.openStream();
+    } catch (e) {
+      this.retry(`reconcile failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  private async beat(): Promise<void> {
+    const client = this.client;
+    if (!client || !this.running) return;
+    this.progress.connection = client.connectionState();
+    const sent = this.now();
+    try {
+      const r = await client.heartbeat({
+        secondaryId: this.o.secondaryId,
+        applied: this.o.engine.lastGuard(),
+        sentAtMs: sent,
+        state: this.progress.state,
+        apiAddr: this.o.apiAddr(),
+        clusterAddr: this.o.clusterAddr(),
+      });
+      const back = this.now();
+      this.progress.lastHeartbeatMs = back;
+      this.progress.heartbeatDurationMs = back - sent;
+      // Skew: the primary's clock at the midpoint of the round trip versus ours.
+      this.progress.clockSkewMs = Math.round(r.receivedAtMs - (sent + back) / 2);
+      this.progress.primaryLastWal = r.lastWal > this.progress.primaryLastWal ? r.lastWal : this.progress.primaryLastWal;
+      this.progress.primaryCommitTimeMs = r.lastCommitTimeMs;
+    } catch {
+      this.progress.connection = client.connectionState();
+    }
+  }
+}
