@@ -5,7 +5,7 @@
  *
  *   await runServer({ dev: true });
  */
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -48,17 +48,18 @@ function portPlusOne(address: string): string {
   return `${m[1]}:${port === 0 ? 0 : port + 1}`;
 }
 
-async function devSetup(opts: ServerOptions): Promise<Config> {
+async function devSetup(opts: ServerOptions): Promise<{ config: Config; dataDir: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'tessera-dev-'));
   const lic = await writeDevLicense(join(dataDir, 'license'));
   const listen = opts.devListenAddress ?? '127.0.0.1:8200';
-  return devConfig({
+  const config = devConfig({
     dataDir: join(dataDir, 'data'),
     listenAddress: listen,
     clusterAddress: portPlusOne(listen),
     licensePath: lic.licensePath,
     licenseIssuerKeys: [lic.issuerPublicKey],
   });
+  return { config, dataDir };
 }
 
 /** Initialises, unseals and mounts `secret/` (KV v2), like `vault server -dev`. */
@@ -71,7 +72,8 @@ async function devInitialise(node: RunningNode, opts: ServerOptions): Promise<{ 
 }
 
 export async function runServer(opts: ServerOptions): Promise<void> {
-  const config = opts.dev ? await devSetup(opts) : await loadConfig(opts.configPath ?? '');
+  const dev = opts.dev ? await devSetup(opts) : undefined;
+  const config = dev ? dev.config : await loadConfig(opts.configPath ?? '');
   const logger = createLogger({ level: config.logLevel, destination: pino.destination(2) });
   for (const w of config.warnings) logger.warn({ config: config.source }, w);
   const node = await startNode(toNodeConfig(config), { logger });
@@ -112,5 +114,7 @@ export async function runServer(opts: ServerOptions): Promise<void> {
   process.off('SIGHUP', onHup);
   logger.info('shutting down');
   await node.stop();
+  // A dev node's data is throwaway, like `vault server -dev`'s in-memory storage.
+  if (dev) await rm(dev.dataDir, { recursive: true, force: true });
   logger.flush();
 }

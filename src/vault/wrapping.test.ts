@@ -33,7 +33,7 @@ async function expectInvalid(p: Promise<unknown>): Promise<void> {
     () => undefined,
     (e: unknown) => e,
   );
-  expect(err).toBeInstanceOf(PermissionDenied);
+  expect(err).toBeInstanceOf(InvalidRequest);
   expect(isTesseraError(err) ? err.messages : []).toEqual([INVALID]);
 }
 

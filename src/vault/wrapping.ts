@@ -19,7 +19,7 @@
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { Internal, InvalidRequest, PermissionDenied } from '../core/errors.js';
+import { Internal, InvalidRequest } from '../core/errors.js';
 import type { Store } from '../storage/store.js';
 import { WRAPPING_POLICY, rfc3339 } from './token-entry.js';
 import { tokenKeys } from './token-keys.js';
@@ -71,7 +71,7 @@ const responseSchema = z.object({
 const recordSchema = z.object({ v: z.literal(1), nonce: z.string(), sealed: z.string() });
 
 const INVALID = 'wrapping token is not valid or does not exist';
-const invalid = (): PermissionDenied => new PermissionDenied(INVALID);
+const invalid = (): InvalidRequest => new InvalidRequest(INVALID);
 const KEY_INFO = 'tessera/wrap/v1';
 
 export class Wrapping {
@@ -117,7 +117,7 @@ export class Wrapping {
 
   /**
    * The wrapped response, once: the token and the stored response are deleted in one commit.
-   * Unknown, expired, already unwrapped or not a wrapping token: PermissionDenied.
+   * Unknown, expired, already unwrapped or not a wrapping token: InvalidRequest (400, as Vault).
    */
   unwrap(token: string): Promise<WrappedResponse> {
     return this.#tokens.redeem(

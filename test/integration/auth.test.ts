@@ -87,7 +87,7 @@ describe('response wrapping', () => {
     expect((await n.call('GET', 'auth/token/lookup-self', undefined, { token: un.body.auth.client_token })).status).toBe(200);
 
     const again = await n.call('POST', 'sys/wrapping/unwrap', { token: info.token }, { token: null });
-    expect(again.status).toBe(403);
+    expect(again.status).toBe(400);
     expect(again.body.errors[0]).toMatch(/wrapping token is not valid/);
   });
 

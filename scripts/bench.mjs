@@ -1,0 +1,235 @@
+/**
+ * Durable KV v2 write throughput over HTTP against a real dev node, next to the raw LevelDB
+ * ceiling measured in the same run. Build first (`npm run bench` does).
+ *
+ *   node scripts/bench.mjs                 # 1, 4 and 16 clients, 3 s each
+ *   BENCH_SECONDS=5 node scripts/bench.mjs
+ *
+ * Each client is sequential (one write in flight) on its own keep-alive connection and writes
+ * distinct keys with 1 KiB values; a write counts once its 200 has arrived, which the node sends
+ * only after the commit is fsynced. The node is stopped before the LevelDB ceiling runs, so the
+ * two never compete for the disk. Results: a table on stdout and bench-results/bench.json.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import os from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { leveldbCeiling } from './bench-leveldb.mjs';
+
+const mainJs = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
+const CLIENTS = [1, 4, 16];
+const VALUE_BYTES = 1024;
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const WARMUP_MS = 500;
+
+/** Starts `server -dev` with its temp dir inside `scratch`; resolves once the banner is complete. */
+async function startDevNode(scratch) {
+  const proc = spawn(process.execPath, [mainJs, 'server', '-dev', '-dev-listen-address', '127.0.0.1:0'], {
+    env: { ...process.env, TMPDIR: scratch },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const stderr = [];
+  createInterface({ input: proc.stderr }).on('line', (l) => stderr.push(l));
+  const exited = new Promise((resolve) => proc.once('close', (code, signal) => resolve({ code, signal })));
+  const banner = {};
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`dev node not ready in 20 s:\n${stderr.slice(-10).join('\n')}`)), 20_000);
+    createInterface({ input: proc.stdout }).on('line', (line) => {
+      const m = /^(Api Address|Root Token): (\S+)$/.exec(line);
+      if (m) banner[m[1]] = m[2];
+      if (banner['Api Address'] && banner['Root Token']) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`dev node exited (${code}) before it was ready:\n${stderr.slice(-10).join('\n')}`));
+    });
+  });
+  try {
+    await ready;
+  } catch (e) {
+    proc.kill('SIGKILL');
+    throw e;
+  }
+  return {
+    apiAddr: banner['Api Address'],
+    rootToken: banner['Root Token'],
+    async stop() {
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+      const r = await exited;
+      clearTimeout(timer);
+      return r;
+    },
+    kill: () => proc.kill('SIGKILL'),
+  };
+}
+
+function put(agent, apiAddr, token, path, body) {
+  const url = new URL(apiAddr);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: 'PUT',
+        path: `/v1/${path}`,
+        agent,
+        headers: { 'X-Vault-Token': token, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function percentile(sorted, p) {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** `clients` sequential writers for `seconds` after a short warm-up; distinct keys throughout. */
+async function httpWrites(node, clients, seconds) {
+  const pool = randomBytes(VALUE_BYTES * 4).toString('base64url');
+  const valueFor = (i) => {
+    const off = (i * 131) % (pool.length - VALUE_BYTES);
+    return pool.slice(off, off + VALUE_BYTES);
+  };
+  const agents = Array.from({ length: clients }, () => new http.Agent({ keepAlive: true, maxSockets: 1 }));
+  const run = async (phase, ms) => {
+    const end = performance.now() + ms;
+    const latencies = [];
+    let lastDone = performance.now();
+    const start = performance.now();
+    await Promise.all(
+      agents.map(async (agent, c) => {
+        for (let i = 0; performance.now() < end; i++) {
+          const body = JSON.stringify({ data: { v: valueFor(i + c) } });
+          const t0 = performance.now();
+          const r = await put(agent, node.apiAddr, node.rootToken, `secret/data/bench/${phase}/n${clients}/c${c}/k${i}`, body);
+          if (r.status !== 200) throw new Error(`write answered ${r.status}: ${r.text.slice(0, 200)}`);
+          const t1 = performance.now();
+          latencies.push(t1 - t0);
+          lastDone = Math.max(lastDone, t1);
+        }
+      }),
+    );
+    return { writes: latencies.length, seconds: (lastDone - start) / 1000, latencies };
+  };
+  try {
+    await run('warmup', WARMUP_MS);
+    const m = await run('measure', seconds * 1000);
+    const sorted = m.latencies.sort((a, b) => a - b);
+    return {
+      clients,
+      writes: m.writes,
+      seconds: m.seconds,
+      writesPerSec: m.writes / m.seconds,
+      p50Ms: percentile(sorted, 50),
+      p99Ms: percentile(sorted, 99),
+    };
+  } finally {
+    for (const a of agents) a.destroy();
+  }
+}
+
+function table(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => cells.map((c, i) => c.padStart(widths[i])).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+async function main() {
+  if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
+  const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-bench-'));
+  let node;
+  const httpRows = [];
+  try {
+    node = await startDevNode(scratch);
+    for (const clients of CLIENTS) {
+      process.stderr.write(`HTTP writes with ${clients} client(s) for ${SECONDS} s...\n`);
+      httpRows.push(await httpWrites(node, clients, SECONDS));
+    }
+    const exit = await node.stop();
+    node = undefined;
+    if (exit.code !== 0) throw new Error(`dev node exited with ${JSON.stringify(exit)} on SIGTERM`);
+  } finally {
+    node?.kill();
+    await rm(scratch, { recursive: true, force: true });
+  }
+
+  process.stderr.write(`LevelDB ceiling, batches of ${CLIENTS.join(', ')}, ${SECONDS} s each...\n`);
+  const ceiling = await leveldbCeiling({ batchSizes: CLIENTS, valueBytes: VALUE_BYTES, seconds: SECONDS });
+  const at = (n) => ceiling.find((r) => r.batchSize === n);
+  const rows = httpRows.map((h) => {
+    const same = at(h.clients);
+    const one = at(1);
+    return {
+      ...h,
+      ceilingValuesPerSecAtBatchN: same.valuesPerSec,
+      ratioToCeilingAtBatchN: h.writesPerSec / same.valuesPerSec,
+      ceilingValuesPerSecAtBatch1: one.valuesPerSec,
+      ratioToCeilingAtBatch1: h.writesPerSec / one.valuesPerSec,
+    };
+  });
+
+  console.log(`Tessera durable KV v2 writes over HTTP (${VALUE_BYTES} B values, ${SECONDS} s per row) vs the raw LevelDB ceiling (sync:true)`);
+  console.log(
+    table(
+      ['clients', 'HTTP writes/s', 'p50 ms', 'p99 ms', 'LevelDB values/s @batch N', 'ratio', 'LevelDB values/s @batch 1', 'ratio'],
+      rows.map((r) => [
+        String(r.clients),
+        r.writesPerSec.toFixed(0),
+        r.p50Ms.toFixed(2),
+        r.p99Ms.toFixed(2),
+        r.ceilingValuesPerSecAtBatchN.toFixed(0),
+        r.ratioToCeilingAtBatchN.toFixed(3),
+        r.ceilingValuesPerSecAtBatch1.toFixed(0),
+        r.ratioToCeilingAtBatch1.toFixed(3),
+      ]),
+    ),
+  );
+
+  await mkdir(resultsDir, { recursive: true });
+  const out = join(resultsDir, 'bench.json');
+  await writeFile(
+    out,
+    `${JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        node: process.version,
+        cpus: os.cpus().length,
+        platform: `${os.platform()} ${os.release()}`,
+        valueBytes: VALUE_BYTES,
+        secondsPerRow: SECONDS,
+        http: rows,
+        leveldbCeiling: ceiling,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  console.log(`\nWrote ${out}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e instanceof Error ? e.stack : e);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,119 @@
+/**
+ * Tiny HTTP helpers for tests against a node: `vault()` speaks Vault's wire through fetch, and
+ * `rawRequest()` sends exactly the method, path and bytes given (fetch would normalise `..` and
+ * `//`, and refuses some methods), for malformed-input tests.
+ *
+ *   const v = vault(node.apiAddr, rootToken);
+ *   await v.put('secret/data/app', { data: { password: 'x' } }); // { status: 200, body: {...} }
+ *   (await v.get('secret/data/app')).body.data.data.password;    // 'x'
+ *   await rawRequest(node.apiAddr, { method: 'PUT', path: '/v1/secret/../sys/mounts/x', body: '{' });
+ */
+import http from 'node:http';
+
+/**
+ * Parsed JSON, the text when the body is not JSON, or null when there is no body. `any` on
+ * purpose: tests index into Vault's JSON freely and assert on what they find.
+ */
+export type Body = any;
+
+export interface Reply {
+  readonly status: number;
+  readonly body: Body;
+  readonly headers: Headers;
+}
+
+export interface RequestOptions {
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly query?: Readonly<Record<string, string>>;
+}
+
+export interface VaultHttp {
+  get(path: string, opts?: RequestOptions): Promise<Reply>;
+  put(path: string, body?: unknown, opts?: RequestOptions): Promise<Reply>;
+  post(path: string, body?: unknown, opts?: RequestOptions): Promise<Reply>;
+  patch(path: string, body?: unknown, opts?: RequestOptions): Promise<Reply>;
+  delete(path: string, opts?: RequestOptions): Promise<Reply>;
+  /** GET with ?list=true, as Vault's Go client sends a LIST; `request('LIST', ...)` sends the verb itself. */
+  list(path: string, opts?: RequestOptions): Promise<Reply>;
+  request(method: string, path: string, opts?: RequestOptions & { readonly body?: unknown }): Promise<Reply>;
+}
+
+function parse(text: string): Body {
+  if (text === '') return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** `path` is relative to /v1/ (no leading slash needed). */
+export function vault(apiAddr: string, token?: string): VaultHttp {
+  const request = async (method: string, path: string, opts: RequestOptions & { body?: unknown } = {}): Promise<Reply> => {
+    const url = new URL(`/v1/${path.replace(/^\/+/, '')}`, apiAddr);
+    for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
+    const headers: Record<string, string> = { ...opts.headers };
+    if (token !== undefined) headers['X-Vault-Token'] = token;
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['Content-Type'] ??= 'application/json';
+    }
+    const res = await fetch(url, { method, headers, ...(body !== undefined ? { body } : {}) });
+    return { status: res.status, body: parse(await res.text()), headers: res.headers };
+  };
+  return {
+    get: (path, opts) => request('GET', path, opts),
+    put: (path, body, opts) => request('PUT', path, { ...opts, body }),
+    post: (path, body, opts) => request('POST', path, { ...opts, body }),
+    patch: (path, body, opts) => request('PATCH', path, { ...opts, body }),
+    delete: (path, opts) => request('DELETE', path, opts),
+    list: (path, opts) => request('GET', path, { ...opts, query: { ...opts?.query, list: 'true' } }),
+    request,
+  };
+}
+
+export interface RawRequest {
+  readonly method: string;
+  /** Sent verbatim, e.g. '/v1//sys/mounts'. */
+  readonly path: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string | Buffer;
+  /** A keep-alive agent to reuse connections across many requests. */
+  readonly agent?: http.Agent;
+  readonly timeoutMs?: number;
+}
+
+export interface RawReply {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly text: string;
+}
+
+export function rawRequest(apiAddr: string, r: RawRequest): Promise<RawReply> {
+  const base = new URL(apiAddr);
+  return new Promise<RawReply>((resolve, reject) => {
+    const headers: Record<string, string | number> = { ...r.headers };
+    if (r.body !== undefined) headers['Content-Length'] = Buffer.byteLength(r.body);
+    const req = http.request(
+      {
+        host: base.hostname,
+        port: base.port,
+        method: r.method,
+        path: r.path,
+        headers,
+        ...(r.agent !== undefined ? { agent: r.agent } : {}),
+        timeout: r.timeoutMs ?? 30_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${r.method} ${r.path}: no answer within ${r.timeoutMs ?? 30_000} ms`)));
+    req.on('error', reject);
+    req.end(r.body);
+  });
+}

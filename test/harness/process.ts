@@ -1,0 +1,181 @@
+/**
+ * One Tessera node as a real child process (`node dist/cli/main.js server ...`), with its output
+ * captured line by line and a deadline on start-up. Build first (`npx tsc -p tsconfig.build.json`).
+ *
+ *   const node = await spawnNode({ args: ['server', '-dev', '-dev-listen-address', '127.0.0.1:0'], ready: 'banner' });
+ *   node.apiAddr; node.rootToken;
+ *   await node.stop(); // SIGTERM, resolves with { code: 0, signal: null } on a clean shutdown
+ *
+ * Tests normally go through `useHarness()` (harness.ts), which also kills every process it started.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+export const mainJs = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+
+export interface ExitInfo {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+/** How to tell that the node is serving: the dev banner on stdout, or the listening log line. */
+export type Readiness = 'banner' | 'listening-log';
+
+export interface SpawnOptions {
+  readonly args: readonly string[];
+  readonly ready: Readiness;
+  readonly env?: Readonly<Record<string, string>>;
+  readonly readyTimeoutMs?: number;
+}
+
+export interface NodeProcess {
+  readonly apiAddr: string;
+  /** Dev nodes only, from the banner. */
+  readonly rootToken: string | undefined;
+  /** Dev nodes only, from the banner (base64). */
+  readonly unsealKey: string | undefined;
+  readonly proc: ChildProcess;
+  /** Every line so far; the arrays keep growing while the process runs. */
+  readonly stdoutLines: readonly string[];
+  readonly stderrLines: readonly string[];
+  /** Settles when the process has exited and its output is fully read. */
+  readonly exited: Promise<ExitInfo>;
+  /** Sends `signal` (SIGKILL unless given) and waits for the exit. A no-op once exited. */
+  kill(signal?: NodeJS.Signals): Promise<ExitInfo>;
+  /** SIGTERM, then waits; SIGKILLs and throws if the node has not exited within `timeoutMs`. */
+  stop(timeoutMs?: number): Promise<ExitInfo>;
+}
+
+export class NodeStartError extends Error {}
+
+const BANNER = {
+  apiAddr: /^Api Address: (\S+)$/,
+  unsealKey: /^Unseal Key: (\S+)$/,
+  rootToken: /^Root Token: (\S+)$/,
+} as const;
+
+function tail(lines: readonly string[], n = 20): string {
+  return lines.slice(-n).join('\n');
+}
+
+export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
+  if (!existsSync(mainJs)) throw new NodeStartError(`${mainJs} is missing: run \`npx tsc -p tsconfig.build.json\` first`);
+  const proc = spawn(process.execPath, [mainJs, ...opts.args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const stdoutLines: string[] = [];
+  const stderrLines: string[] = [];
+  const banner: { apiAddr?: string; unsealKey?: string; rootToken?: string } = {};
+  let listeningAddr: string | undefined;
+  let onLine: () => void = () => undefined;
+
+  createInterface({ input: proc.stdout! }).on('line', (line) => {
+    stdoutLines.push(line);
+    for (const [field, re] of Object.entries(BANNER) as Array<[keyof typeof BANNER, RegExp]>) {
+      const m = re.exec(line);
+      if (m?.[1] !== undefined) banner[field] = m[1];
+    }
+    onLine();
+  });
+  createInterface({ input: proc.stderr! }).on('line', (line) => {
+    stderrLines.push(line);
+    if (listeningAddr === undefined && line.includes('"http listening"')) {
+      try {
+        const parsed = JSON.parse(line) as { msg?: unknown; api_addr?: unknown };
+        if (parsed.msg === 'http listening' && typeof parsed.api_addr === 'string') listeningAddr = parsed.api_addr;
+      } catch {
+        // Not JSON: not the line we wait for.
+      }
+    }
+    onLine();
+  });
+
+  // 'close' rather than 'exit': it fires after stdout and stderr are drained, so no line is lost.
+  const exited = new Promise<ExitInfo>((resolve) => {
+    proc.once('close', (code, signal) => resolve({ code, signal }));
+  });
+  let hasExited = false;
+  void exited.then(() => {
+    hasExited = true;
+    onLine();
+  });
+
+  const isReady = (): string | undefined =>
+    opts.ready === 'banner'
+      ? banner.apiAddr !== undefined && banner.rootToken !== undefined && banner.unsealKey !== undefined
+        ? banner.apiAddr
+        : undefined
+      : listeningAddr;
+
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<ExitInfo> => {
+    if (!hasExited) proc.kill(signal);
+    return exited;
+  };
+
+  const stop = async (timeoutMs = 15_000): Promise<ExitInfo> => {
+    if (!hasExited) proc.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    const result = await Promise.race([exited, timedOut]);
+    clearTimeout(timer);
+    if (result === 'timeout') {
+      await kill('SIGKILL');
+      throw new NodeStartError(`node did not exit within ${timeoutMs} ms of SIGTERM; stderr tail:\n${tail(stderrLines)}`);
+    }
+    return result;
+  };
+
+  const timeoutMs = opts.readyTimeoutMs ?? 20_000;
+  const apiAddr = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      onLine = () => undefined;
+      void kill('SIGKILL');
+      reject(new NodeStartError(`node not ready within ${timeoutMs} ms; stdout:\n${tail(stdoutLines)}\nstderr:\n${tail(stderrLines)}`));
+    }, timeoutMs);
+    onLine = () => {
+      const addr = isReady();
+      if (addr !== undefined) {
+        clearTimeout(timer);
+        onLine = () => undefined;
+        resolve(addr);
+      } else if (hasExited) {
+        clearTimeout(timer);
+        onLine = () => undefined;
+        reject(new NodeStartError(`node exited before it was ready (code ${proc.exitCode}, signal ${proc.signalCode}); stderr:\n${tail(stderrLines)}`));
+      }
+    };
+    onLine();
+  });
+
+  return {
+    apiAddr,
+    rootToken: banner.rootToken,
+    unsealKey: banner.unsealKey,
+    proc,
+    stdoutLines,
+    stderrLines,
+    exited,
+    kill,
+    stop,
+  };
+}
+
+/** Runs a short-lived CLI command (`license dev -out DIR`, ...) and resolves with its output. */
+export async function runCli(args: readonly string[], timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(process.execPath, [mainJs, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+  proc.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => proc.once('close', (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
