@@ -1,10 +1,12 @@
 /**
- * `sys/replication/*` calls: status, reindex and Merkle check. Reindex and Merkle check go to the
- * DR secondary endpoints when a DR operation token is given, else to the local endpoints.
+ * `sys/replication/*` calls: status, reindex, Merkle check, and DR operation token generation.
+ * Reindex and Merkle check go to the DR secondary endpoints when a DR operation token is given,
+ * else to the local endpoints. The generation endpoints answer bare objects, not envelopes.
  *
  *   const { dr } = await client.replication.status();
  *   if (dr.mode === 'secondary') console.log(dr.last_remote_wal);
  *   const { warnings } = await client.replication.reindex({ diff: true });
+ *   const { nonce, otp } = await client.replication.operationTokenStart();
  */
 import type {
   Envelope,
@@ -20,6 +22,23 @@ import type { ApiRequest, ApiResponse } from './request.js';
 
 export const ReplicationKind = { dr: 'dr', performance: 'performance' } as const;
 export type ReplicationKind = (typeof ReplicationKind)[keyof typeof ReplicationKind];
+
+/** The bare object of every DR operation token generation endpoint (Vault's generate-root status). */
+export interface OperationTokenAttempt {
+  readonly nonce: string;
+  readonly started: boolean;
+  readonly progress: number;
+  readonly required: number;
+  readonly complete: boolean;
+  readonly encoded_token: string;
+  readonly encoded_root_token?: string;
+  readonly pgp_fingerprint: string;
+  /** Set only in the answer to a start that had the node generate the OTP. */
+  readonly otp: string;
+  readonly otp_length: number;
+}
+
+const OPERATION_TOKEN = 'sys/replication/dr/secondary/generate-operation-token';
 
 export class ReplicationApi {
   readonly #request: (req: ApiRequest) => Promise<ApiResponse>;
@@ -62,6 +81,46 @@ export class ReplicationApi {
       path: dr ? 'sys/replication/dr/secondary/merkle-check' : 'sys/replication/merkle-check',
       body: dr ? { dr_operation_token: options.drOperationToken } : {},
     });
+  }
+
+  /** The DR operation token generation attempt in progress, if any (`started`). */
+  async operationTokenStatus(): Promise<OperationTokenAttempt> {
+    return this.#bare<OperationTokenAttempt>({ method: Method.get, path: `${OPERATION_TOKEN}/attempt` });
+  }
+
+  /** Starts an attempt; with neither option the node generates the OTP and returns it in `otp`. */
+  async operationTokenStart(options: { otp?: string; pgpKey?: string } = {}): Promise<OperationTokenAttempt> {
+    return this.#bare<OperationTokenAttempt>({
+      method: Method.put,
+      path: `${OPERATION_TOKEN}/attempt`,
+      body: { otp: options.otp ?? '', pgp_key: options.pgpKey ?? '' },
+    });
+  }
+
+  async operationTokenCancel(): Promise<void> {
+    await this.#request({ method: Method.delete, path: `${OPERATION_TOKEN}/attempt` });
+  }
+
+  /** Provides one root key share (hex or base64) for the attempt named by `nonce`. */
+  async operationTokenUpdate(key: string, nonce: string): Promise<OperationTokenAttempt> {
+    return this.#bare<OperationTokenAttempt>({ method: Method.put, path: `${OPERATION_TOKEN}/update`, body: { key, nonce } });
+  }
+
+  /** Revokes a DR operation token. */
+  async operationTokenDelete(drOperationToken: string): Promise<void> {
+    await this.#request({
+      method: Method.post,
+      path: 'sys/replication/dr/secondary/operation-token/delete',
+      body: { dr_operation_token: drOperationToken },
+    });
+  }
+
+  async #bare<D>(req: ApiRequest): Promise<D> {
+    const res = await this.#request(req);
+    if (res.body === null || typeof res.body !== 'object' || Array.isArray(res.body)) {
+      throw new MalformedResponse(req.path, res.status, 'expected a JSON object');
+    }
+    return res.body as D;
   }
 
   async #data<D>(req: ApiRequest): Promise<D> {

@@ -225,7 +225,8 @@ export class SecondaryLoop {
       this.o.onApplied?.(r.guard.index);
       this.o.log.info({ fetched: r.fetched, deleted: r.deleted, pages: r.comparedPages, guard: r.guard.index.toString() }, 'merkle-sync finished; streaming');
       this.progress.state = 'idle';
-      await this.openStream();
+      // Not awaited: this runs inside the apply chain, and the stream's batches queue on it.
+      void this.openStream();
     } catch (e) {
       this.retry(`reconcile failed: ${e instanceof Error ? e.message : String(e)}`);
     }

@@ -1,6 +1,7 @@
 /** `tessera operator ...`: node lifecycle and maintenance commands. */
 import type { Command } from 'commander';
 import type { Context } from '../context.js';
+import { register as registerGenerateDrToken } from './operator-generate-dr-token.js';
 import { register as registerInit } from './operator-init.js';
 import { register as registerReindex } from './operator-reindex.js';
 import { register as registerSeal } from './operator-seal.js';
@@ -12,4 +13,5 @@ export function register(parent: Command, ctx: Context): void {
   registerUnseal(operator, ctx);
   registerSeal(operator, ctx);
   registerReindex(operator, ctx);
+  registerGenerateDrToken(operator, ctx);
 }

@@ -1,0 +1,170 @@
+/**
+ * The secondary side of `step`: secondary enable and activation, promote, disable, update-primary
+ * and the stream state. Called through `step` in ./step.ts, which has already routed by mode.
+ *
+ *   stepSecondary(s, { type: 'updatePrimary', token: '' })   // forget the primary, stay secondary
+ */
+import { badRequest, kindLabel, wrongMode } from './describe.js';
+import type {
+  Activation,
+  Bootstrapping,
+  Disabled,
+  Effect,
+  Event,
+  Primary,
+  PrimaryAddrs,
+  Secondary,
+  StepResult,
+} from './types.js';
+
+type Redeemed = Extract<Event, { type: 'redeemed' }>;
+
+/** secondary/enable was accepted earlier; its token is now redeemed. */
+export function beginActivation(s: Disabled, e: Redeemed): StepResult {
+  const a = e.activation;
+  if (a.clusterId === '' || a.secondaryId === '') return badRequest(e.type, 'the token carries no cluster id or secondary id');
+  const next: Bootstrapping = {
+    kind: s.kind,
+    mode: 'bootstrapping',
+    clusterId: a.clusterId,
+    secondaryId: a.secondaryId,
+    primary: addrsOf(a),
+  };
+  // The wipe follows persist: a crash mid-wipe restarts in bootstrapping, and `resume` wipes again.
+  return { ok: true, state: next, effects: [{ type: 'persist' }, { type: 'wipe' }, { type: 'connect', primary: next.primary }] };
+}
+
+export function stepBootstrapping(s: Bootstrapping, e: Event): StepResult {
+  switch (e.type) {
+    case 'activated': {
+      const next: Secondary = {
+        kind: s.kind,
+        mode: 'secondary',
+        clusterId: s.clusterId,
+        secondaryId: s.secondaryId,
+        primary: s.primary,
+        state: 'idle',
+        demotedAfterFailover: false,
+      };
+      return { ok: true, state: next, effects: [{ type: 'persist' }] };
+    }
+    case 'activationFailed':
+      // Storage is already wiped; the honest state is disabled, and a new token is needed.
+      return {
+        ok: true,
+        state: { kind: s.kind, mode: 'disabled' },
+        effects: [{ type: 'disconnectPrimary' }, { type: 'persist' }, { type: 'forgetPrimary' }],
+      };
+    default:
+      return wrongMode(s, e.type);
+  }
+}
+
+export function stepSecondary(s: Secondary, e: Event): StepResult {
+  switch (e.type) {
+    case 'promote':
+      return promote(s, e);
+    case 'disableSecondary':
+      return detached(s, { kind: s.kind, mode: 'disabled' }, [{ type: 'persist' }, ...forget(s)]);
+    case 'updatePrimary':
+      return updatePrimary(s, e);
+    case 'redeemed': {
+      const a = e.activation;
+      if (a.clusterId !== s.clusterId) {
+        return badRequest(
+          e.type,
+          `the token belongs to replication set "${a.clusterId}" but this secondary belongs to "${s.clusterId}"; ` +
+            'joining another set needs secondary/disable, then secondary/enable, which wipes storage',
+        );
+      }
+      const primary = addrsOf(a);
+      return attach(s, { ...s, secondaryId: a.secondaryId, primary, state: 'idle', demotedAfterFailover: false }, primary);
+    }
+    case 'probed':
+      if (s.demotedAfterFailover) return badRequest(e.type, demotedMessage(s));
+      return attach(s, { ...s, primary: e.primary, state: 'idle' }, e.primary);
+    case 'streamState':
+      if (s.primary === null) return badRequest(e.type, 'this secondary is not connected to a primary');
+      // Volatile: not persisted on its own, and `resume` starts every secondary at idle.
+      return { ok: true, state: { ...s, state: e.state }, effects: [] };
+    default:
+      return wrongMode(s, e.type);
+  }
+}
+
+function promote(s: Secondary, e: Extract<Event, { type: 'promote' }>): StepResult {
+  if (!e.force) {
+    const reason = e.behind
+      ? 'the primary last reported WAL entries this secondary has not applied'
+      : s.state === 'merkle-diff' || s.state === 'merkle-sync'
+        ? `a ${s.state} is in progress`
+        : null;
+    if (reason !== null) {
+      return {
+        ok: false,
+        error: {
+          code: 'unavailable',
+          message:
+            `replication is still catching up: ${reason}; retry once it has caught up, ` +
+            'or promote with force=true, which may lose data not yet replicated',
+        },
+      };
+    }
+  }
+  // Same set id; a fresh CA and an empty registry, so every other secondary needs a new token.
+  const next: Primary = {
+    kind: s.kind,
+    mode: 'primary',
+    clusterId: s.clusterId,
+    primaryClusterAddr: e.primaryClusterAddr,
+    secondaries: {},
+  };
+  // The fork starts only after the old primary's stream is closed (in `detached`): an entry
+  // applied after newEpoch would belong to neither history.
+  return detached(s, next, [{ type: 'newEpoch' }, { type: 'createCa' }, { type: 'persist' }, { type: 'startServer' }]);
+}
+
+function updatePrimary(s: Secondary, e: Extract<Event, { type: 'updatePrimary' }>): StepResult {
+  if (e.token !== undefined && e.addrs !== undefined) {
+    return badRequest(e.type, 'token and update_primary_addrs are mutually exclusive; send exactly one');
+  }
+  if (e.token === '') {
+    const next: Secondary = { ...s, primary: null, state: 'idle' };
+    return detached(s, next, [{ type: 'persist' }, ...forget(s)]);
+  }
+  // Validated before the token is spent: the driver redeems it only on this effect.
+  if (e.token !== undefined) return { ok: true, state: s, effects: [{ type: 'redeem' }] };
+  if (e.addrs === undefined) return badRequest(e.type, 'one of token or update_primary_addrs is required');
+  if (s.demotedAfterFailover) return badRequest(e.type, demotedMessage(s));
+  if (e.addrs.length === 0 || e.addrs.some((a) => a === '')) {
+    return badRequest(e.type, 'update_primary_addrs must list one or more non-empty cluster addresses');
+  }
+  return { ok: true, state: s, effects: [{ type: 'probe', addrs: e.addrs }] };
+}
+
+/** Moves to a new primary: the old stream closes before the switch is recorded. */
+function attach(s: Secondary, next: Secondary, primary: PrimaryAddrs): StepResult {
+  return detached(s, next, [{ type: 'persist' }, { type: 'connect', primary }]);
+}
+
+/** Prefixes `after` with closing the channel to the current primary, when there is one. */
+function detached(s: Secondary, next: Secondary | Primary | Disabled, after: readonly Effect[]): StepResult {
+  const close: Effect[] = s.primary === null ? [] : [{ type: 'disconnectPrimary' }];
+  return { ok: true, state: next, effects: [...close, ...after] };
+}
+
+/** A secondary whose primary is null has already dropped its credentials. */
+function forget(s: Secondary): Effect[] {
+  return s.primary === null ? [] : [{ type: 'forgetPrimary' }];
+}
+
+function demotedMessage(s: Secondary): string {
+  return (
+    `update_primary_addrs is not allowed for a newly demoted ${kindLabel(s)} secondary, which holds no ` +
+    'credentials for any primary; use a token from the new primary (primary/secondary-token there)'
+  );
+}
+
+function addrsOf(a: Activation): PrimaryAddrs {
+  return { clusterAddr: a.primaryClusterAddr, apiAddr: a.primaryApiAddr };
+}

@@ -1,0 +1,255 @@
+/**
+ * Domain <-> wire for every replication message. Indices are bigint in the domain and decimal
+ * strings on the wire; millisecond times are numbers and uint64 strings; a missing value is
+ * `undefined` in the domain and `missing: true` on the wire. Decoding checks what the proto cannot
+ * (enums carried as strings, tree numbers, required sub-messages) and throws MalformedMessage.
+ *
+ *   const raw = encode.streamMessage({ type: 'heartbeat', lastWal: 7n, lastCommitTimeMs, sentAtMs });
+ *   decode.streamMessage(raw); // deep-equal to what went in
+ */
+import { ErrorCode, TesseraError } from '../../core/errors.js';
+import type { WalEntry, WalOp } from '../../core/wal.js';
+import type {
+  BootstrapInfo,
+  BootstrapRequest,
+  Guard,
+  HeartbeatReply,
+  HeartbeatRequest,
+  KeyValue,
+  LeafInfo,
+  PingInfo,
+  SnapshotInfo,
+  StreamMessage,
+  StreamOutcome,
+} from '../../replication/transport.js';
+import type * as wire from './wire.js';
+
+/** A message that decodes as protobuf but breaks the contract; or a domain value that cannot be sent. */
+export class MalformedMessage extends TesseraError {
+  constructor(message: string) {
+    super(ErrorCode.invalidRequest, `malformed replication message: ${message}`);
+  }
+}
+
+export type Tree = 1 | 2;
+
+const U64_MAX = (1n << 64n) - 1n;
+const DIGITS = /^\d{1,20}$/;
+const OUTCOMES: readonly StreamOutcome[] = ['ok', 'not_retained', 'non_matching_guard'];
+const KINDS: readonly BootstrapRequest['kind'][] = ['dr', 'performance'];
+
+function u64(n: bigint, what: string): wire.U64 {
+  if (n < 0n || n > U64_MAX) throw new MalformedMessage(`${what} ${n} is not a uint64`);
+  return n.toString();
+}
+
+function big(s: wire.U64, what: string): bigint {
+  if (!DIGITS.test(s)) throw new MalformedMessage(`${what} "${s}" is not a uint64`);
+  return BigInt(s);
+}
+
+function msOut(n: number, what: string): wire.U64 {
+  if (!Number.isSafeInteger(n) || n < 0) throw new MalformedMessage(`${what} ${n} is not a time in ms`);
+  return String(n);
+}
+
+function msIn(s: wire.U64, what: string): number {
+  const n = Number(big(s, what));
+  if (!Number.isSafeInteger(n)) throw new MalformedMessage(`${what} ${s} is beyond a safe integer`);
+  return n;
+}
+
+function oneOf<T extends string>(value: string, allowed: readonly T[], what: string): T {
+  if (!(allowed as readonly string[]).includes(value)) throw new MalformedMessage(`${what} "${value}" is unknown`);
+  return value as T;
+}
+
+function tree(n: number): Tree {
+  if (n !== 1 && n !== 2) throw new MalformedMessage(`tree ${n} is not 1 or 2`);
+  return n;
+}
+
+function required<T>(value: T | null | undefined, what: string): T {
+  if (value === null || value === undefined) throw new MalformedMessage(`${what} is missing`);
+  return value;
+}
+
+const encodeGuard = (g: Guard, what = 'guard'): wire.Guard => ({ index: u64(g.index, `${what} index`), hash: g.hash });
+const decodeGuard = (g: wire.Guard | null, what = 'guard'): Guard => {
+  const raw = required(g, what);
+  return { index: big(raw.index, `${what} index`), hash: raw.hash };
+};
+
+const encodeOp = (op: WalOp): wire.WalOp =>
+  op.type === 'put' ? { delete: false, key: op.key, value: op.value } : { delete: true, key: op.key, value: Buffer.alloc(0) };
+const decodeOp = (op: wire.WalOp): WalOp =>
+  op.delete ? { type: 'del', key: op.key } : { type: 'put', key: op.key, value: op.value };
+
+const encodeEntry = (e: WalEntry): wire.WalEntry => ({
+  index: u64(e.index, 'entry index'),
+  epoch: e.epoch,
+  timeMs: msOut(e.time, 'entry time'),
+  ops: e.ops.map(encodeOp),
+  hash: e.hash,
+});
+const decodeEntry = (e: wire.WalEntry): WalEntry => ({
+  index: big(e.index, 'entry index'),
+  epoch: e.epoch,
+  time: msIn(e.timeMs, 'entry time'),
+  ops: e.ops.map(decodeOp),
+  hash: e.hash,
+});
+
+/** Domain -> wire. */
+export const encode = {
+  bootstrapRequest: (r: BootstrapRequest): wire.BootstrapRequest => ({ ...r }),
+  bootstrapInfo: (b: BootstrapInfo): wire.BootstrapResponse => ({
+    clusterId: b.clusterId,
+    version: b.version,
+    primaryClusterAddr: b.primaryClusterAddr,
+    primaryApiAddr: b.primaryApiAddr,
+    lastWal: u64(b.lastWal, 'lastWal'),
+    epoch: b.epoch,
+  }),
+  pingInfo: (p: PingInfo): wire.PingResponse => ({ ...p }),
+  streamRequest: (r: { secondaryId: string; guard: Guard; maxBatchEntries: number }): wire.StreamRequest => ({
+    secondaryId: r.secondaryId,
+    guard: encodeGuard(r.guard),
+    maxBatchEntries: r.maxBatchEntries,
+  }),
+  streamMessage: (m: StreamMessage): wire.StreamMessage => {
+    switch (m.type) {
+      case 'start':
+        return {
+          start: { outcome: m.outcome, firstRetained: u64(m.firstRetained, 'firstRetained'), lastWal: u64(m.lastWal, 'lastWal') },
+        };
+      case 'batch':
+        return {
+          batch: {
+            entries: m.entries.map(encodeEntry),
+            primaryLastWal: u64(m.primaryLastWal, 'primaryLastWal'),
+            primaryCommitTimeMs: msOut(m.primaryCommitTimeMs, 'primaryCommitTimeMs'),
+          },
+        };
+      case 'heartbeat':
+        return {
+          heartbeat: {
+            lastWal: u64(m.lastWal, 'lastWal'),
+            lastCommitTimeMs: msOut(m.lastCommitTimeMs, 'lastCommitTimeMs'),
+            sentAtMs: msOut(m.sentAtMs, 'sentAtMs'),
+          },
+        };
+    }
+  },
+  heartbeatRequest: (h: HeartbeatRequest): wire.HeartbeatRequest => ({
+    secondaryId: h.secondaryId,
+    applied: encodeGuard(h.applied, 'applied'),
+    sentAtMs: msOut(h.sentAtMs, 'sentAtMs'),
+    state: h.state,
+    apiAddr: h.apiAddr,
+    clusterAddr: h.clusterAddr,
+  }),
+  heartbeatReply: (h: HeartbeatReply): wire.HeartbeatResponse => ({
+    lastWal: u64(h.lastWal, 'lastWal'),
+    lastCommitTimeMs: msOut(h.lastCommitTimeMs, 'lastCommitTimeMs'),
+    receivedAtMs: msOut(h.receivedAtMs, 'receivedAtMs'),
+    sentAtMs: msOut(h.sentAtMs, 'sentAtMs'),
+  }),
+  snapshotInfo: (s: SnapshotInfo): wire.SnapshotInfo => ({
+    snapshotId: s.snapshotId,
+    guard: encodeGuard(s.guard),
+    root: s.root,
+    subtreeRoots: [...s.subtreeRoots],
+  }),
+  leaves: (leaves: readonly LeafInfo[]): wire.LeafList => ({ leaves: leaves.map((l) => ({ ...l })) }),
+  values: (values: readonly KeyValue[]): wire.ValueList => ({
+    values: values.map((v) =>
+      v.value === undefined ? { key: v.key, missing: true, value: Buffer.alloc(0) } : { key: v.key, missing: false, value: v.value },
+    ),
+  }),
+};
+
+/** Wire -> domain; throws MalformedMessage. */
+export const decode = {
+  bootstrapRequest: (r: wire.BootstrapRequest): BootstrapRequest => ({
+    secondaryId: r.secondaryId,
+    version: r.version,
+    kind: oneOf(r.kind, KINDS, 'kind'),
+    apiAddr: r.apiAddr,
+    clusterAddr: r.clusterAddr,
+  }),
+  bootstrapInfo: (b: wire.BootstrapResponse): BootstrapInfo => ({
+    clusterId: b.clusterId,
+    version: b.version,
+    primaryClusterAddr: b.primaryClusterAddr,
+    primaryApiAddr: b.primaryApiAddr,
+    lastWal: big(b.lastWal, 'lastWal'),
+    epoch: b.epoch,
+  }),
+  pingInfo: (p: wire.PingResponse): PingInfo => ({
+    clusterId: p.clusterId,
+    nodeId: p.nodeId,
+    version: p.version,
+    mode: p.mode,
+    apiAddr: p.apiAddr,
+    clusterAddr: p.clusterAddr,
+  }),
+  streamRequest: (r: wire.StreamRequest): { secondaryId: string; guard: Guard; maxBatchEntries: number } => ({
+    secondaryId: r.secondaryId,
+    guard: decodeGuard(r.guard),
+    maxBatchEntries: r.maxBatchEntries,
+  }),
+  streamMessage: (m: wire.StreamMessage): StreamMessage => {
+    if ('start' in m && m.start) {
+      const s = m.start;
+      return {
+        type: 'start',
+        outcome: oneOf(s.outcome, OUTCOMES, 'outcome'),
+        firstRetained: big(s.firstRetained, 'firstRetained'),
+        lastWal: big(s.lastWal, 'lastWal'),
+      };
+    }
+    if ('batch' in m && m.batch) {
+      const b = m.batch;
+      return {
+        type: 'batch',
+        entries: b.entries.map(decodeEntry),
+        primaryLastWal: big(b.primaryLastWal, 'primaryLastWal'),
+        primaryCommitTimeMs: msIn(b.primaryCommitTimeMs, 'primaryCommitTimeMs'),
+      };
+    }
+    if ('heartbeat' in m && m.heartbeat) {
+      const h = m.heartbeat;
+      return {
+        type: 'heartbeat',
+        lastWal: big(h.lastWal, 'lastWal'),
+        lastCommitTimeMs: msIn(h.lastCommitTimeMs, 'lastCommitTimeMs'),
+        sentAtMs: msIn(h.sentAtMs, 'sentAtMs'),
+      };
+    }
+    throw new MalformedMessage('stream message carries no body');
+  },
+  heartbeatRequest: (h: wire.HeartbeatRequest): HeartbeatRequest => ({
+    secondaryId: h.secondaryId,
+    applied: decodeGuard(h.applied, 'applied'),
+    sentAtMs: msIn(h.sentAtMs, 'sentAtMs'),
+    state: h.state,
+    apiAddr: h.apiAddr,
+    clusterAddr: h.clusterAddr,
+  }),
+  heartbeatReply: (h: wire.HeartbeatResponse): HeartbeatReply => ({
+    lastWal: big(h.lastWal, 'lastWal'),
+    lastCommitTimeMs: msIn(h.lastCommitTimeMs, 'lastCommitTimeMs'),
+    receivedAtMs: msIn(h.receivedAtMs, 'receivedAtMs'),
+    sentAtMs: msIn(h.sentAtMs, 'sentAtMs'),
+  }),
+  snapshotInfo: (s: wire.SnapshotInfo): SnapshotInfo => ({
+    snapshotId: s.snapshotId,
+    guard: decodeGuard(s.guard),
+    root: s.root,
+    subtreeRoots: s.subtreeRoots,
+  }),
+  tree,
+  leaves: (l: wire.LeafList): LeafInfo[] => l.leaves.map((x) => ({ key: x.key, valueHash: x.valueHash, subpage: x.subpage })),
+  values: (v: wire.ValueList): KeyValue[] => v.values.map((x) => ({ key: x.key, value: x.missing ? undefined : x.value })),
+};

@@ -1,0 +1,67 @@
+import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import * as errors from '../../core/errors.js';
+import { MalformedMessage } from './codec.js';
+import { ChannelError, channelErrorOf, statusOf } from './status.js';
+
+function serviceError(code: Status, details: string): ServiceError {
+  return Object.assign(new Error(`${code} ${details}`), { code, details, metadata: new Metadata() });
+}
+
+describe('server side: error -> status', () => {
+  it.each([
+    [new errors.InvalidRequest('upgrade the secondary first'), Status.FAILED_PRECONDITION],
+    [new errors.PermissionDenied('secondary revoked'), Status.PERMISSION_DENIED],
+    [new errors.NotFound('no snapshot'), Status.NOT_FOUND],
+    [new errors.UnsupportedOperation(), Status.UNIMPLEMENTED],
+    [new errors.Sealed(), Status.UNAVAILABLE],
+    [new errors.NotInitialized(), Status.UNAVAILABLE],
+    [new errors.Unavailable('catching up'), Status.UNAVAILABLE],
+    [new errors.PayloadTooLarge(), Status.RESOURCE_EXHAUSTED],
+    [new errors.DrSecondaryPathDisabled(), Status.FAILED_PRECONDITION],
+    [new errors.LicenseRequired('dr', 'expired'), Status.FAILED_PRECONDITION],
+    [new MalformedMessage('tree 3'), Status.INVALID_ARGUMENT],
+  ])('%p -> grpc %s with its safe message', (error, code) => {
+    const reported: unknown[] = [];
+    expect(statusOf(error, (e) => reported.push(e))).toMatchObject({ code, details: error.message });
+    expect(reported).toEqual([]);
+  });
+
+  it.each([new errors.Internal('invariant broken at /data/x'), new Error('ENOENT /secret'), 'a string'])(
+    '%p -> a bare INTERNAL, reported, never sent',
+    (error) => {
+      const reported: unknown[] = [];
+      expect(statusOf(error, (e) => reported.push(e))).toMatchObject({ code: Status.INTERNAL, details: 'internal error' });
+      expect(reported).toEqual([error]);
+    },
+  );
+});
+
+describe('client side: status -> ChannelError', () => {
+  it.each([
+    [Status.CANCELLED, 'unavailable', 'unavailable'],
+    [Status.UNAVAILABLE, 'unavailable', 'unavailable'],
+    [Status.RESOURCE_EXHAUSTED, 'unavailable', 'unavailable'],
+    [Status.DEADLINE_EXCEEDED, 'deadline', 'unavailable'],
+    [Status.PERMISSION_DENIED, 'permission_denied', 'permission_denied'],
+    [Status.UNAUTHENTICATED, 'permission_denied', 'permission_denied'],
+    [Status.FAILED_PRECONDITION, 'failed_precondition', 'invalid_request'],
+    [Status.NOT_FOUND, 'failed_precondition', 'invalid_request'],
+    [Status.UNIMPLEMENTED, 'failed_precondition', 'invalid_request'],
+    [Status.INVALID_ARGUMENT, 'invalid_argument', 'invalid_request'],
+    [Status.INTERNAL, 'internal', 'internal'],
+    [Status.UNKNOWN, 'internal', 'internal'],
+    [Status.DATA_LOSS, 'internal', 'internal'],
+  ] as const)('grpc %s -> %s (TesseraError code %s)', (code, reason, tesseraCode) => {
+    const e = channelErrorOf(serviceError(code, 'why'));
+    expect(e).toBeInstanceOf(ChannelError);
+    expect(e).toBeInstanceOf(errors.TesseraError);
+    expect([e.reason, e.grpcCode, e.code, e.message]).toEqual([reason, code, tesseraCode, 'why']);
+  });
+
+  it('a malformed message is invalid_argument; anything else internal; a ChannelError passes through', () => {
+    expect(channelErrorOf(new MalformedMessage('x')).reason).toBe('invalid_argument');
+    expect(channelErrorOf(new Error('boom'))).toMatchObject({ reason: 'internal', grpcCode: Status.INTERNAL, message: 'boom' });
+    const e = new ChannelError('deadline', Status.DEADLINE_EXCEEDED, 'late');
+    expect(channelErrorOf(e)).toBe(e);
+  });
+});
