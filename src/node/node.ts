@@ -10,12 +10,13 @@
 import type { Logger } from 'pino';
 import { startHttp, type HttpServer } from '../http/server.js';
 import { describeLicense, hasFeature, loadLicense, type Feature, type LicenseStatus } from '../license/index.js';
-import { LocalReplication } from '../replication/local.js';
+import type { DrReplication } from '../replication/dr.js';
 import { SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
 import { openLevelBackend } from '../storage/leveldb.js';
 import { VaultCore } from '../vault/core.js';
 import { NodeMetrics } from './metrics.js';
+import { wireReplication } from './replication.js';
 import { nodeRoutes } from './routes.js';
 
 export interface NodeConfig {
@@ -37,6 +38,7 @@ export interface RunningNode {
   readonly core: VaultCore;
   readonly engine: StorageEngine;
   readonly metrics: NodeMetrics;
+  readonly dr: DrReplication;
   stop(): Promise<void>;
 }
 
@@ -70,17 +72,15 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
 
   const core = new VaultCore({ storage: engine, seal, license: licenseView, hosted: config.hosted, now });
   await core.start();
-  const repl = new LocalReplication({ engine, now, log });
-  await repl.load();
-
   let apiAddr = config.apiAddr;
+  const repl = await wireReplication({ engine, seal, core, log, now, clusterListen: config.clusterAddr, apiAddr: () => apiAddr });
   const facts = {
     clusterName: () => 'tessera',
-    clusterId: () => '',
-    drMode: () => 'disabled',
+    clusterId: () => repl.clusterId(),
+    drMode: () => repl.drMode(),
     performanceMode: () => 'disabled',
     apiAddr: () => apiAddr,
-    clusterAddr: () => config.clusterAddr,
+    clusterAddr: () => repl.dr.clusterAddr(),
   };
   const sys = {
     licenseStatus: () => ({
@@ -91,7 +91,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     }),
     metrics: async () => ({ contentType: metrics!.contentType, text: await metrics!.render() }),
   };
-  const routes = nodeRoutes(core, facts, repl, sys);
+  const routes = nodeRoutes(core, facts, repl.routes, sys);
 
   let http: HttpServer;
   try {
@@ -123,10 +123,12 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     core,
     engine,
     metrics,
+    dr: repl.dr,
     async stop() {
       clearInterval(tidy);
       // Listener first: no request may reach storage after it is closed.
       await http.close();
+      await repl.dr.suspend();
       await core.sealNow().catch(() => undefined);
       await engine.close();
       await backend.close();

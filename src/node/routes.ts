@@ -5,6 +5,8 @@ import type { Route } from '../http/route.js';
 import { mountRoutes } from '../http/routes/mounts.js';
 import { namespaceRoutes } from '../http/routes/namespaces.js';
 import { policyRoutes } from '../http/routes/policies.js';
+import { drOperationTokenRoutes, type DrOperationTokenService } from '../http/routes/dr-operation-token.js';
+import { drRoutes, type DrService } from '../http/routes/replication-dr.js';
 import { replicationRoutes, type ReplicationService } from '../http/routes/replication.js';
 import { sealRoutes, type NodeFacts } from '../http/routes/seal.js';
 import { systemRoutes, type SystemService } from '../http/routes/system.js';
@@ -12,12 +14,21 @@ import { tokenRoutes } from '../http/routes/tokens.js';
 import { wrappingRoutes } from '../http/routes/wrapping.js';
 import type { VaultCore } from '../vault/core.js';
 
-export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationService, sys: SystemService): Route[] {
+export interface ReplicationRoutes {
+  readonly status: ReplicationService;
+  readonly dr: DrService;
+  readonly drTokens: DrOperationTokenService;
+  readonly resolveWrappingToken: (presented: string) => Promise<string>;
+}
+
+export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationRoutes, sys: SystemService): Route[] {
   return [
     ...sealRoutes(core, facts),
-    ...replicationRoutes(repl),
+    ...replicationRoutes(repl.status),
+    ...drOperationTokenRoutes(repl.drTokens),
+    ...drRoutes(repl.dr),
     ...systemRoutes(sys),
-    ...wrappingRoutes(core.wrapping),
+    ...wrappingRoutes(core.wrapping, repl.resolveWrappingToken),
     ...tokenRoutes(core.tokens),
     ...policyRoutes(core.policies),
     ...namespaceRoutes(core.namespaces, core.mounts),

@@ -35,7 +35,7 @@ export class LocalReplication {
   private meta: Meta = { lastReindexEpoch: 0, lastCorruptionCheckEpoch: 0, corrupted: false };
   private reindexState: Reindex = { running: false };
 
-  constructor(private readonly opts: { engine: MerkleEngine; now: () => number; log: Logger }) {}
+  constructor(private readonly opts: { engine: MerkleEngine; now: () => number; log: Logger; role?: (kind: 'dr' | 'performance') => Record<string, unknown> | undefined }) {}
 
   async load(): Promise<void> {
     const raw = await this.opts.engine.getSystem(META);
@@ -46,8 +46,8 @@ export class LocalReplication {
     await this.opts.engine.putSystem(META, Buffer.from(JSON.stringify(this.meta)));
   }
 
-  /** The block for one kind while that kind is disabled on this node. */
-  async status(_kind: 'dr' | 'performance'): Promise<Record<string, unknown>> {
+  /** The block for one kind: the node's own Merkle and WAL facts, then the role's fields over them. */
+  async status(kind: 'dr' | 'performance'): Promise<Record<string, unknown>> {
     const guard = this.opts.engine.lastGuard();
     const r = this.reindexState;
     return {
@@ -62,6 +62,7 @@ export class LocalReplication {
       primary_cluster_addr: '',
       reindex_in_progress: r.running,
       ...(r.running ? { reindex_stage: r.stage, reindex_building_progress: r.done, reindex_building_total: r.total } : {}),
+      ...(this.opts.role?.(kind) ?? {}),
     };
   }
 

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { VERSION } from '../core/version.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { reconcile } from './reconcile.js';
-import type { ConnectionState, PrimaryClient, StreamHandle } from './transport.js';
+import type { BootstrapInfo, ConnectionState, PrimaryClient, StreamHandle } from './transport.js';
 
 export type SecondaryState = 'idle' | 'stream-wals' | 'merkle-diff' | 'merkle-sync';
 
@@ -26,8 +26,10 @@ export interface SecondaryLoopOptions {
   readonly now?: () => number;
   /** Called after every applied batch (the node reloads caches when it must). */
   readonly onApplied?: (lastIndex: bigint) => void;
-  /** A refusal that retrying will not fix (version, revoked): the loop stops and reports it. */
+  /** A refusal that retrying may not fix (version, revoked): reported, and retried with backoff. */
   readonly onFatal?: (message: string) => void;
+  /** After each successful handshake with the primary. */
+  readonly onBootstrap?: (info: BootstrapInfo) => void;
 }
 
 export interface SecondaryProgress {
@@ -126,11 +128,13 @@ export class SecondaryLoop {
       this.client = this.o.connect();
       const info = await this.client.bootstrap({ secondaryId: this.o.secondaryId, version: VERSION, kind: this.o.kind, apiAddr: this.o.apiAddr(), clusterAddr: this.o.clusterAddr() });
       this.progress.primaryLastWal = info.lastWal;
+      this.o.onBootstrap?.(info);
       await this.openStream();
     } catch (e) {
-      const code = (e as { code?: string }).code;
+      // ChannelError carries the channel's reason; the loopback test channel sets `code`.
+      const reason = (e as { reason?: string }).reason ?? (e as { code?: string }).code;
       const message = e instanceof Error ? e.message : String(e);
-      if (code === 'permission_denied' || code === 'failed_precondition') {
+      if (reason === 'permission_denied' || reason === 'failed_precondition') {
         log.error({ err: message }, 'primary refused this secondary');
         this.progress.lastError = message;
         this.o.onFatal?.(message);

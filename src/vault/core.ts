@@ -87,8 +87,14 @@ export class VaultCore {
     return this.secure === undefined;
   }
 
+  /** Set by the node once replication is wired: whether this cluster is a DR secondary. */
+  drSecondaryCheck: () => boolean = () => false;
+  /** Run after every unseal (barrier open, caches loaded) and before every seal. */
+  readonly onOpened: Array<() => Promise<void>> = [];
+  readonly onSealing: Array<() => Promise<void>> = [];
+
   drSecondary(): boolean {
-    return false;
+    return this.drSecondaryCheck();
   }
 
   /** sys/init: shares of a new root key and a root token; the node stays sealed, as Vault. */
@@ -111,12 +117,19 @@ export class VaultCore {
   }
 
   async sealNow(): Promise<void> {
+    if (this.secure !== undefined) for (const hook of this.onSealing) await hook();
     await this.seal.seal();
     this.secure = undefined;
   }
 
   /** Opens the barrier and loads the caches; called after every unseal. */
   private async opened(): Promise<void> {
+    await this.reopen();
+    for (const hook of this.onOpened) await hook();
+  }
+
+  /** Rebinds the barrier to the live keyring (it changes at DR activation) and reloads caches. */
+  async reopen(): Promise<void> {
     this.secure = this.opts.storage.secure(this.seal.cipher());
     await this.reload();
   }

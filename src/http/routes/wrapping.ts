@@ -10,16 +10,20 @@ import { op, type Route } from '../route.js';
 
 const TokenBody = z.object({ token: z.string().optional() }).passthrough();
 
-export function wrappingRoutes(wrapping: Wrapping): Route[] {
+/**
+ * `resolveToken` maps what a client presents to a wrapping token: replication activation tokens
+ * are JWTs that name their wrapping token in `jti` (WIRE.md section 4).
+ */
+export function wrappingRoutes(wrapping: Wrapping, resolveToken: (presented: string) => Promise<string> = async (t) => t): Route[] {
   return [
     {
       pattern: 'sys/wrapping/unwrap',
       access: 'public',
       operations: {
         update: op(TokenBody, async ({ fields, req }) => {
-          const token = fields.token || req.token;
-          if (!token) throw new InvalidRequest('missing wrapping token');
-          const res = await wrapping.unwrap(token);
+          const presented = fields.token || req.token;
+          if (!presented) throw new InvalidRequest('missing wrapping token');
+          const res = await wrapping.unwrap(await resolveToken(presented));
           return ok(res.data ?? null, {
             ...(res.auth ? { auth: res.auth } : {}),
             ...(res.warnings ? { warnings: [...res.warnings] } : {}),
@@ -32,9 +36,9 @@ export function wrappingRoutes(wrapping: Wrapping): Route[] {
       access: 'public',
       operations: {
         update: op(TokenBody, async ({ fields, req }) => {
-          const token = fields.token || req.token;
-          if (!token) throw new InvalidRequest('missing wrapping token');
-          return ok({ ...(await wrapping.lookup(token)) });
+          const presented = fields.token || req.token;
+          if (!presented) throw new InvalidRequest('missing wrapping token');
+          return ok({ ...(await wrapping.lookup(await resolveToken(presented))) });
         }),
       },
     },

@@ -1,0 +1,113 @@
+/**
+ * DR replication's primary and secondary endpoints (spec sections 4.1, 4.4, 4.5, 5). Primary
+ * operations and secondary enable need a sudo token; operations on a DR secondary are authorized
+ * by a DR operation token in the body, since the secondary serves no other authentication.
+ */
+import { z } from 'zod';
+import { InvalidRequest } from '../../core/errors.js';
+import { boolish, duration, stringList } from '../fields.js';
+import { noContent, ok, type Reply } from '../reply.js';
+import { op, type Route } from '../route.js';
+
+/** What these routes need from the DR driver and the operation tokens. */
+export interface DrService {
+  enablePrimary(primaryClusterAddr: string): Promise<void>;
+  demote(): Promise<void>;
+  disablePrimary(): Promise<void>;
+  secondaryToken(req: { id: string; ttlSeconds: number; secondaryPublicKey: string }): Promise<{ wrapInfo?: Record<string, unknown>; token?: string }>;
+  revokeSecondary(id: string): Promise<void>;
+  generatePublicKey(): Promise<string>;
+  enableSecondary(req: { token: string; primaryApiAddr: string; caFile: string; caPath: string }): Promise<void>;
+  promote(req: { force: boolean; primaryClusterAddr: string }): Promise<void>;
+  disableSecondary(): Promise<void>;
+  updatePrimary(req: { token?: string; addrs?: readonly string[]; primaryApiAddr: string; caFile: string; caPath: string }): Promise<void>;
+  /** Throws unless `token` is a valid DR operation token of this cluster. */
+  checkOperationToken(token: string): Promise<void>;
+  reindex(opts: { diff: boolean; force: boolean; skipFlush: boolean }): Promise<{ warnings: string[] }>;
+  merkleCheck(): Promise<Record<string, unknown>>;
+}
+
+const P = 'sys/replication/dr/primary';
+const S = 'sys/replication/dr/secondary';
+const LICENSE = { feature: 'dr-replication' } as const;
+const required = (name: string) => z.string({ error: `missing required field "${name}"` }).min(1, `missing required field "${name}"`);
+const opToken = required('dr_operation_token');
+
+export function drRoutes(dr: DrService): Route[] {
+  const sudo = (pattern: string, fields: z.ZodType<any>, handler: (f: any) => Promise<Reply>): Route => ({
+    pattern, access: 'sudo', rootNamespaceOnly: true, license: LICENSE, operations: { update: op(fields, async ({ fields: f }) => handler(f)) },
+  });
+  const withOpToken = <F extends { dr_operation_token: string }>(pattern: string, fields: z.ZodType<F>, handler: (f: F) => Promise<Reply>): Route => ({
+    pattern, access: 'body', rootNamespaceOnly: true, drSecondary: true, license: LICENSE,
+    operations: {
+      update: op(fields, async ({ fields: f }) => {
+        await dr.checkOperationToken(f.dr_operation_token);
+        return handler(f);
+      }),
+    },
+  });
+  const Reindex = z.object({ dr_operation_token: opToken, diff: boolish.default(false), force: boolish.default(false), skip_flush: boolish.default(false) });
+  const UpdatePrimary = z.object({
+    dr_operation_token: opToken,
+    token: z.string().optional(),
+    update_primary_addrs: stringList.optional(),
+    primary_api_addr: z.string().default(''),
+    ca_file: z.string().default(''),
+    ca_path: z.string().default(''),
+  });
+
+  return [
+    sudo(`${P}/enable`, z.object({ primary_cluster_addr: z.string().default('') }), async (f) => {
+      await dr.enablePrimary(f.primary_cluster_addr);
+      return noContent();
+    }),
+    sudo(`${P}/demote`, z.object({}).passthrough(), async () => {
+      await dr.demote();
+      return noContent();
+    }),
+    sudo(`${P}/disable`, z.object({}).passthrough(), async () => {
+      await dr.disablePrimary();
+      return noContent();
+    }),
+    sudo(`${P}/secondary-token`, z.object({ id: required('id'), ttl: duration.default(1800), secondary_public_key: z.string().default('') }), async (f) => {
+      const r = await dr.secondaryToken({ id: f.id, ttlSeconds: f.ttl, secondaryPublicKey: f.secondary_public_key });
+      if (r.token !== undefined) return ok({ token: r.token });
+      return { kind: 'envelope', data: null, wrapInfo: r.wrapInfo ?? null };
+    }),
+    sudo(`${P}/revoke-secondary`, z.object({ id: required('id') }), async (f) => {
+      await dr.revokeSecondary(f.id);
+      return noContent();
+    }),
+    sudo(`${S}/generate-public-key`, z.object({}).passthrough(), async () => ok({ secondary_public_key: await dr.generatePublicKey() })),
+    sudo(`${S}/enable`, z.object({ token: required('token'), primary_api_addr: z.string().default(''), ca_file: z.string().default(''), ca_path: z.string().default('') }), async (f) => {
+      await dr.enableSecondary({ token: f.token, primaryApiAddr: f.primary_api_addr, caFile: f.ca_file, caPath: f.ca_path });
+      return noContent();
+    }),
+    withOpToken(`${S}/promote`, z.object({ dr_operation_token: opToken, primary_cluster_addr: z.string().default(''), force: boolish.default(false) }), async (f) => {
+      await dr.promote({ force: f.force, primaryClusterAddr: f.primary_cluster_addr });
+      return noContent();
+    }),
+    withOpToken(`${S}/disable`, z.object({ dr_operation_token: opToken }), async () => {
+      await dr.disableSecondary();
+      return noContent();
+    }),
+    withOpToken(`${S}/update-primary`, UpdatePrimary, async (f) => {
+      if (f.token !== undefined && f.update_primary_addrs !== undefined) {
+        throw new InvalidRequest('token and update_primary_addrs are mutually exclusive; send exactly one');
+      }
+      await dr.updatePrimary({
+        ...(f.token !== undefined ? { token: f.token } : {}),
+        ...(f.update_primary_addrs !== undefined ? { addrs: f.update_primary_addrs } : {}),
+        primaryApiAddr: f.primary_api_addr,
+        caFile: f.ca_file,
+        caPath: f.ca_path,
+      });
+      return noContent();
+    }),
+    withOpToken(`${S}/reindex`, Reindex, async (f) => {
+      const { warnings } = await dr.reindex({ diff: f.diff, force: f.force, skipFlush: f.skip_flush });
+      return ok(null, { warnings });
+    }),
+    withOpToken(`${S}/merkle-check`, z.object({ dr_operation_token: opToken }), async () => ok(await dr.merkleCheck())),
+  ];
+}

@@ -1,0 +1,88 @@
+/**
+ * The role-specific part of `sys/replication/dr/status` (WIRE.md section 3), with our additions:
+ * lag in WAL entries and milliseconds on both ends. Types are strict: indices are JSON numbers,
+ * times are RFC 3339 strings, `*_ms` fields are strings.
+ */
+import { statusFields } from '../core/replication/index.js';
+import type { DrReplication } from './dr.js';
+
+const CONNECTED_WITHIN_MS = 5000;
+
+function rfc3339(ms: number): string {
+  return ms > 0 ? new Date(ms).toISOString() : '';
+}
+
+export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): Record<string, unknown> {
+  const s = dr.state;
+  const base = statusFields(s) as unknown as Record<string, unknown>;
+  switch (s.mode) {
+    case 'disabled':
+      return { mode: 'disabled', state: 'idle' };
+    case 'primary': {
+      const streamer = dr.primaryStreamer;
+      const secondaries = [...(streamer?.secondaries.values() ?? [])].map((v) => {
+        const lagEntries = lastWal > v.applied.index ? Number(lastWal - v.applied.index) : 0;
+        return {
+          node_id: v.id,
+          api_address: v.apiAddr,
+          cluster_address: v.clusterAddr,
+          connection_status: now - v.lastHeartbeatMs < CONNECTED_WITHIN_MS ? 'connected' : 'disconnected',
+          last_heartbeat: rfc3339(v.lastHeartbeatMs),
+          last_heartbeat_duration_ms: String(v.heartbeatDurationMs),
+          clock_skew_ms: String(v.clockSkewMs),
+          replication_primary_canary_age_ms: String(v.lastHeartbeatMs > 0 ? now - v.lastHeartbeatMs : 0),
+          state: v.state,
+          last_applied_wal: Number(v.applied.index),
+          lag_entries: lagEntries,
+        };
+      });
+      return {
+        ...base,
+        mode: 'primary',
+        state: 'running',
+        cluster_id: s.clusterId,
+        primary_cluster_addr: dr.clusterAddr(),
+        known_secondaries: Object.keys(s.secondaries).filter((id) => s.secondaries[id]?.status !== 'revoked').sort(),
+        last_dr_wal: Number(lastWal),
+        secondaries,
+        lag_entries: secondaries.reduce((m, x) => Math.max(m, x.lag_entries), 0),
+      };
+    }
+    case 'secondary':
+    case 'bootstrapping': {
+      const loop = dr.secondaryLoop;
+      const p = loop?.progress;
+      const lagEntries = p && p.primaryLastWal > lastWal ? Number(p.primaryLastWal - lastWal) : 0;
+      const lagMs = p && lagEntries > 0 ? Math.max(0, p.primaryCommitTimeMs - p.lastAppliedCommitMs) : 0;
+      const primaryAddr = s.primary?.clusterAddr ?? '';
+      const state = s.mode === 'bootstrapping' ? 'bootstrapping' : (p?.state ?? 'idle');
+      return {
+        ...base,
+        mode: s.mode === 'bootstrapping' ? 'bootstrapping' : 'secondary',
+        state,
+        cluster_id: s.clusterId,
+        secondary_id: s.secondaryId ?? '',
+        last_remote_wal: Number(p?.lastRemoteWal ?? lastWal),
+        primary_cluster_addr: primaryAddr,
+        known_primary_cluster_addrs: dr.material.secondary?.knownPrimaryClusterAddrs ?? [],
+        connection_state: p?.connection ?? 'shutdown',
+        last_start: rfc3339(p?.lastStartMs ?? 0),
+        primaries: s.primary
+          ? [{
+              api_address: s.primary.apiAddr,
+              cluster_address: s.primary.clusterAddr,
+              connection_status: p && now - p.lastHeartbeatMs < CONNECTED_WITHIN_MS ? 'connected' : 'disconnected',
+              last_heartbeat: rfc3339(p?.lastHeartbeatMs ?? 0),
+              last_heartbeat_duration_ms: String(p?.heartbeatDurationMs ?? 0),
+              clock_skew_ms: String(p?.clockSkewMs ?? 0),
+            }]
+          : [],
+        lag_entries: lagEntries,
+        lag_ms: String(lagMs),
+        ...(state === 'merkle-sync' || state === 'merkle-diff' ? { merkle_sync_progress: { sync_total_keys: p?.syncTotal ?? 0, sync_progress: p?.syncDone ?? 0 } } : {}),
+        ...(p?.lastSync ? { last_merkle_sync: { fetched_keys: p.lastSync.fetched, deleted_keys: p.lastSync.deleted } } : {}),
+        ...(p?.lastError ? { last_error: p.lastError } : {}),
+      };
+    }
+  }
+}

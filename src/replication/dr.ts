@@ -1,0 +1,445 @@
+/**
+ * The DR replication driver: feeds operator intents and channel facts to the pure state machine
+ * (src/core/replication) and carries out its effects, in the machine's order, one operation at a
+ * time. It owns the role's I/O: the gRPC server of a primary, the replication loop of a
+ * secondary, CA and certificates, activation bundles, and the persisted record.
+ *
+ *   const dr = new DrReplication({ engine, seal, core, transport, log, ... });
+ *   await dr.load();                                   // after unseal
+ *   await dr.enablePrimary({ primaryClusterAddr: '' });
+ *   const { wrapInfo } = await dr.secondaryToken({ id: 'east', ttlSeconds: 1800 });
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { InvalidRequest, PermissionDenied } from '../core/errors.js';
+import { refusalError, resume, step, lookupSecondary, type Effect, type Event, type State } from '../core/replication/index.js';
+import type { SealManager } from '../seal/index.js';
+import type { StorageEngine } from '../storage/engine.js';
+import type { Store } from '../storage/store.js';
+import { createSigningKey, generateBoxKeyPair, sealTo, signActivationJwt, verifyActivationJwt, isJwt } from './activation-token.js';
+import { BUNDLE_VERSION, type Bundle } from './bundle.js';
+import { loadRecord, MODE_SUMMARY, saveRecord, type DrRecord } from './dr-record.js';
+import { createCa, issueLeaf } from './pki.js';
+import { PrimaryStreamer } from './primary-service.js';
+import { redeem } from './redeem.js';
+import { SecondaryLoop } from './secondary-loop.js';
+import type { PrimaryClient, PrimaryService, ReplicationServer, TlsMaterial } from './transport.js';
+
+export interface DrTransport {
+  serve(opts: { address: string; tls: TlsMaterial; service: PrimaryService }): Promise<ReplicationServer>;
+  connect(opts: { address: string; tls: TlsMaterial }): PrimaryClient;
+}
+
+/** What the driver needs from the vault core. */
+export interface CoreHooks {
+  store(): Store;
+  /** Rebinds the barrier to the (new) keyring and reloads caches. */
+  reopen(): Promise<void>;
+  wrap(data: Record<string, unknown>, ttlSeconds: number, path: string): Promise<{ token: string; accessor: string; ttl: number; creation_time: string; creation_path: string }>;
+}
+
+export interface DrOptions {
+  readonly engine: StorageEngine;
+  readonly seal: SealManager;
+  readonly core: CoreHooks;
+  readonly transport: DrTransport;
+  readonly log: Logger;
+  /** host:port the cluster listener binds. */
+  readonly clusterListen: string;
+  readonly apiAddr: () => string;
+  readonly now?: () => number;
+}
+
+/** Request context of an operation that may redeem a token or probe addresses. */
+interface Ctx {
+  token?: string;
+  primaryApiAddr?: string;
+  caFile?: string;
+  caPath?: string;
+  bundle?: Bundle;
+  primaryClusterAddr?: string;
+}
+
+export class DrReplication {
+  private record: DrRecord = { state: { kind: 'dr', mode: 'disabled' } };
+  private server: ReplicationServer | undefined;
+  private streamer: PrimaryStreamer | undefined;
+  private loop: SecondaryLoop | undefined;
+  private boundClusterAddr = '';
+  private queue: Promise<unknown> = Promise.resolve();
+  private loaded = false;
+
+  constructor(private readonly o: DrOptions) {}
+
+  private now(): number {
+    return (this.o.now ?? Date.now)();
+  }
+
+  get state(): State {
+    return this.record.state;
+  }
+
+  get material(): DrRecord {
+    return this.record;
+  }
+
+  get primaryStreamer(): PrimaryStreamer | undefined {
+    return this.streamer;
+  }
+
+  get secondaryLoop(): SecondaryLoop | undefined {
+    return this.loop;
+  }
+
+  /** The cluster address secondaries are told: the operator's, else the bound listener. */
+  clusterAddr(): string {
+    const s = this.record.state;
+    if (s.mode === 'primary' && s.primaryClusterAddr !== '') return s.primaryClusterAddr;
+    return this.boundClusterAddr || this.o.clusterListen;
+  }
+
+  isSecondary(): boolean {
+    return this.record.state.mode === 'secondary' || this.record.state.mode === 'bootstrapping';
+  }
+
+  /** One operation at a time: effects of one intent never interleave with another's. */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Loads the persisted role after unseal and restarts it. */
+  load(): Promise<void> {
+    return this.exclusive(async () => {
+      this.record = await loadRecord(this.o.core.store());
+      this.loaded = true;
+      const r = resume(this.record.state);
+      this.record = { ...this.record, state: r.state };
+      for (const e of r.effects) await this.perform(e, {});
+    });
+  }
+
+  /** Stops the role's I/O (seal, shutdown); the persisted role is untouched. */
+  suspend(): Promise<void> {
+    return this.exclusive(async () => {
+      await this.loop?.stop();
+      this.loop = undefined;
+      await this.stopServer();
+      this.loaded = false;
+    });
+  }
+
+  private async run(event: Event, ctx: Ctx): Promise<void> {
+    if (!this.loaded) throw new InvalidRequest('replication state is not loaded (is the node unsealed?)');
+    const r = step(this.record.state, event);
+    if (!r.ok) throw refusalError(r.error);
+    this.record = { ...this.record, state: r.state };
+    for (const e of r.effects) await this.perform(e, ctx);
+  }
+
+  private async persist(): Promise<void> {
+    await saveRecord(this.o.core.store(), this.record);
+    await this.o.engine.putSystem(MODE_SUMMARY, Buffer.from(JSON.stringify({ mode: this.record.state.mode })));
+  }
+
+  private async perform(effect: Effect, ctx: Ctx): Promise<void> {
+    const log = this.o.log;
+    switch (effect.type) {
+      case 'persist':
+        return this.persist();
+      case 'wipe': {
+        await this.loop?.stop();
+        this.loop = undefined;
+        // Ordering: wipe, then take over the primary's seal, then persist again under its keyring
+        // (the wipe removed the record written under ours). A crash in between leaves a wiped,
+        // disabled-looking node that needs a new activation token, never a half-joined one.
+        await this.o.engine.wipe();
+        const b = ctx.bundle;
+        if (b) {
+          await this.o.seal.adoptFromPrimaryUnsealed(
+            { sealConfig: b.seal_config as never, encryptedKeyring: Buffer.from(b.encrypted_keyring, 'base64') },
+            Buffer.from(b.keyring, 'base64'),
+          );
+          await this.o.core.reopen();
+        }
+        await this.persist();
+        log.warn('storage wiped for DR secondary activation');
+        return;
+      }
+      case 'createCa': {
+        const s = this.record.state;
+        const clusterId = s.mode === 'primary' || s.mode === 'secondary' ? s.clusterId : randomUUID();
+        const ca = await createCa({ clusterId, now: this.now() });
+        const serverName = `primary.${clusterId}.tessera`;
+        const leaf = await issueLeaf(ca, { name: serverName, usage: 'server', ttlDays: 3650, now: this.now() });
+        const signing = await createSigningKey();
+        this.record = {
+          ...this.record,
+          primary: { caCertPem: ca.certPem, caKeyPem: ca.keyPem, serverCertPem: leaf.certPem, serverKeyPem: leaf.keyPem, serverName, signing: { privateJwk: signing.privateJwk, publicJwk: signing.publicJwk }, certs: {} },
+        };
+        return;
+      }
+      case 'dropCa':
+        this.record = { ...this.record, primary: undefined } as DrRecord;
+        return;
+      case 'startServer':
+        return this.startServer();
+      case 'stopServer':
+        return this.stopServer();
+      case 'disconnect':
+        this.server?.disconnect(effect.id);
+        this.streamer?.forget(effect.id);
+        return;
+      case 'connect':
+        return this.connect(effect.primary.clusterAddr, ctx);
+      case 'disconnectPrimary':
+        await this.loop?.stop();
+        this.loop = undefined;
+        return;
+      case 'forgetPrimary':
+        this.record = { ...this.record, secondary: undefined } as DrRecord;
+        return this.persist();
+      case 'newEpoch':
+        await this.o.engine.setEpoch(this.o.engine.epoch() + 1);
+        return;
+      case 'redeem': {
+        const bundle = await redeem({
+          token: ctx.token ?? '',
+          primaryApiAddr: ctx.primaryApiAddr ?? '',
+          caFile: ctx.caFile ?? '',
+          caPath: ctx.caPath ?? '',
+          boxKey: this.record.boxKey ? { publicKeyB64: this.record.boxKey.publicKeyB64, secretKey: new Uint8Array(Buffer.from(this.record.boxKey.secretKeyB64, 'base64')) } : undefined,
+        });
+        if (bundle.kind !== 'dr') throw new InvalidRequest(`the token is for ${bundle.kind} replication, not DR`);
+        ctx.bundle = bundle;
+        const apiAddr = ctx.primaryApiAddr || bundle.primary_api_addr;
+        return this.run(
+          { type: 'redeemed', activation: { secondaryId: bundle.secondary_id, clusterId: bundle.cluster_id, primaryClusterAddr: bundle.primary_cluster_addr, primaryApiAddr: apiAddr } },
+          ctx,
+        );
+      }
+      case 'probe': {
+        const m = this.record.secondary;
+        const s = this.record.state;
+        if (!m || s.mode !== 'secondary' || s.secondaryId === null) throw new InvalidRequest('this secondary holds no credentials to probe with; use token');
+        for (const addr of effect.addrs) {
+          const client = this.o.transport.connect({ address: addr, tls: this.secondaryTls(m) });
+          try {
+            const info = await client.ping(s.secondaryId, 2000);
+            if (info.clusterId !== s.clusterId) {
+              log.warn({ addr, cluster_id: info.clusterId }, 'probed address belongs to another replication set');
+              continue;
+            }
+            log.info({ addr }, 'update-primary: address answered');
+            return this.run({ type: 'probed', primary: { clusterAddr: addr, apiAddr: info.apiAddr } }, ctx);
+          } catch (e) {
+            log.info({ addr, err: (e as Error).message }, 'update-primary: address did not answer');
+          } finally {
+            client.close();
+          }
+        }
+        throw new InvalidRequest(`none of the update_primary_addrs answered as a primary of replication set ${s.clusterId}`);
+      }
+    }
+  }
+
+  private secondaryTls(m: NonNullable<DrRecord['secondary']>): TlsMaterial {
+    return { caPem: m.caPem, certPem: m.certPem, keyPem: m.keyPem, serverName: m.serverName };
+  }
+
+  private async startServer(): Promise<void> {
+    const p = this.record.primary;
+    const s = this.record.state;
+    if (!p || s.mode !== 'primary') return;
+    await this.stopServer();
+    const streamer = new PrimaryStreamer({
+      engine: this.o.engine,
+      kind: 'dr',
+      registry: { check: (id, fp) => this.authorize(id, fp) },
+      info: { clusterId: () => (this.record.state.mode === 'primary' ? this.record.state.clusterId : ''), nodeId: () => 'tessera', apiAddr: this.o.apiAddr, clusterAddr: () => this.clusterAddr() },
+      ...(this.o.now ? { now: this.o.now } : {}),
+    });
+    const service: PrimaryService = Object.assign(Object.create(streamer) as PrimaryStreamer, {
+      bootstrap: async (peer: Parameters<PrimaryService['bootstrap']>[0], req: Parameters<PrimaryService['bootstrap']>[1]) => {
+        const info = await streamer.bootstrap(peer, req);
+        await this.activated(peer.secondaryId);
+        return info;
+      },
+    });
+    this.streamer = streamer;
+    this.server = await this.o.transport.serve({
+      address: this.o.clusterListen,
+      tls: { caPem: p.caCertPem, certPem: p.serverCertPem, keyPem: p.serverKeyPem, serverName: p.serverName },
+      service,
+    });
+    this.boundClusterAddr = this.server.address;
+    this.o.log.info({ cluster_addr: this.server.address }, 'DR primary serving on the cluster port');
+  }
+
+  private async stopServer(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    await server?.close();
+    await this.streamer?.close();
+    this.streamer = undefined;
+  }
+
+  /** The transport's per-call check: a registered, unrevoked, unexpired id with its own certificate. */
+  private authorize(id: string, fingerprint: string): void {
+    const s = this.record.state;
+    if (s.mode !== 'primary') throw new PermissionDenied('this cluster is not a DR primary');
+    const entry = lookupSecondary(s.secondaries, id);
+    if (!entry || entry.status === 'revoked') throw new PermissionDenied(`secondary "${id}" is not registered or was revoked`);
+    if (entry.status === 'token-issued' && entry.expiresAt < this.now()) throw new PermissionDenied(`the activation token of secondary "${id}" expired`);
+    if (this.record.primary?.certs[id] !== fingerprint) throw new PermissionDenied(`the certificate presented is not the one issued to "${id}"`);
+  }
+
+  private activated(id: string): Promise<void> {
+    const s = this.record.state;
+    if (s.mode !== 'primary' || lookupSecondary(s.secondaries, id)?.status !== 'token-issued') return Promise.resolve();
+    return this.exclusive(() => this.run({ type: 'secondaryActivated', id, now: this.now() }, {}));
+  }
+
+  private async connect(clusterAddr: string, ctx: Ctx): Promise<void> {
+    const b = ctx.bundle;
+    if (b) {
+      const known = new Set([...(this.record.secondary?.knownPrimaryClusterAddrs ?? []), b.primary_cluster_addr]);
+      this.record = { ...this.record, secondary: { caPem: b.ca_pem, certPem: b.cert_pem, keyPem: b.key_pem, serverName: b.server_name, knownPrimaryClusterAddrs: [...known] }, boxKey: undefined } as DrRecord;
+      await this.persist();
+    } else if (this.record.secondary && !this.record.secondary.knownPrimaryClusterAddrs.includes(clusterAddr)) {
+      this.record = { ...this.record, secondary: { ...this.record.secondary, knownPrimaryClusterAddrs: [...this.record.secondary.knownPrimaryClusterAddrs, clusterAddr] } };
+      await this.persist();
+    }
+    const m = this.record.secondary;
+    const s = this.record.state;
+    if (!m || (s.mode !== 'secondary' && s.mode !== 'bootstrapping') || s.secondaryId === null) return;
+    await this.loop?.stop();
+    const tls = this.secondaryTls(m);
+    this.loop = new SecondaryLoop({
+      engine: this.o.engine,
+      connect: () => this.o.transport.connect({ address: clusterAddr, tls }),
+      secondaryId: s.secondaryId,
+      kind: 'dr',
+      apiAddr: this.o.apiAddr,
+      clusterAddr: () => this.o.clusterListen,
+      log: this.o.log.child({ role: 'dr-secondary' }),
+      ...(this.o.now ? { now: this.o.now } : {}),
+      onBootstrap: () => {
+        if (this.record.state.mode === 'bootstrapping') void this.exclusive(() => this.run({ type: 'activated' }, {})).catch((e: unknown) => this.o.log.error({ err: e }, 'activation failed'));
+      },
+    });
+    this.loop.start();
+  }
+
+  // ---- operator intents (authorization is the caller's) ----
+
+  enablePrimary(primaryClusterAddr: string): Promise<void> {
+    return this.exclusive(() => this.run({ type: 'enablePrimary', clusterId: randomUUID(), primaryClusterAddr }, {}));
+  }
+
+  demote(): Promise<void> {
+    return this.exclusive(() => this.run({ type: 'demote' }, {}));
+  }
+
+  disablePrimary(): Promise<void> {
+    return this.exclusive(() => this.run({ type: 'disablePrimary' }, {}));
+  }
+
+  /** Issues an activation token: a wrapped JWT, or the bundle sealed to `secondaryPublicKey`. */
+  secondaryToken(req: { id: string; ttlSeconds: number; secondaryPublicKey: string }): Promise<{ wrapInfo?: Record<string, unknown>; token?: string }> {
+    return this.exclusive(async () => {
+      if (req.ttlSeconds <= 0) throw new InvalidRequest('ttl must be positive');
+      await this.run({ type: 'issueToken', id: req.id, now: this.now(), ttlMs: req.ttlSeconds * 1000 }, {});
+      const p = this.record.primary;
+      const s = this.record.state;
+      if (!p || s.mode !== 'primary') throw new InvalidRequest('this cluster is not a DR primary');
+      const ca = { certPem: p.caCertPem, keyPem: p.caKeyPem };
+      const leaf = await issueLeaf(ca, { name: req.id, usage: 'client', ttlDays: 3650, now: this.now() });
+      this.record = { ...this.record, primary: { ...p, certs: { ...p.certs, [req.id]: leaf.fingerprint } } };
+      await this.persist();
+      const exported = await this.o.seal.exportForSecondary();
+      const bundle: Bundle = {
+        v: BUNDLE_VERSION,
+        kind: 'dr',
+        cluster_id: s.clusterId,
+        secondary_id: req.id,
+        primary_cluster_addr: this.clusterAddr(),
+        primary_api_addr: this.o.apiAddr(),
+        server_name: p.serverName,
+        ca_pem: p.caCertPem,
+        cert_pem: leaf.certPem,
+        key_pem: leaf.keyPem,
+        seal_config: { ...exported.sealConfig },
+        encrypted_keyring: exported.encryptedKeyring.toString('base64'),
+        keyring: this.o.seal.exportKeyring().toString('base64'),
+      };
+      if (req.secondaryPublicKey !== '') {
+        let token: string;
+        try {
+          token = sealTo(req.secondaryPublicKey, Buffer.from(JSON.stringify(bundle)));
+        } catch {
+          throw new InvalidRequest('secondary_public_key is not a valid base64 X25519 public key');
+        }
+        return { token };
+      }
+      const path = 'sys/replication/dr/primary/secondary-token';
+      const wrapped = await this.o.core.wrap(bundle as unknown as Record<string, unknown>, req.ttlSeconds, path);
+      const jwt = await signActivationJwt({ jti: wrapped.token, addr: this.o.apiAddr(), accessor: wrapped.accessor, ttlSeconds: req.ttlSeconds, now: new Date(this.now()) }, p.signing.privateJwk);
+      return { wrapInfo: { token: jwt, accessor: wrapped.accessor, ttl: wrapped.ttl, creation_time: wrapped.creation_time, creation_path: path, wrapped_accessor: '' } };
+    });
+  }
+
+  /** sys/wrapping/unwrap of an activation JWT: the wrapping token it names, if this primary signed it. */
+  async resolveActivationJwt(token: string): Promise<string> {
+    const p = this.record.primary;
+    if (!isJwt(token)) return token;
+    if (!p) throw new InvalidRequest('wrapping token is not valid or does not exist');
+    const claims = await verifyActivationJwt(token, p.signing.publicJwk, new Date(this.now()));
+    return claims.jti;
+  }
+
+  revokeSecondary(id: string): Promise<void> {
+    return this.exclusive(() => this.run({ type: 'revokeSecondary', id }, {}));
+  }
+
+  generatePublicKey(): Promise<string> {
+    return this.exclusive(async () => {
+      if (this.record.state.mode !== 'disabled') throw new InvalidRequest('generate-public-key is for a cluster about to become a DR secondary; this one is not disabled');
+      const pair = generateBoxKeyPair();
+      this.record = { ...this.record, boxKey: { publicKeyB64: pair.publicKeyB64, secretKeyB64: Buffer.from(pair.secretKey).toString('base64') } };
+      await this.persist();
+      return pair.publicKeyB64;
+    });
+  }
+
+  enableSecondary(req: { token: string; primaryApiAddr: string; caFile: string; caPath: string }): Promise<void> {
+    return this.exclusive(() => this.run({ type: 'enableSecondary' }, { token: req.token, primaryApiAddr: req.primaryApiAddr, caFile: req.caFile, caPath: req.caPath }));
+  }
+
+  promote(req: { force: boolean; primaryClusterAddr: string }): Promise<void> {
+    return this.exclusive(async () => {
+      const s = this.record.state;
+      if (s.mode === 'secondary' && s.primary !== null && this.loop) {
+        await this.run({ type: 'streamState', state: this.loop.progress.state }, {});
+      }
+      const behind = this.loop?.behind() ?? false;
+      await this.run({ type: 'promote', force: req.force, behind, primaryClusterAddr: req.primaryClusterAddr }, {});
+      await this.o.core.reopen();
+      this.o.log.warn({ cluster_id: this.record.state.mode === 'primary' ? this.record.state.clusterId : '' }, 'promoted to DR primary');
+    });
+  }
+
+  disableSecondary(): Promise<void> {
+    return this.exclusive(() => this.run({ type: 'disableSecondary' }, {}));
+  }
+
+  updatePrimary(req: { token?: string; addrs?: readonly string[]; primaryApiAddr: string; caFile: string; caPath: string }): Promise<void> {
+    return this.exclusive(() =>
+      this.run(
+        { type: 'updatePrimary', ...(req.token !== undefined ? { token: req.token } : {}), ...(req.addrs !== undefined ? { addrs: req.addrs } : {}) },
+        { ...(req.token !== undefined ? { token: req.token } : {}), primaryApiAddr: req.primaryApiAddr, caFile: req.caFile, caPath: req.caPath },
+      ),
+    );
+  }
+}
