@@ -34,6 +34,7 @@ export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): R
           state: v.state,
           last_applied_wal: Number(v.applied.index),
           lag_entries: lagEntries,
+          lag_ms: String(lagEntries > 0 ? v.lagMs : 0),
         };
       });
       return {
@@ -46,6 +47,7 @@ export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): R
         last_dr_wal: Number(lastWal),
         secondaries,
         lag_entries: secondaries.reduce((m, x) => Math.max(m, x.lag_entries), 0),
+        lag_ms: String(secondaries.reduce((m, x) => Math.max(m, Number(x.lag_ms)), 0)),
       };
     }
     case 'secondary':
@@ -53,7 +55,9 @@ export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): R
       const loop = dr.secondaryLoop;
       const p = loop?.progress;
       const lagEntries = p && p.primaryLastWal > lastWal ? Number(p.primaryLastWal - lastWal) : 0;
-      const lagMs = p && lagEntries > 0 ? Math.max(0, p.primaryCommitTimeMs - p.lastAppliedCommitMs) : 0;
+      // Behind: how old the newest entry we hold is, against the primary's last commit when known
+      // (else against now, an upper bound while the primary is silent).
+      const lagMs = p && lagEntries > 0 && p.lastAppliedCommitMs > 0 ? Math.max(0, (p.primaryCommitTimeMs || now) - p.lastAppliedCommitMs) : 0;
       const primaryAddr = s.primary?.clusterAddr ?? '';
       const state = s.mode === 'bootstrapping' ? 'bootstrapping' : (p?.state ?? 'idle');
       return {

@@ -47,6 +47,8 @@ export interface SecondaryView {
   applied: Guard;
   state: string;
   streams: number;
+  /** Age of the oldest entry this secondary has not applied, as of its last heartbeat. */
+  lagMs: number;
 }
 
 const HEARTBEAT_MS = 1000;
@@ -96,7 +98,7 @@ export class PrimaryStreamer implements PrimaryService {
   private view(id: string): SecondaryView {
     let v = this.secondaries.get(id);
     if (!v) {
-      v = { id, apiAddr: '', clusterAddr: '', lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, applied: { index: 0n, hash: Buffer.alloc(32) }, state: 'idle', streams: 0 };
+      v = { id, apiAddr: '', clusterAddr: '', lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, applied: { index: 0n, hash: Buffer.alloc(32) }, state: 'idle', streams: 0, lagMs: 0 };
       this.secondaries.set(id, v);
     }
     return v;
@@ -181,6 +183,13 @@ export class PrimaryStreamer implements PrimaryService {
     view.clusterAddr = req.clusterAddr || view.clusterAddr;
     // One-way estimate; the secondary refines it with the round trip it measures.
     view.clockSkewMs = req.sentAtMs - received;
+    const next = req.applied.index + 1n;
+    if (next <= this.o.engine.lastGuard().index) {
+      const [entry] = await this.o.engine.readWal(next, 1).catch(() => []);
+      view.lagMs = entry ? Math.max(0, received - entry.time) : view.lagMs;
+    } else {
+      view.lagMs = 0;
+    }
     return { lastWal: this.o.engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, receivedAtMs: received, sentAtMs: this.now() };
   }
 

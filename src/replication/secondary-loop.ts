@@ -110,6 +110,7 @@ export class SecondaryLoop {
     if (!this.running) return;
     this.progress.lastError = reason;
     this.progress.state = 'idle';
+    this.progress.connection = 'transient_failure';
     this.stream?.cancel();
     this.stream = undefined;
     this.client?.close();
@@ -125,6 +126,13 @@ export class SecondaryLoop {
     if (!this.running) return;
     const log = this.o.log;
     try {
+      this.progress.connection = 'connecting';
+      if (this.progress.lastAppliedCommitMs === 0) {
+        // The commit time of what we hold, so lag_ms is real before the first batch arrives.
+        const last = this.o.engine.lastGuard().index;
+        const [entry] = last > 0n ? await this.o.engine.readWal(last, 1).catch(() => []) : [];
+        this.progress.lastAppliedCommitMs = entry?.time ?? 0;
+      }
       this.client = this.o.connect();
       const info = await this.client.bootstrap({ secondaryId: this.o.secondaryId, version: VERSION, kind: this.o.kind, apiAddr: this.o.apiAddr(), clusterAddr: this.o.clusterAddr() });
       this.progress.primaryLastWal = info.lastWal;

@@ -87,7 +87,7 @@ function checkFlags(key: string | undefined, opts: Flags): void {
 async function start(ctx: Context, api: Api, opts: Flags): Promise<OperationTokenAttempt> {
   const pgpKey = opts.pgpKey === undefined ? undefined : await readPgpKeyFile(opts.pgpKey);
   const attempt = await api.operationTokenStart({ ...(opts.otp ? { otp: opts.otp } : {}), ...(pgpKey ? { pgpKey } : {}) });
-  if (attempt.otp) {
+  if (attempt.otp && opts.init) {
     ctx.err('A one-time password has been generated for you and is shown in the OTP field. You need it to decode the token, so keep it safe.\n');
   }
   return attempt;

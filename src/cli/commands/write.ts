@@ -13,10 +13,12 @@ export function register(parent: Command, ctx: Context): void {
     .command('write')
     .description('Write data to a path')
     .argument('<path>', 'path to write, without /v1/')
-    .argument('[data...]', 'key=value pairs; key=@file reads a file, key=- reads stdin');
+    .argument('[data...]', 'key=value pairs; key=@file reads a file, key=- reads stdin')
+    .option('-f, --force', 'allow a write with no data (as `vault write -f`)');
   withFormatFlags(withClientFlags(cmd));
   example(
     cmd,
+    'tessera write -f sys/replication/dr/primary/enable',
     'tessera write sys/replication/dr/primary/secondary-token id=dr-east ttl=30m',
     'tessera write secret/app password=@pw.txt',
   );
