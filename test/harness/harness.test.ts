@@ -3,10 +3,12 @@
  * poll-with-deadline helper. Needs the build (dist/).
  */
 import { existsSync } from 'node:fs';
+import { parseConfigText } from '../../src/node/config.js';
 import {
   createHarness,
   eventually,
   EventuallyTimeout,
+  nodeConfig,
   NodeStartError,
   spawnNode,
   useHarness,
@@ -51,6 +53,22 @@ describe('startNode (config file)', () => {
     await expect(start).rejects.toThrow(NodeStartError);
     await expect(start).rejects.toThrow(/exited before it was ready/);
   }, 20_000);
+});
+
+describe('nodeConfig', () => {
+  const issuer = Buffer.alloc(32, 7).toString('base64');
+
+  test('sets the cluster address and the replication block when given', () => {
+    const c = parseConfigText(nodeConfig('/tmp/home', issuer, 'info', { clusterAddr: '127.0.0.1:9201', replication: { walMaxEntries: 50 } }), 'config.hcl');
+    expect(c.clusterAddr).toBe('127.0.0.1:9201');
+    expect(c.replication).toEqual({ walMaxEntries: 50, walMaxBytes: 268_435_456 });
+  });
+
+  test('defaults to a free cluster port and the default WAL bounds', () => {
+    const c = parseConfigText(nodeConfig('/tmp/home', issuer, 'info'), 'config.hcl');
+    expect(c.clusterAddr).toBe('127.0.0.1:0');
+    expect(c.replication).toEqual({ walMaxEntries: 100_000, walMaxBytes: 268_435_456 });
+  });
 });
 
 describe('cleanup', () => {

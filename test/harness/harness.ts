@@ -9,6 +9,7 @@
  *   await node.kill('SIGKILL');
  *   const again = await h.startNode({ dataDir: node.dataDir }); // same LevelDB, needs only unseal
  *   await unseal(again.apiAddr, keys[0]!);
+ *   const primary = await h.startNode({ clusterAddr: '127.0.0.1:8201', replication: { walMaxEntries: 50 } });
  */
 import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -32,6 +33,22 @@ export interface StartOptions {
   readonly logLevel?: LogLevel;
   readonly devRootTokenId?: string;
   readonly readyTimeoutMs?: number;
+  /** Non-dev nodes: the gRPC replication listener; "127.0.0.1:0" (a free port) unless given. */
+  readonly clusterAddr?: string;
+  /** Non-dev nodes: a `replication { ... }` block (the primary's WAL tail bound); none unless given. */
+  readonly replication?: ReplicationBlock;
+}
+
+/** The `replication` block of a node config (src/node/config.ts); omitted fields take its defaults. */
+export interface ReplicationBlock {
+  readonly walMaxEntries?: number;
+  readonly walMaxBytes?: number;
+}
+
+/** Optional parts of a non-dev node's config. */
+export interface NodeConfigExtras {
+  readonly clusterAddr?: string;
+  readonly replication?: ReplicationBlock;
 }
 
 export interface StartedNode extends NodeProcess {
@@ -56,8 +73,18 @@ export interface InitResult {
 }
 
 /** The HCL config of a non-dev node whose home is `home`. */
-export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel): string {
+export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel, extras: NodeConfigExtras = {}): string {
   const q = (s: string) => JSON.stringify(s);
+  const r = extras.replication;
+  const replication =
+    r === undefined
+      ? []
+      : [
+          'replication {',
+          ...(r.walMaxEntries !== undefined ? [`  wal_max_entries = ${r.walMaxEntries}`] : []),
+          ...(r.walMaxBytes !== undefined ? [`  wal_max_bytes = ${r.walMaxBytes}`] : []),
+          '}',
+        ];
   return [
     `storage "leveldb" { path = ${q(join(home, 'data'))} }`,
     'listener "tcp" {',
@@ -65,7 +92,8 @@ export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel):
     '  tls_disable = true',
     '}',
     'api_addr = "http://127.0.0.1:0"',
-    'cluster_addr = "127.0.0.1:0"',
+    `cluster_addr = ${q(extras.clusterAddr ?? '127.0.0.1:0')}`,
+    ...replication,
     `license_path = ${q(join(home, 'lic', 'license.json'))}`,
     `license_issuer_keys = [${q(issuerKey)}]`,
     `log_level = ${q(logLevel)}`,
@@ -126,7 +154,11 @@ export function createHarness(): Harness {
     await mkdir(home, { recursive: true });
     const issuerKey = await ensureLicense(home);
     const configPath = join(home, 'config.hcl');
-    await writeFile(configPath, nodeConfig(home, issuerKey, opts.logLevel ?? 'info'));
+    const extras: NodeConfigExtras = {
+      ...(opts.clusterAddr !== undefined ? { clusterAddr: opts.clusterAddr } : {}),
+      ...(opts.replication !== undefined ? { replication: opts.replication } : {}),
+    };
+    await writeFile(configPath, nodeConfig(home, issuerKey, opts.logLevel ?? 'info', extras));
     const n = await spawnNode({
       args: ['server', '-config', configPath],
       ready: 'listening-log',

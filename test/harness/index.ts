@@ -18,9 +18,26 @@ export {
   type Harness,
   type InitResult,
   type LogLevel,
+  type NodeConfigExtras,
+  type ReplicationBlock,
   type StartedNode,
   type StartOptions,
 } from './harness.js';
 export { rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type VaultHttp } from './http.js';
 export { mainJs, NodeStartError, repoRoot, runCli, spawnNode, type ExitInfo, type NodeProcess, type Readiness, type SpawnOptions } from './process.js';
 export { scanForStrings, type Finding } from './scan.js';
+export {
+  activateSecondary,
+  DR,
+  drOperationToken,
+  drStatus,
+  enablePrimary,
+  freePort,
+  lastAcked,
+  secondaryToken,
+  startWriter,
+  waitInSync,
+  type AckedWrite,
+  type Writer,
+  type WriterOptions,
+} from './dr.js';
