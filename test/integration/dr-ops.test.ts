@@ -5,30 +5,11 @@
  */
 import pino from 'pino';
 import { VERSION } from '../../src/core/version.js';
-import { decodeOtp } from '../../src/replication/operation-token.js';
 import { PrimaryStreamer } from '../../src/replication/primary-service.js';
 import { StorageEngine } from '../../src/storage/engine.js';
 import { MemoryBackend } from '../../src/storage/memory.js';
-import { eventually } from '../harness/eventually.js';
+import { DR, drOperationToken as opToken, drStatus as status, inSync } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
-
-const DR = 'sys/replication/dr';
-const status = async (n: TestNode): Promise<any> => (await n.call('GET', `${DR}/status`, undefined, { token: null })).body.data;
-
-async function inSync(a: TestNode, b: TestNode): Promise<void> {
-  await eventually(async () => {
-    const [sa, sb] = [await status(a), await status(b)];
-    expect(sb.last_wal).toBe(sa.last_wal);
-    expect(sb.merkle_root).toBe(sa.merkle_root);
-  }, { timeoutMs: 15_000, intervalMs: 50 });
-}
-
-async function opToken(n: TestNode, keys: string[]): Promise<string> {
-  const start = (await n.call('POST', `${DR}/secondary/generate-operation-token/attempt`, {}, { token: null })).body;
-  let last: any;
-  for (const key of keys) last = (await n.call('POST', `${DR}/secondary/generate-operation-token/update`, { key, nonce: start.nonce }, { token: null })).body;
-  return decodeOtp(last.encoded_token, start.otp);
-}
 
 const nodes: TestNode[] = [];
 async function node(): Promise<TestNode> {

@@ -5,17 +5,10 @@
  * addresses. In-process nodes over real gRPC/mTLS on 127.0.0.1.
  */
 import { eventually } from '../harness/eventually.js';
-import { decodeOtp } from '../../src/replication/operation-token.js';
+import { DR, OP, drOperationToken as opToken, drStatus as status, inSync as synced, secondaryToken as token } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
-const DR = 'sys/replication/dr';
-const OP = `${DR}/secondary/generate-operation-token`;
-
-async function status(n: TestNode): Promise<any> {
-  const r = await n.call('GET', `${DR}/status`, undefined, { token: null });
-  expect(r.status).toBe(200);
-  return r.body.data;
-}
+const inSync = (p: TestNode, s: TestNode) => synced(p, s, { streaming: true });
 
 /** The fields a refused request must leave as they were. */
 async function snapshot(n: TestNode): Promise<Record<string, unknown>> {
@@ -29,31 +22,6 @@ async function snapshot(n: TestNode): Promise<Record<string, unknown>> {
     primary_cluster_addr: s.primary_cluster_addr,
     known_primary_cluster_addrs: s.known_primary_cluster_addrs,
   };
-}
-
-async function inSync(p: TestNode, s: TestNode): Promise<any> {
-  return eventually(async () => {
-    const [sp, ss] = [await status(p), await status(s)];
-    expect(ss.state).toBe('stream-wals');
-    expect(ss.last_wal).toBe(sp.last_wal);
-    expect(ss.merkle_root).toBe(sp.merkle_root);
-    return ss;
-  }, { timeoutMs: 15_000, intervalMs: 50 });
-}
-
-async function token(p: TestNode, id: string, ttl?: string): Promise<string> {
-  const r = await p.call('POST', `${DR}/primary/secondary-token`, { id, ...(ttl ? { ttl } : {}) });
-  expect(r.status).toBe(200);
-  return r.body.wrap_info.token;
-}
-
-async function opToken(n: TestNode, keys: string[]): Promise<string> {
-  const start = await n.call('POST', `${OP}/attempt`, {}, { token: null });
-  expect(start.status).toBe(200);
-  let last: any;
-  for (const key of keys) last = (await n.call('POST', `${OP}/update`, { key, nonce: start.body.nonce }, { token: null })).body;
-  expect(last.complete).toBe(true);
-  return decodeOtp(last.encoded_token, start.body.otp);
 }
 
 describe('DR refusals', () => {

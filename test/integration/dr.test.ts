@@ -2,34 +2,9 @@
  * DR replication between two in-process nodes over real gRPC/mTLS on 127.0.0.1: activation,
  * streaming, the DR secondary's surface, DR operation tokens, promotion, demotion and rejoin.
  */
-import { decodeOtp } from '../../src/replication/operation-token.js';
 import { eventually } from '../harness/eventually.js';
+import { DR, drOperationToken, drStatus as status, inSync } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
-
-const DR = 'sys/replication/dr';
-
-async function status(n: TestNode): Promise<any> {
-  return (await n.call('GET', `${DR}/status`, undefined, { token: null })).body.data;
-}
-
-async function inSync(a: TestNode, b: TestNode): Promise<void> {
-  await eventually(async () => {
-    const [sa, sb] = [await status(a), await status(b)];
-    expect(sb.last_wal).toBe(sa.last_wal);
-    expect(sb.merkle_root).toBe(sa.merkle_root);
-  }, { timeoutMs: 15_000, intervalMs: 50 });
-}
-
-/** Runs the generate-operation-token flow on `n` with `keys` and returns the decoded token. */
-async function drOperationToken(n: TestNode, keys: string[]): Promise<string> {
-  const start = await n.call('POST', `${DR}/secondary/generate-operation-token/attempt`, {}, { token: null });
-  expect(start.status).toBe(200);
-  const { nonce, otp } = start.body;
-  let last: any;
-  for (const key of keys) last = (await n.call('POST', `${DR}/secondary/generate-operation-token/update`, { key, nonce }, { token: null })).body;
-  expect(last.complete).toBe(true);
-  return decodeOtp(last.encoded_token, otp);
-}
 
 describe('DR replication (in-process nodes, real gRPC)', () => {
   let p: TestNode;
