@@ -4,6 +4,9 @@
  *
  *   node scripts/bench.mjs                 # 1, 4 and 16 clients, 3 s each
  *   BENCH_SECONDS=5 node scripts/bench.mjs
+ *   BENCH_CLIENTS=16 BENCH_NO_CEILING=1 node scripts/bench.mjs   # one row, no LevelDB ceiling
+ *
+ * scripts/profile.mjs reuses startDevNode and httpWrites to CPU-profile the node under this load.
  *
  * Each client is sequential (one write in flight) on its own keep-alive connection and writes
  * distinct keys with 1 KiB values; a write counts once its 200 has arrived, which the node sends
@@ -13,7 +16,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -21,16 +24,20 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { leveldbCeiling } from './bench-leveldb.mjs';
 
-const mainJs = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+/** TESSERA_MAIN points at another build's main.js (e.g. to compare two builds). */
+const mainJs = process.env.TESSERA_MAIN ?? fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
-const CLIENTS = [1, 4, 16];
+const CLIENTS = (process.env.BENCH_CLIENTS ?? '1,4,16').split(',').map(Number);
 const VALUE_BYTES = 1024;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const WARMUP_MS = 500;
 
-/** Starts `server -dev` with its temp dir inside `scratch`; resolves once the banner is complete. */
-async function startDevNode(scratch) {
-  const proc = spawn(process.execPath, [mainJs, 'server', '-dev', '-dev-listen-address', '127.0.0.1:0'], {
+/**
+ * Starts `server -dev` with its temp dir inside `scratch`; resolves once the banner is complete.
+ * `nodeArgs` go before the script (e.g. --cpu-prof); `script` defaults to dist/cli/main.js.
+ */
+export async function startDevNode(scratch, { nodeArgs = [], script = mainJs } = {}) {
+  const proc = spawn(process.execPath, [...nodeArgs, script, 'server', '-dev', '-dev-listen-address', '127.0.0.1:0'], {
     env: { ...process.env, TMPDIR: scratch },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -60,6 +67,7 @@ async function startDevNode(scratch) {
     throw e;
   }
   return {
+    pid: proc.pid,
     apiAddr: banner['Api Address'],
     rootToken: banner['Root Token'],
     async stop() {
@@ -73,17 +81,17 @@ async function startDevNode(scratch) {
   };
 }
 
-function put(agent, apiAddr, token, path, body) {
+function put(agent, apiAddr, token, path, body, method = 'PUT') {
   const url = new URL(apiAddr);
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
         host: url.hostname,
         port: url.port,
-        method: 'PUT',
+        method,
         path: `/v1/${path}`,
         agent,
-        headers: { 'X-Vault-Token': token, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+        headers: { 'X-Vault-Token': token, ...(body === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }) },
       },
       (res) => {
         const chunks = [];
@@ -102,8 +110,30 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
+/** CPU milliseconds (user + system, all threads) the node process has used; undefined off Linux. */
+async function cpuMs(pid) {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in USER_HZ (100 on Linux)
+  } catch {
+    return undefined;
+  }
+}
+
+/** Group-commit counters from the node's Prometheus text: fsynced batches and the transactions in them. */
+async function commitCounters(node) {
+  const r = await put(undefined, node.apiAddr, node.rootToken, 'sys/metrics?format=prometheus', undefined, 'GET');
+  const num = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(r.text)?.[1] ?? NaN);
+  return {
+    batches: num('tessera_group_commit_batch_transactions_count'),
+    txns: num('tessera_group_commit_batch_transactions_sum'),
+    bytes: num('tessera_group_commit_batch_bytes_sum'),
+  };
+}
+
 /** `clients` sequential writers for `seconds` after a short warm-up; distinct keys throughout. */
-async function httpWrites(node, clients, seconds) {
+export async function httpWrites(node, clients, seconds) {
   const pool = randomBytes(VALUE_BYTES * 4).toString('base64url');
   const valueFor = (i) => {
     const off = (i * 131) % (pool.length - VALUE_BYTES);
@@ -132,10 +162,20 @@ async function httpWrites(node, clients, seconds) {
   };
   try {
     await run('warmup', WARMUP_MS);
+    const before = await commitCounters(node);
+    const cpu0 = await cpuMs(node.pid);
     const m = await run('measure', seconds * 1000);
+    const cpu1 = await cpuMs(node.pid);
+    const after = await commitCounters(node);
     const sorted = m.latencies.sort((a, b) => a - b);
     return {
       clients,
+      // The node's CPU time (every thread) per write, from /proc: what a write costs the server.
+      nodeCpuUsPerWrite: cpu0 === undefined || cpu1 === undefined ? NaN : ((cpu1 - cpu0) * 1000) / m.writes,
+      // Transactions per fsynced batch in the window (group commit at work).
+      txnsPerBatch: (after.txns - before.txns) / (after.batches - before.batches),
+      // Bytes the node handed LevelDB per durable write (data, WAL, index), page records included.
+      bytesPerWrite: (after.bytes - before.bytes) / (after.txns - before.txns),
       writes: m.writes,
       seconds: m.seconds,
       writesPerSec: m.writes / m.seconds,
@@ -172,8 +212,11 @@ async function main() {
     await rm(scratch, { recursive: true, force: true });
   }
 
-  process.stderr.write(`LevelDB ceiling, batches of ${CLIENTS.join(', ')}, ${SECONDS} s each...\n`);
-  const ceiling = await leveldbCeiling({ batchSizes: CLIENTS, valueBytes: VALUE_BYTES, seconds: SECONDS });
+  const sizes = [...new Set([1, ...CLIENTS])];
+  const ceiling = process.env.BENCH_NO_CEILING
+    ? sizes.map((batchSize) => ({ batchSize, valuesPerSec: NaN }))
+    : (process.stderr.write(`LevelDB ceiling, batches of ${sizes.join(', ')}, ${SECONDS} s each...\n`),
+      await leveldbCeiling({ batchSizes: sizes, valueBytes: VALUE_BYTES, seconds: SECONDS }));
   const at = (n) => ceiling.find((r) => r.batchSize === n);
   const rows = httpRows.map((h) => {
     const same = at(h.clients);
@@ -190,12 +233,15 @@ async function main() {
   console.log(`Tessera durable KV v2 writes over HTTP (${VALUE_BYTES} B values, ${SECONDS} s per row) vs the raw LevelDB ceiling (sync:true)`);
   console.log(
     table(
-      ['clients', 'HTTP writes/s', 'p50 ms', 'p99 ms', 'LevelDB values/s @batch N', 'ratio', 'LevelDB values/s @batch 1', 'ratio'],
+      ['clients', 'HTTP writes/s', 'p50 ms', 'p99 ms', 'txns/batch', 'B/write', 'node CPU us/write', 'LevelDB values/s @batch N', 'ratio', 'LevelDB values/s @batch 1', 'ratio'],
       rows.map((r) => [
         String(r.clients),
         r.writesPerSec.toFixed(0),
         r.p50Ms.toFixed(2),
         r.p99Ms.toFixed(2),
+        r.txnsPerBatch.toFixed(1),
+        r.bytesPerWrite.toFixed(0),
+        r.nodeCpuUsPerWrite.toFixed(0),
         r.ceilingValuesPerSecAtBatchN.toFixed(0),
         r.ratioToCeilingAtBatchN.toFixed(3),
         r.ceilingValuesPerSecAtBatch1.toFixed(0),
@@ -204,6 +250,7 @@ async function main() {
     ),
   );
 
+  if (process.env.BENCH_NO_CEILING) return;
   await mkdir(resultsDir, { recursive: true });
   const out = join(resultsDir, 'bench.json');
   await writeFile(
@@ -224,12 +271,15 @@ async function main() {
     )}\n`,
   );
   console.log(`\nWrote ${out}`);
+  if (!process.env.BENCH_NO_DR) await (await import('./bench-dr.mjs')).benchDr({ seconds: SECONDS }); // DR lag, catch-up, promote: bench-results/bench-dr.json
 }
 
-main().then(
-  () => process.exit(0),
-  (e) => {
-    console.error(e instanceof Error ? e.stack : e);
-    process.exit(1);
-  },
-);
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().then(
+    () => process.exit(0),
+    (e) => {
+      console.error(e instanceof Error ? e.stack : e);
+      process.exit(1);
+    },
+  );
+}

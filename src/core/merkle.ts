@@ -15,7 +15,7 @@
  * page hash = SHA-256(256 subpage hashes); subtree root = SHA-256(256 page hashes);
  * composite root = SHA-256(root1 || root2).
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 export const HASH_LEN = 32;
 export const PAGES = 256;
@@ -33,14 +33,16 @@ export interface Location {
   readonly subpage: number;
 }
 
+/** SHA-256 of the parts' concatenation. One part takes the one-shot path (no Hash object). */
 export function sha256(...parts: readonly Uint8Array[]): Buffer {
+  if (parts.length === 1) return hash('sha256', parts[0] as Uint8Array, 'buffer');
   const h = createHash('sha256');
   for (const p of parts) h.update(p);
   return h.digest();
 }
 
 export function locate(key: string): Location {
-  const d = sha256(Buffer.from(key, 'utf8'));
+  const d = hash('sha256', key, 'buffer');
   return { page: d[0] ?? 0, subpage: d[1] ?? 0 };
 }
 
@@ -51,10 +53,12 @@ export function valueHash(ciphertext: Uint8Array): Buffer {
 
 /** SHA-256(u32 big-endian byte length of key || key || valueHash). */
 export function leafHash(key: string, vh: Uint8Array): Buffer {
-  const k = Buffer.from(key, 'utf8');
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(k.length);
-  return sha256(len, k, vh);
+  const keyLen = Buffer.byteLength(key, 'utf8');
+  const input = Buffer.allocUnsafe(4 + keyLen + vh.length);
+  input.writeUInt32BE(keyLen, 0);
+  input.write(key, 4, keyLen, 'utf8');
+  input.set(vh, 4 + keyLen);
+  return hash('sha256', input, 'buffer');
 }
 
 /** XORs `src` into `target` at `offset`, in place. */
@@ -78,7 +82,7 @@ export function pageHash(subpages: Uint8Array): Buffer {
 }
 
 export function subtreeRoot(pageHashes: readonly Uint8Array[]): Buffer {
-  return sha256(...pageHashes);
+  return hash('sha256', Buffer.concat(pageHashes), 'buffer');
 }
 
 export function compositeRoot(root1: Uint8Array, root2: Uint8Array): Buffer {

@@ -11,6 +11,7 @@ import {
   encodeMeta,
   genesisGuard,
   sealEntry,
+  sealRecord,
   verifyChain,
   type WalEntry,
   type WalOp,
@@ -46,6 +47,26 @@ describe('WAL codec', () => {
         },
       ),
     );
+  });
+
+  it('sealRecord gives the entry sealEntry gives and the record encodeEntry gives (property)', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), fc.nat({ max: Number.MAX_SAFE_INTEGER }), fc.array(opArb, { maxLength: 5 }), (index, time, ops) => {
+        const body = { index, epoch: 7, time, ops };
+        const { entry, record } = sealRecord(Buffer.alloc(32, 2), body);
+        expect(entry).toEqual(sealEntry(Buffer.alloc(32, 2), body));
+        expect(record).toEqual(encodeEntry(entry));
+        expect(decodeEntry(record)).toEqual(entry);
+      }),
+    );
+  });
+
+  it('lays the body out as version, u64 index, u32 epoch, u64 time, u32 count, then type, u32-prefixed key and value', () => {
+    const body = encodeBody({ index: 258n, epoch: 3, time: 5, ops: [{ type: 'put', key: 'ké', value: Buffer.from([9, 8]) }, { type: 'del', key: 'x' }] });
+    const u32 = (n: number): number[] => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255];
+    const u64 = (n: number): number[] => [0, 0, 0, 0, ...u32(n)];
+    const expected = [1, ...u64(258), ...u32(3), ...u64(5), ...u32(2), 1, ...u32(3), ...Buffer.from('ké'), ...u32(2), 9, 8, 2, ...u32(1), ...Buffer.from('x')];
+    expect([...body]).toEqual(expected);
   });
 
   it('starts with a version byte and chains h(i) = SHA-256(h(i-1) || body)', () => {

@@ -96,10 +96,6 @@ class Writer {
     b.writeBigUInt64BE(n);
     this.parts.push(b);
   }
-  bytes(b: Uint8Array): void {
-    this.u32(b.length);
-    this.parts.push(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
-  }
   raw(b: Uint8Array): void {
     this.parts.push(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
   }
@@ -154,21 +150,46 @@ class Reader {
   }
 }
 
+const BODY_HEAD = 1 + 8 + 4 + 8 + 4;
+
+/**
+ * The deterministic body bytes: version, index, epoch, time, ops (length-prefixed), followed by
+ * `trailer` free bytes (zeroed) that the caller may fill. Sized first and written in place.
+ */
+function encodeBodyInto(e: WalBody, trailer: number): Buffer {
+  if (!Number.isSafeInteger(e.time) || e.time < 0) throw new RangeError(`bad WAL time ${e.time}`);
+  if (e.index < 0n || e.index > U64_MAX) throw new RangeError(`not a u64: ${e.index}`);
+  if (!Number.isInteger(e.epoch) || e.epoch < 0 || e.epoch > U32_MAX) throw new RangeError(`not a u32: ${e.epoch}`);
+  if (e.ops.length > U32_MAX) throw new RangeError(`not a u32: ${e.ops.length}`);
+  const keyLens = e.ops.map((op) => Buffer.byteLength(op.key, 'utf8'));
+  let size = BODY_HEAD;
+  e.ops.forEach((op, i) => {
+    size += 1 + 4 + (keyLens[i] ?? 0) + (op.type === 'put' ? 4 + op.value.length : 0);
+  });
+  const buf = Buffer.allocUnsafe(size + trailer);
+  let at = buf.writeUInt8(ENTRY_VERSION, 0);
+  at = buf.writeBigUInt64BE(e.index, at);
+  at = buf.writeUInt32BE(e.epoch, at);
+  at = buf.writeBigUInt64BE(BigInt(e.time), at);
+  at = buf.writeUInt32BE(e.ops.length, at);
+  e.ops.forEach((op, i) => {
+    const keyLen = keyLens[i] ?? 0;
+    at = buf.writeUInt8(op.type === 'put' ? OP_PUT : OP_DEL, at);
+    at = buf.writeUInt32BE(keyLen, at);
+    at += buf.write(op.key, at, keyLen, 'utf8');
+    if (op.type === 'put') {
+      if (op.value.length > U32_MAX) throw new RangeError(`not a u32: ${op.value.length}`);
+      at = buf.writeUInt32BE(op.value.length, at);
+      at += op.value.copy(buf, at);
+    }
+  });
+  buf.fill(0, at);
+  return buf;
+}
+
 /** The deterministic body bytes: version, index, epoch, time, ops (length-prefixed). */
 export function encodeBody(e: WalBody): Buffer {
-  if (!Number.isSafeInteger(e.time) || e.time < 0) throw new RangeError(`bad WAL time ${e.time}`);
-  const w = new Writer();
-  w.u8(ENTRY_VERSION);
-  w.u64(e.index);
-  w.u32(e.epoch);
-  w.u64(BigInt(e.time));
-  w.u32(e.ops.length);
-  for (const op of e.ops) {
-    w.u8(op.type === 'put' ? OP_PUT : OP_DEL);
-    w.bytes(Buffer.from(op.key, 'utf8'));
-    if (op.type === 'put') w.bytes(op.value);
-  }
-  return w.done();
+  return encodeBodyInto(e, 0);
 }
 
 export function chainHash(prevHash: Uint8Array, body: WalBody): Buffer {
@@ -183,7 +204,18 @@ export function sealEntry(prevHash: Uint8Array, body: WalBody): WalEntry {
 /** Stored form: body || hash. */
 export function encodeEntry(e: WalEntry): Buffer {
   if (e.hash.length !== HASH_LEN) throw new RangeError('WAL hash must be 32 bytes');
-  return Buffer.concat([encodeBody(e), e.hash]);
+  const rec = encodeBodyInto(e, HASH_LEN);
+  e.hash.copy(rec, rec.length - HASH_LEN);
+  return rec;
+}
+
+/** sealEntry and encodeEntry at once, encoding the body a single time (the commit path's form). */
+export function sealRecord(prevHash: Uint8Array, body: WalBody): { entry: WalEntry; record: Buffer } {
+  const record = encodeBodyInto(body, HASH_LEN);
+  const bodyEnd = record.length - HASH_LEN;
+  const hash = createHash('sha256').update(prevHash).update(record.subarray(0, bodyEnd)).digest();
+  hash.copy(record, bodyEnd);
+  return { entry: { ...body, hash }, record };
 }
 
 /** The chained hash of a stored entry, without decoding it. */

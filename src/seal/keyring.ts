@@ -36,11 +36,16 @@ const ENTRY_BYTES = 4 + KEY_BYTES;
 const SEALED_VERSION = 1;
 const SEALED_AAD = Buffer.from('tessera/keyring');
 
+/** Nonces drawn from the random source at a time: one call per this many encryptions. */
+const NONCE_BATCH = 256;
+
 export class Keyring implements Cipher {
   readonly #keys: Map<number, Buffer>;
   readonly #random: Random;
   #active: number;
   #destroyed = false;
+  /** Random bytes not yet used as nonces (each nonce is used once, then never again). */
+  #nonces: Buffer = Buffer.alloc(0);
 
   private constructor(keys: Map<number, Buffer>, active: number, random: Random) {
     this.#keys = keys;
@@ -105,11 +110,24 @@ export class Keyring implements Cipher {
 
   encrypt(plain: Buffer, aad: Buffer): Buffer {
     const key = this.#keyFor(this.#active);
-    const header = Buffer.alloc(HEADER_BYTES);
-    header.writeUInt8(CIPHERTEXT_VERSION, 0);
-    header.writeUInt32BE(this.#active, 1);
-    const nonce = Buffer.from(this.#random(NONCE_BYTES));
-    return Buffer.concat([header, nonce, gcmSeal(key, nonce, plain, Buffer.concat([header, aad]))]);
+    const head = Buffer.allocUnsafe(HEADER_BYTES + NONCE_BYTES);
+    head.writeUInt8(CIPHERTEXT_VERSION, 0);
+    head.writeUInt32BE(this.#active, 1);
+    this.#nextNonce().copy(head, HEADER_BYTES);
+    const header = head.subarray(0, HEADER_BYTES);
+    const nonce = head.subarray(HEADER_BYTES);
+    return Buffer.concat([head, gcmSeal(key, nonce, plain, Buffer.concat([header, aad]))]);
+  }
+
+  /**
+   * A fresh random nonce. Drawn from the random source NONCE_BATCH at a time (one call to the
+   * CSPRNG instead of one per value); every slice is handed out exactly once.
+   */
+  #nextNonce(): Buffer {
+    if (this.#nonces.length < NONCE_BYTES) this.#nonces = Buffer.from(this.#random(NONCE_BYTES * NONCE_BATCH));
+    const nonce = this.#nonces.subarray(0, NONCE_BYTES);
+    this.#nonces = this.#nonces.subarray(NONCE_BYTES);
+    return nonce;
   }
 
   decrypt(ct: Buffer, aad: Buffer): Buffer {
@@ -180,6 +198,7 @@ export class Keyring implements Cipher {
    */
   destroy(): void {
     for (const key of this.#keys.values()) key.fill(0);
+    this.#nonces = Buffer.alloc(0);
     this.#destroyed = true;
   }
 

@@ -9,18 +9,45 @@
  * Every state-changing operation runs as one job on a serial chain, so exactly one batch is in
  * flight. Transactions that arrive while a batch is being written queue up and the next job takes
  * them all (each with its own WAL index, chained): concurrent writers share one fsync.
- * The engine does not own the backend: close() drains the engine, the caller closes the backend.
+ * In-memory state moves only once a batch is durable. The engine does not own the backend:
+ * close() drains the engine, the caller closes the backend.
+ *
+ * Merkle page records are flushed from dirty pages (policy in commit-plan.ts). check() and
+ * close() flush first; pages a crash left journalled are rebuilt from their leaves on open.
  */
 import { InvalidRequest, Unavailable } from '../core/errors.js';
 import type { CorruptionReport, Tree } from '../core/merkle.js';
-import { WalNotRetained, decodeEntry, encodeEntry, genesisGuard, sealEntry, verifyChain, type Guard, type WalEntry, type WalOp } from '../core/wal.js';
+import { genesisGuard, verifyChain, type Guard, type WalEntry, type WalOp } from '../core/wal.js';
 import type { Backend, BatchOp, ReadView } from './backend.js';
 import { BarrierStore, type RawStore, type SystemWrite, type ValueCipher } from './barrier.js';
-import { KeyClass, Keys, assertLogicalKey, classify, dirEnd } from './keyspace.js';
+import {
+  finishPlan,
+  initialIndex,
+  opBytes,
+  planCommit,
+  planEntries,
+  type CommitTxn,
+  type IndexState,
+} from './commit-plan.js';
+import { Keys, assertClass, assertLogicalKey, listChildren } from './keyspace.js';
 import { checkIndex, rebuildIndex, type ReindexOptions } from './merkle-check.js';
-import { BatchPlan, emptyTrees, flushOps, keysIn, loadTrees, readLeaves, type Leaf, type Trees } from './merkle-store.js';
+import {
+  BatchPlan,
+  dirtyFlushOps,
+  emptyTrees,
+  flushOps,
+  isClean,
+  keysIn,
+  loadTrees,
+  noDirtyPages,
+  readLeaves,
+  type DirtyPages,
+  type Leaf,
+  type Trees,
+} from './merkle-store.js';
 import { PinnedSnapshot, readValue, treeHashes, type MerkleView } from './merkle-view.js';
-import { WalTail, type TailItem, type TailPlan } from './wal-tail.js';
+import { ReadCache } from './read-cache.js';
+import { WalTail, type TailPlan } from './wal-tail.js';
 
 export interface EngineOptions {
   readonly walMaxEntries: number;
@@ -28,6 +55,8 @@ export interface EngineOptions {
   readonly now?: () => number;
   /** Called after each durable commit batch (for metrics). */
   readonly onBatch?: (info: { txns: number; ops: number; bytes: number }) => void;
+  /** Longest a dirty page record waits under load before a batch flushes it (default 1000 ms). */
+  readonly pageFlushIntervalMs?: number;
 }
 
 export interface ReindexRequest extends ReindexOptions {
@@ -39,9 +68,7 @@ export interface ReindexRequest extends ReindexOptions {
   readonly skipFlush?: boolean;
 }
 
-interface Txn {
-  readonly ops: readonly WalOp[];
-  readonly system: readonly SystemWrite[];
+interface Txn extends CommitTxn {
   readonly resolve: () => void;
   readonly reject: (e: unknown) => void;
 }
@@ -55,20 +82,32 @@ export class StorageEngine implements RawStore, MerkleView {
   private closed = false;
   private readonly listeners = new Set<(lastIndex: bigint) => void>();
   private readonly now: () => number;
+  /** Live values by logical key; every batch's data ops pass through it once durable. */
+  private readonly cache = new ReadCache();
+  /** The durable Merkle index and flush-policy memory. */
+  private index: IndexState;
+  private idleFlush: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly backend: Backend,
     private readonly opts: EngineOptions,
     private readonly tail: WalTail,
-    private trees: Trees,
+    trees: Trees,
+    dirty: DirtyPages,
   ) {
     this.now = opts.now ?? Date.now;
+    this.index = initialIndex(trees, dirty);
   }
 
-  /** Loads the WAL tail (sizes and hashes of retained entries) and every page record into memory. */
+  /**
+   * Loads the WAL tail (sizes and hashes of retained entries) and every page record into memory;
+   * pages a crash left journalled are rebuilt from their leaves.
+   */
   static async open(backend: Backend, opts: EngineOptions): Promise<StorageEngine> {
     if (!(opts.walMaxEntries >= 1) || !(opts.walMaxBytes >= 1)) throw new InvalidRequest('WAL bounds must be at least 1');
-    return new StorageEngine(backend, opts, await WalTail.load(backend), await loadTrees(backend));
+    const tail = await WalTail.load(backend);
+    const { trees, dirty } = await loadTrees(backend);
+    return new StorageEngine(backend, opts, tail, trees, dirty);
   }
 
   secure(cipher: ValueCipher): BarrierStore {
@@ -101,63 +140,86 @@ export class StorageEngine implements RawStore, MerkleView {
     });
   }
 
+  /** Writes every queued transaction in one batch. Runs only inside a chain job. */
   private async flushPending(): Promise<void> {
+    // Under concurrency (the last batch was shared), let one turn of the event loop pass first:
+    // writers whose requests are already in flight join this batch instead of the next one.
+    if (this.index.lastTxns > 1) await new Promise<void>((resolve) => setImmediate(resolve));
     this.scheduled = false;
     const txns = this.pending;
     this.pending = [];
     try {
-      const plan = new BatchPlan(this.backend, this.trees);
-      await plan.prefetch(txns.flatMap((t) => t.ops.map((op) => op.key)));
-      const time = this.now();
-      const epoch = this.tail.meta.epoch;
-      const items: TailItem[] = [];
-      let prev = this.tail.guard();
-      for (const txn of txns) {
-        for (const op of txn.ops) await plan.data(op);
-        for (const s of txn.system) {
-          const key = Keys.system(s.name);
-          plan.raw(s.value === undefined ? { type: 'del', key } : { type: 'put', key, value: s.value });
-        }
-        // Node-class ops are written above but never replicate: no WAL entry, no Merkle leaf.
-        const walOps = txn.ops.filter((op) => classify(op.key) !== KeyClass.node);
-        if (walOps.length === 0) continue;
-        const entry = sealEntry(prev.hash, { index: prev.index + 1n, epoch, time, ops: walOps });
-        items.push(this.stage(plan, entry));
-        prev = entry;
-      }
-      const info = await this.write(plan, items.length > 0 ? this.tail.plan(items, this.bounds()) : undefined);
+      const base = { index: this.index, guard: this.tail.guard(), epoch: this.tail.meta.epoch };
+      const planned = await planCommit(this.backend, base, txns, { time: this.now(), flushIntervalMs: this.flushIntervalMs() });
+      // WAL GC deletes go after the entry puts so that a dropped new entry ends as a delete.
+      const tailPlan = planned.items.length > 0 ? this.tail.plan(planned.items, this.bounds()) : undefined;
+      const ops = tailPlan === undefined ? planned.ops : [...planned.ops, ...tailPlan.ops];
+      await this.backend.batch(ops, { sync: true });
+      // If the batch failed we never get here: every txn in it rejects and memory still matches storage.
+      this.applied(planned.plan, planned.after, tailPlan);
       for (const t of txns) t.resolve();
-      this.opts.onBatch?.({ txns: txns.length, ops: info.ops, bytes: info.bytes });
+      this.opts.onBatch?.({ txns: txns.length, ops: ops.length, bytes: planned.bytes + opBytes(tailPlan?.ops ?? []) });
     } catch (e) {
       for (const t of txns) t.reject(e);
     }
   }
 
-  private stage(plan: BatchPlan, entry: WalEntry): TailItem {
-    const rec = encodeEntry(entry);
-    plan.raw({ type: 'put', key: Keys.wal(entry.index), value: rec });
-    return { index: entry.index, size: rec.length, hash: entry.hash };
+  private flushIntervalMs(): number {
+    return this.opts.pageFlushIntervalMs ?? 1000;
+  }
+
+  /** Writes the dirty page records and drops the journal. Runs only inside a chain job. */
+  private async flushDirty(sync: boolean): Promise<void> {
+    if (isClean(this.index.dirty)) return;
+    await this.backend.batch(dirtyFlushOps(this.index.trees, this.index.dirty), { sync });
+    this.index = { ...this.index, dirty: noDirtyPages(), lastFlush: this.now() };
+  }
+
+  /**
+   * Pages left dirty are flushed one interval later if no batch has done it by then, so an idle
+   * node's stored index is current (and a crash has nothing to rebuild). Not synced: a lost flush
+   * leaves the journal, which open() repairs.
+   */
+  private armIdleFlush(): void {
+    if (this.idleFlush !== undefined || isClean(this.index.dirty) || this.closed) return;
+    this.idleFlush = setTimeout(() => {
+      this.idleFlush = undefined;
+      if (this.closed) return;
+      this.exclusive(() => this.flushDirty(false)).then(
+        () => this.armIdleFlush(),
+        noop, // a failed flush changes nothing; the next batch, check() or close() retries
+      );
+    }, this.flushIntervalMs());
+    this.idleFlush.unref();
   }
 
   private bounds(): { maxEntries: number; maxBytes: number } {
     return { maxEntries: this.opts.walMaxEntries, maxBytes: this.opts.walMaxBytes };
   }
 
-  /** Writes one plan durably, then moves in-memory state. Runs only inside a chain job. */
-  private async write(plan: BatchPlan, tailPlan: TailPlan | undefined): Promise<{ ops: number; bytes: number }> {
+  /**
+   * Writes one plan durably, then moves in-memory state. Runs only inside a chain job.
+   * `txns` (how many transactions share the batch) feeds the page-flush policy.
+   */
+  private async write(plan: BatchPlan, tailPlan: TailPlan | undefined, txns: number): Promise<void> {
     // WAL GC deletes go after the entry puts so that a dropped new entry ends as a delete.
     for (const op of tailPlan?.ops ?? []) plan.raw(op);
-    const { trees, ops, bytes } = plan.finish();
+    const { ops, after } = finishPlan(plan, this.index, { txns, time: this.now(), flushIntervalMs: this.flushIntervalMs() });
     await this.backend.batch(ops, { sync: true });
-    // Only now, with the batch durable, may in-memory Merkle and WAL state change. If the batch
-    // failed we never get here: every txn in it rejects and memory still matches storage.
-    this.trees = trees;
+    // If the batch failed we never get here: every txn in it rejects and memory still matches storage.
+    this.applied(plan, after, tailPlan);
+  }
+
+  /** A batch is durable: only now may in-memory Merkle, WAL and cache state change. */
+  private applied(plan: BatchPlan, after: IndexState, tailPlan: TailPlan | undefined): void {
+    this.index = after;
+    this.armIdleFlush();
+    this.cache.applied(plan.dataOps);
     if (tailPlan !== undefined) {
       const before = this.tail.meta.last;
       this.tail.apply(tailPlan);
       if (this.tail.meta.last !== before || tailPlan.reset) this.notify(this.tail.meta.last);
     }
-    return { ops: ops.length, bytes };
   }
 
   private notify(last: bigint): void {
@@ -199,7 +261,7 @@ export class StorageEngine implements RawStore, MerkleView {
   async setEpoch(epoch: number): Promise<void> {
     this.assertOpen();
     return this.exclusive(async () => {
-      await this.write(new BatchPlan(this.backend, this.trees), this.tail.plan([], this.bounds(), epoch));
+      await this.write(new BatchPlan(this.backend, this.index.trees), this.tail.plan([], this.bounds(), epoch), 0);
     });
   }
 
@@ -212,26 +274,8 @@ export class StorageEngine implements RawStore, MerkleView {
    * Entries from `from` on, at most `maxEntries` and (beyond the first) `maxBytes` of stored
    * records; [] when `from` is past the last index. WalNotRetained when `from` was deleted.
    */
-  async readWal(from: bigint, maxEntries: number, maxBytes = Number.POSITIVE_INFINITY): Promise<WalEntry[]> {
-    const { first, last } = this.tail.meta;
-    if (from < first) throw new WalNotRetained(from, first);
-    if (from > last || maxEntries < 1) return [];
-    const out: WalEntry[] = [];
-    let bytes = 0;
-    for await (const [k, v] of this.backend.iterate({ gte: Keys.wal(from), lte: Keys.wal(last), limit: maxEntries })) {
-      const index = Keys.walIndexOf(k);
-      // GC may run between the bound check and the read: a missing first entry is "not retained",
-      // and a later gap ends the answer so it is always contiguous.
-      if (index !== from + BigInt(out.length)) {
-        if (out.length === 0) throw new WalNotRetained(from, this.tail.meta.first);
-        break;
-      }
-      if (out.length > 0 && bytes + v.length > maxBytes) break;
-      bytes += v.length;
-      out.push(decodeEntry(v));
-    }
-    if (out.length === 0) throw new WalNotRetained(from, this.tail.meta.first);
-    return out;
+  readWal(from: bigint, maxEntries: number, maxBytes = Number.POSITIVE_INFINITY): Promise<WalEntry[]> {
+    return this.tail.read(this.backend, from, maxEntries, maxBytes);
   }
 
   /** Calls `listener` with the new last index after each durable change of it; returns unsubscribe. */
@@ -252,16 +296,9 @@ export class StorageEngine implements RawStore, MerkleView {
     return this.exclusive(async () => {
       verifyChain(this.tail.guard(), entries);
       if (entries.length === 0 && extraNodeOps.length === 0) return;
-      const plan = new BatchPlan(this.backend, this.trees);
-      await plan.prefetch(entries.flatMap((e) => e.ops.map((op) => op.key)));
-      const items: TailItem[] = [];
-      for (const e of entries) {
-        for (const op of e.ops) await plan.data(op);
-        items.push(this.stage(plan, e));
-      }
-      for (const op of extraNodeOps) await plan.data(op);
+      const { plan, items } = await planEntries(this.backend, this.index.trees, entries, extraNodeOps);
       const epoch = entries.at(-1)?.epoch ?? this.tail.meta.epoch;
-      await this.write(plan, items.length > 0 ? this.tail.plan(items, this.bounds(), epoch) : undefined);
+      await this.write(plan, items.length > 0 ? this.tail.plan(items, this.bounds(), epoch) : undefined, entries.length);
     });
   }
 
@@ -285,10 +322,8 @@ export class StorageEngine implements RawStore, MerkleView {
     assertClass(ops, 'tree');
     assertClass(extra, 'node');
     return this.exclusive(async () => {
-      const plan = new BatchPlan(this.backend, this.trees);
-      await plan.prefetch(ops.map((op) => op.key));
-      for (const op of [...ops, ...extra]) await plan.data(op);
-      await this.write(plan, guard === undefined ? undefined : this.tail.planReset(guard));
+      const { plan } = await planEntries(this.backend, this.index.trees, [], [...ops, ...extra]);
+      await this.write(plan, guard === undefined ? undefined : this.tail.planReset(guard), 1);
     });
   }
 
@@ -302,8 +337,9 @@ export class StorageEngine implements RawStore, MerkleView {
       }
       const reset = this.tail.planReset(genesisGuard(), 0);
       await this.backend.batch([...ops, ...reset.ops], { sync: true });
-      // Durable first, then memory (as in write()).
-      this.trees = emptyTrees();
+      // Durable first, then memory (as in write()). The journal is under m/ and went too.
+      this.index = { ...this.index, trees: emptyTrees(), dirty: noDirtyPages() };
+      this.cache.clear();
       this.tail.apply(reset);
       this.notify(0n);
     });
@@ -312,61 +348,49 @@ export class StorageEngine implements RawStore, MerkleView {
   /** A read view pinned at the current guard, taken between batches so data, index and guard agree. */
   async snapshot(): Promise<PinnedSnapshot> {
     this.assertOpen();
-    return this.exclusive(async () => new PinnedSnapshot(await this.backend.snapshot(), this.trees, this.tail.guard()));
+    return this.exclusive(async () => new PinnedSnapshot(await this.backend.snapshot(), this.index.trees, this.tail.guard()));
   }
 
   // ---- live reads ----
 
   merkleRoot(): Buffer {
-    return treeHashes.merkleRoot(this.trees);
+    return treeHashes.merkleRoot(this.index.trees);
   }
   subtreeRoot(tree: Tree): Buffer {
-    return treeHashes.subtreeRoot(this.trees, tree);
+    return treeHashes.subtreeRoot(this.index.trees, tree);
   }
   pageHashes(tree: Tree): Buffer[] {
-    return treeHashes.pageHashes(this.trees, tree);
+    return treeHashes.pageHashes(this.index.trees, tree);
   }
   subpageHashes(tree: Tree, page: number): Buffer[] {
-    return treeHashes.subpageHashes(this.trees, tree, page);
+    return treeHashes.subpageHashes(this.index.trees, tree, page);
   }
   leaves(tree: Tree, page: number, subpage: number, view: ReadView = this.backend): Promise<Leaf[]> {
     return readLeaves(view, tree, page, subpage);
   }
-  readRaw(key: string, view: ReadView = this.backend): Promise<Buffer | undefined> {
-    return readValue(view, key);
+  /** Live reads (no `view`) go through the read cache; the buffer returned must not be modified. */
+  readRaw(key: string, view?: ReadView): Promise<Buffer | undefined> {
+    if (view !== undefined) return readValue(view, key);
+    return this.cache.read(key, () => readValue(this.backend, key));
   }
 
   /** Vault's list over logical keys; skips over each child directory instead of reading it. */
-  async listKeys(prefix: string): Promise<string[]> {
-    if (prefix !== '' && !prefix.endsWith('/')) throw new InvalidRequest('list prefix must end with "/"');
-    const base = Keys.value(prefix);
-    const end = dirEnd(base);
-    const out: string[] = [];
-    let gte = base;
-    for (;;) {
-      let next: string | undefined;
-      for await (const [k] of this.backend.iterate({ gte, lt: end })) {
-        const rest = k.slice(base.length);
-        const slash = rest.indexOf('/');
-        if (slash === -1) {
-          out.push(rest);
-          continue;
-        }
-        out.push(rest.slice(0, slash + 1));
-        next = base + rest.slice(0, slash) + '0'; // '0' follows '/': the first key past this directory
-        break;
-      }
-      if (next === undefined) return out;
-      gte = next;
-    }
+  listKeys(prefix: string): Promise<string[]> {
+    return listChildren(this.backend, prefix);
   }
 
   // ---- index maintenance ----
 
-  /** Recomputes every level from the data in a view pinned between batches; commits continue meanwhile. */
+  /**
+   * Recomputes every level from the data in a view pinned between batches; commits continue
+   * meanwhile. Dirty page records are flushed first, so the view holds the index this node serves.
+   */
   async check(): Promise<CorruptionReport> {
     this.assertOpen();
-    const view = await this.exclusive(() => this.backend.snapshot());
+    const view = await this.exclusive(async () => {
+      await this.flushDirty(false);
+      return this.backend.snapshot();
+    });
     try {
       return await checkIndex(view);
     } finally {
@@ -381,32 +405,34 @@ export class StorageEngine implements RawStore, MerkleView {
       const { trees, warnings } = await rebuildIndex(this.backend, opts);
       if (!opts.skipFlush) {
         await this.backend.batch(flushOps(trees), { sync: true });
-        this.trees = trees;
+        this.index = { ...this.index, trees, dirty: noDirtyPages() };
         return { warnings, flushed: Promise.resolve() };
       }
       // Leaves are durable; serve the rebuilt trees now. Commits before the flush write the pages
       // they touch from these trees, and the flush writes every page from the trees of its moment.
-      this.trees = trees;
-      const flushed = this.exclusive(() => this.backend.batch(flushOps(this.trees), { sync: true }));
+      this.index = { ...this.index, trees };
+      const flushed = this.exclusive(async () => {
+        await this.backend.batch(flushOps(this.index.trees), { sync: true });
+        this.index = { ...this.index, dirty: noDirtyPages() };
+      });
       flushed.catch(noop); // the caller may ignore `flushed`; a failure then shows in check()
       return { warnings, flushed };
     });
   }
 
-  /** Waits for queued work, then refuses new work. Does not close the backend. */
+  /** Waits for queued work, flushes dirty page records, then refuses new work. Does not close the backend. */
   async close(): Promise<void> {
     if (this.closed) return;
+    clearTimeout(this.idleFlush);
     await this.exclusive(async () => {
-      this.closed = true;
+      try {
+        await this.flushDirty(true);
+      } catch {
+        // Nothing is lost: the journal is durable, and the next open rebuilds those pages.
+      } finally {
+        this.closed = true;
+        clearTimeout(this.idleFlush);
+      }
     });
-  }
-}
-
-function assertClass(ops: readonly WalOp[], want: 'tree' | 'node'): void {
-  for (const op of ops) {
-    const isNode = classify(op.key) === KeyClass.node;
-    if (isNode !== (want === 'node')) {
-      throw new InvalidRequest(want === 'node' ? `"${op.key}" is not a node-class key` : `node-class key "${op.key}" cannot be replicated`);
-    }
   }
 }

@@ -12,11 +12,14 @@
  *   m/<tree>/p/<2 hex page>                 page record: 256 subpage hashes || page hash
  *   m/<tree>/l/<2 hex page><2 hex sub>/<k>  leaf: 32-byte value hash of logical key k
  *   m/<tree>/r                              stored subtree root;  m/c  composite root
+ *   m/d                                     dirty-page journal: pages whose record may be stale
  *   s/<name>                                system record, stored raw (seal config, keyring)
  * An absent page record or root means "empty": a fresh backend needs no initialisation.
  */
 import { InvalidRequest } from '../core/errors.js';
 import type { Location, Tree } from '../core/merkle.js';
+import type { WalOp } from '../core/wal.js';
+import type { ReadView } from './backend.js';
 
 export const KeyClass = { replicated: 'replicated', local: 'local', node: 'node' } as const;
 export type KeyClass = (typeof KeyClass)[keyof typeof KeyClass];
@@ -81,6 +84,7 @@ export const Keys = {
     page === undefined ? `m/${tree}/l/` : subpage === undefined ? `m/${tree}/l/${hex2(page)}` : `m/${tree}/l/${hex2(page)}${hex2(subpage)}/`,
   treeRoot: (tree: Tree): string => `m/${tree}/r`,
   compositeRoot: 'm/c',
+  dirtyPages: 'm/d',
 
   systemPrefix: 's/',
   system: (name: string): string => 's/' + name,
@@ -93,4 +97,39 @@ export function parseLeaf(physical: string): { tree: Tree; loc: Location; key: s
   const [, t, p, s, key] = m;
   if (t === undefined || p === undefined || s === undefined || key === undefined) return undefined;
   return { tree: t === '1' ? 1 : 2, loc: { page: parseInt(p, 16), subpage: parseInt(s, 16) }, key };
+}
+
+/** Throws InvalidRequest unless every op's key is of the wanted kind: node class, or a tree class. */
+export function assertClass(ops: readonly WalOp[], want: 'tree' | 'node'): void {
+  for (const op of ops) {
+    const isNode = classify(op.key) === KeyClass.node;
+    if (isNode !== (want === 'node')) {
+      throw new InvalidRequest(want === 'node' ? `"${op.key}" is not a node-class key` : `node-class key "${op.key}" cannot be replicated`);
+    }
+  }
+}
+
+/** Vault's list over logical keys in `view`; skips over each child directory instead of reading it. */
+export async function listChildren(view: ReadView, prefix: string): Promise<string[]> {
+  if (prefix !== '' && !prefix.endsWith('/')) throw new InvalidRequest('list prefix must end with "/"');
+  const base = Keys.value(prefix);
+  const end = dirEnd(base);
+  const out: string[] = [];
+  let gte = base;
+  for (;;) {
+    let next: string | undefined;
+    for await (const [k] of view.iterate({ gte, lt: end })) {
+      const rest = k.slice(base.length);
+      const slash = rest.indexOf('/');
+      if (slash === -1) {
+        out.push(rest);
+        continue;
+      }
+      out.push(rest.slice(0, slash + 1));
+      next = base + rest.slice(0, slash) + '0'; // '0' follows '/': the first key past this directory
+      break;
+    }
+    if (next === undefined) return out;
+    gte = next;
+  }
 }

@@ -129,6 +129,36 @@ describe('LevelDB backend', () => {
     }
   });
 
+  it('answers gets issued together, each with its own value, and later gets see every completed batch', async () => {
+    const b = await open();
+    await b.batch(Array.from({ length: 50 }, (_, i) => put(`g/${i}`, `v${i}`)), { sync: false });
+    const got = await Promise.all(Array.from({ length: 60 }, (_, i) => b.get(`g/${i}`)));
+    expect(got.map((v) => v?.toString())).toEqual(Array.from({ length: 60 }, (_, i) => (i < 50 ? `v${i}` : undefined)));
+    const snap = await b.snapshot();
+    try {
+      for (let round = 0; round < 20; round++) {
+        const reads = Promise.all([b.get('counter'), b.get('g/0')]);
+        await b.batch([put('counter', String(round)), { type: 'del', key: 'g/0' }], { sync: round % 2 === 0 });
+        const [before] = await reads; // asked for before the batch: the old value or the new one
+        expect([String(round - 1), String(round)]).toContain(before?.toString() ?? '-1');
+        expect((await b.get('counter'))?.toString()).toBe(String(round));
+        expect(await b.get('g/0')).toBeUndefined();
+      }
+      // A snapshot's gets are not moved by later batches.
+      expect(await snap.get('counter')).toBeUndefined();
+      expect((await snap.get('g/0'))?.toString()).toBe('v0');
+    } finally {
+      await snap.close();
+    }
+  });
+
+  it('refuses a batch once closed, with Internal', async () => {
+    const b = await openLevelBackend({ path: join(dir, 'closing') });
+    await b.close();
+    await expect(b.batch([put('k', 'v')], { sync: true })).rejects.toBeInstanceOf(Internal);
+    await expect(b.get('k')).rejects.toBeInstanceOf(Internal);
+  });
+
   it('estimates on-disk size per range', async () => {
     const path = join(dir, 'db');
     const first = await openLevelBackend({ path });

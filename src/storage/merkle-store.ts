@@ -2,14 +2,24 @@
  * The Merkle index in storage: loading page records, and planning one batch's data writes with
  * their leaf, page and root updates.
  *
+ *   const { trees, dirty } = await loadTrees(backend);
  *   const plan = new BatchPlan(backend, trees);
+ *   await plan.prefetch(['sys/x']);
  *   await plan.data({ type: 'put', key: 'sys/x', value: ciphertext });
- *   const { trees: next, ops } = plan.finish();      // `trees` is unchanged until the caller swaps
+ *   const next = plan.finish(dirty, flush);   // `trees` is unchanged until the caller swaps
  *
  * Leaves are read from storage (overlaid by earlier ops of the same plan), so two transactions in
  * one batch that touch the same key compose: the second XORs out the leaf the first put in.
+ *
+ * Page records (8 KiB each) may be written later than the leaves that changed them: a batch that
+ * defers them writes the dirty-page journal `m/d` instead, in the same atomic batch. Leaves and
+ * roots are always written with their data, so after a crash loadTrees rebuilds exactly the
+ * journalled pages from their leaves; every other record is current.
  */
 import {
+  HASH_LEN,
+  PAGES,
+  PAGE_BYTES,
   TREES,
   TreeUpdate,
   compositeRoot,
@@ -20,13 +30,14 @@ import {
   locate,
   treeFromPages,
   valueHash,
+  xorInto,
   type Location,
   type Tree,
   type TreeState,
 } from '../core/merkle.js';
 import type { WalOp } from '../core/wal.js';
 import { prefixEnd, type BatchOp, type ReadView } from './backend.js';
-import { Keys, classify, dirEnd, treeOf } from './keyspace.js';
+import { Keys, classify, dirEnd, parseLeaf, treeOf } from './keyspace.js';
 
 export interface Trees {
   readonly 1: TreeState;
@@ -42,12 +53,70 @@ export function emptyTrees(): Trees {
   return { 1: emptyTree(), 2: emptyTree() };
 }
 
+/** Per tree, the pages whose stored record may be older than the page in memory. */
+export interface DirtyPages {
+  readonly 1: ReadonlySet<number>;
+  readonly 2: ReadonlySet<number>;
+}
+
+export function noDirtyPages(): DirtyPages {
+  return { 1: new Set(), 2: new Set() };
+}
+
+export function isClean(d: DirtyPages): boolean {
+  return d[1].size === 0 && d[2].size === 0;
+}
+
+const BITMAP_BYTES = PAGES / 8;
+
+/** The journal record: one 256-bit page bitmap per tree. */
+export function encodeDirty(d: DirtyPages): Buffer {
+  const out = Buffer.alloc(2 * BITMAP_BYTES);
+  for (const t of TREES) {
+    for (const p of d[t]) {
+      const at = (t - 1) * BITMAP_BYTES + (p >> 3);
+      out[at] = (out[at] ?? 0) | (1 << (p & 7));
+    }
+  }
+  return out;
+}
+
+/** A malformed journal marks every page dirty, so loading rebuilds every page from its leaves. */
+export function decodeDirty(rec: Buffer | undefined): DirtyPages {
+  const sets = { 1: new Set<number>(), 2: new Set<number>() };
+  if (rec === undefined) return sets;
+  const all = rec.length !== 2 * BITMAP_BYTES;
+  for (const t of TREES) {
+    for (let p = 0; p < PAGES; p++) {
+      if (all || (((rec[(t - 1) * BITMAP_BYTES + (p >> 3)] ?? 0) >> (p & 7)) & 1) === 1) sets[t].add(p);
+    }
+  }
+  return sets;
+}
+
+/** A page's subpage hashes recomputed from its stored leaves. */
+async function pageFromLeaves(view: ReadView, tree: Tree, page: number): Promise<Buffer> {
+  const block = Buffer.alloc(PAGE_BYTES);
+  const prefix = Keys.leafPrefix(tree, page);
+  for await (const [k, v] of view.iterate({ gte: prefix, lt: prefixEnd(prefix) })) {
+    const leaf = parseLeaf(k);
+    if (leaf === undefined || leaf.tree !== tree || leaf.loc.page !== page) continue;
+    xorInto(block, leafHash(leaf.key, v), leaf.loc.subpage * HASH_LEN);
+  }
+  return block;
+}
+
 export function compositeOf(trees: Trees): Buffer {
   return compositeRoot(trees[1].root, trees[2].root);
 }
 
-/** In-memory trees from the stored page records. A malformed record loads as an empty page; check() reports it. */
-export async function loadTrees(view: ReadView): Promise<Trees> {
+/**
+ * In-memory trees from the stored page records, the journalled pages rebuilt from their leaves
+ * (they stay dirty: their records are rewritten by the next flush). A malformed record loads as
+ * an empty page; check() reports it.
+ */
+export async function loadTrees(view: ReadView): Promise<{ trees: Trees; dirty: DirtyPages }> {
+  const dirty = decodeDirty(await view.get(Keys.dirtyPages));
   const load = async (tree: Tree): Promise<TreeState> => {
     const pages: Array<Buffer | undefined> = [];
     const prefix = Keys.pagePrefix(tree);
@@ -55,27 +124,44 @@ export async function loadTrees(view: ReadView): Promise<Trees> {
       const rec = decodePageRecord(v);
       if (rec !== undefined) pages[parseInt(k.slice(prefix.length), 16)] = rec.subpages;
     }
+    for (const p of dirty[tree]) pages[p] = await pageFromLeaves(view, tree, p);
     return treeFromPages(pages);
   };
-  return { 1: await load(1), 2: await load(2) };
+  return { trees: { 1: await load(1), 2: await load(2) }, dirty };
 }
 
-/** Page records of `pages` and the subtree root, from `state`. */
-export function treeOps(tree: Tree, state: TreeState, pages: Iterable<number>): BatchOp[] {
+/** Page records of `pages`, from `state`. */
+function pageOps(tree: Tree, state: TreeState, pages: Iterable<number>): BatchOp[] {
   const ops: BatchOp[] = [];
   for (const p of pages) {
     const block = state.pages[p];
     const hash = state.pageHashes[p];
     if (block !== undefined && hash !== undefined) ops.push({ type: 'put', key: Keys.page(tree, p), value: encodePageRecord(block, hash) });
   }
-  ops.push({ type: 'put', key: Keys.treeRoot(tree), value: Buffer.from(state.root) });
   return ops;
 }
 
-/** Every page record and root: a full flush of the in-memory index. */
+function rootOp(tree: Tree, state: TreeState): BatchOp {
+  return { type: 'put', key: Keys.treeRoot(tree), value: Buffer.from(state.root) };
+}
+
+/** Every page record and root, and no journal: a full flush of the in-memory index. */
 export function flushOps(trees: Trees): BatchOp[] {
-  const all = [...Array(256).keys()];
-  return [...treeOps(1, trees[1], all), ...treeOps(2, trees[2], all), { type: 'put', key: Keys.compositeRoot, value: compositeOf(trees) }];
+  const all = [...Array(PAGES).keys()];
+  return [
+    ...pageOps(1, trees[1], all),
+    rootOp(1, trees[1]),
+    ...pageOps(2, trees[2], all),
+    rootOp(2, trees[2]),
+    { type: 'put', key: Keys.compositeRoot, value: compositeOf(trees) },
+    { type: 'del', key: Keys.dirtyPages },
+  ];
+}
+
+/** The records of the dirty pages and the journal's deletion; [] when nothing is dirty. */
+export function dirtyFlushOps(trees: Trees, dirty: DirtyPages): BatchOp[] {
+  if (isClean(dirty)) return [];
+  return [...pageOps(1, trees[1], dirty[1]), ...pageOps(2, trees[2], dirty[2]), { type: 'del', key: Keys.dirtyPages }];
 }
 
 /** The (key, value hash) pairs of one subpage, in key order. */
@@ -98,7 +184,8 @@ export class BatchPlan {
   private readonly leaves = new Map<string, Buffer | undefined>();
   private readonly locs = new Map<string, Location>();
   private readonly updates: { 1: TreeUpdate; 2: TreeUpdate };
-  dataOps = 0;
+  /** The logical data ops planned so far, in order (the engine's read cache follows them). */
+  readonly dataOps: WalOp[] = [];
 
   constructor(
     private readonly view: ReadView,
@@ -116,7 +203,7 @@ export class BatchPlan {
     return { loc, leafKey: Keys.leaf(tree, loc, key) };
   }
 
-  /** Reads the current leaves of `keys` in parallel, so `data` rarely waits on storage. */
+  /** Reads the current leaves of `keys` in parallel (one getMany on LevelDB), so `data` rarely waits on storage. */
   async prefetch(keys: Iterable<string>): Promise<void> {
     const wanted = new Set<string>();
     for (const key of keys) {
@@ -131,7 +218,7 @@ export class BatchPlan {
 
   /** A logical op carrying ciphertext: the value write and, for tree classes, its leaf update. */
   async data(op: WalOp): Promise<void> {
-    this.dataOps++;
+    this.dataOps.push(op);
     const vkey = Keys.value(op.key);
     this.writes.set(vkey, op.type === 'put' ? { type: 'put', key: vkey, value: op.value } : { type: 'del', key: vkey });
     const tree = treeOf(classify(op.key));
@@ -156,19 +243,34 @@ export class BatchPlan {
     this.writes.set(op.key, op);
   }
 
-  /** The new trees and every op of the batch, page records and roots included. */
-  finish(): { trees: Trees; ops: BatchOp[]; bytes: number } {
+  /**
+   * The new trees and every op of the batch. The roots of changed trees are always written. With
+   * `flush`, so are the records of every page dirty before (`dirty`) or touched now, and the
+   * journal goes; without, the touched pages join the journal. Returns the pages left dirty.
+   */
+  finish(dirty: DirtyPages, flush: boolean): { trees: Trees; ops: BatchOp[]; bytes: number; dirty: DirtyPages } {
     const trees: Trees = { 1: this.updates[1].finish(), 2: this.updates[2].finish() };
     const ops = [...this.writes.values()];
+    const next = { 1: new Set(dirty[1]), 2: new Set(dirty[2]) };
     let changed = false;
     for (const t of TREES) {
-      const dirty = this.updates[t].dirtyPages();
-      if (dirty.length === 0) continue;
+      const touched = this.updates[t].dirtyPages();
+      if (touched.length === 0) continue;
       changed = true;
-      ops.push(...treeOps(t, trees[t], dirty));
+      for (const p of touched) next[t].add(p);
+      ops.push(rootOp(t, trees[t]));
     }
     if (changed) ops.push({ type: 'put', key: Keys.compositeRoot, value: compositeOf(trees) });
+    let left: DirtyPages = next;
+    if (flush) {
+      ops.push(...pageOps(1, trees[1], next[1]), ...pageOps(2, trees[2], next[2]));
+      // The journal exists exactly when something was dirty before this batch.
+      if (!isClean(dirty)) ops.push({ type: 'del', key: Keys.dirtyPages });
+      left = noDirtyPages();
+    } else if (next[1].size !== dirty[1].size || next[2].size !== dirty[2].size) {
+      ops.push({ type: 'put', key: Keys.dirtyPages, value: encodeDirty(next) });
+    }
     const bytes = ops.reduce((n, op) => n + Buffer.byteLength(op.key) + (op.type === 'put' ? op.value.length : 0), 0);
-    return { trees, ops, bytes };
+    return { trees, ops, bytes, dirty: left };
   }
 }

@@ -9,7 +9,7 @@
  *   tail.apply(plan);
  */
 import { Internal } from '../core/errors.js';
-import { decodeMeta, encodeMeta, genesisMeta, storedHash, type Guard, type WalMeta } from '../core/wal.js';
+import { WalNotRetained, decodeEntry, decodeMeta, encodeMeta, genesisMeta, storedHash, type Guard, type WalEntry, type WalMeta } from '../core/wal.js';
 import type { BatchOp, ReadView } from './backend.js';
 import { Keys } from './keyspace.js';
 
@@ -121,6 +121,32 @@ export class WalTail {
     const meta: WalMeta = { first: guard.index + 1n, last: guard.index, lastHash: guard.hash, baseHash: guard.hash, bytes: 0, epoch };
     ops.push({ type: 'put', key: Keys.walMeta, value: encodeMeta(meta) });
     return { meta, appended: [], dropped: 0, ops, reset: true };
+  }
+
+  /**
+   * Entries from `from` on, at most `maxEntries` and (beyond the first) `maxBytes` of stored
+   * records; [] when `from` is past the last index. WalNotRetained when `from` was deleted.
+   */
+  async read(view: ReadView, from: bigint, maxEntries: number, maxBytes: number): Promise<WalEntry[]> {
+    const { first, last } = this.current;
+    if (from < first) throw new WalNotRetained(from, first);
+    if (from > last || maxEntries < 1) return [];
+    const out: WalEntry[] = [];
+    let bytes = 0;
+    for await (const [k, v] of view.iterate({ gte: Keys.wal(from), lte: Keys.wal(last), limit: maxEntries })) {
+      const index = Keys.walIndexOf(k);
+      // GC may run between the bound check and the read: a missing first entry is "not retained",
+      // and a later gap ends the answer so it is always contiguous.
+      if (index !== from + BigInt(out.length)) {
+        if (out.length === 0) throw new WalNotRetained(from, this.current.first);
+        break;
+      }
+      if (out.length > 0 && bytes + v.length > maxBytes) break;
+      bytes += v.length;
+      out.push(decodeEntry(v));
+    }
+    if (out.length === 0) throw new WalNotRetained(from, this.current.first);
+    return out;
   }
 
   /** Call only after the plan's batch is durable. */

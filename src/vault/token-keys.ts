@@ -7,7 +7,7 @@
  *   await store.get(tokenKeys.entry(h));            // the entry JSON
  *   await store.list(tokenKeys.childrenOf(h));       // child hashes, for revoking a tree
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 export const TOKEN_ENTRY_PREFIX = 'local/token/id/';
 export const TOKEN_ACCESSOR_PREFIX = 'local/token/accessor/';
@@ -28,7 +28,7 @@ export const tokenKeys = {
 
 /** The only form in which a token is ever stored or used as a key. */
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 /** Accessors are ours (24 base62 characters); anything else cannot name a stored key. */

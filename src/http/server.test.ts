@@ -1,0 +1,116 @@
+/** The listener's wire forms (as express wrote them before) and the LIST method, over a real socket. */
+import http from 'node:http';
+import { pino } from 'pino';
+import { z } from 'zod';
+import { InvalidRequest } from '../core/errors.js';
+import type { Services } from './dispatch.js';
+import { bare, noContent, ok } from './reply.js';
+import { op, type Route } from './route.js';
+import { startHttp, type HttpServer } from './server.js';
+
+const services: Services = {
+  initialized: async () => true,
+  sealed: () => false,
+  drSecondary: () => false,
+  resolveNamespace: (namespace, path) => ({ namespace, path }),
+  authenticate: async () => {
+    throw new Error('public routes only');
+  },
+  requireLicense: () => {},
+  logical: async () => undefined,
+  wrap: async () => ({}),
+};
+
+const any = z.object({}).passthrough();
+const routes: Route[] = [
+  {
+    pattern: 'sys/echo/:name',
+    access: 'public',
+    operations: {
+      update: op(any, async ({ params, fields, req }) => ok({ name: params.name, fields, operation: req.operation })),
+      list: op(any, async ({ req }) => ok({ keys: [req.operation] })),
+    },
+  },
+  { pattern: 'sys/metrics', access: 'public', operations: { read: op(any, async () => bare(200, 'm 1\n', 'text/plain; version=0.0.4')) } },
+  { pattern: 'sys/nothing', access: 'public', operations: { delete: op(any, async () => noContent()) } },
+  {
+    pattern: 'sys/fail',
+    access: 'public',
+    operations: {
+      read: op(any, async () => {
+        throw new InvalidRequest('no good');
+      }),
+    },
+  },
+];
+
+let server: HttpServer;
+let agent: http.Agent;
+
+beforeAll(async () => {
+  server = await startHttp({ services, routes, address: '127.0.0.1:0', logger: pino({ level: 'silent' }), maxBodyBytes: 1024 });
+  agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+});
+
+afterAll(async () => {
+  agent.destroy();
+  await server.close();
+});
+
+function call(method: string, path: string, body?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${server.url}/v1/${path}`, { method, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('HTTP listener', () => {
+  it('answers JSON as application/json; charset=utf-8 with an exact Content-Length', async () => {
+    const r = await call('PUT', 'sys/echo/ü', JSON.stringify({ a: 1 }));
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(Number(r.headers['content-length'])).toBe(Buffer.byteLength(r.text));
+    const body = JSON.parse(r.text);
+    expect(body.data).toEqual({ name: 'ü', fields: { a: 1 }, operation: 'update' });
+    expect(body.request_id).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('keeps a given content type, adding the charset of a text body', async () => {
+    const r = await call('GET', 'sys/metrics');
+    expect(r.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+    expect(r.text).toBe('m 1\n');
+  });
+
+  it('answers 204 without a body or entity headers, and HEAD without a body', async () => {
+    const none = await call('DELETE', 'sys/nothing');
+    expect(none.status).toBe(204);
+    expect(none.text).toBe('');
+    expect(none.headers['content-type']).toBeUndefined();
+    const head = await call('HEAD', 'sys/metrics');
+    expect(head.status).toBe(200);
+    expect(head.text).toBe('');
+  });
+
+  it('maps typed errors to statuses with an errors body, including an oversized body', async () => {
+    const bad = await call('GET', 'sys/fail');
+    expect(bad.status).toBe(400);
+    expect(bad.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(JSON.parse(bad.text)).toEqual({ errors: ['no good'] });
+    const big = await call('PUT', 'sys/echo/x', JSON.stringify({ v: 'x'.repeat(2000) }));
+    expect(big.status).toBe(413);
+    expect((await call('PUT', 'sys/echo/after', '{}')).status).toBe(200);
+  });
+
+  it('serves the LIST method on a keep-alive connection between other requests', async () => {
+    expect((await call('PUT', 'sys/echo/a', '{}')).status).toBe(200);
+    const listed = await call('LIST', 'sys/echo/a');
+    expect(listed.status).toBe(200);
+    expect(JSON.parse(listed.text).data).toEqual({ keys: ['list'] });
+    expect(JSON.parse((await call('PUT', 'sys/echo/b', '{}')).text).data.operation).toBe('update');
+  });
+});

@@ -1,0 +1,87 @@
+/**
+ * A bounded cache of live values (ciphertext) by logical key, kept coherent with the commit path:
+ * the engine hands it every durable batch's data ops, and a read fills an entry only if no batch
+ * that became durable while the read was in flight wrote that key (it might have read the value
+ * from before); past one such batch it does not fill at all.
+ *
+ *   const cache = new ReadCache();
+ *   const v = await cache.read(key, () => backend.get(Keys.value(key)));
+ *   cache.applied(ops);        // inside the engine, once a batch is durable
+ *
+ * Absence is cached too. Entries are evicted least recently used first. Returned buffers are
+ * shared with the cache: callers must not modify them.
+ */
+import type { WalOp } from '../core/wal.js';
+
+export interface ReadCacheLimits {
+  readonly maxEntries: number;
+  readonly maxBytes: number;
+  /** Larger values are read through, never cached. */
+  readonly maxValueBytes: number;
+}
+
+const DEFAULT_LIMITS: ReadCacheLimits = { maxEntries: 8192, maxBytes: 16 << 20, maxValueBytes: 64 << 10 };
+
+export class ReadCache {
+  /** Map order is recency order: the first entry is the least recently used. null = absent. */
+  private readonly entries = new Map<string, Buffer | null>();
+  private bytes = 0;
+  /** Bumped by every durable batch. */
+  private generation = 0;
+  /** The keys of the last durable batch. */
+  private lastWritten: ReadonlySet<string> = new Set();
+
+  constructor(private readonly limits: ReadCacheLimits = DEFAULT_LIMITS) {}
+
+  async read(key: string, load: () => Promise<Buffer | undefined>): Promise<Buffer | undefined> {
+    const hit = this.entries.get(key);
+    if (hit !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+      return hit ?? undefined;
+    }
+    const generation = this.generation;
+    const value = await load();
+    // Fill only if no batch since the read began could have changed the key: none, or just one
+    // that did not write it (under load a batch completes during most reads).
+    const behind = this.generation - generation;
+    if (behind === 0 || (behind === 1 && !this.lastWritten.has(key))) this.set(key, value ?? null);
+    return value;
+  }
+
+  /** A batch with these data ops is durable: keys already cached take their new values. */
+  applied(ops: readonly WalOp[]): void {
+    this.generation++;
+    this.lastWritten = new Set(ops.map((op) => op.key));
+    for (const op of ops) if (this.entries.has(op.key)) this.set(op.key, op.type === 'put' ? op.value : null);
+  }
+
+  /** Forgets everything (e.g. after the data was wiped). */
+  clear(): void {
+    this.generation += 2;
+    this.entries.clear();
+    this.bytes = 0;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private set(key: string, value: Buffer | null): void {
+    this.drop(key);
+    if (value !== null && value.length > this.limits.maxValueBytes) return;
+    this.entries.set(key, value);
+    this.bytes += value?.length ?? 0;
+    for (const [k] of this.entries) {
+      if (this.entries.size <= this.limits.maxEntries && this.bytes <= this.limits.maxBytes) break;
+      this.drop(k);
+    }
+  }
+
+  private drop(key: string): void {
+    const old = this.entries.get(key);
+    if (old === undefined) return;
+    this.entries.delete(key);
+    this.bytes -= old?.length ?? 0;
+  }
+}
