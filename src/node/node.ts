@@ -51,12 +51,12 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     walMaxEntries: config.walMaxEntries,
     walMaxBytes: config.walMaxBytes,
     now,
-    onBatch: (info) => metrics?.observeBatch({ txns: info.txns, bytes: info.bytes }),
+    onBatch: (info) => metrics?.observeBatch({ txns: info.txns, bytes: info.bytes, merklePages: info.merklePages }),
   });
   metrics = new NodeMetrics({
     lastWal: () => Number(engine.lastGuard().index),
     walRetainedEntries: () => Number(engine.lastGuard().index - engine.firstRetainedIndex() + 1n),
-    walRetainedBytes: () => 0,
+    walRetainedBytes: () => engine.walRetainedBytes(),
   });
   const seal = new SealManager({ get: (n) => engine.getSystem(n), put: (n, v) => engine.putSystem(n, v) });
 

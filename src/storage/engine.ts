@@ -54,7 +54,7 @@ export interface EngineOptions {
   readonly walMaxBytes: number;
   readonly now?: () => number;
   /** Called after each durable commit batch (for metrics). */
-  readonly onBatch?: (info: { txns: number; ops: number; bytes: number }) => void;
+  readonly onBatch?: (info: { txns: number; ops: number; bytes: number; merklePages: number }) => void;
   /** Longest a dirty page record waits under load before a batch flushes it (default 1000 ms). */
   readonly pageFlushIntervalMs?: number;
 }
@@ -158,7 +158,7 @@ export class StorageEngine implements RawStore, MerkleView {
       // If the batch failed we never get here: every txn in it rejects and memory still matches storage.
       this.applied(planned.plan, planned.after, tailPlan);
       for (const t of txns) t.resolve();
-      this.opts.onBatch?.({ txns: txns.length, ops: ops.length, bytes: planned.bytes + opBytes(tailPlan?.ops ?? []) });
+      this.opts.onBatch?.({ txns: txns.length, ops: ops.length, bytes: planned.bytes + opBytes(tailPlan?.ops ?? []), merklePages: countPageRecords(planned.ops) });
     } catch (e) {
       for (const t of txns) t.reject(e);
     }
@@ -247,6 +247,11 @@ export class StorageEngine implements RawStore, MerkleView {
 
   lastGuard(): Guard {
     return this.tail.guard();
+  }
+
+  /** Bytes of WAL entries retained (the bound `walMaxBytes` applies to this). */
+  walRetainedBytes(): number {
+    return this.tail.meta.bytes;
   }
 
   firstRetainedIndex(): bigint {
@@ -435,4 +440,11 @@ export class StorageEngine implements RawStore, MerkleView {
       }
     });
   }
+}
+
+/** Merkle page records a batch writes (0 when it only journals them): the flush metric. */
+function countPageRecords(ops: readonly BatchOp[]): number {
+  let n = 0;
+  for (const op of ops) if (op.type === 'put' && (op.key.startsWith(Keys.pagePrefix(1)) || op.key.startsWith(Keys.pagePrefix(2)))) n++;
+  return n;
 }

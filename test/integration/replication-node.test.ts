@@ -40,7 +40,9 @@ describe('status', () => {
     expect(r.status).toBe(200);
     expect(r.text).toMatch(/tessera_http_requests_total\{method="GET",route="sys\/replication\/status",status="200"\} \d+/);
     expect(r.text).toMatch(/tessera_wal_last_index \d+/);
+    expect(Number(/tessera_wal_retained_bytes (\d+)/.exec(r.text)?.[1])).toBeGreaterThan(0);
     expect(r.text).toMatch(/tessera_group_commit_batch_transactions_count \d+/);
+    expect(r.text).toMatch(/tessera_merkle_flush_pages_count \d+/);
     expect(r.text).toMatch(/tessera_http_request_duration_seconds_bucket/);
     expect((await n.call('GET', 'sys/metrics', undefined, { token: null })).status).toBe(403);
   });
