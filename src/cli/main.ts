@@ -89,6 +89,13 @@ function isEntryPoint(): boolean {
 }
 
 if (isEntryPoint()) {
+  // `tessera ... | head` closes the pipe early: that is the reader's choice, not an error.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw e;
+    });
+  }
   const code = await main(process.argv.slice(2), {
     stdout: process.stdout,
     stderr: process.stderr,
