@@ -29,7 +29,7 @@ import {
 } from './token-entry.js';
 import type { AuthBlock, TokenEntry, TokenEntryView } from './token-entry.js';
 import { TOKEN_ENTRY_PREFIX, hashToken, isAccessor, isTokenHash, tokenKeys } from './token-keys.js';
-import { KeyedMutex } from './token-lock.js';
+import { KeyedMutex } from '../core/keyed-mutex.js';
 
 export { parseDuration } from '../core/duration.js';
 export { hashToken } from './token-keys.js';

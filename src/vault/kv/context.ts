@@ -6,7 +6,7 @@
 import type { LogicalRequest, LogicalResponse } from '../logical.js';
 import type { Store } from '../../storage/store.js';
 import { NotFound } from '../../core/errors.js';
-import type { KeyedMutex } from './lock.js';
+import type { KeyedMutex } from '../../core/keyed-mutex.js';
 import { CONFIG_KEY, metaKey } from './layout.js';
 import { DEFAULT_CONFIG, decodeConfig, decodeMetadata, type KeyMetadata, type KvConfig } from './model.js';
 import { rfc3339 } from './time.js';

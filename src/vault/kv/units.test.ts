@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { InvalidRequest } from '../../core/errors.js';
 import { field, optional, parseFields } from './fields.js';
 import { checkPath, versionKey } from './layout.js';
-import { KeyedMutex } from './lock.js';
+import { KeyedMutex } from '../../core/keyed-mutex.js';
 import { mergePatch } from './merge-patch.js';
 import { goDuration, rfc3339 } from './time.js';
 

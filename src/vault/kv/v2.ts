@@ -15,7 +15,7 @@ import type { Handler, KvContext } from './context.js';
 import { deleteLatest, patchData, readData, writeData } from './data.js';
 import { checkPath } from './layout.js';
 import { deleteVersions, destroyVersions, undeleteVersions } from './lifecycle.js';
-import { KeyedMutex } from './lock.js';
+import { KeyedMutex } from '../../core/keyed-mutex.js';
 import { deleteMetadata, listMetadata, patchMetadata, readMetadata, writeMetadata } from './metadata-paths.js';
 
 type Routes = Partial<Record<Operation, Handler>>;

@@ -1,6 +1,6 @@
 /**
  * A per-key async mutex: callers holding the same key run one after another, in arrival order;
- * different keys never wait for each other. In memory only, one per TokenStore.
+ * different keys never wait for each other. In memory only: one per owner (the token store, each KV engine).
  *
  *   const release = await locks.acquire(hash);
  *   try { ...read, modify, commit... } finally { release(); }

@@ -1,4 +1,4 @@
-import { KeyedMutex } from './token-lock.js';
+import { KeyedMutex } from './keyed-mutex.js';
 
 describe('KeyedMutex', () => {
   it('runs holders of one key in arrival order, other keys freely, and forgets idle keys', async () => {
