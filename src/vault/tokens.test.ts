@@ -4,7 +4,8 @@ import { MapStore } from '../storage/store.js';
 import type { Op } from '../storage/store.js';
 import { randomBase62 } from './token-entry.js';
 import { hashToken, tokenKeys } from './token-keys.js';
-import { TokenStore, parseDuration } from './tokens.js';
+import { parseDuration } from '../core/duration.js';
+import { TokenStore } from './tokens.js';
 import type { TokenEntryView } from './tokens.js';
 
 const T0 = Date.UTC(2024, 4, 1, 12, 0, 0);

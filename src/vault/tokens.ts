@@ -31,7 +31,6 @@ import type { AuthBlock, TokenEntry, TokenEntryView } from './token-entry.js';
 import { TOKEN_ENTRY_PREFIX, hashToken, isAccessor, isTokenHash, tokenKeys } from './token-keys.js';
 import { KeyedMutex } from '../core/keyed-mutex.js';
 
-export { parseDuration } from '../core/duration.js';
 export { hashToken } from './token-keys.js';
 export { DEFAULT_POLICY, ROOT_POLICY, WRAPPING_POLICY, lookupData, sanitizePolicies } from './token-entry.js';
 export type { AuthBlock, TokenEntry, TokenEntryView } from './token-entry.js';

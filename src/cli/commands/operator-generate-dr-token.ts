@@ -13,6 +13,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import { InvalidRequest } from '../../core/errors.js';
+import { OTP_LENGTH, decodeOtp } from '../../core/token-format.js';
 import type { OperationTokenAttempt } from '../../api/replication.js';
 import type { Context, ClientFlags, FormatFlags } from '../context.js';
 import { example, withClientFlags, withFormatFlags } from '../context.js';
@@ -189,13 +191,14 @@ async function decodeMode(ctx: Context, encoded: string, otp: string, format: Fo
  * encoder lives in src/replication, which the CLI may not import; the tests check the two agree.
  */
 export function decodeToken(encoded: string, otp: string): string {
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded.trim())) throw new UsageError('the encoded token is not base64');
-  const bytes = Buffer.from(encoded.trim(), 'base64');
-  const pad = Buffer.from(otp, 'utf8');
-  if (bytes.length !== pad.length) {
-    throw new UsageError(`the encoded token has ${bytes.length} bytes but the OTP has ${pad.length}; check both values`);
+  const length = Buffer.byteLength(otp, 'utf8');
+  if (length !== OTP_LENGTH) throw new UsageError(`the OTP has ${length} characters but must have ${OTP_LENGTH}; check both values`);
+  try {
+    return decodeOtp(encoded, otp);
+  } catch (e) {
+    if (e instanceof InvalidRequest) throw new UsageError(`${e.message}; check both values`);
+    throw e;
   }
-  return Buffer.from(bytes.map((b, i) => b ^ (pad[i] as number))).toString('utf8');
 }
 
 /** The key file as the base64 of its binary form, whether the file holds binary or base64. */
