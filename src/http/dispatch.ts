@@ -5,11 +5,11 @@
  *
  *   const { status, body } = await dispatch(services, routes, apiRequest);
  */
-import { z } from 'zod';
 import { DrSecondaryPathDisabled, InvalidRequest, NotFound, PermissionDenied, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
 import type { Caller } from '../vault/caller.js';
 import type { LogicalResponse, Operation } from '../vault/logical.js';
 import type { ApiRequest } from './request.js';
+import { zodMessages } from './fields.js';
 import { envelope, type Reply } from './reply.js';
 import { findRoute, type Match, type Route } from './route.js';
 
@@ -54,12 +54,6 @@ function authorize(caller: Caller, namespace: string, path: string, operation: O
   if (!ok || (sudo && !caller.allows(p, 'sudo'))) throw new PermissionDenied();
 }
 
-function zodMessages(error: z.ZodError): string[] {
-  return error.issues.map((i) => {
-    const at = i.path.length > 0 ? `${i.path.join('.')}: ` : '';
-    return `${at}${i.message}`;
-  });
-}
 
 async function render(services: Services, req: ApiRequest, fullPath: string, reply: Reply): Promise<Dispatched> {
   switch (reply.kind) {
@@ -114,7 +108,7 @@ export async function dispatch(services: Services, routes: readonly Route[], req
     if (route.rootNamespaceOnly && namespace !== '') {
       throw new InvalidRequest(`${route.pattern.split('/:')[0]} is restricted to the root namespace`);
     }
-    const spec = route.operations[req.operation] ?? (req.operation === 'patch' ? undefined : undefined);
+    const spec = route.operations[req.operation];
     if (!spec) throw new UnsupportedOperation(`unsupported operation ${req.method} on ${req.path}`);
     let caller: Caller | undefined;
     if (route.access === 'token' || route.access === 'sudo') {

@@ -35,3 +35,11 @@ export const stringList = z.union([
 export const stringMap = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
 
 export const empty = z.object({}).passthrough();
+
+/** A validation failure as client-facing messages: `field.path: what is wrong`. */
+export function zodMessages(error: z.ZodError): string[] {
+  return error.issues.map((i) => {
+    const at = i.path.length > 0 ? `${i.path.join('.')}: ` : '';
+    return `${at}${i.message}`;
+  });
+}

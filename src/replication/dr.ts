@@ -258,20 +258,14 @@ export class DrReplication {
       kind: 'dr',
       registry: { check: (id, fp) => this.authorize(id, fp) },
       info: { clusterId: () => (this.record.state.mode === 'primary' ? this.record.state.clusterId : ''), nodeId: () => 'tessera', apiAddr: this.o.apiAddr, clusterAddr: () => this.clusterAddr() },
+      onBootstrap: (id) => this.activated(id),
       ...(this.o.now ? { now: this.o.now } : {}),
-    });
-    const service: PrimaryService = Object.assign(Object.create(streamer) as PrimaryStreamer, {
-      bootstrap: async (peer: Parameters<PrimaryService['bootstrap']>[0], req: Parameters<PrimaryService['bootstrap']>[1]) => {
-        const info = await streamer.bootstrap(peer, req);
-        await this.activated(peer.secondaryId);
-        return info;
-      },
     });
     this.streamer = streamer;
     this.server = await this.o.transport.serve({
       address: this.o.clusterListen,
       tls: { caPem: p.caCertPem, certPem: p.serverCertPem, keyPem: p.serverKeyPem, serverName: p.serverName },
-      service,
+      service: streamer,
     });
     this.boundClusterAddr = this.server.address;
     this.o.log.info({ cluster_addr: this.server.address }, 'DR primary serving on the cluster port');

@@ -61,7 +61,17 @@ export class PrimaryStreamer implements PrimaryService {
   private lastCommitMs = 0;
   private readonly unsubscribe: () => void;
 
-  constructor(private readonly o: { engine: StorageEngine; registry: SecondaryRegistry; info: PrimaryInfo; now?: () => number; kind: 'dr' | 'performance' }) {
+  constructor(
+    private readonly o: {
+      engine: StorageEngine;
+      registry: SecondaryRegistry;
+      info: PrimaryInfo;
+      now?: () => number;
+      kind: 'dr' | 'performance';
+      /** After a secondary's handshake succeeds (its first one activates its token). */
+      onBootstrap?: (secondaryId: string) => Promise<void>;
+    },
+  ) {
     this.unsubscribe = o.engine.onCommit(() => {
       this.lastCommitMs = this.now();
     });
@@ -85,6 +95,7 @@ export class PrimaryStreamer implements PrimaryService {
     const view = this.view(peer.secondaryId);
     view.apiAddr = req.apiAddr;
     view.clusterAddr = req.clusterAddr;
+    await this.o.onBootstrap?.(peer.secondaryId);
     return {
       clusterId: this.o.info.clusterId(),
       version: VERSION,

@@ -6,7 +6,6 @@ import { startTestNode, type TestNode } from '../support/in-process.js';
 let n: TestNode;
 beforeAll(async () => {
   n = await startTestNode();
-  await n.call('PUT', 'secret-setup', {}).catch(() => undefined);
   await n.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } });
 });
 afterAll(async () => n.stop());

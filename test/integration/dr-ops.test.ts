@@ -3,7 +3,6 @@
  * activation, mode errors, DR-secondary maintenance with an operation token, token deletion,
  * update-primary forms, demote and rejoin by token, and the version handshake.
  */
-import pino from 'pino';
 import { VERSION } from '../../src/core/version.js';
 import { PrimaryStreamer } from '../../src/replication/primary-service.js';
 import { StorageEngine } from '../../src/storage/engine.js';
@@ -163,5 +162,4 @@ it('refuses a secondary older than its primary, telling it to upgrade the second
   await expect(svc.bootstrap(peer, { ...req, version: VERSION })).resolves.toMatchObject({ clusterId: 'c' });
   await expect(svc.bootstrap(peer, { ...req, version: '99.0.0' })).resolves.toMatchObject({ clusterId: 'c' });
   await svc.close();
-  pino({ level: 'silent' });
 });

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { InvalidRequest, NotFound } from '../../core/errors.js';
 import type { MountEntry, Mounts } from '../../vault/mounts.js';
-import { boolish, duration, empty, stringMap } from '../fields.js';
+import { boolish, duration, empty, stringMap, zodMessages } from '../fields.js';
 import { noContent, ok } from '../reply.js';
 import { op, type Route } from '../route.js';
 
@@ -80,7 +80,7 @@ export function mountRoutes(mounts: Mounts): Route[] {
           const { path, tune } = split(params.path ?? '');
           if (tune) {
             const parsed = TuneBody.safeParse(req.body);
-            if (!parsed.success) throw new InvalidRequest(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+            if (!parsed.success) throw new InvalidRequest(zodMessages(parsed.error));
             const t = parsed.data;
             await mounts.tune(namespace, path, {
               ...(t.description !== undefined ? { description: t.description } : {}),
@@ -91,7 +91,7 @@ export function mountRoutes(mounts: Mounts): Route[] {
             return noContent();
           }
           const parsed = EnableBody.safeParse(req.body);
-          if (!parsed.success) throw new InvalidRequest(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+          if (!parsed.success) throw new InvalidRequest(zodMessages(parsed.error));
           const b = parsed.data;
           await mounts.enable(namespace, path, {
             type: b.type,
