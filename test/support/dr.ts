@@ -45,3 +45,10 @@ export async function drOperationToken(n: TestNode, keys: string[]): Promise<str
   expect(last.complete).toBe(true);
   return decodeOtp(last.encoded_token, start.body.otp);
 }
+
+/** Enables DR on `p`, activates `s` as its secondary `id`, and waits until they are in sync. */
+export async function activatePair(p: TestNode, s: TestNode, id: string): Promise<void> {
+  expect((await p.call('POST', `${DR}/primary/enable`, {})).status).toBe(204);
+  expect((await s.call('POST', `${DR}/secondary/enable`, { token: await secondaryToken(p, id) })).status).toBe(204);
+  await inSync(p, s);
+}
