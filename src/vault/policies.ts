@@ -25,11 +25,14 @@ function validName(name: string): string {
 
 export class Policies {
   private cache = new Map<string, Policy | null>();
+  /** Compiled ACLs by namespace and policy set: built once, not on every request. */
+  private acls = new Map<string, Acl>();
 
   constructor(private readonly store: () => Store) {}
 
   load(): void {
     this.cache.clear();
+    this.acls.clear();
   }
 
   async text(namespace: string, name: string): Promise<string> {
@@ -55,6 +58,7 @@ export class Policies {
     parsePolicy(n, text);
     await this.store().commit([{ type: 'put', key: key(namespace, n), value: Buffer.from(text, 'utf8') }]);
     this.cache.delete(key(namespace, n));
+    this.acls.clear();
   }
 
   async delete(namespace: string, name: string): Promise<void> {
@@ -62,10 +66,14 @@ export class Policies {
     if (n === ROOT_POLICY_NAME || n === DEFAULT_POLICY_NAME) throw new InvalidRequest(`cannot delete "${n}" policy`);
     await this.store().commit([{ type: 'del', key: key(namespace, n) }]);
     this.cache.delete(key(namespace, n));
+    this.acls.clear();
   }
 
   /** The ACL of a token in `namespace` holding `names`; unknown names grant nothing. */
   async acl(namespace: string, names: readonly string[]): Promise<Acl> {
+    const id = `${namespace}\u0000${names.join('\u0000')}`;
+    const known = this.acls.get(id);
+    if (known) return known;
     const list: Policy[] = [];
     for (const name of names) {
       if (name === ROOT_POLICY_NAME) {
@@ -85,6 +93,10 @@ export class Policies {
       }
       if (p) list.push(p);
     }
-    return new Acl(list);
+    const acl = new Acl(list);
+    // Bounded: token policy sets are few; a flood of distinct sets just rebuilds.
+    if (this.acls.size >= 1024) this.acls.clear();
+    this.acls.set(id, acl);
+    return acl;
   }
 }

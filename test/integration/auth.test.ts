@@ -50,6 +50,17 @@ describe('policies and tokens', () => {
     expect((await n.call('POST', 'auth/token/create', { policies: ['team', 'admin'] }, { token: t })).status).toBe(400);
   });
 
+  it('applies a policy change to tokens already in use', async () => {
+    await n.call('PUT', 'sys/policies/acl/reader', { policy: 'path "secret/data/shared" { capabilities = ["read"] }' });
+    const t = (await n.call('POST', 'auth/token/create', { policies: ['reader'] })).body.auth.client_token;
+    await n.call('PUT', 'secret/data/shared', { data: { v: 1 } });
+    expect((await n.call('GET', 'secret/data/shared', undefined, { token: t })).status).toBe(200);
+    await n.call('PUT', 'sys/policies/acl/reader', { policy: 'path "secret/data/other" { capabilities = ["read"] }' });
+    expect((await n.call('GET', 'secret/data/shared', undefined, { token: t })).status).toBe(403);
+    await n.call('DELETE', 'sys/policies/acl/reader');
+    expect((await n.call('GET', 'secret/data/other', undefined, { token: t })).status).toBe(403);
+  });
+
   it('limits uses, revokes trees, and looks up by accessor', async () => {
     const limited = (await n.call('POST', 'auth/token/create', { policies: ['default'], num_uses: 2 })).body.auth.client_token;
     expect((await n.call('GET', 'auth/token/lookup-self', undefined, { token: limited })).status).toBe(200);
