@@ -23,6 +23,8 @@ license_path        = "/etc/tessera/license.json"
 license_issuer_keys = ["${issuerKey}"]
 hosted              = false
 log_level           = "debug"   # trace|debug|info|warn|error
+max_lease_ttl       = "48h"
+default_lease_ttl   = "1h30m"
 replication {
   wal_max_entries = 5000
   wal_max_bytes   = 1048576
@@ -45,6 +47,7 @@ const fullExpected: Omit<Config, 'source' | 'warnings'> = {
   hosted: false,
   logLevel: 'debug',
   replication: { walMaxEntries: 5000, walMaxBytes: 1048576 },
+  leases: { maxTtl: 48 * 3600, defaultTtl: 5400 },
 };
 
 const minimal = 'storage "inmem" {}\nlistener "tcp" {\n  tls_disable = true\n}\n';
@@ -90,6 +93,8 @@ replication { wal_max_entries = 100000  wal_max_bytes = 268435456 }   # our addi
       license_path: '/etc/tessera/license.json',
       license_issuer_keys: [issuerKey],
       log_level: 'debug',
+      max_lease_ttl: 172800,
+      default_lease_ttl: '90m',
       replication: { wal_max_entries: 5000, wal_max_bytes: 1048576 },
     };
     const config = parseConfigText(JSON.stringify(json), 'server.JSON');
@@ -108,8 +113,25 @@ replication { wal_max_entries = 100000  wal_max_bytes = 268435456 }   # our addi
       hosted: false,
       logLevel: 'info',
       replication: { walMaxEntries: 100000, walMaxBytes: 268435456 },
+      leases: { maxTtl: 768 * 3600, defaultTtl: 768 * 3600 },
       warnings: [],
     });
+  });
+
+  it('bounds leases: an unset default follows a smaller max_lease_ttl', () => {
+    expect(parseConfigText(`${minimal}max_lease_ttl = "1h"\n`, 'l.hcl').leases).toEqual({ maxTtl: 3600, defaultTtl: 3600 });
+    expect(parseConfigText(`${minimal}default_lease_ttl = 60\n`, 'l.hcl').leases).toEqual({ maxTtl: 768 * 3600, defaultTtl: 60 });
+  });
+
+  it.each([
+    ['max_lease_ttl = "soon"', 'max_lease_ttl', 'invalid or out-of-range duration'],
+    ['max_lease_ttl = "99999999999999h"', 'max_lease_ttl', 'invalid or out-of-range duration'],
+    ['max_lease_ttl = "0s"', 'max_lease_ttl', 'above zero'],
+    ['default_lease_ttl = true', 'default_lease_ttl', 'expected a duration'],
+    ['max_lease_ttl = "1h"\ndefault_lease_ttl = "2h"', 'default_lease_ttl', 'exceeds max_lease_ttl'],
+  ])('rejects %s', (line, key, problem) => {
+    const e = configError(`${minimal}${line}\n`);
+    expect(e.issues.find((i) => i.key === key)?.problem).toContain(problem);
   });
 
   it.each([

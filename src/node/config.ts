@@ -12,6 +12,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { parseDuration } from '../core/duration.js';
 import { ErrorCode, TesseraError } from '../core/errors.js';
 import { parseIssuerKey } from '../license/index.js';
 import { parseHcl } from '../vault/policy.js';
@@ -38,6 +39,12 @@ export interface ReplicationConfig {
   readonly walMaxBytes: number;
 }
 
+/** Vault's system lease bounds, in seconds: tokens get `defaultTtl` unless they ask, never more than `maxTtl`. */
+export interface LeaseConfig {
+  readonly maxTtl: number;
+  readonly defaultTtl: number;
+}
+
 export interface Config {
   /** The file it came from; '(dev)' for devConfig. */
   readonly source: string;
@@ -53,6 +60,8 @@ export interface Config {
   readonly hosted: boolean;
   readonly logLevel: LogLevel;
   readonly replication: ReplicationConfig;
+  /** `max_lease_ttl` and `default_lease_ttl` (768h each unless set). */
+  readonly leases: LeaseConfig;
   /** One line per ignored key, "FILE: key.path: ...". */
   readonly warnings: readonly string[];
 }
@@ -78,6 +87,8 @@ export const configDefaults = {
   listenerAddress: '127.0.0.1:8200',
   walMaxEntries: 100_000,
   walMaxBytes: 268_435_456,
+  /** Vault's defaults for both `max_lease_ttl` and `default_lease_ttl`: 768h. */
+  leaseTtl: 768 * 3600,
 } as const;
 
 /** Reads and validates a config file. @throws ConfigError, also for an unreadable file. */
@@ -169,6 +180,18 @@ const replicationSchema = z.strictObject({
   wal_max_bytes: z.number().int().positive().default(configDefaults.walMaxBytes),
 });
 
+/** A lease bound: Vault's duration forms ("768h", "30m", seconds as a number or string), above zero. */
+const leaseDuration = z.union([z.number(), z.string()], { error: 'expected a duration such as "768h" or a number of seconds' }).transform((v, ctx) => {
+  try {
+    const seconds = parseDuration(v);
+    if (seconds > 0) return seconds;
+    ctx.addIssue({ code: 'custom', message: 'must be a duration above zero' });
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `invalid or out-of-range duration ${JSON.stringify(v).slice(0, 40)} (expected such as "768h")` });
+  }
+  return z.NEVER;
+});
+
 const topSchema = z.object({
   api_addr: z
     .string()
@@ -181,6 +204,8 @@ const topSchema = z.object({
     .default([]),
   hosted: boolish.default(false),
   log_level: z.enum(['trace', 'debug', 'info', 'warn', 'warning', 'error']).default('info'),
+  max_lease_ttl: leaseDuration.optional(),
+  default_lease_ttl: leaseDuration.optional(),
 });
 const blockKeys = ['storage', 'listener', 'replication'];
 
@@ -237,7 +262,18 @@ function validate(tree: Record<string, unknown>, file: string): Config {
     clusterAddr = derivedClusterAddr(listener.address, issues);
   }
 
-  if (issues.length > 0 || storage === undefined || listener === undefined || top === undefined || clusterAddr === undefined) {
+  let leases: LeaseConfig | undefined;
+  if (top !== undefined) {
+    const maxTtl = top.max_lease_ttl ?? configDefaults.leaseTtl;
+    // Unset, the default follows a smaller maximum; set above it, it is a mistake to report.
+    const defaultTtl = top.default_lease_ttl ?? Math.min(configDefaults.leaseTtl, maxTtl);
+    if (defaultTtl > maxTtl) {
+      issues.push({ key: 'default_lease_ttl', problem: `${defaultTtl}s exceeds max_lease_ttl (${maxTtl}s)` });
+    }
+    leases = { maxTtl, defaultTtl };
+  }
+
+  if (issues.length > 0 || leases === undefined || storage === undefined || listener === undefined || top === undefined || clusterAddr === undefined) {
     throw new ConfigError(file, issues);
   }
   const scheme = listener.tls.mode === 'enabled' ? 'https' : 'http';
@@ -252,6 +288,7 @@ function validate(tree: Record<string, unknown>, file: string): Config {
     hosted: toBool(top.hosted),
     logLevel: top.log_level === 'warning' ? 'warn' : top.log_level,
     replication,
+    leases,
     warnings: Object.freeze(warnings),
   };
 }

@@ -38,6 +38,7 @@ export function toNodeConfig(c: Config): NodeConfig {
     hosted: c.hosted,
     walMaxEntries: c.replication.walMaxEntries,
     walMaxBytes: c.replication.walMaxBytes,
+    leases: c.leases,
   };
 }
 

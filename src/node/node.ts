@@ -31,6 +31,8 @@ export interface NodeConfig {
   readonly hosted: boolean;
   readonly walMaxEntries: number;
   readonly walMaxBytes: number;
+  /** System lease bounds in seconds (`max_lease_ttl`, `default_lease_ttl`); Vault's 768h each unless given. */
+  readonly leases?: { readonly maxTtl: number; readonly defaultTtl: number };
 }
 
 export interface RunningNode {
@@ -70,7 +72,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     why: () => describeLicense(license),
   };
 
-  const core = new VaultCore({ storage: engine, seal, license: licenseView, hosted: config.hosted, now });
+  const core = new VaultCore({ storage: engine, seal, license: licenseView, hosted: config.hosted, now, ...(config.leases ? { ttlLimits: config.leases } : {}) });
   await core.start();
   let apiAddr = config.apiAddr;
   const repl = await wireReplication({ engine, seal, core, log, now, clusterListen: config.clusterAddr, apiAddr: () => apiAddr });

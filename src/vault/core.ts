@@ -18,7 +18,7 @@ import type { LogicalResponse, Operation, SecretsEngine } from './logical.js';
 import { Mounts, kvVersion, storagePrefix } from './mounts.js';
 import { Namespaces } from './namespaces.js';
 import { Policies } from './policies.js';
-import { TokenStore } from './tokens.js';
+import { TokenStore, type TtlLimits } from './tokens.js';
 import { Wrapping } from './wrapping.js';
 
 /** What the core needs from the storage engine. */
@@ -38,6 +38,8 @@ export interface CoreOptions {
   readonly license: LicenseView;
   readonly hosted: boolean;
   readonly now?: () => number;
+  /** System bounds on token TTLs (config `max_lease_ttl`, `default_lease_ttl`). */
+  readonly ttlLimits?: TtlLimits;
 }
 
 export class VaultCore {
@@ -63,7 +65,7 @@ export class VaultCore {
       commit: (ops) => this.store().commit(ops),
     };
     const now = opts.now ?? Date.now;
-    this.tokens = new TokenStore(lazy, { now });
+    this.tokens = new TokenStore(lazy, { now, ...(opts.ttlLimits ? { limits: opts.ttlLimits } : {}) });
     this.wrapping = new Wrapping(this.tokens, lazy);
     const kvNow = () => new Date(now());
     this.engines = { 1: createKvEngine({ version: 1, now: kvNow }), 2: createKvEngine({ version: 2, now: kvNow }) };

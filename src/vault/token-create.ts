@@ -2,12 +2,13 @@
  * The rules of `auth/token/create`, as a pure function from the (live) parent and the request to
  * the draft of the child that TokenStore then mints.
  *
- *   const draft = childDraft(parent, { policies: ['app'], ttl: '1h' }, '', { privileged: false });
+ *   const draft = childDraft(parent, { policies: ['app'], ttl: '1h' }, '', { privileged: false }, DEFAULT_TTL_LIMITS);
+ *   draft.warnings; // ['TTL of "1000000h0m0s" exceeded the effective max_ttl of "768h0m0s"; ...'] when clamped
  */
-import { parseDuration } from '../core/duration.js';
+import { goDuration, parseDuration } from '../core/duration.js';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
 import { DEFAULT_POLICY, ROOT_POLICY, sanitizePolicies } from './token-entry.js';
-import type { TokenEntryView } from './token-entry.js';
+import type { TokenEntry, TokenEntryView } from './token-entry.js';
 
 export interface CreateTokenRequest {
   /** Absent or empty: the parent's policies. */
@@ -37,6 +38,17 @@ export interface CreateTokenOptions {
   readonly path?: string;
 }
 
+/**
+ * The system's lease bounds, in seconds (Vault's `default_lease_ttl` and `max_lease_ttl`, both
+ * 768h unless configured). `defaultTtl` <= `maxTtl`, both > 0.
+ */
+export interface TtlLimits {
+  readonly maxTtl: number;
+  readonly defaultTtl: number;
+}
+
+export const DEFAULT_TTL_LIMITS: TtlLimits = { maxTtl: 768 * 3600, defaultTtl: 768 * 3600 };
+
 /** Everything of an entry that is decided before minting, plus the latest allowed expiry. */
 export interface TokenDraft {
   readonly id: string | undefined;
@@ -53,6 +65,8 @@ export interface TokenDraft {
   readonly renewable: boolean;
   /** Unix seconds the token may not outlive (its parent's expiry), or null. */
   readonly expireCap: number | null;
+  /** For the response's `warnings`: what was capped. */
+  readonly warnings: readonly string[];
 }
 
 export function childDraft(
@@ -60,6 +74,7 @@ export function childDraft(
   req: CreateTokenRequest,
   ns: string,
   opts: CreateTokenOptions,
+  limits: TtlLimits,
 ): TokenDraft {
   const parentIsRoot = parent.policies.includes(ROOT_POLICY);
   const privileged = opts.privileged === true || parentIsRoot;
@@ -89,11 +104,17 @@ export function childDraft(
   }
 
   const meta = req.meta !== undefined && req.meta !== null && Object.keys(req.meta).length > 0 ? { ...req.meta } : null;
+  const ttls = boundedTtls(
+    parseDuration(req.ttl ?? 0, 'ttl'),
+    parseDuration(req.explicit_max_ttl ?? 0, 'explicit_max_ttl'),
+    policies.includes(ROOT_POLICY),
+    limits,
+  );
   return {
     id,
     policies,
-    ttl: parseDuration(req.ttl ?? 0, 'ttl'),
-    explicit_max_ttl: parseDuration(req.explicit_max_ttl ?? 0, 'explicit_max_ttl'),
+    ttl: ttls.ttl,
+    explicit_max_ttl: ttls.explicitMaxTtl,
     num_uses: parseUses(req.num_uses),
     parent: orphan ? '' : parent.hash,
     namespace_path: ns,
@@ -104,7 +125,39 @@ export function childDraft(
     renewable: req.renewable ?? true,
     // Expiring revokes a token's tree, so a child never outlives its parent; orphans may.
     expireCap: orphan ? null : parent.expire_time,
+    warnings: ttls.warnings,
   };
+}
+
+/**
+ * Vault's token TTL rules against the system bounds: explicit_max_ttl is capped at the maximum;
+ * a token asking no TTL gets the default, unless it holds `root` (root tokens may live forever);
+ * the TTL is capped at the maximum, then at explicit_max_ttl, which also bounds a root token that
+ * asked none. Every cap says so in a warning worded as Vault's.
+ */
+export function boundedTtls(
+  ttl: number,
+  explicitMaxTtl: number,
+  root: boolean,
+  limits: TtlLimits,
+): { ttl: number; explicitMaxTtl: number; warnings: string[] } {
+  const warnings: string[] = [];
+  let explicit = explicitMaxTtl;
+  if (explicit > limits.maxTtl) {
+    warnings.push(
+      `Explicit max TTL of ${explicit} seconds is greater than system/mount allowed value; value is being capped to ${limits.maxTtl} seconds`,
+    );
+    explicit = limits.maxTtl;
+  }
+  let t = ttl === 0 && !root ? Math.min(limits.defaultTtl, limits.maxTtl) : ttl;
+  if (t > limits.maxTtl) {
+    warnings.push(
+      `TTL of "${goDuration(t)}" exceeded the effective max_ttl of "${goDuration(limits.maxTtl)}"; TTL value is capped accordingly`,
+    );
+    t = limits.maxTtl;
+  }
+  if (explicit > 0 && (t === 0 || t > explicit)) t = explicit;
+  return { ttl: t, explicitMaxTtl: explicit, warnings };
 }
 
 /** Namespaces are `a/b/` or '' (root); a token may create tokens in its namespace and below. */
@@ -124,4 +177,36 @@ function parseUses(v: number | string | undefined): number {
 function displayName(name: string | undefined): string {
   if (name === undefined || name === '') return 'token';
   return `token-${name}`.replace(/[^a-zA-Z0-9-]/g, '-').replace(/-$/, '');
+}
+
+/**
+ * The entry minted from `draft` at `nowMs`: the TTL capped at explicit_max_ttl, the expiry at the
+ * draft's cap (the parent's expiry). PermissionDenied when that cap has already passed (the parent
+ * expired between its check and now).
+ */
+export function entryFromDraft(draft: TokenDraft, nowMs: number, accessor: string): TokenEntry {
+  const now = Math.floor(nowMs / 1000);
+  let ttl = draft.ttl;
+  if (draft.explicit_max_ttl > 0 && (ttl === 0 || ttl > draft.explicit_max_ttl)) ttl = draft.explicit_max_ttl;
+  let expire = ttl > 0 ? now + ttl : null;
+  if (draft.expireCap !== null && (expire === null || expire > draft.expireCap)) expire = draft.expireCap;
+  if (expire !== null && expire * 1000 <= nowMs) throw new PermissionDenied();
+  ttl = expire === null ? 0 : expire - now;
+  return {
+    accessor,
+    policies: [...draft.policies],
+    ttl,
+    creation_time: now,
+    expire_time: expire,
+    num_uses: draft.num_uses,
+    parent: draft.parent,
+    namespace_path: draft.namespace_path,
+    display_name: draft.display_name,
+    meta: draft.meta,
+    orphan: draft.orphan,
+    type: 'service',
+    path: draft.path,
+    explicit_max_ttl: draft.explicit_max_ttl,
+    renewable: draft.renewable && ttl > 0,
+  };
 }

@@ -13,17 +13,25 @@ export const ROOT_POLICY = 'root';
 export const DEFAULT_POLICY = 'default';
 export const WRAPPING_POLICY = 'response-wrapping';
 
+/**
+ * Whole numbers of any size. zod's `.int()` also demands the safe-integer range, which turned an
+ * entry written with an absurd expiry into a 500 on every later use and revocation; size is
+ * bounded when a token is minted (ttl limits), and a stored record is read as it is.
+ */
+const whole = z.number().refine(Number.isInteger, 'expected a whole number');
+const count = whole.refine((n) => n >= 0, 'expected a non-negative number');
+
 const entrySchema = z.object({
   accessor: z.string(),
   policies: z.array(z.string()),
   /** Seconds the token was issued for; 0 = it never expires. */
-  ttl: z.number().int().nonnegative(),
+  ttl: count,
   /** Unix seconds. */
-  creation_time: z.number().int(),
+  creation_time: whole,
   /** Unix seconds, or null for a token without a TTL. */
-  expire_time: z.number().int().nullable(),
+  expire_time: whole.nullable(),
   /** Uses left; 0 = unlimited. */
-  num_uses: z.number().int().nonnegative(),
+  num_uses: count,
   /** Hash of the parent token, '' for an orphan. */
   parent: z.string(),
   /** '' for the root namespace, else `a/b/`. */
@@ -34,7 +42,7 @@ const entrySchema = z.object({
   type: z.literal('service'),
   /** The path the token was created at, e.g. `auth/token/create`. */
   path: z.string(),
-  explicit_max_ttl: z.number().int().nonnegative(),
+  explicit_max_ttl: count,
   renewable: z.boolean(),
 });
 
@@ -112,9 +120,14 @@ export function randomBase62(length: number, random: (size: number) => Buffer): 
   return out;
 }
 
-/** Unix seconds -> `2024-05-01T12:00:00Z`. */
+/** RFC 3339's range: 0000-01-01T00:00:00Z .. 9999-12-31T23:59:59Z, in Unix seconds. */
+const RFC3339_MIN = -62_167_219_200;
+const RFC3339_MAX = 253_402_300_799;
+
+/** Unix seconds -> `2024-05-01T12:00:00Z`; a stored time beyond year 9999 reads as its end. */
 export function rfc3339(unixSeconds: number): string {
-  return new Date(unixSeconds * 1000).toISOString().replace(/\.000Z$/, 'Z');
+  const clamped = Math.min(RFC3339_MAX, Math.max(RFC3339_MIN, unixSeconds));
+  return new Date(clamped * 1000).toISOString().replace(/\.000Z$/, 'Z');
 }
 
 export function authBlock(token: string, entry: TokenEntry): AuthBlock {

@@ -6,8 +6,10 @@
  *   const h = hashToken('hvs.abc...');
  *   await store.get(tokenKeys.entry(h));            // the entry JSON
  *   await store.list(tokenKeys.childrenOf(h));       // child hashes, for revoking a tree
+ *   await store.commit(entryDeletion(h, revocationFacts(raw)));  // an entry and its index keys
  */
 import { hash } from 'node:crypto';
+import type { Op } from '../storage/store.js';
 
 export const TOKEN_ENTRY_PREFIX = 'local/token/id/';
 export const TOKEN_ACCESSOR_PREFIX = 'local/token/accessor/';
@@ -39,4 +41,44 @@ export function isAccessor(s: string): boolean {
 const HASH_RE = /^[0-9a-f]{64}$/;
 export function isTokenHash(s: string): boolean {
   return HASH_RE.test(s);
+}
+
+/**
+ * What revocation needs of a stored entry, read without trusting its shape: an entry that does not
+ * decode must still be deletable, with whatever index keys can be found. `namespace` is undefined
+ * when unreadable (only a root-namespace caller may then revoke it).
+ */
+export interface RevocationFacts {
+  readonly accessor: string | undefined;
+  /** Hash of the parent token; '' for an orphan or when unreadable. */
+  readonly parent: string;
+  readonly namespace: string | undefined;
+}
+
+export function revocationFacts(raw: Buffer): RevocationFacts {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return { accessor: undefined, parent: '', namespace: undefined };
+  }
+  const o: Record<string, unknown> = typeof json === 'object' && json !== null && !Array.isArray(json) ? (json as Record<string, unknown>) : {};
+  const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+  return { accessor: str(o['accessor']), parent: str(o['parent']) ?? '', namespace: str(o['namespace_path']) };
+}
+
+/** The entry, its accessor index, its link under its parent, and any wrapped response. */
+export function entryDeletion(hash: string, entry: Pick<RevocationFacts, 'accessor' | 'parent'>): Op[] {
+  const ops: Op[] = [
+    { type: 'del', key: tokenKeys.entry(hash) },
+    { type: 'del', key: tokenKeys.wrap(hash) },
+  ];
+  if (entry.accessor !== undefined && isAccessor(entry.accessor)) ops.push({ type: 'del', key: tokenKeys.accessor(entry.accessor) });
+  if (isTokenHash(entry.parent)) ops.push({ type: 'del', key: tokenKeys.child(entry.parent, hash) });
+  return ops;
+}
+
+/** An entry whose namespace cannot be read is reachable from the root namespace only. */
+export function factsInScope(facts: RevocationFacts, scope: string): boolean {
+  return facts.namespace === undefined ? scope === '' : facts.namespace.startsWith(scope);
 }

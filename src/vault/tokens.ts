@@ -7,6 +7,14 @@
  *   const caller = await tokens.validateForUse(token);            // PermissionDenied if not live
  *   const auth = await tokens.create(caller, { policies: ['app'], ttl: '1h' }, '');
  *   await tokens.revoke(token);                                    // also revokes auth.client_token
+ *   await tokens.revoke(other, 'nsx/');                             // no-op unless `other` is of nsx/ or below
+ *
+ * Scope: lookups and revocations take the namespace the request acts in (`scope`, '' = root); a
+ * token of another namespace than `scope` or one below it is treated exactly as an unknown token,
+ * so a child namespace can neither act on its parents' tokens nor learn that they exist.
+ *
+ * TTLs of created tokens are bounded by the system limits (`limits`, token-create.ts). Revocation
+ * never depends on a stored entry being well-formed: it deletes what it can find of it.
  *
  * Concurrency: every read-modify-write of an entry runs under that token's in-memory lock. Locks
  * are always taken from ancestor to descendant (a tree is walked top-down), which rules out
@@ -16,8 +24,8 @@ import { randomBytes } from 'node:crypto';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
 import type { TesseraError } from '../core/errors.js';
 import type { Op, Store } from '../storage/store.js';
-import { childDraft } from './token-create.js';
-import type { CreateTokenOptions, CreateTokenRequest, TokenDraft } from './token-create.js';
+import { DEFAULT_TTL_LIMITS, childDraft, entryFromDraft } from './token-create.js';
+import type { CreateTokenOptions, CreateTokenRequest, TokenDraft, TtlLimits } from './token-create.js';
 import {
   authBlock,
   decodeEntry,
@@ -28,19 +36,29 @@ import {
   sanitizePolicies,
 } from './token-entry.js';
 import type { AuthBlock, TokenEntry, TokenEntryView } from './token-entry.js';
-import { TOKEN_ENTRY_PREFIX, hashToken, isAccessor, isTokenHash, tokenKeys } from './token-keys.js';
+import { TOKEN_ENTRY_PREFIX, entryDeletion, factsInScope, hashToken, isAccessor, isTokenHash, revocationFacts, tokenKeys } from './token-keys.js';
+import type { RevocationFacts } from './token-keys.js';
 import { KeyedMutex } from '../core/keyed-mutex.js';
 
 export { hashToken } from './token-keys.js';
 export { DEFAULT_POLICY, ROOT_POLICY, WRAPPING_POLICY, lookupData, sanitizePolicies } from './token-entry.js';
 export type { AuthBlock, TokenEntry, TokenEntryView } from './token-entry.js';
-export type { CreateTokenOptions, CreateTokenRequest } from './token-create.js';
+export type { CreateTokenOptions, CreateTokenRequest, TtlLimits } from './token-create.js';
+export { DEFAULT_TTL_LIMITS } from './token-create.js';
 
 export interface TokenStoreOptions {
   /** Milliseconds since the epoch. */
   readonly now?: () => number;
   /** Cryptographically random bytes. */
   readonly random?: (size: number) => Buffer;
+  /** System TTL bounds for created tokens; Vault's 768h/768h unless given. */
+  readonly limits?: TtlLimits;
+}
+
+/** A created token's auth block and the warnings for the response (TTLs that were capped). */
+export interface Created {
+  readonly auth: AuthBlock;
+  readonly warnings: readonly string[];
 }
 
 /** An orphan token minted by a trusted service (wrapping, DR operation tokens), not by a request. */
@@ -73,8 +91,10 @@ export interface Redemption<T> {
 }
 
 interface LockedTree {
-  /** The entry at the top of the tree as stored (live or expired), if any. */
+  /** The entry at the top of the tree as stored (live or expired), if any and well-formed. */
   readonly root: TokenEntryView | undefined;
+  /** Whether anything was stored at the top of the tree, well-formed or not. */
+  readonly found: boolean;
   /** Deletes every entry, index key and wrapped response of the tree. */
   readonly ops: readonly Op[];
   release(): void;
@@ -87,6 +107,7 @@ export class TokenStore {
   readonly #store: Store;
   readonly #now: () => number;
   readonly #random: (size: number) => Buffer;
+  readonly #limits: TtlLimits;
   readonly #locks = new KeyedMutex();
   /** Hashes being minted right now: two creates with the same chosen id must not both pass. */
   readonly #minting = new Set<string>();
@@ -95,6 +116,7 @@ export class TokenStore {
     this.#store = store;
     this.#now = opts.now ?? Date.now;
     this.#random = opts.random ?? randomBytes;
+    this.#limits = opts.limits ?? DEFAULT_TTL_LIMITS;
   }
 
   /** A root token: policies ['root'], no TTL, orphan. `id` is `-dev-root-token-id`'s choice. */
@@ -113,6 +135,7 @@ export class TokenStore {
       path: 'auth/token/root',
       renewable: false,
       expireCap: null,
+      warnings: [],
     });
     return { token: issued.token, accessor: issued.entry.accessor };
   }
@@ -128,11 +151,22 @@ export class TokenStore {
     ns: string,
     opts: CreateTokenOptions = {},
   ): Promise<AuthBlock> {
-    const build = async (): Promise<AuthBlock> => {
+    return (await this.createWithWarnings(parent, req, ns, opts)).auth;
+  }
+
+  /** `create`, with the warnings Vault puts in the response when it capped a TTL. */
+  async createWithWarnings(
+    parent: TokenEntryView,
+    req: CreateTokenRequest,
+    ns: string,
+    opts: CreateTokenOptions = {},
+  ): Promise<Created> {
+    const build = async (): Promise<Created> => {
       const live = await this.#readLive(parent.hash);
       if (live === undefined) throw new PermissionDenied();
-      const issued = await this.#mint(childDraft(live, req, ns, opts));
-      return authBlock(issued.token, issued.entry);
+      const draft = childDraft(live, req, ns, opts, this.#limits);
+      const issued = await this.#mint(draft);
+      return { auth: authBlock(issued.token, issued.entry), warnings: draft.warnings };
     };
     return req.no_parent === true ? build() : this.#locks.run(parent.hash, build);
   }
@@ -158,19 +192,20 @@ export class TokenStore {
         path: spec.path,
         renewable: (spec.renewable ?? false) && ttl > 0,
         expireCap: null,
+        warnings: [],
       },
       extra,
     );
   }
 
-  /** The live entry of `token`; undefined if unknown, revoked or expired. Spends nothing. */
-  lookup(token: string): Promise<TokenEntryView | undefined> {
-    return this.#readLive(hashToken(token));
+  /** The live entry of `token` if of `scope` or below; undefined if not, unknown, revoked or expired. Spends nothing. */
+  async lookup(token: string, scope = ''): Promise<TokenEntryView | undefined> {
+    return inScope(await this.#readLive(hashToken(token)), scope);
   }
 
-  async lookupByAccessor(accessor: string): Promise<TokenEntryView | undefined> {
+  async lookupByAccessor(accessor: string, scope = ''): Promise<TokenEntryView | undefined> {
     const hash = await this.#hashOfAccessor(accessor);
-    return hash === undefined ? undefined : this.#readLive(hash);
+    return hash === undefined ? undefined : inScope(await this.#readLive(hash), scope);
   }
 
   /** Vault's lookup data for `entry`; pass the token as `id` only for lookup and lookup-self. */
@@ -207,41 +242,44 @@ export class TokenStore {
     });
   }
 
-  /** Revokes `token` and, recursively, its non-orphan children in one commit. */
-  revoke(token: string): Promise<boolean> {
-    return this.revokeTree(hashToken(token));
+  /**
+   * Revokes `token` and, recursively, its non-orphan children in one commit; nothing if the token
+   * is not of `scope` or below. Children are always of their parent's namespace or below.
+   */
+  revoke(token: string, scope = ''): Promise<boolean> {
+    return this.revokeTree(hashToken(token), scope);
   }
 
-  async revokeAccessor(accessor: string): Promise<boolean> {
+  async revokeAccessor(accessor: string, scope = ''): Promise<boolean> {
     const hash = await this.#hashOfAccessor(accessor);
-    return hash === undefined ? false : this.revokeTree(hash);
+    return hash === undefined ? false : this.revokeTree(hash, scope);
   }
 
-  /** True if a stored entry (live or expired) was removed. */
-  async revokeTree(hash: string): Promise<boolean> {
+  /** True if a stored entry (live, expired, or malformed) was removed. */
+  async revokeTree(hash: string, scope = ''): Promise<boolean> {
     if (!isTokenHash(hash)) return false;
-    const tree = await this.#lockTree(hash, false);
+    const tree = await this.#lockTree(hash, false, scope);
     try {
       if (tree.ops.length > 0) await this.#store.commit(tree.ops);
-      return tree.root !== undefined;
+      return tree.found;
     } finally {
       tree.release();
     }
   }
 
-  /** Vault's revoke-orphan: revokes only `token`; its children become orphans. */
-  async revokeOrphan(token: string): Promise<boolean> {
+  /** Vault's revoke-orphan: revokes only `token` (if of `scope` or below); its children become orphans. */
+  async revokeOrphan(token: string, scope = ''): Promise<boolean> {
     const hash = hashToken(token);
     const releases = [await this.#locks.acquire(hash)];
     try {
-      const entry = await this.#read(hash);
-      if (entry === undefined) return false;
-      const ops: Op[] = [...entryDeletion(hash, entry)];
+      const facts = await this.#readFacts(hash);
+      if (facts === undefined || !factsInScope(facts, scope)) return false;
+      const ops: Op[] = [...entryDeletion(hash, facts)];
       for (const child of await this.#store.list(tokenKeys.childrenOf(hash))) {
         ops.push({ type: 'del', key: tokenKeys.child(hash, child) });
         if (!isTokenHash(child)) continue;
         releases.push(await this.#locks.acquire(child));
-        const c = await this.#read(child);
+        const c = await this.#read(child).catch(() => undefined); // a malformed child just loses its link
         if (c === undefined) continue;
         const orphaned: TokenEntry = { ...withoutHash(c), parent: '', orphan: true };
         ops.push({ type: 'put', key: tokenKeys.entry(child), value: encodeEntry(orphaned) });
@@ -280,7 +318,7 @@ export class TokenStore {
     let revoked = 0;
     for (const hash of await this.#store.list(TOKEN_ENTRY_PREFIX)) {
       if (!isTokenHash(hash)) continue;
-      const seen = await this.#read(hash);
+      const seen = await this.#read(hash).catch(() => undefined); // malformed: not known to be expired
       if (seen === undefined || !isExpired(seen, this.#now())) continue;
       const tree = await this.#lockTree(hash, false);
       try {
@@ -302,32 +340,7 @@ export class TokenStore {
     this.#minting.add(hash);
     try {
       if ((await this.#store.get(tokenKeys.entry(hash))) !== undefined) throw duplicate();
-      const nowMs = this.#now();
-      const now = Math.floor(nowMs / 1000);
-      let ttl = draft.ttl;
-      if (draft.explicit_max_ttl > 0 && (ttl === 0 || ttl > draft.explicit_max_ttl)) ttl = draft.explicit_max_ttl;
-      let expire = ttl > 0 ? now + ttl : null;
-      if (draft.expireCap !== null && (expire === null || expire > draft.expireCap)) expire = draft.expireCap;
-      // Only reachable when the parent expired between its check and now.
-      if (expire !== null && expire * 1000 <= nowMs) throw new PermissionDenied();
-      ttl = expire === null ? 0 : expire - now;
-      const entry: TokenEntry = {
-        accessor: randomBase62(TOKEN_LENGTH, this.#random),
-        policies: [...draft.policies],
-        ttl,
-        creation_time: now,
-        expire_time: expire,
-        num_uses: draft.num_uses,
-        parent: draft.parent,
-        namespace_path: draft.namespace_path,
-        display_name: draft.display_name,
-        meta: draft.meta,
-        orphan: draft.orphan,
-        type: 'service',
-        path: draft.path,
-        explicit_max_ttl: draft.explicit_max_ttl,
-        renewable: draft.renewable && ttl > 0,
-      };
+      const entry = entryFromDraft(draft, this.#now(), randomBase62(TOKEN_LENGTH, this.#random));
       const ops: Op[] = [
         { type: 'put', key: tokenKeys.entry(hash), value: encodeEntry(entry) },
         { type: 'put', key: tokenKeys.accessor(entry.accessor), value: Buffer.from(hash, 'utf8') },
@@ -346,6 +359,12 @@ export class TokenStore {
     return raw === undefined ? undefined : { ...decodeEntry(raw), hash };
   }
 
+  /** What revocation needs of the stored entry, whatever its shape; undefined if nothing is stored. */
+  async #readFacts(hash: string): Promise<RevocationFacts | undefined> {
+    const raw = await this.#store.get(tokenKeys.entry(hash));
+    return raw === undefined ? undefined : revocationFacts(raw);
+  }
+
   async #readLive(hash: string): Promise<TokenEntryView | undefined> {
     const entry = await this.#read(hash);
     return entry === undefined || isExpired(entry, this.#now()) ? undefined : entry;
@@ -359,20 +378,27 @@ export class TokenStore {
 
   /**
    * Locks `hash` (unless the caller already holds it) and every descendant, top-down, and returns
-   * the ops deleting them all. The caller commits, then releases.
+   * the ops deleting them all; no ops when the top entry is not of `scope` or below. Entries are
+   * read for their index keys only (revocationFacts), so no stored record can make this throw.
+   * The caller commits, then releases.
    */
-  async #lockTree(hash: string, rootHeld: boolean): Promise<LockedTree> {
+  async #lockTree(hash: string, rootHeld: boolean, scope = ''): Promise<LockedTree> {
     const releases: Array<() => void> = [];
     const ops = new Map<string, Op>();
     const seen = new Set<string>();
     let root: TokenEntryView | undefined;
+    let found = false;
     const visit = async (h: string, isRoot: boolean): Promise<void> => {
       if (seen.has(h)) return; // only a corrupt store could hold a cycle
       seen.add(h);
       if (!(isRoot && rootHeld)) releases.push(await this.#locks.acquire(h));
-      const entry = await this.#read(h);
-      if (isRoot) root = entry;
-      if (entry !== undefined) for (const op of entryDeletion(h, entry)) ops.set(op.key, op);
+      const facts = await this.#readFacts(h);
+      if (isRoot) {
+        if (facts === undefined ? scope !== '' : !factsInScope(facts, scope)) return;
+        found = facts !== undefined;
+        root = await this.#read(h).catch(() => undefined);
+      }
+      if (facts !== undefined) for (const op of entryDeletion(h, facts)) ops.set(op.key, op);
       for (const child of await this.#store.list(tokenKeys.childrenOf(h))) {
         const link = tokenKeys.child(h, child);
         ops.set(link, { type: 'del', key: link });
@@ -388,7 +414,7 @@ export class TokenStore {
       release();
       throw e;
     }
-    return { root, ops: [...ops.values()], release };
+    return { root, found, ops: [...ops.values()], release };
   }
 }
 
@@ -397,13 +423,7 @@ function withoutHash(view: TokenEntryView): TokenEntry {
   return entry;
 }
 
-/** The entry, its accessor index, its link under its parent, and any wrapped response. */
-function entryDeletion(hash: string, entry: TokenEntry): Op[] {
-  const ops: Op[] = [
-    { type: 'del', key: tokenKeys.entry(hash) },
-    { type: 'del', key: tokenKeys.accessor(entry.accessor) },
-    { type: 'del', key: tokenKeys.wrap(hash) },
-  ];
-  if (entry.parent !== '') ops.push({ type: 'del', key: tokenKeys.child(entry.parent, hash) });
-  return ops;
+/** Namespaces are `a/b/` or '' (root); `scope` reaches its own tokens and those below it. */
+function inScope(entry: TokenEntryView | undefined, scope: string): TokenEntryView | undefined {
+  return entry !== undefined && entry.namespace_path.startsWith(scope) ? entry : undefined;
 }

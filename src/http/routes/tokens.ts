@@ -1,6 +1,11 @@
 /**
  * The token auth method: auth/token/create, create-orphan, lookup, lookup-self, lookup-accessor,
  * revoke, revoke-self, revoke-accessor, revoke-orphan.
+ *
+ * Endpoints naming another token or accessor act only on tokens of the request's namespace and
+ * below (the dispatcher already holds that namespace within the caller's own). Any other token is
+ * answered exactly as an unknown one: lookup 400 "bad token", lookup-accessor 400 "invalid
+ * accessor", the revocations 204 without revoking anything (Vault's "revoked, if it existed").
  */
 import { z } from 'zod';
 import { InvalidRequest, PermissionDenied } from '../../core/errors.js';
@@ -37,7 +42,7 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
     op(CreateBody, async (ctx: RouteContext<CreateBody>) => {
       const caller = need(ctx);
       const f = ctx.fields;
-      const auth = await tokens.create(
+      const { auth, warnings } = await tokens.createWithWarnings(
         caller.entry,
         {
           ...(f.policies !== undefined ? { policies: f.policies } : {}),
@@ -54,7 +59,7 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
         ctx.namespace,
         { privileged: caller.root || caller.allows(path, 'sudo'), allowOrphan: orphan, path },
       );
-      return ok(null, { auth: { ...auth } });
+      return ok(null, { auth: { ...auth }, ...(warnings.length > 0 ? { warnings: [...warnings] } : {}) });
     });
 
   const lookupSelf = op(empty, async (ctx) => {
@@ -71,8 +76,8 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
       pattern: 'auth/token/lookup',
       access: 'token',
       operations: {
-        update: op(TokenBody, async ({ fields }) => {
-          const entry = await tokens.lookup(fields.token);
+        update: op(TokenBody, async ({ fields, namespace }) => {
+          const entry = await tokens.lookup(fields.token, namespace);
           if (!entry) throw new InvalidRequest('bad token');
           return ok(tokens.lookupResponse(entry, fields.token));
         }),
@@ -82,8 +87,8 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
       pattern: 'auth/token/lookup-accessor',
       access: 'token',
       operations: {
-        update: op(AccessorBody, async ({ fields }) => {
-          const entry = await tokens.lookupByAccessor(fields.accessor);
+        update: op(AccessorBody, async ({ fields, namespace }) => {
+          const entry = await tokens.lookupByAccessor(fields.accessor, namespace);
           if (!entry) throw new InvalidRequest('invalid accessor');
           return ok(tokens.lookupResponse(entry));
         }),
@@ -93,8 +98,8 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
       pattern: 'auth/token/revoke',
       access: 'token',
       operations: {
-        update: op(TokenBody, async ({ fields }) => {
-          await tokens.revoke(fields.token);
+        update: op(TokenBody, async ({ fields, namespace }) => {
+          await tokens.revoke(fields.token, namespace);
           return noContent();
         }),
       },
@@ -113,8 +118,8 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
       pattern: 'auth/token/revoke-accessor',
       access: 'token',
       operations: {
-        update: op(AccessorBody, async ({ fields }) => {
-          await tokens.revokeAccessor(fields.accessor);
+        update: op(AccessorBody, async ({ fields, namespace }) => {
+          await tokens.revokeAccessor(fields.accessor, namespace);
           return noContent();
         }),
       },
@@ -123,8 +128,8 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
       pattern: 'auth/token/revoke-orphan',
       access: 'sudo',
       operations: {
-        update: op(TokenBody, async ({ fields }) => {
-          await tokens.revokeOrphan(fields.token);
+        update: op(TokenBody, async ({ fields, namespace }) => {
+          await tokens.revokeOrphan(fields.token, namespace);
           return noContent();
         }),
       },
