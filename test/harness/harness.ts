@@ -37,6 +37,13 @@ export interface StartOptions {
   readonly clusterAddr?: string;
   /** Non-dev nodes: a `replication { ... }` block (the primary's WAL tail bound); none unless given. */
   readonly replication?: ReplicationBlock;
+  /** Non-dev nodes: top-level `max_lease_ttl` / `default_lease_ttl` (e.g. "1h"); unset unless given. */
+  readonly leases?: LeaseSettings;
+}
+
+export interface LeaseSettings {
+  readonly maxLeaseTtl?: string;
+  readonly defaultLeaseTtl?: string;
 }
 
 /** The `replication` block of a node config (src/node/config.ts); omitted fields take its defaults. */
@@ -49,6 +56,7 @@ export interface ReplicationBlock {
 export interface NodeConfigExtras {
   readonly clusterAddr?: string;
   readonly replication?: ReplicationBlock;
+  readonly leases?: LeaseSettings;
 }
 
 export interface StartedNode extends NodeProcess {
@@ -94,6 +102,8 @@ export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel, 
     'api_addr = "http://127.0.0.1:0"',
     `cluster_addr = ${q(extras.clusterAddr ?? '127.0.0.1:0')}`,
     ...replication,
+    ...(extras.leases?.maxLeaseTtl !== undefined ? [`max_lease_ttl = ${q(extras.leases.maxLeaseTtl)}`] : []),
+    ...(extras.leases?.defaultLeaseTtl !== undefined ? [`default_lease_ttl = ${q(extras.leases.defaultLeaseTtl)}`] : []),
     `license_path = ${q(join(home, 'lic', 'license.json'))}`,
     `license_issuer_keys = [${q(issuerKey)}]`,
     `log_level = ${q(logLevel)}`,
@@ -157,6 +167,7 @@ export function createHarness(): Harness {
     const extras: NodeConfigExtras = {
       ...(opts.clusterAddr !== undefined ? { clusterAddr: opts.clusterAddr } : {}),
       ...(opts.replication !== undefined ? { replication: opts.replication } : {}),
+      ...(opts.leases !== undefined ? { leases: opts.leases } : {}),
     };
     await writeFile(configPath, nodeConfig(home, issuerKey, opts.logLevel ?? 'info', extras));
     const n = await spawnNode({

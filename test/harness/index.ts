@@ -17,6 +17,7 @@ export {
   useHarness,
   type Harness,
   type InitResult,
+  type LeaseSettings,
   type LogLevel,
   type NodeConfigExtras,
   type ReplicationBlock,
