@@ -1,0 +1,68 @@
+/**
+ * A second real client, unmodified: Debian's python3-hvac drives a fresh non-dev node through
+ * init, unseal, KV v1 and v2 mounts, KV read/write/list/delete, policies, token create, lookup
+ * and revoke, response wrapping and unwrap, and seal (test/e2e/hvac/drive.py). `.ci/run` installs
+ * python3-hvac; the system interpreter is used because that is where Debian puts the module.
+ */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { useHarness, type StartedNode } from '../harness/index.js';
+
+const run = promisify(execFile);
+const script = fileURLToPath(new URL('./hvac/drive.py', import.meta.url));
+const PYTHON = process.env.TESSERA_HVAC_PYTHON ?? '/usr/bin/python3';
+
+const h = useHarness();
+let node: StartedNode;
+
+beforeAll(async () => {
+  node = await h.startNode();
+}, 30_000);
+
+afterAll(async () => {
+  await node?.stop();
+}, 20_000);
+
+test('python3-hvac drives a node end to end', async () => {
+  let stdout: string;
+  try {
+    ({ stdout } = await run(PYTHON, [script, node.apiAddr], { timeout: 45_000 }));
+  } catch (e) {
+    const err = e as { stderr?: string; message: string };
+    throw new Error(`hvac script failed: ${err.stderr ?? err.message}`);
+  }
+  const seen = JSON.parse(stdout) as Record<string, unknown>;
+  expect(seen).toEqual({
+    initialized_before: false,
+    init_keys: 3,
+    sealed_before_unseal: true,
+    progress_after_one: 1,
+    sealed_after_unseal: false,
+    authenticated: true,
+    mount_kv1: 'kv',
+    mount_kv2_version: '2',
+    mount_kv2_description: 'v2 store',
+    kv1_read: { password: 'p1' },
+    kv1_list: ['api', 'db'],
+    kv1_deleted: true,
+    kv2_versions: [1, 2],
+    kv2_latest: { user: 'u', password: 'b' },
+    kv2_v1: { user: 'u', password: 'a' },
+    kv2_list: ['one', 'two'],
+    kv2_deleted_time_set: true,
+    kv2_list_after: ['one'],
+    policy_read: 'path "kv2/data/svc/*" { capabilities = ["read"] }',
+    policies: ['default', 'reader', 'root'],
+    child_policies: ['default', 'reader'],
+    lookup_meta: { app: 'hvac' },
+    lookup_ttl_positive: true,
+    reader_reads: { user: 'u', password: 'a' },
+    reader_write_forbidden: true,
+    revoked: true,
+    wrap_ttl: 60,
+    unwrapped_has_token: true,
+    unwrap_twice_refused: true,
+    sealed_at_end: true,
+  });
+}, 60_000);
