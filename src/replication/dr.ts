@@ -368,10 +368,13 @@ export class DrReplication {
   /** bootstrapping -> disabled with `why` kept for status; the enabling root token comes back. */
   private async failActivation(why: string): Promise<void> {
     if (this.record.state.mode !== 'bootstrapping') return;
-    await this.run({ type: 'activationFailed' }, {});
-    this.record = { ...this.record, lastError: why };
-    await this.persist();
+    // Stream stopped and token back before the state turns disabled (it does as the step is
+    // adopted), so a client that sees disabled can already use both the token and last_error.
+    await this.loop?.stop();
+    this.loop = undefined;
     await this.restoreEnabler();
+    this.record = { ...this.record, lastError: why };
+    await this.run({ type: 'activationFailed' }, {});
     this.o.log.warn({ reason: why }, 'DR activation failed after the wipe; the cluster is disabled and needs a new activation token');
   }
 
