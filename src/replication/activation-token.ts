@@ -81,6 +81,8 @@ export interface ActivationClaims {
   /** The primary's API address. */
   readonly addr: string;
   readonly accessor: string;
+  /** The replication set that issued it (our addition): lets a secondary refuse a token of another set before spending it. */
+  readonly cluster_id?: string;
 }
 
 export interface ActivationJwtRequest {
@@ -89,6 +91,7 @@ export interface ActivationJwtRequest {
   readonly accessor: string;
   readonly ttlSeconds: number;
   readonly now: Date;
+  readonly clusterId?: string;
 }
 
 /** A fresh P-521 key pair in both stored forms. */
@@ -108,7 +111,8 @@ export async function signActivationJwt(request: ActivationJwtRequest, privateKe
     throw new InvalidRequest('activation token ttl must be a positive whole number of seconds');
   }
   const iat = Math.floor(request.now.getTime() / 1000);
-  return new SignJWT({ type: WRAPPING_TYPE, addr: request.addr, accessor: request.accessor })
+  const extra = request.clusterId !== undefined ? { cluster_id: request.clusterId } : {};
+  return new SignJWT({ type: WRAPPING_TYPE, addr: request.addr, accessor: request.accessor, ...extra })
     .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
     .setJti(request.jti)
     .setIssuedAt(iat)
@@ -149,7 +153,7 @@ export function peekJwt(jwt: string): Partial<ActivationClaims> {
     throw new ActivationTokenRejected(RejectReason.malformed, 'activation token is not a JWT', { cause });
   }
   const out: Record<string, unknown> = {};
-  for (const name of ['jti', 'addr', 'accessor', 'type'] as const) {
+  for (const name of ['jti', 'addr', 'accessor', 'type', 'cluster_id'] as const) {
     if (typeof payload[name] === 'string') out[name] = payload[name];
   }
   for (const name of ['iat', 'nbf', 'exp'] as const) {
@@ -177,6 +181,11 @@ export interface BoxKeyPair {
 export function generateBoxKeyPair(): BoxKeyPair {
   const pair = nacl.box.keyPair();
   return { publicKeyB64: Buffer.from(pair.publicKey).toString('base64'), secretKey: pair.secretKey };
+}
+
+/** True when `publicKeyB64` is base64 of an X25519 public key, so `sealTo` will accept it. */
+export function isBoxPublicKey(publicKeyB64: string): boolean {
+  return decodeBoxKey(publicKeyB64) !== undefined;
 }
 
 /** base64 of a sealed box of `bytes` to the X25519 public key; InvalidRequest for a bad key. */

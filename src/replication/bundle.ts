@@ -28,6 +28,12 @@ const schema = z.object({
   encrypted_keyring: z.string().min(1),
   /** The live keyring (base64), so the secondary serves without an unseal right after activation. */
   keyring: z.string().min(1),
+  /**
+   * When the token stops being valid (ms since the epoch, the primary's clock). A sealed token is
+   * opened without asking the primary, so the secondary checks this before it wipes anything;
+   * absent in bundles of older primaries.
+   */
+  expires_at: z.number().int().positive().optional(),
 });
 
 export type Bundle = z.infer<typeof schema>;

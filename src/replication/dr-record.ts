@@ -22,6 +22,11 @@ export interface PrimaryMaterial {
   readonly signing: { readonly privateJwk: JWK; readonly publicJwk: JWK };
   /** Secondary id -> SHA-256 fingerprint of the client certificate issued for it. */
   readonly certs: Readonly<Record<string, string>>;
+  /**
+   * Secondary id -> accessor of the wrapping token that carries its bundle, so revoking the id
+   * also invalidates the token before anyone redeems it (absent for sealed tokens).
+   */
+  readonly wrapAccessors?: Readonly<Record<string, string>>;
 }
 
 export interface SecondaryMaterial {
@@ -38,6 +43,8 @@ export interface DrRecord {
   readonly secondary?: SecondaryMaterial;
   /** From secondary/generate-public-key, kept until activation. */
   readonly boxKey?: { readonly publicKeyB64: string; readonly secretKeyB64: string };
+  /** Why the last activation ended in `disabled` (the primary refused it after the wipe). */
+  readonly lastError?: string;
 }
 
 export async function loadRecord(store: Store): Promise<DrRecord> {

@@ -17,7 +17,7 @@ export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): R
   const base = statusFields(s) as unknown as Record<string, unknown>;
   switch (s.mode) {
     case 'disabled':
-      return { mode: 'disabled', state: 'idle' };
+      return { mode: 'disabled', state: 'idle', ...(dr.material.lastError ? { last_error: dr.material.lastError } : {}) };
     case 'primary': {
       const streamer = dr.primaryStreamer;
       const secondaries = [...(streamer?.secondaries.values() ?? [])].map((v) => {

@@ -16,7 +16,7 @@ import { refusalError, resume, step, lookupSecondary, type Effect, type Event, t
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import type { Store } from '../storage/store.js';
-import { createSigningKey, generateBoxKeyPair, sealTo, signActivationJwt, verifyActivationJwt, isJwt } from './activation-token.js';
+import { createSigningKey, generateBoxKeyPair, isBoxPublicKey, isJwt, peekJwt, sealTo, signActivationJwt, verifyActivationJwt } from './activation-token.js';
 import { BUNDLE_VERSION, type Bundle } from './bundle.js';
 import { loadRecord, MODE_SUMMARY, saveRecord, type DrRecord } from './dr-record.js';
 import { createCa, issueLeaf } from './pki.js';
@@ -36,6 +36,23 @@ export interface CoreHooks {
   /** Rebinds the barrier to the (new) keyring and reloads caches. */
   reopen(): Promise<void>;
   wrap(data: Record<string, unknown>, ttlSeconds: number, path: string): Promise<{ token: string; accessor: string; ttl: number; creation_time: string; creation_path: string }>;
+  /** Revokes a (wrapping) token by accessor; nothing when it is already gone. */
+  revokeAccessor(accessor: string): Promise<void>;
+  /** Recreates a root token with this exact value (an emptied node's way back in). */
+  restoreRoot(token: string): Promise<void>;
+}
+
+/**
+ * Secondary ids become certificate DNS SANs and registry keys, and show in status for ever:
+ * 1..128 of letters, digits, '_', '.', '-', not starting with '.' or '-'.
+ */
+export const SECONDARY_ID = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
+
+/** What update-primary with a blank token made this secondary forget (for the warning). */
+export interface Forgotten {
+  readonly clusterId: string;
+  readonly primaryClusterAddr: string;
+  readonly primaryApiAddr: string;
 }
 
 export interface DrOptions {
@@ -68,6 +85,11 @@ export class DrReplication {
   private boundClusterAddr = '';
   private queue: Promise<unknown> = Promise.resolve();
   private loaded = false;
+  /**
+   * The root token that called secondary/enable, in memory while bootstrapping: the wipe removed
+   * every token, so if activation then fails it is restored, and the operator can enable again.
+   */
+  private enabler: string | undefined;
 
   constructor(private readonly o: DrOptions) {}
 
@@ -139,6 +161,7 @@ export class DrReplication {
   }
 
   private async persist(): Promise<void> {
+    if (this.record.state.mode !== 'disabled' && this.record.lastError !== undefined) this.record = { ...this.record, lastError: undefined };
     await saveRecord(this.o.core.store(), this.record);
     await this.o.engine.putSystem(MODE_SUMMARY, Buffer.from(JSON.stringify({ mode: this.record.state.mode })));
   }
@@ -204,6 +227,7 @@ export class DrReplication {
         await this.o.engine.setEpoch(this.o.engine.epoch() + 1);
         return;
       case 'redeem': {
+        this.refuseForeignJwt(ctx.token ?? '');
         const bundle = await redeem({
           token: ctx.token ?? '',
           primaryApiAddr: ctx.primaryApiAddr ?? '',
@@ -212,6 +236,10 @@ export class DrReplication {
           boxKey: this.record.boxKey ? { publicKeyB64: this.record.boxKey.publicKeyB64, secretKey: new Uint8Array(Buffer.from(this.record.boxKey.secretKeyB64, 'base64')) } : undefined,
         });
         if (bundle.kind !== 'dr') throw new InvalidRequest(`the token is for ${bundle.kind} replication, not DR`);
+        // A sealed token never reaches the primary before the wipe: its expiry is checked here.
+        if (bundle.expires_at !== undefined && bundle.expires_at <= this.now()) {
+          throw new InvalidRequest(`the activation token for "${bundle.secondary_id}" expired at ${new Date(bundle.expires_at).toISOString()}; ask the primary for a new one`);
+        }
         ctx.bundle = bundle;
         const apiAddr = ctx.primaryApiAddr || bundle.primary_api_addr;
         return this.run(
@@ -320,10 +348,55 @@ export class DrReplication {
       log: this.o.log.child({ role: 'dr-secondary' }),
       ...(this.o.now ? { now: this.o.now } : {}),
       onBootstrap: () => {
-        if (this.record.state.mode === 'bootstrapping') void this.exclusive(() => this.run({ type: 'activated' }, {})).catch((e: unknown) => this.o.log.error({ err: e }, 'activation failed'));
+        if (this.record.state.mode === 'bootstrapping') {
+          void this.exclusive(async () => {
+            await this.run({ type: 'activated' }, {});
+            this.enabler = undefined;
+          }).catch((e: unknown) => this.o.log.error({ err: e }, 'activation failed'));
+        }
+      },
+      // The primary refused the handshake (id revoked, token expired by its clock) after the wipe:
+      // retrying cannot help, so the activation ends in disabled, saying why.
+      onFatal: (message) => {
+        if (this.record.state.mode !== 'bootstrapping') return;
+        void this.exclusive(() => this.failActivation(`the primary refused activation: ${message}`)).catch((e: unknown) => this.o.log.error({ err: e }, 'could not record the failed activation'));
       },
     });
     this.loop.start();
+  }
+
+  /** bootstrapping -> disabled with `why` kept for status; the enabling root token comes back. */
+  private async failActivation(why: string): Promise<void> {
+    if (this.record.state.mode !== 'bootstrapping') return;
+    // Stream stopped and token back before the state turns disabled (it does as the step is
+    // adopted), so a client that sees disabled can already use both the token and last_error.
+    await this.loop?.stop();
+    this.loop = undefined;
+    await this.restoreEnabler();
+    this.record = { ...this.record, lastError: why };
+    await this.run({ type: 'activationFailed' }, {});
+    this.o.log.warn({ reason: why }, 'DR activation failed after the wipe; the cluster is disabled and needs a new activation token');
+  }
+
+  private async restoreEnabler(): Promise<void> {
+    const token = this.enabler;
+    this.enabler = undefined;
+    if (token !== undefined) await this.o.core.restoreRoot(token);
+  }
+
+  /**
+   * update-primary with a wrapped token of another set is refused before the token is spent: our
+   * JWTs name their set (`cluster_id`). Tokens without the claim go on to the usual check.
+   */
+  private refuseForeignJwt(token: string): void {
+    const s = this.record.state;
+    if (s.mode !== 'secondary' || !isJwt(token.trim())) return;
+    const claimed = peekJwt(token.trim()).cluster_id;
+    if (claimed !== undefined && claimed !== s.clusterId) {
+      throw new InvalidRequest(
+        `the token belongs to replication set "${claimed.slice(0, 64)}" but this secondary belongs to "${s.clusterId}"; it was not redeemed`,
+      );
+    }
   }
 
   // ---- operator intents (authorization is the caller's) ----
@@ -343,8 +416,18 @@ export class DrReplication {
   /** Issues an activation token: a wrapped JWT, or the bundle sealed to `secondaryPublicKey`. */
   secondaryToken(req: { id: string; ttlSeconds: number; secondaryPublicKey: string }): Promise<{ wrapInfo?: Record<string, unknown>; token?: string }> {
     return this.exclusive(async () => {
-      if (req.ttlSeconds <= 0) throw new InvalidRequest('ttl must be positive');
-      await this.run({ type: 'issueToken', id: req.id, now: this.now(), ttlMs: req.ttlSeconds * 1000 }, {});
+      // Everything is validated before the id is registered: a refused request registers nothing.
+      if (!SECONDARY_ID.test(req.id)) {
+        throw new InvalidRequest(
+          `id "${req.id.slice(0, 40)}${req.id.length > 40 ? '...' : ''}" is not a valid secondary id: 1 to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'`,
+        );
+      }
+      if (!Number.isSafeInteger(req.ttlSeconds) || req.ttlSeconds <= 0) throw new InvalidRequest('ttl must be a positive whole number of seconds');
+      if (req.secondaryPublicKey !== '' && !isBoxPublicKey(req.secondaryPublicKey)) {
+        throw new InvalidRequest('secondary_public_key is not a valid base64 X25519 public key');
+      }
+      const now = this.now();
+      await this.run({ type: 'issueToken', id: req.id, now, ttlMs: req.ttlSeconds * 1000 }, {});
       const p = this.record.primary;
       const s = this.record.state;
       if (!p || s.mode !== 'primary') throw new InvalidRequest('this cluster is not a DR primary');
@@ -367,6 +450,7 @@ export class DrReplication {
         seal_config: { ...exported.sealConfig },
         encrypted_keyring: exported.encryptedKeyring.toString('base64'),
         keyring: this.o.seal.exportKeyring().toString('base64'),
+        expires_at: now + req.ttlSeconds * 1000,
       };
       if (req.secondaryPublicKey !== '') {
         let token: string;
@@ -379,7 +463,10 @@ export class DrReplication {
       }
       const path = 'sys/replication/dr/primary/secondary-token';
       const wrapped = await this.o.core.wrap(bundle as unknown as Record<string, unknown>, req.ttlSeconds, path);
-      const jwt = await signActivationJwt({ jti: wrapped.token, addr: this.o.apiAddr(), accessor: wrapped.accessor, ttlSeconds: req.ttlSeconds, now: new Date(this.now()) }, p.signing.privateJwk);
+      const latest = this.record.primary ?? p;
+      this.record = { ...this.record, primary: { ...latest, wrapAccessors: { ...latest.wrapAccessors, [req.id]: wrapped.accessor } } };
+      await this.persist();
+      const jwt = await signActivationJwt({ jti: wrapped.token, addr: this.o.apiAddr(), accessor: wrapped.accessor, ttlSeconds: req.ttlSeconds, now: new Date(now), clusterId: s.clusterId }, p.signing.privateJwk);
       return { wrapInfo: { token: jwt, accessor: wrapped.accessor, ttl: wrapped.ttl, creation_time: wrapped.creation_time, creation_path: path, wrapped_accessor: '' } };
     });
   }
@@ -393,8 +480,13 @@ export class DrReplication {
     return claims.jti;
   }
 
+  /** Revokes the id, and with it the wrapping token of its bundle, so the token can no longer be redeemed. */
   revokeSecondary(id: string): Promise<void> {
-    return this.exclusive(() => this.run({ type: 'revokeSecondary', id }, {}));
+    return this.exclusive(async () => {
+      await this.run({ type: 'revokeSecondary', id }, {});
+      const accessors = this.record.primary?.wrapAccessors ?? {};
+      if (Object.hasOwn(accessors, id)) await this.o.core.revokeAccessor(accessors[id] as string);
+    });
   }
 
   generatePublicKey(): Promise<string> {
@@ -407,8 +499,16 @@ export class DrReplication {
     });
   }
 
-  enableSecondary(req: { token: string; primaryApiAddr: string; caFile: string; caPath: string }): Promise<void> {
-    return this.exclusive(() => this.run({ type: 'enableSecondary' }, { token: req.token, primaryApiAddr: req.primaryApiAddr, caFile: req.caFile, caPath: req.caPath }));
+  /** `restoreToken`: the caller's root token, recreated if the activation fails after the wipe. */
+  enableSecondary(req: { token: string; primaryApiAddr: string; caFile: string; caPath: string; restoreToken?: string }): Promise<void> {
+    return this.exclusive(async () => {
+      this.enabler = req.restoreToken;
+      try {
+        await this.run({ type: 'enableSecondary' }, { token: req.token, primaryApiAddr: req.primaryApiAddr, caFile: req.caFile, caPath: req.caPath });
+      } finally {
+        if (this.record.state.mode !== 'bootstrapping') this.enabler = undefined;
+      }
+    });
   }
 
   promote(req: { force: boolean; primaryClusterAddr: string }): Promise<void> {
@@ -424,16 +524,35 @@ export class DrReplication {
     });
   }
 
+  /**
+   * Leaves the set keeping the replicated data, which the core then serves (mounts, policies,
+   * tokens): it reopens, as after promote. From bootstrapping the node is empty; the enabling
+   * root token, when known, is restored.
+   */
   disableSecondary(): Promise<void> {
-    return this.exclusive(() => this.run({ type: 'disableSecondary' }, {}));
+    return this.exclusive(async () => {
+      const wasBootstrapping = this.record.state.mode === 'bootstrapping';
+      await this.run({ type: 'disableSecondary' }, {});
+      await this.o.core.reopen();
+      if (wasBootstrapping) await this.restoreEnabler();
+    });
   }
 
-  updatePrimary(req: { token?: string; addrs?: readonly string[]; primaryApiAddr: string; caFile: string; caPath: string }): Promise<void> {
-    return this.exclusive(() =>
-      this.run(
+  /**
+   * A blank token forgets the primary (Vault-compatible); the answer then says what was forgotten,
+   * so a script whose `$(...)` failed does not detach a secondary silently.
+   */
+  updatePrimary(req: { token?: string; addrs?: readonly string[]; primaryApiAddr: string; caFile: string; caPath: string }): Promise<{ forgotten?: Forgotten }> {
+    return this.exclusive(async () => {
+      const before = this.record.state;
+      await this.run(
         { type: 'updatePrimary', ...(req.token !== undefined ? { token: req.token } : {}), ...(req.addrs !== undefined ? { addrs: req.addrs } : {}) },
         { ...(req.token !== undefined ? { token: req.token } : {}), primaryApiAddr: req.primaryApiAddr, caFile: req.caFile, caPath: req.caPath },
-      ),
-    );
+      );
+      if (req.token !== '' || before.mode !== 'secondary') return {};
+      const forgotten: Forgotten = { clusterId: before.clusterId, primaryClusterAddr: before.primary?.clusterAddr ?? '', primaryApiAddr: before.primary?.apiAddr ?? '' };
+      this.o.log.warn({ cluster_id: forgotten.clusterId, primary_cluster_addr: forgotten.primaryClusterAddr }, 'update-primary with a blank token: the primary and its credentials were forgotten');
+      return { forgotten };
+    });
   }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { createMessage, decrypt, encrypt, generateKey, readKey, readMessage, readPrivateKey } from 'openpgp';
-import { InvalidRequest } from '../core/errors.js';
+import { InvalidRequest, PermissionDenied } from '../core/errors.js';
 import { SealManager, type SystemRecords } from '../seal/index.js';
 import { OperationTokenRecord, OperationTokens, decodeOtp, type OperationTokensOptions, type TokenRecords } from './operation-token.js';
 
@@ -247,7 +247,7 @@ describe('persistence and revocation', () => {
     expect(stored).toMatch(/"sha256":"[0-9a-f]{64}"/);
   });
 
-  it('revokes a token (and only that one); revoking an unknown token is InvalidRequest', async () => {
+  it('revokes a token (and only that one); revoking an unknown token is PermissionDenied (403, as everywhere)', async () => {
     const { tokens, keys } = await setup();
     const issue = async () => {
       const { nonce, otp } = await tokens.start({});
@@ -260,7 +260,9 @@ describe('persistence and revocation', () => {
     await tokens.revoke(a);
     expect(await tokens.validate(a)).toBe(false);
     expect(await tokens.validate(b)).toBe(true);
-    expect((await rejection(tokens.revoke(a))).message).toBe('invalid DR operation token');
+    const denied = await tokens.revoke(a).then(() => undefined, (e: unknown) => e);
+    expect(denied).toBeInstanceOf(PermissionDenied);
+    expect((denied as PermissionDenied).message).toBe('invalid DR operation token');
     await tokens.revoke(b);
     expect(await tokens.validate(b)).toBe(false);
   });

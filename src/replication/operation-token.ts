@@ -17,7 +17,7 @@
  * All operations run one at a time, in call order.
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { InvalidRequest } from '../core/errors.js';
+import { InvalidRequest, PermissionDenied } from '../core/errors.js';
 import { KEY_BYTES, ShareCollector, decodeShare, shareLength, type Random } from '../seal/index.js';
 import {
   OTP_LENGTH,
@@ -185,12 +185,12 @@ export class OperationTokens {
     return this.#exclusive(async () => indexOf(await loadTokens(this.#records), token) >= 0);
   }
 
-  /** Revokes `token`; InvalidRequest when it is not a valid DR operation token. */
+  /** Revokes `token`; PermissionDenied (403, as everywhere else) when it is not a valid DR operation token. */
   revoke(token: string): Promise<void> {
     return this.#exclusive(async () => {
       const tokens = await loadTokens(this.#records);
       const at = indexOf(tokens, token);
-      if (at < 0) throw new InvalidRequest('invalid DR operation token');
+      if (at < 0) throw new PermissionDenied('invalid DR operation token');
       await saveTokens(this.#records, tokens.filter((_, i) => i !== at));
     });
   }

@@ -97,7 +97,14 @@ it('update-primary: refuses token with addrs, forgets with a blank token, reatta
   expect((await status(s)).primary_cluster_addr).toBe(primaryCluster);
 
   // A blank token forgets the primary (and its credentials): only a token can attach it again.
-  expect((await s.call('POST', `${DR}/secondary/update-primary`, { dr_operation_token: t, token: '' }, { token: null })).status).toBe(204);
+  // Vault-compatible, but never silent: the answer warns, naming the set and the address forgotten.
+  const clusterId = (await status(s)).cluster_id;
+  const forgot = await s.call('POST', `${DR}/secondary/update-primary`, { dr_operation_token: t, token: '' }, { token: null });
+  expect(forgot.status).toBe(200);
+  expect(forgot.body.warnings).toHaveLength(1);
+  expect(forgot.body.warnings[0]).toContain(`cluster address ${primaryCluster}`);
+  expect(forgot.body.warnings[0]).toContain(`replication set ${clusterId}`);
+  expect(forgot.body.warnings[0]).toContain(p.url);
   expect(await status(s)).toMatchObject({ mode: 'secondary', primary_cluster_addr: '', state: 'idle' });
   await p.call('PUT', 'kv/while-forgotten', { v: 1 });
   const noCreds = await s.call('POST', `${DR}/secondary/update-primary`, { dr_operation_token: t, update_primary_addrs: [primaryCluster] }, { token: null });

@@ -53,7 +53,7 @@ describe('events outside their mode', () => {
     ['promote a disabled cluster', disabled(), 'promote', /^cannot promote: this cluster has DR replication disabled;/],
     ['update-primary on a primary', primary(), 'updatePrimary', /^cannot update the primary: this cluster is a DR primary;/],
     ['issue a token on a demoted primary', demoted(), 'issueToken', /^cannot issue a secondary token: this cluster is a demoted DR primary, now a secondary with no primary;/],
-    ['disable during activation', bootstrapping(), 'disableSecondary', /^cannot disable the secondary: this cluster is activating as a DR secondary; from bootstrapping no operation is accepted until activation finishes$/],
+    ['promote during activation', bootstrapping(), 'promote', /^cannot promote: this cluster is activating as a DR secondary; from bootstrapping you may call secondary\/disable$/],
   ])('%s', (_name, state, type, message) => {
     const r = step(state, EVENTS[type]);
     if (r.ok) throw new Error('expected a refusal');

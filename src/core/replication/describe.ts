@@ -22,7 +22,7 @@ const ALLOWED: Readonly<Record<Mode, readonly EventType[]>> = {
   disabled: ['enablePrimary', 'enableSecondary', 'redeemed'],
   primary: ['demote', 'disablePrimary', 'issueToken', 'revokeSecondary', 'secondaryActivated'],
   secondary: ['promote', 'disableSecondary', 'updatePrimary', 'redeemed', 'probed', 'streamState'],
-  bootstrapping: ['activated', 'activationFailed'],
+  bootstrapping: ['activated', 'activationFailed', 'disableSecondary'],
 };
 
 /** The route, relative to `sys/replication/<kind>/`, of each operator intent; facts have none. */

@@ -110,3 +110,13 @@ describe('random scripts', () => {
     expect([...seen].sort()).toEqual(['bootstrapping', 'disabled', 'primary', 'secondary']);
   });
 });
+
+describe('no dead ends', () => {
+  it.each(['disabled', 'primary', 'secondary', 'bootstrapping'] as const)('%s can be left by some operator intent', async (mode) => {
+    const { ROUTES, allowedEvents } = await import('./describe.js');
+    const { bootstrapping, disabled, primary, secondary } = await import('./testing.js');
+    const state = { disabled: disabled(), primary: primary(), secondary: secondary(), bootstrapping: bootstrapping() }[mode];
+    const exits = allowedEvents(state).filter((t) => ROUTES[t] !== undefined);
+    expect(exits.length).toBeGreaterThan(0);
+  });
+});

@@ -49,6 +49,9 @@ export function stepBootstrapping(s: Bootstrapping, e: Event): StepResult {
       return { ok: true, state: next, effects: [{ type: 'persist' }] };
     }
     case 'activationFailed':
+    // The operator's way out of a bootstrap that cannot finish (primary gone for good): without
+    // it bootstrapping would be a state no operation can leave.
+    case 'disableSecondary':
       // Storage is already wiped; the honest state is disabled, and a new token is needed.
       return {
         ok: true,

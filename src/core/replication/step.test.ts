@@ -57,6 +57,13 @@ const transitions: ReadonlyArray<[string, State, Event, State, Effect[]]> = [
     [{ type: 'disconnectPrimary' }, { type: 'persist' }, { type: 'forgetPrimary' }],
   ],
   [
+    'bootstrapping -> disabled on secondary/disable: the way out of a bootstrap that cannot finish',
+    bootstrapping(),
+    { type: 'disableSecondary' },
+    disabled(),
+    [{ type: 'disconnectPrimary' }, { type: 'persist' }, { type: 'forgetPrimary' }],
+  ],
+  [
     'secondary -> primary on promote: same set id, empty registry, new epoch after the stream closes',
     secondary(),
     { type: 'promote', force: false, behind: false, primaryClusterAddr: '' },

@@ -79,7 +79,7 @@ describe('DR operation token routes', () => {
     const token = decodeOtp(body.encoded_token, otp);
 
     expect(await call('POST', 'operation-token/delete', { dr_operation_token: token })).toEqual({ status: 204, body: undefined });
-    await expect(call('POST', 'operation-token/delete', { dr_operation_token: token })).rejects.toThrow('invalid DR operation token');
+    await expect(call('POST', 'operation-token/delete', { dr_operation_token: token })).rejects.toThrow(PermissionDenied);
     expect(new Set(licenses)).toEqual(new Set(['dr-replication']));
   });
 

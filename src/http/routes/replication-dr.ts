@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { InvalidRequest } from '../../core/errors.js';
 import { boolish, duration, stringList } from '../fields.js';
 import { noContent, ok, type Reply } from '../reply.js';
-import { op, type Route } from '../route.js';
+import { op, type Route, type RouteContext } from '../route.js';
 
 /** What these routes need from the DR driver and the operation tokens. */
 export interface DrService {
@@ -17,10 +17,12 @@ export interface DrService {
   secondaryToken(req: { id: string; ttlSeconds: number; secondaryPublicKey: string }): Promise<{ wrapInfo?: Record<string, unknown>; token?: string }>;
   revokeSecondary(id: string): Promise<void>;
   generatePublicKey(): Promise<string>;
-  enableSecondary(req: { token: string; primaryApiAddr: string; caFile: string; caPath: string }): Promise<void>;
+  /** `restoreToken`: the caller's root token, restored if the activation fails after the wipe. */
+  enableSecondary(req: { token: string; primaryApiAddr: string; caFile: string; caPath: string; restoreToken?: string }): Promise<void>;
   promote(req: { force: boolean; primaryClusterAddr: string }): Promise<void>;
   disableSecondary(): Promise<void>;
-  updatePrimary(req: { token?: string; addrs?: readonly string[]; primaryApiAddr: string; caFile: string; caPath: string }): Promise<void>;
+  /** `forgotten`: what a blank token made the secondary forget. */
+  updatePrimary(req: { token?: string; addrs?: readonly string[]; primaryApiAddr: string; caFile: string; caPath: string }): Promise<{ forgotten?: { clusterId: string; primaryClusterAddr: string; primaryApiAddr: string } }>;
   /** Throws unless `token` is a valid DR operation token of this cluster. */
   checkOperationToken(token: string): Promise<void>;
   reindex(opts: { diff: boolean; force: boolean; skipFlush: boolean }): Promise<{ warnings: string[] }>;
@@ -34,8 +36,8 @@ const required = (name: string) => z.string({ error: `missing required field "${
 const opToken = required('dr_operation_token');
 
 export function drRoutes(dr: DrService): Route[] {
-  const sudo = (pattern: string, fields: z.ZodType<any>, handler: (f: any) => Promise<Reply>): Route => ({
-    pattern, access: 'sudo', rootNamespaceOnly: true, license: LICENSE, operations: { update: op(fields, async ({ fields: f }) => handler(f)) },
+  const sudo = (pattern: string, fields: z.ZodType<any>, handler: (f: any, ctx: RouteContext<any>) => Promise<Reply>): Route => ({
+    pattern, access: 'sudo', rootNamespaceOnly: true, license: LICENSE, operations: { update: op(fields, async (ctx) => handler(ctx.fields, ctx)) },
   });
   const withOpToken = <F extends { dr_operation_token: string }>(pattern: string, fields: z.ZodType<F>, handler: (f: F) => Promise<Reply>): Route => ({
     pattern, access: 'body', rootNamespaceOnly: true, drSecondary: true, license: LICENSE,
@@ -79,8 +81,11 @@ export function drRoutes(dr: DrService): Route[] {
       return noContent();
     }),
     sudo(`${S}/generate-public-key`, z.object({}).passthrough(), async () => ok({ secondary_public_key: await dr.generatePublicKey() })),
-    sudo(`${S}/enable`, z.object({ token: required('token'), primary_api_addr: z.string().default(''), ca_file: z.string().default(''), ca_path: z.string().default('') }), async (f) => {
-      await dr.enableSecondary({ token: f.token, primaryApiAddr: f.primary_api_addr, caFile: f.ca_file, caPath: f.ca_path });
+    sudo(`${S}/enable`, z.object({ token: required('token'), primary_api_addr: z.string().default(''), ca_file: z.string().default(''), ca_path: z.string().default('') }), async (f, ctx) => {
+      // A root caller gets its token back if the activation fails after the wipe (nothing else
+      // could authorize a new secondary/enable on the emptied node).
+      const restore = ctx.caller?.root === true ? { restoreToken: ctx.caller.token } : {};
+      await dr.enableSecondary({ token: f.token, primaryApiAddr: f.primary_api_addr, caFile: f.ca_file, caPath: f.ca_path, ...restore });
       return noContent();
     }),
     withOpToken(`${S}/promote`, z.object({ dr_operation_token: opToken, primary_cluster_addr: z.string().default(''), force: boolish.default(false) }), async (f) => {
@@ -95,14 +100,22 @@ export function drRoutes(dr: DrService): Route[] {
       if (f.token !== undefined && f.update_primary_addrs !== undefined) {
         throw new InvalidRequest('token and update_primary_addrs are mutually exclusive; send exactly one');
       }
-      await dr.updatePrimary({
+      const { forgotten } = await dr.updatePrimary({
         ...(f.token !== undefined ? { token: f.token } : {}),
         ...(f.update_primary_addrs !== undefined ? { addrs: f.update_primary_addrs } : {}),
         primaryApiAddr: f.primary_api_addr,
         caFile: f.ca_file,
         caPath: f.ca_path,
       });
-      return noContent();
+      if (forgotten === undefined) return noContent();
+      // Vault-compatible (a blank token still clears), but never silent.
+      const at = forgotten.primaryClusterAddr === '' ? 'no address' : `cluster address ${forgotten.primaryClusterAddr}`;
+      return ok(null, {
+        warnings: [
+          `the token was blank: this secondary forgot its primary (${at}, API address ${forgotten.primaryApiAddr || 'none'}) and its credentials for replication set ${forgotten.clusterId}; ` +
+            'it no longer replicates until update-primary is called with a token from a primary of the set',
+        ],
+      });
     }),
     withOpToken(`${S}/reindex`, Reindex, async (f) => {
       const { warnings } = await dr.reindex({ diff: f.diff, force: f.force, skipFlush: f.skip_flush });

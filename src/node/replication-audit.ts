@@ -1,0 +1,51 @@
+/**
+ * The operator audit trail of replication: every operation the routes reach (enable, demote,
+ * disable, tokens issued and revoked, activation, promote, update-primary, DR operation tokens
+ * created, used and deleted, reindex) writes exactly one info line to the node logger with the
+ * operation's name and its outcome. Arguments are never logged wholesale: only the fields a
+ * `detail` function picks, which must hold no token or secret.
+ *
+ *   const dr = audited(log, service, { enablePrimary: { op: 'dr/primary/enable' } });
+ *   await dr.enablePrimary('');   // {"audit":"replication","op":"dr/primary/enable","outcome":"ok"}
+ */
+import type { Logger } from 'pino';
+import { isTesseraError } from '../core/errors.js';
+
+type AnyFn = (...args: any[]) => Promise<unknown>;
+
+export interface AuditSpec<F extends AnyFn> {
+  readonly op: string;
+  /** Safe fields to log from the arguments and the result (never a token). */
+  readonly detail?: (args: Parameters<F>, result: Awaited<ReturnType<F>> | undefined) => Record<string, unknown>;
+}
+
+export type AuditSpecs<S> = { readonly [K in keyof S]?: S[K] extends AnyFn ? AuditSpec<S[K]> : never };
+
+/** Logs one line per call of each method named in `specs`; other methods pass through unlogged. */
+export function audited<S extends object>(log: Logger, service: S, specs: AuditSpecs<S>): S {
+  const wrapped = new Map<PropertyKey, AnyFn>();
+  for (const [name, spec] of Object.entries(specs) as [string, AuditSpec<AnyFn> | undefined][]) {
+    const fn = (service as Record<string, unknown>)[name];
+    if (spec === undefined || typeof fn !== 'function') continue;
+    wrapped.set(name, async (...args: unknown[]) => {
+      try {
+        const result = await (fn as AnyFn).apply(service, args);
+        log.info({ audit: 'replication', op: spec.op, outcome: 'ok', ...spec.detail?.(args as never, result as never) }, `replication ${spec.op}: ok`);
+        return result;
+      } catch (e) {
+        const code = isTesseraError(e) ? e.code : 'internal';
+        log.info({ audit: 'replication', op: spec.op, outcome: 'refused', error_code: code, ...spec.detail?.(args as never, undefined) }, `replication ${spec.op}: refused (${code})`);
+        throw e;
+      }
+    });
+  }
+  // Class instances keep their prototype methods (and private fields): unlisted calls pass through.
+  return new Proxy(service, {
+    get(target, prop) {
+      const own = wrapped.get(prop);
+      if (own !== undefined) return own;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as AnyFn).bind(target) : value;
+    },
+  });
+}
