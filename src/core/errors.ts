@@ -18,6 +18,7 @@ export const ErrorCode = {
   internal: 'internal',
   drSecondary: 'dr_secondary',
   licenseRequired: 'license_required',
+  storageFailed: 'storage_failed',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -74,6 +75,16 @@ export class NotInitialized extends TesseraError {
 export class Unavailable extends TesseraError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(ErrorCode.unavailable, message, options);
+  }
+}
+/**
+ * 503: the storage engine stopped acknowledging writes after a storage error (a failed write whose
+ * outcome on disk is unknown, an I/O error or LevelDB corruption). Sticky until the node restarts;
+ * the message names the error and what to do, and holds no secret (LevelDB's status and file path).
+ */
+export class StorageFailed extends TesseraError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.storageFailed, message, options);
   }
 }
 /** 413: request body larger than the configured limit. */

@@ -16,6 +16,7 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.sealed]: 503,
   [ErrorCode.notInitialized]: 503,
   [ErrorCode.unavailable]: 503,
+  [ErrorCode.storageFailed]: 503,
   [ErrorCode.internal]: 500,
 };
 

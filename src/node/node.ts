@@ -7,6 +7,7 @@
  *   node.apiAddr // 'http://127.0.0.1:8200'
  *   await node.stop();
  */
+import { isMainThread } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { startHttp, type HttpServer } from '../http/server.js';
 import { describeLicense, hasFeature, loadLicense, type Feature, type LicenseStatus } from '../license/index.js';
@@ -47,6 +48,10 @@ export interface RunningNode {
 export async function startNode(config: NodeConfig, deps: { logger: Logger; now?: () => number }): Promise<RunningNode> {
   const log = deps.logger;
   const now = deps.now ?? Date.now;
+  // Owner-only files: LevelDB creates its tables and logs itself with 0644 & ~umask, so the
+  // process umask is what makes them 0600 (openLevelBackend makes the directory 0700 and fixes
+  // the modes of files already there). Worker threads cannot set it; nodes run on the main thread.
+  if (isMainThread) process.umask(0o077);
   const backend = await openLevelBackend({ path: config.storagePath });
   let metrics: NodeMetrics | undefined;
   const engine = await StorageEngine.open(backend, {
@@ -83,6 +88,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     performanceMode: () => 'disabled',
     apiAddr: () => apiAddr,
     clusterAddr: () => repl.dr.clusterAddr(),
+    storageFailure: () => engine.failure()?.message,
   };
   const sys = {
     licenseStatus: () => ({

@@ -87,7 +87,15 @@ export async function wireReplication(o: {
     engine,
     now,
     log,
-    role: (kind) => (kind === 'dr' && loaded ? drRoleStatus(dr, engine.lastGuard().index, now()) : undefined),
+    // Every status block says whether this node's storage has failed closed (see storage/fault-guard.ts).
+    role: (kind) => {
+      const failure = engine.failure();
+      return {
+        storage_failed: failure !== undefined,
+        ...(failure !== undefined ? { storage_error: failure.message } : {}),
+        ...(kind === 'dr' && loaded ? drRoleStatus(dr, engine.lastGuard().index, now()) : {}),
+      };
+    },
   });
   await local.load();
 

@@ -9,7 +9,24 @@
  *   for await (const [k, v] of b.iterate({ gte: 'a', lt: 'b' })) { ... }
  *
  * Keys are strings compared by their UTF-8 bytes (LevelDB's order); values are Buffers.
+ *
+ * Failures: a `batch` that rejects may or may not have reached the medium. A read that rejects
+ * because the medium failed (I/O error, corruption) rejects with `BackendFault`; any other read
+ * error is a usage error (e.g. a closed handle). The engine fails closed on both kinds of fault.
  */
+import { Internal } from '../core/errors.js';
+
+/**
+ * The medium failed: an I/O error or corruption reported by the store itself. `detail` is the
+ * store's own status text (LevelDB's, e.g. "Corruption: block checksum mismatch: .../000005.ldb").
+ */
+export class BackendFault extends Internal {
+  readonly detail: string;
+  constructor(message: string, detail: string, options?: { cause?: unknown }) {
+    super(`${message}: ${detail}`, options);
+    this.detail = detail;
+  }
+}
 export type BatchOp =
   | { readonly type: 'put'; readonly key: string; readonly value: Buffer }
   | { readonly type: 'del'; readonly key: string };

@@ -4,11 +4,12 @@
  *
  *   const backend = new ControlledBackend(new MemoryBackend());
  *   backend.failing = true;                     // the next batches throw
+ *   backend.readFault = true;                   // reads throw BackendFault (a corrupt medium)
  *   const gate = backend.hold();                // batches wait until gate.release()
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { compositeRoot, leafHash, locate, pageHash, subtreeRoot, valueHash, xorInto } from '../core/merkle.js';
-import type { Backend, BatchOp, RangeOptions, Snapshot } from './backend.js';
+import { BackendFault, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
 import type { ValueCipher } from './barrier.js';
 import { classify, treeOf } from './keyspace.js';
 
@@ -35,6 +36,7 @@ export class BatchFailed extends Error {}
 /** Delegates to `inner`; batches can be made to fail or to wait for a gate. */
 export class ControlledBackend implements Backend {
   failing = false;
+  readFault = false;
   batchCalls = 0;
   private gate: Promise<void> | undefined;
 
@@ -59,10 +61,12 @@ export class ControlledBackend implements Backend {
     return this.inner.batch(ops, options);
   }
   get(key: string): Promise<Buffer | undefined> {
+    if (this.readFault) return Promise.reject(injectedReadFault());
     return this.inner.get(key);
   }
-  iterate(range: RangeOptions): AsyncIterable<[string, Buffer]> {
-    return this.inner.iterate(range);
+  async *iterate(range: RangeOptions): AsyncIterable<[string, Buffer]> {
+    if (this.readFault) throw injectedReadFault();
+    yield* this.inner.iterate(range);
   }
   snapshot(): Promise<Snapshot> {
     return this.inner.snapshot();
@@ -70,6 +74,10 @@ export class ControlledBackend implements Backend {
   close(): Promise<void> {
     return this.inner.close();
   }
+}
+
+function injectedReadFault(): BackendFault {
+  return new BackendFault('storage read failed', 'Corruption: injected block checksum mismatch');
 }
 
 /** The composite root computed straight from the stored `v/` values, sharing no code with the index. */

@@ -82,7 +82,10 @@ describe('check() and reindex', () => {
     const report = await engine.check();
     expect(report.trees[1].corruptedPages).toEqual(new Map([[page, { corrupted: false, subpages: [subpage] }]]));
     expect(report.trees[2].corruptedPages.size).toBe(0);
-    expect(report.corruptedRoot).toBe(false);
+    // A corrupted page implies a corrupted subtree root and root (the stored root records match).
+    expect(report.trees[1].corruptedSubtreeRoot).toBe(true);
+    expect(report.trees[2].corruptedSubtreeRoot).toBe(false);
+    expect(report.corruptedRoot).toBe(true);
     expect(report.trees[1].treeType).toBe('replicated');
 
     const progress: Array<[number, number]> = [];
@@ -92,7 +95,7 @@ describe('check() and reindex', () => {
     expect(reportIsClean(await engine.check())).toBe(true);
   });
 
-  it('reports a damaged page hash, subtree root and composite root separately', async () => {
+  it('reports a damaged page hash, subtree root and composite root, each implying the levels above', async () => {
     const { backend, engine } = await engineWith(data);
     const { page } = locate('local/k3');
     const rec = (await backend.get(Keys.page(2, page)))!;
@@ -107,8 +110,8 @@ describe('check() and reindex', () => {
     );
     const report = await engine.check();
     expect(report.trees[2].corruptedPages).toEqual(new Map([[page, { corrupted: true, subpages: [] }]]));
-    expect(report.trees[1].corruptedSubtreeRoot).toBe(true);
-    expect(report.trees[2].corruptedSubtreeRoot).toBe(false);
+    expect(report.trees[1].corruptedSubtreeRoot).toBe(true); // its stored root record was damaged
+    expect(report.trees[2].corruptedSubtreeRoot).toBe(true); // implied by its corrupted page
     expect(report.corruptedRoot).toBe(true);
     expect(report.trees[1].rootHash).toEqual(engine.subtreeRoot(1));
     await engine.reindex({ force: true });

@@ -14,11 +14,17 @@
  *
  * Merkle page records are flushed from dirty pages (policy in commit-plan.ts). check() and
  * close() flush first; pages a crash left journalled are rebuilt from their leaves on open.
+ *
+ * Fail closed: every backend call goes through a FaultGuard. After the first storage fault (a
+ * failed batch, an I/O error or corruption on a read) `failure()` is set for good, every write,
+ * check and reindex rejects with it (StorageFailed, 503), and reads keep being served where the
+ * medium still answers. Recovery is a restart of the node (see fault-guard.ts).
  */
-import { InvalidRequest, Unavailable } from '../core/errors.js';
+import { InvalidRequest, Unavailable, type StorageFailed } from '../core/errors.js';
 import type { CorruptionReport, Tree } from '../core/merkle.js';
 import { genesisGuard, verifyChain, type Guard, type WalEntry, type WalOp } from '../core/wal.js';
 import type { Backend, BatchOp, ReadView } from './backend.js';
+import { FaultGuard } from './fault-guard.js';
 import { BarrierStore, type RawStore, type SystemWrite, type ValueCipher } from './barrier.js';
 import {
   finishPlan,
@@ -89,7 +95,7 @@ export class StorageEngine implements RawStore, MerkleView {
   private idleFlush: NodeJS.Timeout | undefined;
 
   private constructor(
-    private readonly backend: Backend,
+    private readonly backend: FaultGuard,
     private readonly opts: EngineOptions,
     private readonly tail: WalTail,
     trees: Trees,
@@ -105,9 +111,10 @@ export class StorageEngine implements RawStore, MerkleView {
    */
   static async open(backend: Backend, opts: EngineOptions): Promise<StorageEngine> {
     if (!(opts.walMaxEntries >= 1) || !(opts.walMaxBytes >= 1)) throw new InvalidRequest('WAL bounds must be at least 1');
-    const tail = await WalTail.load(backend);
-    const { trees, dirty } = await loadTrees(backend);
-    return new StorageEngine(backend, opts, tail, trees, dirty);
+    const guarded = new FaultGuard(backend);
+    const tail = await WalTail.load(guarded);
+    const { trees, dirty } = await loadTrees(guarded);
+    return new StorageEngine(guarded, opts, tail, trees, dirty);
   }
 
   secure(cipher: ValueCipher): BarrierStore {
@@ -128,7 +135,7 @@ export class StorageEngine implements RawStore, MerkleView {
 
   /** Ops carry ciphertext; the barrier is the caller in production. Resolves once durable. */
   async commitRaw(ops: readonly WalOp[], system: readonly SystemWrite[] = []): Promise<void> {
-    this.assertOpen();
+    this.assertWritable();
     for (const op of ops) assertLogicalKey(op.key);
     for (const s of system) if (s.name.length === 0) throw new InvalidRequest('system record name must not be empty');
     if (ops.length === 0 && system.length === 0) return;
@@ -149,6 +156,8 @@ export class StorageEngine implements RawStore, MerkleView {
     const txns = this.pending;
     this.pending = [];
     try {
+      // An earlier batch failed while these waited: none of them may be acknowledged now.
+      this.assertWritable();
       const base = { index: this.index, guard: this.tail.guard(), epoch: this.tail.meta.epoch };
       const planned = await planCommit(this.backend, base, txns, { time: this.now(), flushIntervalMs: this.flushIntervalMs() });
       // WAL GC deletes go after the entry puts so that a dropped new entry ends as a delete.
@@ -181,7 +190,7 @@ export class StorageEngine implements RawStore, MerkleView {
    * leaves the journal, which open() repairs.
    */
   private armIdleFlush(): void {
-    if (this.idleFlush !== undefined || isClean(this.index.dirty) || this.closed) return;
+    if (this.idleFlush !== undefined || isClean(this.index.dirty) || this.closed || this.failure() !== undefined) return;
     this.idleFlush = setTimeout(() => {
       this.idleFlush = undefined;
       if (this.closed) return;
@@ -243,6 +252,27 @@ export class StorageEngine implements RawStore, MerkleView {
     if (this.closed) throw new Unavailable('storage engine is closed');
   }
 
+  /** Open and not failed: what every write, check and reindex requires. */
+  private assertWritable(): void {
+    this.assertOpen();
+    const failed = this.failure();
+    if (failed !== undefined) throw failed;
+  }
+
+  /** Runs a writing job on the chain; it refuses if the store failed before its turn came. */
+  private exclusiveWrite<T>(fn: () => Promise<T>): Promise<T> {
+    this.assertWritable();
+    return this.exclusive(async () => {
+      this.assertWritable();
+      return fn();
+    });
+  }
+
+  /** The first storage fault (sticky until restart), or undefined while storage is healthy. */
+  failure(): StorageFailed | undefined {
+    return this.backend.failure;
+  }
+
   // ---- what replication needs ----
 
   lastGuard(): Guard {
@@ -264,8 +294,7 @@ export class StorageEngine implements RawStore, MerkleView {
 
   /** Starts a new epoch (promotion): later entries carry it; indices and the chain continue. */
   async setEpoch(epoch: number): Promise<void> {
-    this.assertOpen();
-    return this.exclusive(async () => {
+    return this.exclusiveWrite(async () => {
       await this.write(new BatchPlan(this.backend, this.index.trees), this.tail.plan([], this.bounds(), epoch), 0);
     });
   }
@@ -295,10 +324,10 @@ export class StorageEngine implements RawStore, MerkleView {
    * and changes nothing if they do not.
    */
   async applyEntries(entries: readonly WalEntry[], extraNodeOps: readonly WalOp[] = []): Promise<void> {
-    this.assertOpen();
+    this.assertWritable();
     assertClass(entries.flatMap((e) => e.ops), 'tree');
     assertClass(extraNodeOps, 'node');
-    return this.exclusive(async () => {
+    return this.exclusiveWrite(async () => {
       verifyChain(this.tail.guard(), entries);
       if (entries.length === 0 && extraNodeOps.length === 0) return;
       const { plan, items } = await planEntries(this.backend, this.index.trees, entries, extraNodeOps);
@@ -322,11 +351,11 @@ export class StorageEngine implements RawStore, MerkleView {
   }
 
   private async install(ops: readonly WalOp[], guard: Guard | undefined, extra: readonly WalOp[]): Promise<void> {
-    this.assertOpen();
+    this.assertWritable();
     for (const op of [...ops, ...extra]) assertLogicalKey(op.key);
     assertClass(ops, 'tree');
     assertClass(extra, 'node');
-    return this.exclusive(async () => {
+    return this.exclusiveWrite(async () => {
       const { plan } = await planEntries(this.backend, this.index.trees, [], [...ops, ...extra]);
       await this.write(plan, guard === undefined ? undefined : this.tail.planReset(guard), 1);
     });
@@ -334,8 +363,7 @@ export class StorageEngine implements RawStore, MerkleView {
 
   /** Deletes all data, WAL and index (not system records) and restarts at genesis, epoch 0. */
   async wipe(): Promise<void> {
-    this.assertOpen();
-    return this.exclusive(async () => {
+    return this.exclusiveWrite(async () => {
       const ops: BatchOp[] = [];
       for (const prefix of [Keys.valuePrefix, Keys.walPrefix, Keys.merklePrefix]) {
         for await (const key of keysIn(this.backend, prefix)) ops.push({ type: 'del', key });
@@ -391,8 +419,7 @@ export class StorageEngine implements RawStore, MerkleView {
    * meanwhile. Dirty page records are flushed first, so the view holds the index this node serves.
    */
   async check(): Promise<CorruptionReport> {
-    this.assertOpen();
-    const view = await this.exclusive(async () => {
+    const view = await this.exclusiveWrite(async () => {
       await this.flushDirty(false);
       return this.backend.snapshot();
     });
@@ -405,8 +432,7 @@ export class StorageEngine implements RawStore, MerkleView {
 
   /** Rebuilds leaves, page records and roots from `v/`; commits wait while it runs. */
   async reindex(opts: ReindexRequest = {}): Promise<{ warnings: string[]; flushed: Promise<void> }> {
-    this.assertOpen();
-    return this.exclusive(async () => {
+    return this.exclusiveWrite(async () => {
       const { trees, warnings } = await rebuildIndex(this.backend, opts);
       if (!opts.skipFlush) {
         await this.backend.batch(flushOps(trees), { sync: true });
@@ -416,7 +442,7 @@ export class StorageEngine implements RawStore, MerkleView {
       // Leaves are durable; serve the rebuilt trees now. Commits before the flush write the pages
       // they touch from these trees, and the flush writes every page from the trees of its moment.
       this.index = { ...this.index, trees };
-      const flushed = this.exclusive(async () => {
+      const flushed = this.exclusiveWrite(async () => {
         await this.backend.batch(flushOps(this.index.trees), { sync: true });
         this.index = { ...this.index, dirty: noDirtyPages() };
       });
@@ -431,7 +457,8 @@ export class StorageEngine implements RawStore, MerkleView {
     clearTimeout(this.idleFlush);
     await this.exclusive(async () => {
       try {
-        await this.flushDirty(true);
+        // A failed store is not written again; the journal on disk lets the next open rebuild.
+        if (this.failure() === undefined) await this.flushDirty(true);
       } catch {
         // Nothing is lost: the journal is durable, and the next open rebuilds those pages.
       } finally {

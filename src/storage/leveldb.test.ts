@@ -1,7 +1,7 @@
 /** LevelDB Backend: the shared contract, plus durability, locking and iterator release. */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,6 +60,26 @@ describe('LevelDB backend', () => {
     opened.push(b);
     return b;
   }
+
+  it('makes the directory 0700 and its files 0600, also those an earlier open left 0755/0644', async () => {
+    const dir = await tempDir();
+    try {
+      const path = join(dir, 'db');
+      await mkdir(path, { mode: 0o755 });
+      await chmod(path, 0o755);
+      await writeFile(join(path, 'LOG.old'), 'x', { mode: 0o644 });
+      await chmod(join(path, 'LOG.old'), 0o644);
+      const b = await openLevelBackend({ path });
+      await b.batch([put('k', 'v')], { sync: true });
+      await b.close();
+      expect((await stat(path)).mode & 0o777).toBe(0o700);
+      const files = await readdir(path);
+      expect(files).toEqual(expect.arrayContaining(['CURRENT', 'LOG.old']));
+      for (const f of files) expect([f, (await stat(join(path, f))).mode & 0o777]).toEqual([f, 0o600]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 
   it('keeps synced and unsynced writes across close and reopen', async () => {
     const path = join(dir, 'db');

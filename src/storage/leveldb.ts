@@ -8,11 +8,11 @@
  *   try { await snap.get('k'); } finally { await snap.close(); }
  *   await b.close();
  */
-import { mkdir } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { chmod, mkdir, readdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
-import type { Backend, BatchOp, RangeOptions, Snapshot } from './backend.js';
+import { BackendFault, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
 
 /** Another process (or another open handle in this one) holds the directory's LevelDB LOCK. */
 export class StorageLocked extends TesseraError {
@@ -57,10 +57,47 @@ function levelCode(e: unknown): string | undefined {
   return typeof e.code === 'string' ? e.code : undefined;
 }
 
+function causeOf(e: unknown): unknown {
+  return typeof e === 'object' && e !== null && 'cause' in e ? e.cause : undefined;
+}
+
 function isLocked(e: unknown): boolean {
-  if (levelCode(e) === LOCKED) return true;
-  const cause = typeof e === 'object' && e !== null && 'cause' in e ? e.cause : undefined;
-  return levelCode(cause) === LOCKED;
+  return levelCode(e) === LOCKED || levelCode(causeOf(e)) === LOCKED;
+}
+
+/** The codes classic-level gives a failed medium (LevelDB's Status IsCorruption / IsIOError). */
+const MEDIUM_FAULTS: ReadonlySet<string> = new Set(['LEVEL_CORRUPTION', 'LEVEL_IO_ERROR']);
+
+/** The innermost message of `e`'s cause chain: LevelDB's own status text. */
+function innermostMessage(e: unknown): string {
+  let cur = e;
+  for (let depth = 0; depth < 8 && causeOf(cur) !== undefined; depth++) cur = causeOf(cur);
+  return cur instanceof Error ? cur.message : String(cur);
+}
+
+/** A read error: BackendFault when LevelDB says the medium failed, Internal otherwise (a usage error). */
+function readError(what: string, e: unknown): Error {
+  for (let cur = e, depth = 0; cur !== undefined && depth < 8; cur = causeOf(cur), depth++) {
+    const code = levelCode(cur);
+    if (code !== undefined && MEDIUM_FAULTS.has(code)) return new BackendFault(what, innermostMessage(e), { cause: e });
+  }
+  return new Internal(what, { cause: e });
+}
+
+/** Owner-only modes: the directory holds every secret of the node (encrypted) and its keyring. */
+const DIR_MODE = 0o700;
+const FILE_MODE = 0o600;
+
+/**
+ * Makes `dir` 0700 and every file in it 0600, whatever the umask was when they were made (older
+ * installs, files LevelDB created at open). Files LevelDB creates later get 0644 & ~umask: the node
+ * sets its umask to 077 at start-up (node.ts), and the 0700 directory guards them regardless.
+ */
+async function restrictModes(dir: string): Promise<void> {
+  await chmod(dir, DIR_MODE);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (entry.isFile()) await chmod(join(dir, entry.name), FILE_MODE);
+  }
 }
 
 /** Opens (creating if missing, parents included) the LevelDB directory at `opts.path`. */
@@ -73,12 +110,18 @@ export async function openLevelBackend(opts: { path: string }): Promise<LevelBac
     writeBufferSize: WRITE_BUFFER_BYTES,
   });
   try {
-    // LevelDB creates only the last path component; parents are ours to make.
-    await mkdir(path, { recursive: true });
+    // LevelDB creates only the last path component; parents are ours to make (owner-only).
+    await mkdir(path, { recursive: true, mode: DIR_MODE });
     await db.open();
   } catch (e) {
     if (isLocked(e)) throw new StorageLocked(path, { cause: e });
     throw new Internal(`cannot open storage directory ${path}`, { cause: e });
+  }
+  try {
+    await restrictModes(path);
+  } catch (e) {
+    await db.close().catch(() => undefined);
+    throw new Internal(`cannot restrict the modes of storage directory ${path}`, { cause: e });
   }
   return new LevelDbBackend(db, path);
 }
@@ -172,7 +215,7 @@ class LevelView {
     this.pending = [];
     const keys = batch.map((g) => g.key);
     const fail = (e: unknown): void => {
-      const err = new Internal(`storage read failed in ${this.path}`, { cause: e });
+      const err = readError(`storage read failed in ${this.path}`, e);
       for (const g of batch) g.reject(err);
     };
     try {
@@ -197,7 +240,7 @@ class LevelView {
         try {
           entry = await it.next();
         } catch (e) {
-          throw new Internal(`storage iteration failed in ${this.path}`, { cause: e });
+          throw readError(`storage iteration failed in ${this.path}`, e);
         }
         if (entry === undefined) return;
         yield entry;
@@ -264,7 +307,8 @@ class LevelDbBackend extends LevelView implements LevelBackend {
       else if (this.db.status !== 'open') throw new Error(`database is ${this.db.status}`);
       else await this.rawBatch(list, { sync: options.sync });
     } catch (e) {
-      throw new Internal(`storage write failed in ${this.path}`, { cause: e });
+      // Whatever the cause, the batch may be partly on disk (a torn log record): always a fault.
+      throw new BackendFault(`storage write failed in ${this.path}`, innermostMessage(e), { cause: e });
     } finally {
       this.retireLive();
     }

@@ -8,6 +8,10 @@
  * page record's subpage hash and the XOR of the stored leaves (so a wrong, missing or stray leaf is
  * named by its subpage), each page record's trailing page hash with the recomputed page hash, and
  * the stored roots with the recomputed ones. Memory stays O(pages), not O(keys).
+ *
+ * The report is consistent upward: a corrupted page (or subpage) makes its subtree root corrupted,
+ * and a corrupted subtree root makes the root corrupted, whether or not the stored root records
+ * happen to match. The index the node serves is built from those pages, so its roots are as wrong.
  */
 import {
   HASH_LEN,
@@ -100,7 +104,8 @@ export async function checkIndex(view: ReadView): Promise<CorruptionReport> {
     const root = subtreeRoot(pageHashes);
     const storedRoot = await storedOr(view, Keys.treeRoot(tree), treeFromPages([]).root);
     roots.push(root);
-    reports.set(tree, { treeType: TreeType[tree], rootHash: root, corruptedSubtreeRoot: !storedRoot.equals(root), corruptedPages });
+    const corruptedSubtreeRoot = !storedRoot.equals(root) || corruptedPages.size > 0;
+    reports.set(tree, { treeType: TreeType[tree], rootHash: root, corruptedSubtreeRoot, corruptedPages });
   }
   const [r1, r2] = roots as [Buffer, Buffer];
   const empty = treeFromPages([]).root;
@@ -108,7 +113,8 @@ export async function checkIndex(view: ReadView): Promise<CorruptionReport> {
   const t1 = reports.get(1);
   const t2 = reports.get(2);
   if (t1 === undefined || t2 === undefined) throw new RangeError('missing subtree report');
-  return { corruptedRoot: !storedComposite.equals(compositeRoot(r1, r2)), trees: { 1: t1, 2: t2 } };
+  const corruptedRoot = !storedComposite.equals(compositeRoot(r1, r2)) || t1.corruptedSubtreeRoot || t2.corruptedSubtreeRoot;
+  return { corruptedRoot, trees: { 1: t1, 2: t2 } };
 }
 
 export interface ReindexOptions {

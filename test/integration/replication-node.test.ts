@@ -122,9 +122,13 @@ describe('merkle-check and reindex', () => {
     for (const key of keys.slice(0, 2)) await again.call('PUT', 'sys/unseal', { key }, { token: null });
     try {
       const report = (await again.call('POST', 'sys/replication/merkle-check', {})).body.data.merkle_corruption_report;
-      expect(report.corrupted_root).toBe(false); // the stored composite root still matches the data
+      // A corrupted page implies a corrupted subtree root and root (issue 6 item 14), even though
+      // the stored root records still match the data.
+      expect(report.corrupted_root).toBe(true);
       const tree = report.corrupted_tree_map['1'];
       expect(tree.tree_type).toBe('replicated');
+      expect(tree.corrupted_subtree_root).toBe(true);
+      expect(report.corrupted_tree_map['2'].corrupted_subtree_root).toBe(false);
       expect(tree.corrupted_index_tuples_map[page].subpages).toEqual([target!.subpage]);
       expect(report.corrupted_tree_map['2'].corrupted_index_tuples_map).toBeNull();
       const st = (await again.call('GET', 'sys/replication/dr/status', undefined, { token: null })).body.data;

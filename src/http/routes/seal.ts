@@ -16,6 +16,8 @@ export interface NodeFacts {
   performanceMode(): string;
   apiAddr(): string;
   clusterAddr(): string;
+  /** The storage engine's fault message once it has failed closed (sticky until restart), else undefined. */
+  storageFailure(): string | undefined;
 }
 
 const InitBody = z.object({
@@ -121,9 +123,12 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
           const initialized = await core.initialized();
           const sealed = core.sealed();
           const dr = facts.drMode() === 'secondary';
+          const storageFailure = facts.storageFailure();
           let status = fields.activecode ?? 200;
           if (!initialized) status = fields.uninitcode ?? 501;
           else if (sealed) status = fields.sealedcode ?? 503;
+          // A node that can no longer write is not healthy in any role; no query parameter hides it.
+          else if (storageFailure !== undefined) status = 503;
           else if (dr) status = fields.drsecondarycode ?? 472;
           const body = {
             initialized,
@@ -136,6 +141,8 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
             version: VERSION,
             cluster_name: facts.clusterName(),
             cluster_id: facts.clusterId(),
+            storage_failed: storageFailure !== undefined,
+            ...(storageFailure !== undefined ? { storage_error: storageFailure } : {}),
           };
           return req.method === 'HEAD' ? bare(status, undefined) : bare(status, body);
         }),

@@ -39,6 +39,7 @@ const STATUS_OF_CODE: Record<ErrorCode, Status> = {
   [ErrorCode.sealed]: Status.UNAVAILABLE,
   [ErrorCode.notInitialized]: Status.UNAVAILABLE,
   [ErrorCode.unavailable]: Status.UNAVAILABLE,
+  [ErrorCode.storageFailed]: Status.UNAVAILABLE,
   [ErrorCode.rateLimited]: Status.RESOURCE_EXHAUSTED,
   [ErrorCode.payloadTooLarge]: Status.RESOURCE_EXHAUSTED,
   [ErrorCode.internal]: Status.INTERNAL,

@@ -1,0 +1,36 @@
+/** FaultGuard: which errors fail the store, and that a failed store answers every error as StorageFailed. */
+import { StorageFailed } from '../core/errors.js';
+import { ControlledBackend } from './engine.fixtures.js';
+import { FaultGuard } from './fault-guard.js';
+import { MemoryBackend } from './memory.js';
+
+/** Reads reject with a plain (usage) error while `closedReads` is set, as a closed handle would. */
+class ClosedReads extends ControlledBackend {
+  closedReads = false;
+  override get(key: string): Promise<Buffer | undefined> {
+    return this.closedReads ? Promise.reject(new Error('database is not open')) : super.get(key);
+  }
+}
+
+test('a usage read error passes through a healthy store; once a batch failed, every read error is the StorageFailed', async () => {
+  const inner = new ClosedReads(new MemoryBackend());
+  const guard = new FaultGuard(inner);
+  await guard.batch([{ type: 'put', key: 'a', value: Buffer.from('1') }], { sync: true });
+  inner.closedReads = true;
+  const usage = await guard.get('a').catch((e: unknown) => e);
+  expect(usage).not.toBeInstanceOf(StorageFailed);
+  expect(guard.failure).toBeUndefined();
+
+  inner.failing = true;
+  const failed = await guard.batch([{ type: 'put', key: 'b', value: Buffer.from('2') }], { sync: true }).catch((e: unknown) => e);
+  expect(failed).toBeInstanceOf(StorageFailed);
+  expect(guard.failure).toBe(failed);
+  await expect(guard.get('a')).rejects.toBe(failed);
+  inner.closedReads = false;
+  expect((await guard.get('a'))?.toString()).toBe('1');
+  inner.readFault = true;
+  const iterate = async () => {
+    for await (const _ of guard.iterate({})) void _;
+  };
+  await expect(iterate()).rejects.toBe(failed);
+});

@@ -1,0 +1,113 @@
+/**
+ * Fail-closed storage: the Backend the engine writes through. It records the first storage fault
+ * and turns it (and, from then on, every error) into `StorageFailed` (503).
+ *
+ *   const guarded = new FaultGuard(backend);
+ *   await guarded.batch(ops, { sync: true });   // rejects StorageFailed if the write failed
+ *   guarded.failure                              // the sticky StorageFailed, or undefined
+ *
+ * A fault is any rejected `batch` (its outcome on disk is unknown: LevelDB may have left a torn
+ * record in its log, and later records appended after it are dropped by log recovery on the next
+ * open, so nothing may be acknowledged after it) or a read rejected with `BackendFault` (I/O error,
+ * corruption). Other read errors are usage errors and pass through unchanged while healthy.
+ *
+ * There is no in-process recovery: restarting the node reopens LevelDB, whose log recovery drops
+ * the torn tail, and nothing acknowledged lies after it.
+ */
+import { StorageFailed } from '../core/errors.js';
+import { BackendFault, type Backend, type BatchOp, type RangeOptions, type ReadView, type Snapshot } from './backend.js';
+
+const ADVICE =
+  'writes are refused until the node is restarted; restart it (after freeing disk space if the disk is full). ' +
+  'If the error persists after a restart, the data directory is damaged: restore it from a backup or promote a DR secondary';
+
+function detailOf(e: unknown): string {
+  if (e instanceof BackendFault) return e.detail;
+  return e instanceof Error ? e.message : String(e);
+}
+
+export class FaultGuard implements Backend {
+  private first: StorageFailed | undefined;
+
+  constructor(private readonly inner: Backend) {}
+
+  /** The first fault, sticky for the life of this guard (the process). */
+  get failure(): StorageFailed | undefined {
+    return this.first;
+  }
+
+  /** Records `e` as the fault (if it is the first) and returns what callers see. */
+  private fault(e: unknown): StorageFailed {
+    this.first ??= new StorageFailed(`storage failed: ${detailOf(e)}; ${ADVICE}`, { cause: e });
+    return this.first;
+  }
+
+  /** A read error: a medium fault fails the store; anything else passes through unless already failed. */
+  private readError(e: unknown): unknown {
+    if (e instanceof BackendFault) return this.fault(e);
+    return this.first ?? e;
+  }
+
+  async batch(ops: readonly BatchOp[], options: { sync: boolean }): Promise<void> {
+    if (this.first !== undefined) throw this.first;
+    try {
+      await this.inner.batch(ops, options);
+    } catch (e) {
+      throw this.fault(e);
+    }
+  }
+
+  get(key: string): Promise<Buffer | undefined> {
+    return guardedGet(this.inner, key, (e) => this.readError(e));
+  }
+
+  iterate(range: RangeOptions): AsyncIterable<[string, Buffer]> {
+    return guardedIterate(this.inner, range, (e) => this.readError(e));
+  }
+
+  async snapshot(): Promise<Snapshot> {
+    let snap: Snapshot;
+    try {
+      snap = await this.inner.snapshot();
+    } catch (e) {
+      throw this.readError(e);
+    }
+    const onError = (e: unknown): unknown => this.readError(e);
+    return {
+      get: (key) => guardedGet(snap, key, onError),
+      iterate: (range) => guardedIterate(snap, range, onError),
+      close: () => snap.close(),
+    };
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+async function guardedGet(view: ReadView, key: string, onError: (e: unknown) => unknown): Promise<Buffer | undefined> {
+  try {
+    return await view.get(key);
+  } catch (e) {
+    throw onError(e);
+  }
+}
+
+async function* guardedIterate(view: ReadView, range: RangeOptions, onError: (e: unknown) => unknown): AsyncIterable<[string, Buffer]> {
+  const it = view.iterate(range)[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      let next: IteratorResult<[string, Buffer]>;
+      try {
+        next = await it.next();
+      } catch (e) {
+        throw onError(e);
+      }
+      if (next.done === true) return;
+      yield next.value;
+    }
+  } finally {
+    // A consumer that stops early releases the inner iterator (LevelDB's is closed in its finally).
+    await it.return?.();
+  }
+}
