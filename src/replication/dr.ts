@@ -235,6 +235,7 @@ export class DrReplication {
         const m = this.record.secondary;
         const s = this.record.state;
         if (!m || s.mode !== 'secondary' || s.secondaryId === null) throw new InvalidRequest('this secondary holds no credentials to probe with; use token');
+        const reasons: string[] = [];
         for (const addr of effect.addrs) {
           const client = this.o.transport.connect({ address: addr, tls: this.secondaryTls(m) });
           try {
@@ -246,12 +247,15 @@ export class DrReplication {
             log.info({ addr }, 'update-primary: address answered');
             return this.run({ type: 'probed', primary: { clusterAddr: addr, apiAddr: info.apiAddr } }, ctx);
           } catch (e) {
+            // A primary that refuses this id (revoked, unknown) says why; the operator needs to know.
+            const refusedBy = (e as { reason?: string }).reason === 'permission_denied';
+            reasons.push(refusedBy ? `${addr} refused this secondary: ${(e as Error).message}` : `${addr} did not answer`);
             log.info({ addr, err: (e as Error).message }, 'update-primary: address did not answer');
           } finally {
             client.close();
           }
         }
-        throw new InvalidRequest(`none of the update_primary_addrs answered as a primary of replication set ${s.clusterId}`);
+        throw new InvalidRequest(`none of the update_primary_addrs answered as a primary of replication set ${s.clusterId}${reasons.length > 0 ? ` (${reasons.join('; ')})` : ''}`);
       }
     }
   }
