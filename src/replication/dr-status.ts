@@ -6,7 +6,14 @@
 import { statusFields } from '../core/replication/index.js';
 import type { DrReplication } from './dr.js';
 
-const CONNECTED_WITHIN_MS = 5000;
+const CONNECTED_WITHIN_MS = 3000;
+
+/** While a demote drains: the final index and who has not applied it yet. */
+function drainFields(dr: DrReplication): Record<string, unknown> {
+  const d = dr.drainProgress;
+  if (!d) return {};
+  return { demote_drain: { last_wal: Number(d.lastWal), pending: d.pending.map((x) => ({ id: x.id, last_applied_wal: Number(x.applied) })) } };
+}
 
 function rfc3339(ms: number): string {
   return ms > 0 ? new Date(ms).toISOString() : '';
@@ -19,19 +26,21 @@ export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): R
     case 'disabled':
       return { mode: 'disabled', state: 'idle', ...(dr.material.lastError ? { last_error: dr.material.lastError } : {}) };
     case 'primary': {
-      const streamer = dr.primaryStreamer;
-      const secondaries = [...(streamer?.secondaries.values() ?? [])].map((v) => {
+      const views = dr.primaryStreamer?.views;
+      const secondaries = (views?.all() ?? []).sort((a, b) => a.id.localeCompare(b.id)).map((v) => {
         const lagEntries = lastWal > v.applied.index ? Number(lastWal - v.applied.index) : 0;
+        // The open stream is the truth (secondary-views.ts): connected while it is open and heartbeats arrive.
+        const connected = views?.connected(v, now) ?? false;
         return {
           node_id: v.id,
           api_address: v.apiAddr,
           cluster_address: v.clusterAddr,
-          connection_status: now - v.lastHeartbeatMs < CONNECTED_WITHIN_MS ? 'connected' : 'disconnected',
+          connection_status: connected ? 'connected' : 'disconnected',
           last_heartbeat: rfc3339(v.lastHeartbeatMs),
           last_heartbeat_duration_ms: String(v.heartbeatDurationMs),
           clock_skew_ms: String(v.clockSkewMs),
-          replication_primary_canary_age_ms: String(v.lastHeartbeatMs > 0 ? now - v.lastHeartbeatMs : 0),
-          state: v.state,
+          replication_primary_canary_age_ms: String(v.lastHeartbeatMs > 0 ? Math.max(0, now - v.lastHeartbeatMs) : 0),
+          state: views?.displayState(v, now) ?? 'idle',
           last_applied_wal: Number(v.applied.index),
           lag_entries: lagEntries,
           lag_ms: String(lagEntries > 0 ? v.lagMs : 0),
@@ -48,6 +57,7 @@ export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): R
         secondaries,
         lag_entries: secondaries.reduce((m, x) => Math.max(m, x.lag_entries), 0),
         lag_ms: String(secondaries.reduce((m, x) => Math.max(m, Number(x.lag_ms)), 0)),
+        ...drainFields(dr),
       };
     }
     case 'secondary':
@@ -81,6 +91,8 @@ export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): R
               clock_skew_ms: String(p?.clockSkewMs ?? 0),
             }]
           : [],
+        // The primary's last index as it last told us (heartbeat, batch, or a demote's final index).
+        primary_last_wal: Number(p?.primaryLastWal ?? 0n),
         lag_entries: lagEntries,
         lag_ms: String(lagMs),
         ...(state === 'merkle-sync' || state === 'merkle-diff' ? { merkle_sync_progress: { sync_total_keys: p?.syncTotal ?? 0, sync_progress: p?.syncDone ?? 0 } } : {}),

@@ -12,13 +12,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
-import { refusalError, resume, step, lookupSecondary, type Effect, type Event, type State } from '../core/replication/index.js';
+import { refusalError, resume, step, lookupSecondary, type Effect, type Event, type State, type TokenStatus } from '../core/replication/index.js';
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import type { Store } from '../storage/store.js';
 import { createSigningKey, generateBoxKeyPair, isBoxPublicKey, isJwt, peekJwt, sealTo, signActivationJwt, verifyActivationJwt } from './activation-token.js';
 import { BUNDLE_VERSION, type Bundle } from './bundle.js';
 import { loadRecord, MODE_SUMMARY, saveRecord, type DrRecord } from './dr-record.js';
+import { DemoteDrain, type DemoteReport } from './dr-drain.js';
+import { lastSeenRecord, PRIMARY_LAST_SEEN, SECONDARIES_LAST_SEEN } from './last-seen.js';
 import { createCa, issueLeaf } from './pki.js';
 import { PrimaryStreamer } from './primary-service.js';
 import { redeem } from './redeem.js';
@@ -65,6 +67,8 @@ export interface DrOptions {
   readonly clusterListen: string;
   readonly apiAddr: () => string;
   readonly now?: () => number;
+  /** Heartbeat interval and timeout, and the longest a demote waits for secondaries (see dr-drain.ts). */
+  readonly timing?: { readonly heartbeatMs?: number; readonly heartbeatTimeoutMs?: number; readonly demoteDrainTimeoutMs?: number };
 }
 
 /** Request context of an operation that may redeem a token or probe addresses. */
@@ -90,8 +94,16 @@ export class DrReplication {
    * every token, so if activation then fails it is restored, and the operator can enable again.
    */
   private enabler: string | undefined;
+  private readonly drain: DemoteDrain;
 
-  constructor(private readonly o: DrOptions) {}
+  constructor(private readonly o: DrOptions) {
+    this.drain = new DemoteDrain({ engine: o.engine, log: o.log, timeoutMs: o.timing?.demoteDrainTimeoutMs ?? 30_000 });
+  }
+
+  /** While a demote drains: the final index and who has not applied it yet. */
+  get drainProgress(): DemoteDrain['progress'] {
+    return this.drain.progress;
+  }
 
   private now(): number {
     return (this.o.now ?? Date.now)();
@@ -251,6 +263,7 @@ export class DrReplication {
         const m = this.record.secondary;
         const s = this.record.state;
         if (!m || s.mode !== 'secondary' || s.secondaryId === null) throw new InvalidRequest('this secondary holds no credentials to probe with; use token');
+        const reasons: string[] = [];
         for (const addr of effect.addrs) {
           const client = this.o.transport.connect({ address: addr, tls: this.secondaryTls(m) });
           try {
@@ -262,12 +275,15 @@ export class DrReplication {
             log.info({ addr }, 'update-primary: address answered');
             return this.run({ type: 'probed', primary: { clusterAddr: addr, apiAddr: info.apiAddr } }, ctx);
           } catch (e) {
+            // A primary that refuses this id (revoked, unknown) says why; the operator needs to know.
+            const refusedBy = (e as { reason?: string }).reason === 'permission_denied';
+            reasons.push(refusedBy ? `${addr} refused this secondary: ${(e as Error).message}` : `${addr} did not answer`);
             log.info({ addr, err: (e as Error).message }, 'update-primary: address did not answer');
           } finally {
             client.close();
           }
         }
-        throw new InvalidRequest(`none of the update_primary_addrs answered as a primary of replication set ${s.clusterId}`);
+        throw new InvalidRequest(`none of the update_primary_addrs answered as a primary of replication set ${s.clusterId}${reasons.length > 0 ? ` (${reasons.join('; ')})` : ''}`);
       }
     }
   }
@@ -288,7 +304,11 @@ export class DrReplication {
       info: { clusterId: () => (this.record.state.mode === 'primary' ? this.record.state.clusterId : ''), nodeId: () => 'tessera', apiAddr: this.o.apiAddr, clusterAddr: () => this.clusterAddr() },
       onBootstrap: (id) => this.activated(id),
       ...(this.o.now ? { now: this.o.now } : {}),
+      ...timingOf(this.o.timing),
+      lastSeen: lastSeenRecord(() => this.o.core.store(), SECONDARIES_LAST_SEEN),
+      onPersistError: (e) => this.o.log.warn({ err: (e as Error).message }, 'could not persist secondaries\' last heartbeats'),
     });
+    await streamer.load().catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not load secondaries\' last heartbeats'));
     this.streamer = streamer;
     this.server = await this.o.transport.serve({
       address: this.o.clusterListen,
@@ -308,13 +328,14 @@ export class DrReplication {
   }
 
   /** The transport's per-call check: a registered, unrevoked, unexpired id with its own certificate. */
-  private authorize(id: string, fingerprint: string): void {
+  private authorize(id: string, fingerprint: string): TokenStatus {
     const s = this.record.state;
     if (s.mode !== 'primary') throw new PermissionDenied('this cluster is not a DR primary');
     const entry = lookupSecondary(s.secondaries, id);
     if (!entry || entry.status === 'revoked') throw new PermissionDenied(`secondary "${id}" is not registered or was revoked`);
     if (entry.status === 'token-issued' && entry.expiresAt < this.now()) throw new PermissionDenied(`the activation token of secondary "${id}" expired`);
     if (this.record.primary?.certs[id] !== fingerprint) throw new PermissionDenied(`the certificate presented is not the one issued to "${id}"`);
+    return entry.status;
   }
 
   private activated(id: string): Promise<void> {
@@ -347,6 +368,8 @@ export class DrReplication {
       clusterAddr: () => this.o.clusterListen,
       log: this.o.log.child({ role: 'dr-secondary' }),
       ...(this.o.now ? { now: this.o.now } : {}),
+      ...(this.o.timing?.heartbeatMs !== undefined ? { heartbeatMs: this.o.timing.heartbeatMs } : {}),
+      lastSeen: lastSeenRecord(() => this.o.core.store(), PRIMARY_LAST_SEEN),
       onBootstrap: () => {
         if (this.record.state.mode === 'bootstrapping') {
           void this.exclusive(async () => {
@@ -405,8 +428,26 @@ export class DrReplication {
     return this.exclusive(() => this.run({ type: 'enablePrimary', clusterId: randomUUID(), primaryClusterAddr }, {}));
   }
 
-  demote(): Promise<void> {
-    return this.exclusive(() => this.run({ type: 'demote' }, {}));
+  /**
+   * Planned switchover: validate, drain (writes stop; connected secondaries apply the last index,
+   * bounded), then demote. The report says who confirmed.
+   */
+  demote(): Promise<DemoteReport> {
+    return this.exclusive(async () => {
+      if (!this.loaded) throw new InvalidRequest('replication state is not loaded (is the node unsealed?)');
+      const check = step(this.record.state, { type: 'demote' });
+      if (!check.ok) throw refusalError(check.error);
+      const s = this.record.state;
+      const active = s.mode === 'primary' ? Object.keys(s.secondaries).filter((id) => lookupSecondary(s.secondaries, id)?.status === 'active') : [];
+      try {
+        const report = await this.drain.run(this.streamer, active);
+        await this.run({ type: 'demote' }, {});
+        return report;
+      } finally {
+        // Once demoted, the secondary gate refuses writes; if the demote failed, writes resume.
+        this.drain.release();
+      }
+    });
   }
 
   disablePrimary(): Promise<void> {
@@ -517,7 +558,7 @@ export class DrReplication {
       if (s.mode === 'secondary' && s.primary !== null && this.loop) {
         await this.run({ type: 'streamState', state: this.loop.progress.state }, {});
       }
-      const behind = this.loop?.behind() ?? false;
+      const behind = this.loop?.behindBy() ?? null;
       await this.run({ type: 'promote', force: req.force, behind, primaryClusterAddr: req.primaryClusterAddr }, {});
       await this.o.core.reopen();
       this.o.log.warn({ cluster_id: this.record.state.mode === 'primary' ? this.record.state.clusterId : '' }, 'promoted to DR primary');
@@ -555,4 +596,11 @@ export class DrReplication {
       return { forgotten };
     });
   }
+}
+
+function timingOf(t: DrOptions['timing']): { heartbeatMs?: number; heartbeatTimeoutMs?: number } {
+  return {
+    ...(t?.heartbeatMs !== undefined ? { heartbeatMs: t.heartbeatMs } : {}),
+    ...(t?.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: t.heartbeatTimeoutMs } : {}),
+  };
 }

@@ -1,21 +1,29 @@
 /**
  * What a primary serves on its cluster port: the WAL stream (pushed as entries commit, batched
  * when a secondary is behind, with backpressure from the transport), heartbeats, and read-only
- * Merkle access to pinned snapshots for reconciliation. Secondary bookkeeping (who is connected,
- * their applied guard, clock skew) lives here too, for the status endpoint.
+ * Merkle access to pinned snapshots for reconciliation. Every call passes the kind's serve policy
+ * (serve-policy.ts): identity, registry status and the key classes its kind replicates. What the
+ * primary knows of each secondary lives in SecondaryViews, for status and for the demote drain.
  *
- *   const svc = new PrimaryStreamer({ engine, registry, info, now });
+ *   const svc = new PrimaryStreamer({ engine, registry, info, kind: 'dr', now });
  *   await serveReplication({ address, tls, service: svc });
+ *   const report = await svc.drain({ timeoutMs: 30_000 });   // demote: after engine.fence()
  */
 import { randomUUID } from 'node:crypto';
-import { InvalidRequest, TesseraError, ErrorCode } from '../core/errors.js';
+import { Internal, InvalidRequest, TesseraError, ErrorCode } from '../core/errors.js';
+import type { Tree } from '../core/merkle.js';
+import type { TokenStatus } from '../core/replication/index.js';
 import { compareVersions, VERSION } from '../core/version.js';
 import type { PinnedSnapshot } from '../storage/merkle-view.js';
 import type { StorageEngine } from '../storage/engine.js';
+import { SecondaryViews, type LastSeenStore, type SecondaryView } from './secondary-views.js';
+import { servePolicy, type ServePolicy } from './serve-policy.js';
 import type {
-  BootstrapInfo, BootstrapRequest, Guard, HeartbeatReply, HeartbeatRequest, KeyValue, LeafInfo, Peer, PingInfo,
+  BootstrapInfo, BootstrapRequest, ClusterCall, Guard, HeartbeatReply, HeartbeatRequest, KeyValue, LeafInfo, Peer, PingInfo,
   PrimaryService, SnapshotInfo, StreamSink,
 } from './transport.js';
+
+export type { SecondaryView } from './secondary-views.js';
 
 /** Refused handshake: the primary runs a newer version than the secondary (spec section 9). */
 export class VersionRefused extends TesseraError {
@@ -25,8 +33,11 @@ export class VersionRefused extends TesseraError {
 }
 
 export interface SecondaryRegistry {
-  /** Throws PermissionDenied unless `id` holds an active, unrevoked certificate with this fingerprint. */
-  check(id: string, fingerprint: string): void;
+  /**
+   * Throws PermissionDenied unless `id` holds an unrevoked, unexpired certificate with this
+   * fingerprint; returns its status (the policy decides what that status may call).
+   */
+  check(id: string, fingerprint: string): TokenStatus;
 }
 
 export interface PrimaryInfo {
@@ -36,19 +47,12 @@ export interface PrimaryInfo {
   clusterAddr(): string;
 }
 
-/** What the primary knows about one connected secondary, from its heartbeats. */
-export interface SecondaryView {
-  readonly id: string;
-  apiAddr: string;
-  clusterAddr: string;
-  lastHeartbeatMs: number;
-  heartbeatDurationMs: number;
-  clockSkewMs: number;
-  applied: Guard;
-  state: string;
-  streams: number;
-  /** Age of the oldest entry this secondary has not applied, as of its last heartbeat. */
-  lagMs: number;
+/** How a demote's drain ended: who confirmed the final index, who did not. */
+export interface DrainReport {
+  readonly lastWal: bigint;
+  readonly confirmed: readonly string[];
+  readonly unconfirmed: readonly { readonly id: string; readonly applied: bigint }[];
+  readonly timedOut: boolean;
 }
 
 const HEARTBEAT_MS = 1000;
@@ -56,10 +60,14 @@ const MAX_BATCH = 512;
 const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 
 export class PrimaryStreamer implements PrimaryService {
-  readonly secondaries = new Map<string, SecondaryView>();
+  readonly views: SecondaryViews;
+  private readonly policy: ServePolicy;
   private readonly snapshots = new Map<string, { snap: PinnedSnapshot; owner: string; timer: NodeJS.Timeout }>();
   private lastCommitMs = 0;
   private readonly unsubscribe: () => void;
+  /** Wakes every open stream's wait (drain starts, or the server closes). */
+  private readonly wakers = new Set<() => void>();
+  private draining = false;
 
   constructor(
     private readonly o: {
@@ -70,8 +78,22 @@ export class PrimaryStreamer implements PrimaryService {
       kind: 'dr' | 'performance';
       /** After a secondary's handshake succeeds (its first one activates its token). */
       onBootstrap?: (secondaryId: string) => Promise<void>;
+      /** Interval of the primary's heartbeats on an idle stream. Default 1000 ms. */
+      heartbeatMs?: number;
+      /** A secondary silent for longer is reported disconnected. Default 3000 ms. */
+      heartbeatTimeoutMs?: number;
+      /** Keeps each secondary's last heartbeat across restarts. */
+      lastSeen?: LastSeenStore;
+      onPersistError?: (e: unknown) => void;
     },
   ) {
+    this.policy = servePolicy(o.kind);
+    this.views = new SecondaryViews({
+      now: () => this.now(),
+      ...(o.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: o.heartbeatTimeoutMs } : {}),
+      ...(o.lastSeen ? { lastSeen: o.lastSeen } : {}),
+      ...(o.onPersistError ? { onPersistError: o.onPersistError } : {}),
+    });
     this.unsubscribe = o.engine.onCommit(() => {
       this.lastCommitMs = this.now();
     });
@@ -81,18 +103,28 @@ export class PrimaryStreamer implements PrimaryService {
     return (this.o.now ?? Date.now)();
   }
 
-  authorize(peer: Peer): void {
-    this.o.registry.check(peer.secondaryId, peer.fingerprint);
+  /** The last heartbeats persisted before a restart. */
+  load(): Promise<void> {
+    return this.views.load();
   }
 
-  async ping(): Promise<PingInfo> {
+  get secondaries(): ReadonlyMap<string, SecondaryView> {
+    return new Map(this.views.all().map((v) => [v.id, v]));
+  }
+
+  /** Identity, registry status and kind, on every call (the kind: this server's CA and registry). */
+  authorize(peer: Peer, call: ClusterCall): void {
+    this.policy.admitCall(this.o.registry.check(peer.secondaryId, peer.fingerprint), call);
+  }
+
+  async ping(_peer: Peer): Promise<PingInfo> {
     return { clusterId: this.o.info.clusterId(), nodeId: this.o.info.nodeId(), version: VERSION, mode: 'primary', apiAddr: this.o.info.apiAddr(), clusterAddr: this.o.info.clusterAddr() };
   }
 
   async bootstrap(peer: Peer, req: BootstrapRequest): Promise<BootstrapInfo> {
     if (req.kind !== this.o.kind) throw new InvalidRequest(`this cluster is a ${this.o.kind} primary, not ${req.kind}`);
     if (compareVersions(VERSION, req.version) > 0) throw new VersionRefused(VERSION, req.version);
-    const view = this.view(peer.secondaryId);
+    const view = this.views.view(peer.secondaryId);
     view.apiAddr = req.apiAddr;
     view.clusterAddr = req.clusterAddr;
     await this.o.onBootstrap?.(peer.secondaryId);
@@ -106,18 +138,9 @@ export class PrimaryStreamer implements PrimaryService {
     };
   }
 
-  private view(id: string): SecondaryView {
-    let v = this.secondaries.get(id);
-    if (!v) {
-      v = { id, apiAddr: '', clusterAddr: '', lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, applied: { index: 0n, hash: Buffer.alloc(32) }, state: 'idle', streams: 0, lagMs: 0 };
-      this.secondaries.set(id, v);
-    }
-    return v;
-  }
-
   /** Forget a secondary (revoked or its token reissued). */
   forget(id: string): void {
-    this.secondaries.delete(id);
+    this.views.forget(id);
     for (const [sid, s] of this.snapshots) if (s.owner === id) void this.closeSnapshot({ secondaryId: id, fingerprint: '', address: '' }, sid);
   }
 
@@ -146,20 +169,26 @@ export class PrimaryStreamer implements PrimaryService {
       await sink.send({ type: 'start', outcome: 'non_matching_guard', firstRetained: first, lastWal });
       return sink.end();
     }
-    await sink.send({ type: 'start', outcome: 'ok', firstRetained: first, lastWal });
-
-    const view = this.view(peer.secondaryId);
-    view.streams++;
+    // Connected from here (before the secondary can see `ok`): the open stream is the truth, and
+    // its opening is the first heartbeat.
+    const ended = this.views.streamOpened(peer.secondaryId, req.guard);
     let next = req.guard.index + 1n;
     let wake: (() => void) | undefined;
-    const unsubscribe = engine.onCommit(() => wake?.());
-    sink.onClose(() => wake?.());
+    const wakeMe = (): void => wake?.();
+    this.wakers.add(wakeMe);
+    const unsubscribe = engine.onCommit(wakeMe);
+    sink.onClose(wakeMe);
     const maxBatch = Math.max(1, Math.min(req.maxBatchEntries || MAX_BATCH, MAX_BATCH));
+    const beat = (): Promise<void> =>
+      sink.send({ type: 'heartbeat', lastWal: engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, sentAtMs: this.now(), ...(this.draining ? { draining: true } : {}) });
     try {
+      await sink.send({ type: 'start', outcome: 'ok', firstRetained: first, lastWal });
+      // The secondary learns the primary's position (and clock) at once, not a second later.
+      await beat();
       while (!sink.closed) {
         if (next > engine.lastGuard().index) {
           await new Promise<void>((resolve) => {
-            const t = setTimeout(resolve, HEARTBEAT_MS);
+            const t = setTimeout(resolve, this.o.heartbeatMs ?? HEARTBEAT_MS);
             wake = () => {
               clearTimeout(t);
               resolve();
@@ -167,41 +196,76 @@ export class PrimaryStreamer implements PrimaryService {
           });
           wake = undefined;
           if (sink.closed) break;
-          if (next > engine.lastGuard().index) {
-            await sink.send({ type: 'heartbeat', lastWal: engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, sentAtMs: this.now() });
-          }
+          if (next > engine.lastGuard().index) await beat();
           continue;
         }
         // Throws WalNotRetained if the bound dropped what this secondary needs: it reconnects and reconciles.
         const entries = await engine.readWal(next, maxBatch, MAX_BATCH_BYTES);
+        // Defence in depth: the engine never puts node-class keys in the WAL (assertClass), and
+        // nothing this kind does not replicate may leave on the stream even if it did.
+        for (const e of entries) {
+          if (!e.ops.every((op) => this.policy.admits(op.key))) throw new Internal(`WAL entry ${e.index} holds a key ${this.o.kind} secondaries may not receive`);
+        }
         await sink.send({ type: 'batch', entries, primaryLastWal: engine.lastGuard().index, primaryCommitTimeMs: this.lastCommitMs });
         next = (entries.at(-1)?.index ?? next - 1n) + 1n;
+        // Draining: say the index is final as soon as this secondary has been sent everything.
+        if (this.draining && next > engine.lastGuard().index) await beat();
       }
     } finally {
       unsubscribe();
-      view.streams--;
+      this.wakers.delete(wakeMe);
+      ended();
     }
     if (!sink.closed) sink.end();
   }
 
   async heartbeat(peer: Peer, req: HeartbeatRequest): Promise<HeartbeatReply> {
     const received = this.now();
-    const view = this.view(peer.secondaryId);
-    view.lastHeartbeatMs = received;
-    view.applied = req.applied;
-    view.state = req.state;
-    view.apiAddr = req.apiAddr || view.apiAddr;
-    view.clusterAddr = req.clusterAddr || view.clusterAddr;
-    // One-way estimate; the secondary refines it with the round trip it measures.
-    view.clockSkewMs = req.sentAtMs - received;
     const next = req.applied.index + 1n;
+    let lagMs = 0;
     if (next <= this.o.engine.lastGuard().index) {
       const [entry] = await this.o.engine.readWal(next, 1).catch(() => []);
-      view.lagMs = entry ? Math.max(0, received - entry.time) : view.lagMs;
-    } else {
-      view.lagMs = 0;
+      lagMs = entry ? Math.max(0, received - entry.time) : -1;
     }
+    this.views.heartbeat(peer.secondaryId, (view) => {
+      view.lastHeartbeatMs = received;
+      view.applied = req.applied;
+      view.state = req.state;
+      view.apiAddr = req.apiAddr || view.apiAddr;
+      view.clusterAddr = req.clusterAddr || view.clusterAddr;
+      // One-way estimate; the secondary refines it with the round trip it measures.
+      view.clockSkewMs = req.sentAtMs - received;
+      if (lagMs >= 0) view.lagMs = lagMs;
+    });
     return { lastWal: this.o.engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, receivedAtMs: received, sentAtMs: this.now() };
+  }
+
+  /**
+   * Demote's drain; call after `engine.fence()`, so the last index is final. Tells every open
+   * stream the index is final and waits until each connected secondary has applied it (by its
+   * heartbeats), or `timeoutMs` passes. Secondaries that are not connected are not waited for.
+   */
+  async drain(o: { timeoutMs: number; onProgress?: (pending: readonly { id: string; applied: bigint }[], lastWal: bigint) => void; progressEveryMs?: number }): Promise<DrainReport> {
+    const lastWal = this.o.engine.lastGuard().index;
+    this.draining = true;
+    for (const w of [...this.wakers]) w();
+    const deadline = this.now() + o.timeoutMs;
+    let nextProgress = this.now();
+    for (;;) {
+      const connected = this.views.all().filter((v) => this.views.connected(v));
+      const pending = connected.filter((v) => v.applied.index < lastWal).map((v) => ({ id: v.id, applied: v.applied.index }));
+      const left = deadline - this.now();
+      if (pending.length === 0 || left <= 0) {
+        const confirmed = this.views.all().filter((v) => v.applied.index >= lastWal && this.views.connected(v)).map((v) => v.id).sort();
+        const unconfirmed = this.views.all().filter((v) => !confirmed.includes(v.id)).map((v) => ({ id: v.id, applied: v.applied.index }));
+        return { lastWal, confirmed, unconfirmed, timedOut: pending.length > 0 };
+      }
+      if (this.now() >= nextProgress) {
+        o.onProgress?.(pending, lastWal);
+        nextProgress = this.now() + (o.progressEveryMs ?? 1000);
+      }
+      await this.views.nextChange(Math.min(left, 100));
+    }
   }
 
   async openSnapshot(peer: Peer): Promise<SnapshotInfo> {
@@ -211,7 +275,9 @@ export class PrimaryStreamer implements PrimaryService {
     const timer = setTimeout(() => void this.closeSnapshot(peer, id), 600_000);
     timer.unref();
     this.snapshots.set(id, { snap, owner: peer.secondaryId, timer });
-    return { snapshotId: id, guard: snap.guard, root: snap.merkleRoot(), subtreeRoots: [snap.subtreeRoot(1), snap.subtreeRoot(2)] };
+    // Roots of subtrees this kind does not replicate are not served (empty).
+    const root = (tree: Tree): Buffer => (this.policy.servesTree(tree) ? snap.subtreeRoot(tree) : Buffer.alloc(0));
+    return { snapshotId: id, guard: snap.guard, root: snap.merkleRoot(), subtreeRoots: [root(1), root(2)] };
   }
 
   private snap(peer: Peer, id: string): PinnedSnapshot {
@@ -229,28 +295,34 @@ export class PrimaryStreamer implements PrimaryService {
   }
 
   async pageHashes(peer: Peer, id: string, tree: 1 | 2): Promise<Buffer[]> {
+    this.policy.admitTree(tree);
     return this.snap(peer, id).pageHashes(tree);
   }
 
   async subpageHashes(peer: Peer, id: string, tree: 1 | 2, page: number): Promise<Buffer[]> {
+    this.policy.admitTree(tree);
     return this.snap(peer, id).subpageHashes(tree, page);
   }
 
   async leaves(peer: Peer, id: string, tree: 1 | 2, page: number, subpages: readonly number[]): Promise<LeafInfo[]> {
+    this.policy.admitTree(tree);
     const snap = this.snap(peer, id);
     const out: LeafInfo[] = [];
-    for (const s of subpages) for (const l of await snap.leaves(tree, page, s)) out.push({ key: l.key, valueHash: l.valueHash, subpage: s });
+    for (const s of subpages) for (const l of await snap.leaves(tree, page, s)) if (this.policy.admits(l.key)) out.push({ key: l.key, valueHash: l.valueHash, subpage: s });
     return out;
   }
 
   async fetchValues(peer: Peer, id: string, keys: readonly string[]): Promise<KeyValue[]> {
     const snap = this.snap(peer, id);
     if (keys.length > 10_000) throw new InvalidRequest('at most 10000 keys per fetch');
+    // All or nothing: one key outside the kind's classes (node class above all) refuses the call.
+    this.policy.admitKeys(keys);
     return Promise.all(keys.map(async (key) => ({ key, value: await snap.readRaw(key) })));
   }
 
   async close(): Promise<void> {
     this.unsubscribe();
+    await this.views.flush();
     for (const id of [...this.snapshots.keys()]) await this.closeSnapshot({ secondaryId: '', fingerprint: '', address: '' }, id);
   }
 }

@@ -8,9 +8,11 @@
  *   loop.start(); ... await loop.stop();
  */
 import type { Logger } from 'pino';
+import type { Behind } from '../core/replication/index.js';
 import { VERSION } from '../core/version.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { reconcile } from './reconcile.js';
+import type { LastSeenStore } from './secondary-views.js';
 import type { BootstrapInfo, ConnectionState, PrimaryClient, StreamHandle } from './transport.js';
 
 export type SecondaryState = 'idle' | 'stream-wals' | 'merkle-diff' | 'merkle-sync';
@@ -30,6 +32,12 @@ export interface SecondaryLoopOptions {
   readonly onFatal?: (message: string) => void;
   /** After each successful handshake with the primary. */
   readonly onBootstrap?: (info: BootstrapInfo) => void;
+  /** Heartbeat interval. Default 1000 ms. */
+  readonly heartbeatMs?: number;
+  /** Keeps the last heartbeat with the primary (key 'primary') across restarts. */
+  readonly lastSeen?: LastSeenStore;
+  /** Least time between two persists of the last heartbeat. Default 30 s. */
+  readonly persistEveryMs?: number;
 }
 
 export interface SecondaryProgress {
@@ -62,6 +70,8 @@ export class SecondaryLoop {
   private backoffMs = 100;
   private applying: Promise<void> = Promise.resolve();
   private done: Promise<void> = Promise.resolve();
+  private lastPersistMs = 0;
+  private persisting: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: SecondaryLoopOptions) {
     this.progress = {
@@ -79,7 +89,14 @@ export class SecondaryLoop {
     if (this.running) return;
     this.running = true;
     this.progress.lastStartMs = this.now();
-    this.heartbeatTimer = setInterval(() => void this.beat(), HEARTBEAT_MS);
+    void this.o.lastSeen?.load().then(
+      (seen) => {
+        const ms = seen['primary'];
+        if (this.progress.lastHeartbeatMs === 0 && ms !== undefined) this.progress.lastHeartbeatMs = ms;
+      },
+      (e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not load the last heartbeat'),
+    );
+    this.heartbeatTimer = setInterval(() => void this.beat(), this.o.heartbeatMs ?? HEARTBEAT_MS);
     this.heartbeatTimer.unref();
     this.done = this.session();
   }
@@ -95,11 +112,33 @@ export class SecondaryLoop {
     this.progress.connection = 'shutdown';
     await this.done.catch(() => undefined);
     await this.applying.catch(() => undefined);
+    this.persistLastSeen(true);
+    await this.persisting;
   }
 
   /** Behind the primary as of the last message or heartbeat from it. */
   behind(): boolean {
-    return this.progress.primaryLastWal > this.o.engine.lastGuard().index;
+    return this.behindBy() !== null;
+  }
+
+  /** How far behind, when the primary last told of an index above what this secondary applied. */
+  behindBy(): Behind | null {
+    const applied = this.o.engine.lastGuard().index;
+    const last = this.progress.primaryLastWal;
+    return last > applied ? { applied: Number(applied), primaryLast: Number(last) } : null;
+  }
+
+  /** Throttled: on stop (forced), else at most once per persistEveryMs. */
+  private persistLastSeen(force: boolean): void {
+    const store = this.o.lastSeen;
+    const ms = this.progress.lastHeartbeatMs;
+    if (!store || ms === 0) return;
+    const now = this.now();
+    if (!force && now - this.lastPersistMs < (this.o.persistEveryMs ?? 30_000)) return;
+    this.lastPersistMs = now;
+    this.persisting = this.persisting
+      .then(() => store.save({ primary: ms }))
+      .catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not persist the last heartbeat'));
   }
 
   midSync(): boolean {
@@ -176,6 +215,8 @@ export class SecondaryLoop {
                   this.progress.state = 'stream-wals';
                   this.progress.connection = 'ready';
                   this.backoffMs = 100;
+                  // The first heartbeat goes out as the stream opens, so both ends report it at once.
+                  void this.beat();
                 } else {
                   this.o.log.info({ outcome: m.outcome, guard: guard.index.toString() }, 'primary refused our guard; reconciling');
                   this.applying = this.applying.then(() => this.reconcileThenStream());
@@ -200,8 +241,10 @@ export class SecondaryLoop {
                 return apply.catch(() => undefined);
               }
               case 'heartbeat':
-                this.progress.primaryLastWal = m.lastWal;
+                this.progress.primaryLastWal = m.lastWal > this.progress.primaryLastWal ? m.lastWal : this.progress.primaryLastWal;
                 this.progress.primaryCommitTimeMs = m.lastCommitTimeMs;
+                // A draining primary waits for our confirmation: send it once what came before is applied.
+                if (m.draining) this.applying = this.applying.then(() => this.beat());
                 return;
             }
           },
@@ -265,6 +308,7 @@ export class SecondaryLoop {
       this.progress.clockSkewMs = Math.round(r.receivedAtMs - (sent + back) / 2);
       this.progress.primaryLastWal = r.lastWal > this.progress.primaryLastWal ? r.lastWal : this.progress.primaryLastWal;
       this.progress.primaryCommitTimeMs = r.lastCommitTimeMs;
+      this.persistLastSeen(this.lastPersistMs === 0);
     } catch {
       this.progress.connection = client.connectionState();
     }

@@ -53,7 +53,11 @@ export type StreamOutcome = 'ok' | 'not_retained' | 'non_matching_guard';
 export type StreamMessage =
   | { readonly type: 'start'; readonly outcome: StreamOutcome; readonly firstRetained: bigint; readonly lastWal: bigint }
   | { readonly type: 'batch'; readonly entries: readonly WalEntry[]; readonly primaryLastWal: bigint; readonly primaryCommitTimeMs: number }
-  | { readonly type: 'heartbeat'; readonly lastWal: bigint; readonly lastCommitTimeMs: number; readonly sentAtMs: number };
+  /**
+   * `draining`: the primary is being demoted and accepts no more writes; `lastWal` is final. The
+   * secondary answers with a heartbeat as soon as it has applied it, so the demote can confirm it.
+   */
+  | { readonly type: 'heartbeat'; readonly lastWal: bigint; readonly lastCommitTimeMs: number; readonly sentAtMs: number; readonly draining?: boolean };
 
 export interface HeartbeatRequest {
   readonly secondaryId: string;
@@ -102,14 +106,18 @@ export interface StreamSink {
   onClose(listener: () => void): void;
 }
 
+/** The cluster calls, grouped by what they expose (see serve-policy.ts). */
+export type ClusterCall = 'ping' | 'bootstrap' | 'stream' | 'heartbeat' | 'reconcile';
+
 /**
- * What the primary serves. Every method but `ping` receives the authenticated peer; the
- * transport has already verified the certificate chain against the current CA, and calls
- * `authorize` to check that the id is registered, unrevoked and the fingerprint matches.
+ * What the primary serves. Every method receives the authenticated peer; the transport has
+ * already verified the certificate chain against the current CA, and calls `authorize` before
+ * every call, Ping included, to check that the id is registered, unrevoked, the fingerprint
+ * matches, and its status allows `call` (nothing but the handshake before activation).
  */
 export interface PrimaryService {
-  authorize(peer: Peer): void;
-  ping(secondaryId: string): Promise<PingInfo>;
+  authorize(peer: Peer, call: ClusterCall): void;
+  ping(peer: Peer): Promise<PingInfo>;
   bootstrap(peer: Peer, req: BootstrapRequest): Promise<BootstrapInfo>;
   streamWal(peer: Peer, req: { guard: Guard; maxBatchEntries: number }, sink: StreamSink): void;
   heartbeat(peer: Peer, req: HeartbeatRequest): Promise<HeartbeatReply>;

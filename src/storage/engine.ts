@@ -35,7 +35,7 @@ import {
   type CommitTxn,
   type IndexState,
 } from './commit-plan.js';
-import { Keys, assertClass, assertLogicalKey, listChildren } from './keyspace.js';
+import { KeyClass, Keys, assertClass, assertLogicalKey, classify, listChildren } from './keyspace.js';
 import { checkIndex, rebuildIndex, type ReindexOptions } from './merkle-check.js';
 import {
   BatchPlan,
@@ -93,6 +93,8 @@ export class StorageEngine implements RawStore, MerkleView {
   /** The durable Merkle index and flush-policy memory. */
   private index: IndexState;
   private idleFlush: NodeJS.Timeout | undefined;
+  /** Set while writes of tree-class keys are refused (a primary draining for demote). */
+  private writeFence: (() => Error) | undefined;
 
   private constructor(
     private readonly backend: FaultGuard,
@@ -139,12 +141,29 @@ export class StorageEngine implements RawStore, MerkleView {
     for (const op of ops) assertLogicalKey(op.key);
     for (const s of system) if (s.name.length === 0) throw new InvalidRequest('system record name must not be empty');
     if (ops.length === 0 && system.length === 0) return;
+    // Node-class records (this node's own role) stay writable: the demote that fenced persists them.
+    if (this.writeFence !== undefined && ops.some((op) => classify(op.key) !== KeyClass.node)) throw this.writeFence();
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ ops, system, resolve, reject });
       if (this.scheduled) return;
       this.scheduled = true;
       void this.exclusive(() => this.flushPending());
     });
+  }
+
+  /**
+   * Refuses every later write of a replicated or local key with `refusal()` until `unfence()`;
+   * resolves once every write accepted before the fence is durable (its group commit finished), so
+   * `lastGuard()` is then final. A primary drains for demote on this.
+   */
+  async fence(refusal: () => Error): Promise<void> {
+    this.writeFence = refusal;
+    // Every accepted transaction has a flush job queued ahead of this one on the chain.
+    await this.exclusive(async () => {});
+  }
+
+  unfence(): void {
+    this.writeFence = undefined;
   }
 
   /** Writes every queued transaction in one batch. Runs only inside a chain job. */

@@ -128,7 +128,11 @@ it('demotes a primary that rejoins by token without a wipe, and refuses addresse
   const onB = await b.call('PUT', 'kv/new-on-b', { v: 2 }, { token: a.rootToken });
   expect(onB.text).toBe('');
   expect(onB.status).toBe(204);
-  expect((await a.call('POST', `${DR}/primary/demote`, {})).status).toBe(204);
+  const demoted = await a.call('POST', `${DR}/primary/demote`, {});
+  expect(demoted.status).toBe(200);
+  // B left by promotion: nobody confirmed A's last index, and the answer says so.
+  expect(demoted.body.data).toMatchObject({ confirmed: [], unconfirmed: [{ id: 'b' }], timed_out: false });
+  expect(demoted.body.warnings[0]).toMatch(/did not confirm the last WAL index/);
   expect((await status(a))).toMatchObject({ mode: 'secondary', cluster_id: (await status(b)).cluster_id });
 
   const ta = await opToken(a, a.unsealKeys.slice(0, 2));
@@ -151,7 +155,7 @@ it('demotes a primary that rejoins by token without a wipe, and refuses addresse
 it('refuses a secondary older than its primary, telling it to upgrade the secondary first', async () => {
   const engine = await StorageEngine.open(new MemoryBackend(), { walMaxEntries: 10, walMaxBytes: 1 << 20 });
   const svc = new PrimaryStreamer({
-    engine, kind: 'dr', registry: { check: () => undefined },
+    engine, kind: 'dr', registry: { check: () => 'active' as const },
     info: { clusterId: () => 'c', nodeId: () => 'n', apiAddr: () => '', clusterAddr: () => '' },
   });
   const peer = { secondaryId: 's', fingerprint: 'f', address: 'a' };

@@ -25,7 +25,7 @@ function primaryOf(engine: StorageEngine): PrimaryStreamer {
   return new PrimaryStreamer({
     engine,
     kind: 'dr',
-    registry: { check: () => undefined },
+    registry: { check: () => 'active' as const },
     info: { clusterId: () => 'c1', nodeId: () => 'p', apiAddr: () => 'http://p', clusterAddr: () => 'p:8201' },
   });
 }

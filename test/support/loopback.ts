@@ -7,7 +7,7 @@
  *   const client = loopbackClient(service, { secondaryId: 's1' });
  */
 import type {
-  ConnectionState, Peer, PrimaryClient, PrimaryService, StreamHandle, StreamMessage, StreamSink,
+  ClusterCall, ConnectionState, Peer, PrimaryClient, PrimaryService, StreamHandle, StreamMessage, StreamSink,
 } from '../../src/replication/transport.js';
 
 export interface Loopback {
@@ -22,17 +22,17 @@ export function loopback(service: PrimaryService, secondaryId: string): Loopback
   let down = false;
   const sinks = new Set<{ close: () => void }>();
   const peer: Peer = { secondaryId, fingerprint: 'loopback', address: 'loopback' };
-  const guard = async <T>(fn: () => Promise<T>): Promise<T> => {
+  const guard = async <T>(fn: () => Promise<T>, call: ClusterCall = 'reconcile'): Promise<T> => {
     if (down) throw Object.assign(new Error('unavailable: partitioned'), { code: 'unavailable' });
-    service.authorize(peer);
+    service.authorize(peer, call);
     return fn();
   };
   const make = (): PrimaryClient => {
     let closed = false;
     return {
-      ping: async () => guard(() => service.ping(secondaryId)),
-      bootstrap: (req) => guard(() => service.bootstrap(peer, req)),
-      heartbeat: (req) => guard(() => service.heartbeat(peer, req)),
+      ping: async () => guard(() => service.ping(peer), 'ping'),
+      bootstrap: (req) => guard(() => service.bootstrap(peer, req), 'bootstrap'),
+      heartbeat: (req) => guard(() => service.heartbeat(peer, req), 'heartbeat'),
       openSnapshot: () => guard(() => service.openSnapshot(peer)),
       closeSnapshot: (id) => guard(() => service.closeSnapshot(peer, id)),
       pageHashes: (id, tree) => guard(() => service.pageHashes(peer, id, tree)),
@@ -75,7 +75,7 @@ export function loopback(service: PrimaryService, secondaryId: string): Loopback
           entry.close();
         } else {
           try {
-            service.authorize(peer);
+            service.authorize(peer, 'stream');
             service.streamWal(peer, { guard: req.guard, maxBatchEntries: req.maxBatchEntries }, sink);
           } catch (e) {
             close(e as Error);

@@ -1,4 +1,4 @@
-import { InvalidRequest, Unavailable } from '../errors.js';
+import { InvalidRequest } from '../errors.js';
 import { allowedEvents, refusalError, statusFields } from './describe.js';
 import { step } from './step.js';
 import { activation, A, bootstrapping, demoted, disabled, primary, secondary } from './testing.js';
@@ -12,7 +12,7 @@ const EVENTS: Readonly<Record<EventType, Event>> = {
   issueToken: { type: 'issueToken', id: 'n', now: 0, ttlMs: 1000 },
   revokeSecondary: { type: 'revokeSecondary', id: 'n' },
   enableSecondary: { type: 'enableSecondary' },
-  promote: { type: 'promote', force: true, behind: false, primaryClusterAddr: '' },
+  promote: { type: 'promote', force: true, behind: null, primaryClusterAddr: '' },
   disableSecondary: { type: 'disableSecondary' },
   updatePrimary: { type: 'updatePrimary', token: 'wrapped' },
   secondaryActivated: { type: 'secondaryActivated', id: 'n', now: 0 },
@@ -114,15 +114,15 @@ describe('statusFields', () => {
 });
 
 describe('refusalError', () => {
-  it('maps invalid_request to InvalidRequest and a failed safety check to Unavailable', () => {
+  it('maps every refusal, a failed promote safety check included, to InvalidRequest (400)', () => {
     const bad = step(disabled(), EVENTS.demote);
-    const late = step(secondary(), { type: 'promote', force: false, behind: true, primaryClusterAddr: '' });
+    const late = step(secondary(), { type: 'promote', force: false, behind: { applied: 5, primaryLast: 8 }, primaryClusterAddr: '' });
     if (bad.ok || late.ok) throw new Error('expected refusals');
     const e400 = refusalError(bad.error);
-    const e503 = refusalError(late.error);
+    const late400 = refusalError(late.error);
     expect(e400).toBeInstanceOf(InvalidRequest);
     expect(e400.messages).toEqual([bad.error.message]);
-    expect(e503).toBeInstanceOf(Unavailable);
-    expect(e503.code).toBe('unavailable');
+    expect(late400).toBeInstanceOf(InvalidRequest);
+    expect(late400.messages[0]).toMatch(/3 entries behind/);
   });
 });

@@ -4,9 +4,9 @@
  *
  *   allowedEvents(s)          // ['demote', 'disablePrimary', ...]
  *   statusFields(s)           // { mode: 'secondary', state: 'stream-wals', cluster_id, ... }
- *   throw refusalError(r.error)   // InvalidRequest (400) or Unavailable (503)
+ *   throw refusalError(r.error)   // InvalidRequest (400)
  */
-import { InvalidRequest, Unavailable, type TesseraError } from '../errors.js';
+import { InvalidRequest, type TesseraError } from '../errors.js';
 import {
   lookupSecondary,
   TokenStatus,
@@ -99,12 +99,7 @@ export function badRequest(type: EventType, reason: string): Refused {
 }
 
 export function refusalError(refusal: Refusal): TesseraError {
-  switch (refusal.code) {
-    case 'invalid_request':
-      return new InvalidRequest(refusal.message);
-    case 'unavailable':
-      return new Unavailable(refusal.message);
-  }
+  return new InvalidRequest(refusal.message);
 }
 
 /**

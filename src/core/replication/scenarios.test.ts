@@ -67,7 +67,7 @@ describe('DR failover and failback', () => {
     expect(w.status('a')).toMatchObject({ mode: 'primary', cluster_id: 'set-1', known_secondaries: ['b'] });
 
     // a dies. b was in sync, so promote without force succeeds; a dead primary is no reason to refuse.
-    const promoted = w.act('b', { type: 'promote', force: false, behind: false, primaryClusterAddr: '' });
+    const promoted = w.act('b', { type: 'promote', force: false, behind: null, primaryClusterAddr: '' });
     expect(promoted.map((e) => e.type)).toEqual(['disconnectPrimary', 'newEpoch', 'createCa', 'persist', 'startServer']);
     expect(w.status('b')).toEqual({ mode: 'primary', state: 'running', cluster_id: 'set-1', primary_cluster_addr: '', known_secondaries: [] });
 
@@ -102,7 +102,7 @@ describe('DR failover and failback', () => {
       w.act('a', { type: 'secondaryActivated', id: name, now: T0 });
       w.act(name, { type: 'activated' });
     }
-    w.act('b', { type: 'promote', force: true, behind: true, primaryClusterAddr: '' });
+    w.act('b', { type: 'promote', force: true, behind: { applied: 5, primaryLast: 8 }, primaryClusterAddr: '' });
     // b's registry is empty: c's old id means nothing to it, and c's certificate came from a's CA.
     expect(w.refuse('b', { type: 'secondaryActivated', id: 'c', now: T0 }).message).toMatch(/no secondary token was issued with id "c"/);
     // c rejoins the same set without a wipe, with a token from b.
@@ -117,11 +117,11 @@ describe('DR failover and failback', () => {
     w.act('b', { type: 'redeemed', activation: w.token('a', 'b', T0) });
     w.act('b', { type: 'activated' });
     w.act('b', { type: 'streamState', state: 'merkle-sync' });
-    const refused = w.refuse('b', { type: 'promote', force: false, behind: false, primaryClusterAddr: '' });
-    expect(refused.code).toBe('unavailable');
+    const refused = w.refuse('b', { type: 'promote', force: false, behind: null, primaryClusterAddr: '' });
+    expect(refused.code).toBe('invalid_request');
     expect(w.status('b')).toMatchObject({ mode: 'secondary', state: 'merkle-sync' });
     w.act('b', { type: 'streamState', state: 'stream-wals' });
-    w.act('b', { type: 'promote', force: false, behind: false, primaryClusterAddr: '' });
+    w.act('b', { type: 'promote', force: false, behind: null, primaryClusterAddr: '' });
     expect(w.status('b').mode).toBe('primary');
   });
 });

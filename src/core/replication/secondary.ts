@@ -97,8 +97,10 @@ export function stepSecondary(s: Secondary, e: Event): StepResult {
 
 function promote(s: Secondary, e: Extract<Event, { type: 'promote' }>): StepResult {
   if (!e.force) {
-    const reason = e.behind
-      ? 'the primary last reported WAL entries this secondary has not applied'
+    const b = e.behind;
+    const reason = b !== null
+      ? `the primary last reported WAL index ${b.primaryLast} but this secondary has applied ${b.applied} ` +
+        `(${b.primaryLast - b.applied} entries behind)`
       : s.state === 'merkle-diff' || s.state === 'merkle-sync'
         ? `a ${s.state} is in progress`
         : null;
@@ -106,7 +108,7 @@ function promote(s: Secondary, e: Extract<Event, { type: 'promote' }>): StepResu
       return {
         ok: false,
         error: {
-          code: 'unavailable',
+          code: 'invalid_request',
           message:
             `replication is still catching up: ${reason}; retry once it has caught up, ` +
             'or promote with force=true, which may lose data not yet replicated',

@@ -66,28 +66,28 @@ const transitions: ReadonlyArray<[string, State, Event, State, Effect[]]> = [
   [
     'secondary -> primary on promote: same set id, empty registry, new epoch after the stream closes',
     secondary(),
-    { type: 'promote', force: false, behind: false, primaryClusterAddr: '' },
+    { type: 'promote', force: false, behind: null, primaryClusterAddr: '' },
     primary(),
     [{ type: 'disconnectPrimary' }, { type: 'newEpoch' }, { type: 'createCa' }, { type: 'persist' }, { type: 'startServer' }],
   ],
   [
     'a demoted primary can be promoted back; it has no stream to close',
     demoted(),
-    { type: 'promote', force: false, behind: false, primaryClusterAddr: 'x:1' },
+    { type: 'promote', force: false, behind: null, primaryClusterAddr: 'x:1' },
     primary({ primaryClusterAddr: 'x:1' }),
     [{ type: 'newEpoch' }, { type: 'createCa' }, { type: 'persist' }, { type: 'startServer' }],
   ],
   [
     'force promotes while behind the primary',
     secondary(),
-    { type: 'promote', force: true, behind: true, primaryClusterAddr: '' },
+    { type: 'promote', force: true, behind: { applied: 5, primaryLast: 8 }, primaryClusterAddr: '' },
     primary(),
     [{ type: 'disconnectPrimary' }, { type: 'newEpoch' }, { type: 'createCa' }, { type: 'persist' }, { type: 'startServer' }],
   ],
   [
     'force promotes mid merkle-sync',
     secondary({ state: 'merkle-sync' }),
-    { type: 'promote', force: true, behind: false, primaryClusterAddr: '' },
+    { type: 'promote', force: true, behind: null, primaryClusterAddr: '' },
     primary(),
     [{ type: 'disconnectPrimary' }, { type: 'newEpoch' }, { type: 'createCa' }, { type: 'persist' }, { type: 'startServer' }],
   ],
@@ -208,7 +208,7 @@ describe('step: allowed transitions', () => {
 });
 
 /** Each row: a refused event and words its message must carry. */
-const refusals: ReadonlyArray<[string, State, Event, 'invalid_request' | 'unavailable', RegExp]> = [
+const refusals: ReadonlyArray<[string, State, Event, 'invalid_request', RegExp]> = [
   [
     'update-primary with both token and update_primary_addrs (spec 7)',
     secondary(),
@@ -300,24 +300,24 @@ const refusals: ReadonlyArray<[string, State, Event, 'invalid_request' | 'unavai
     /was revoked/,
   ],
   [
-    'promote without force while behind (spec 7): 503',
+    'promote without force while behind (spec 7): 400 naming how far',
     secondary(),
-    { type: 'promote', force: false, behind: true, primaryClusterAddr: '' },
-    'unavailable',
-    /^replication is still catching up: the primary last reported WAL entries .*force=true/,
+    { type: 'promote', force: false, behind: { applied: 5, primaryLast: 8 }, primaryClusterAddr: '' },
+    'invalid_request',
+    /^replication is still catching up: the primary last reported WAL index 8 but this secondary has applied 5 \(3 entries behind\).*force=true/,
   ],
   [
-    'promote without force mid merkle-sync: 503',
+    'promote without force mid merkle-sync: 400',
     secondary({ state: 'merkle-sync' }),
-    { type: 'promote', force: false, behind: false, primaryClusterAddr: '' },
-    'unavailable',
+    { type: 'promote', force: false, behind: null, primaryClusterAddr: '' },
+    'invalid_request',
     /^replication is still catching up: a merkle-sync is in progress/,
   ],
   [
-    'promote without force mid merkle-diff: 503',
+    'promote without force mid merkle-diff: 400',
     secondary({ state: 'merkle-diff' }),
-    { type: 'promote', force: false, behind: false, primaryClusterAddr: '' },
-    'unavailable',
+    { type: 'promote', force: false, behind: null, primaryClusterAddr: '' },
+    'invalid_request',
     /^replication is still catching up: a merkle-diff is in progress/,
   ],
   [

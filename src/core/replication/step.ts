@@ -3,7 +3,7 @@
  * randomness: times and new ids arrive inside events. The driver adopts `state` at once (so
  * concurrent checks see it), then performs `effects` in order before answering the request.
  *
- *   const r = step(s, { type: 'promote', force: false, behind: false, primaryClusterAddr: '' });
+ *   const r = step(s, { type: 'promote', force: false, behind: null, primaryClusterAddr: '' });
  *   if (!r.ok) throw refusalError(r.error);       // 400, or 503 when still catching up
  *   s = r.state; for (const e of r.effects) await perform(e);
  *

@@ -111,9 +111,10 @@ export type Event =
   | { readonly type: 'issueToken'; readonly id: string; readonly now: number; readonly ttlMs: number }
   | { readonly type: 'revokeSecondary'; readonly id: string }
   | { readonly type: 'enableSecondary' }
-  // `behind`: the last heartbeat showed a primary WAL index above what this secondary applied.
-  // Being mid merkle-diff or merkle-sync is known to the state itself.
-  | { readonly type: 'promote'; readonly force: boolean; readonly behind: boolean; readonly primaryClusterAddr: string }
+  // `behind`: the primary last told this secondary of a WAL index above what it applied (in a
+  // heartbeat, a batch, or the final index of a demote's drain); null when it is not known to be
+  // behind. Being mid merkle-diff or merkle-sync is known to the state itself.
+  | { readonly type: 'promote'; readonly force: boolean; readonly behind: Behind | null; readonly primaryClusterAddr: string }
   | { readonly type: 'disableSecondary' }
   // A field the request did not carry is undefined; a present `token: ''` forgets the primary.
   | { readonly type: 'updatePrimary'; readonly token?: string; readonly addrs?: readonly string[] }
@@ -128,6 +129,12 @@ export type Event =
   | { readonly type: 'streamState'; readonly state: SecondaryState };
 
 export type EventType = Event['type'];
+
+/** How far a secondary knows it is behind: indices as JSON numbers (exact below 2^53). */
+export interface Behind {
+  readonly applied: number;
+  readonly primaryLast: number;
+}
 
 /**
  * Effects run in list order, each finished before the next starts. Effects before `persist` stop
@@ -164,9 +171,9 @@ export type Effect =
 
 export type EffectType = Effect['type'];
 
-/** A refused event. `unavailable` (503) only for promote failing its safety checks. */
+/** A refused event: always the caller's to fix (400), a failed promote safety check included. */
 export interface Refusal {
-  readonly code: typeof ErrorCode.invalidRequest | typeof ErrorCode.unavailable;
+  readonly code: typeof ErrorCode.invalidRequest;
   readonly message: string;
 }
 

@@ -12,7 +12,8 @@ import { op, type Route, type RouteContext } from '../route.js';
 /** What these routes need from the DR driver and the operation tokens. */
 export interface DrService {
   enablePrimary(primaryClusterAddr: string): Promise<void>;
-  demote(): Promise<void>;
+  /** Drains to connected secondaries first; the report says who confirmed the last index. */
+  demote(): Promise<Record<string, unknown>>;
   disablePrimary(): Promise<void>;
   secondaryToken(req: { id: string; ttlSeconds: number; secondaryPublicKey: string }): Promise<{ wrapInfo?: Record<string, unknown>; token?: string }>;
   revokeSecondary(id: string): Promise<void>;
@@ -64,8 +65,12 @@ export function drRoutes(dr: DrService): Route[] {
       return noContent();
     }),
     sudo(`${P}/demote`, z.object({}).passthrough(), async () => {
-      await dr.demote();
-      return noContent();
+      const report = await dr.demote();
+      const unconfirmed = Array.isArray(report['unconfirmed']) ? report['unconfirmed'].length : 0;
+      const warnings = unconfirmed > 0
+        ? [`${unconfirmed} secondaries did not confirm the last WAL index; promoting one of them may lose writes (see unconfirmed)`]
+        : [];
+      return ok({ ...report }, warnings.length > 0 ? { warnings } : {});
     }),
     sudo(`${P}/disable`, z.object({}).passthrough(), async () => {
       await dr.disablePrimary();

@@ -51,10 +51,11 @@ describe('unary calls round-trip exact values', () => {
     await expect(serveReplication({ address: server.address, tls: pki.serverTls, service: fake })).rejects.toBeInstanceOf(Unavailable);
   });
 
-  it('ping answers without authorize', async () => {
+  it('ping is authorized like every call, for the certificate\'s id', async () => {
     expect(await client.ping('s1', 1_000)).toEqual(fake.pingInfo);
-    expect(fake.calls).toEqual([{ method: 'ping', args: ['s1'] }]);
-    expect(fake.authorized).toEqual([]);
+    expect(fake.calls.map((c) => [c.method, c.peer?.secondaryId])).toEqual([['ping', 's1']]);
+    expect(fake.authorized.map((p) => p.secondaryId)).toEqual(['s1']);
+    expect(fake.authorizedCalls).toEqual(['ping']);
     expect(client.connectionState()).toBe('ready');
   });
 

@@ -137,6 +137,7 @@ export const encode = {
             lastWal: u64(m.lastWal, 'lastWal'),
             lastCommitTimeMs: msOut(m.lastCommitTimeMs, 'lastCommitTimeMs'),
             sentAtMs: msOut(m.sentAtMs, 'sentAtMs'),
+            draining: m.draining === true,
           },
         };
     }
@@ -225,6 +226,7 @@ export const decode = {
         lastWal: big(h.lastWal, 'lastWal'),
         lastCommitTimeMs: msIn(h.lastCommitTimeMs, 'lastCommitTimeMs'),
         sentAtMs: msIn(h.sentAtMs, 'sentAtMs'),
+        ...(h.draining ? { draining: true } : {}),
       };
     }
     throw new MalformedMessage('stream message carries no body');

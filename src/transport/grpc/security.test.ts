@@ -80,7 +80,7 @@ describe('the handshake', () => {
 });
 
 describe('authorize', () => {
-  it('a certificate whose id the service refuses gets permission_denied on every method but ping', async () => {
+  it('a certificate whose id the service refuses gets permission_denied on every method, ping included', async () => {
     fake.refused.add('revoked');
     const client = connect(pki.clientTls('revoked'));
     const guard = { index: 1n, hash: Buffer.alloc(32) };
@@ -103,11 +103,14 @@ describe('authorize', () => {
     });
     expect((streamError as ChannelError).reason).toBe('permission_denied');
     expect(fake.methods()).toEqual([]);
-    expect(fake.authorized.map((p) => p.secondaryId)).toEqual(Array(attempts.length + 1).fill('revoked'));
     expect(fake.authorized[0]?.fingerprint).toBe(pki.leaves.get('revoked')?.fingerprint);
 
-    await expect(client.ping('revoked', 2_000)).resolves.toEqual(fake.pingInfo);
-    expect(fake.methods()).toEqual(['ping']);
+    // A revoked id cannot even probe (update-primary by address goes through Ping).
+    const ping = await refusal(client.ping('revoked', 2_000));
+    expect(ping.reason).toBe('permission_denied');
+    expect(fake.methods()).toEqual([]);
+    expect(fake.authorized.map((p) => p.secondaryId)).toEqual(Array(attempts.length + 2).fill('revoked'));
+    expect([...fake.authorizedCalls].sort()).toEqual(['bootstrap', 'heartbeat', 'ping', ...Array(6).fill('reconcile'), 'stream']);
   });
 
   it('the secondary id comes from the certificate, not from the request', async () => {

@@ -1,8 +1,8 @@
 /**
  * Serves a PrimaryService on the cluster port over mutual TLS. The handshake already refuses
  * peers without a certificate from the replication CA; per call the peer's certificate becomes a
- * `Peer` (DNS SAN = secondary id, SHA-256 fingerprint) and every method but Ping first passes
- * `service.authorize(peer)`.
+ * `Peer` (DNS SAN = secondary id, SHA-256 fingerprint) and every method, Ping included, first
+ * passes `service.authorize(peer, call)`: a revoked id cannot even probe.
  *
  *   const server = await serveReplication({ address: '0.0.0.0:8201', tls, service, log });
  *   server.disconnect('dr-east');   // revoke-secondary: its open calls end with PERMISSION_DENIED
@@ -11,7 +11,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { PermissionDenied, Unavailable } from '../../core/errors.js';
 import { fingerprintOf, identityOf } from '../../replication/pki.js';
-import type { Peer, PrimaryService, ReplicationServer, TlsMaterial } from '../../replication/transport.js';
+import type { ClusterCall, Peer, PrimaryService, ReplicationServer, TlsMaterial } from '../../replication/transport.js';
 import { decode, encode } from './codec.js';
 import { MAX_MESSAGE_BYTES, loadReplication } from './proto.js';
 import { CallSink } from './sink.js';
@@ -71,7 +71,7 @@ export async function serveReplication(opts: ServeOptions): Promise<ReplicationS
   };
 
   /** Who is calling; throws PermissionDenied (or Unavailable while closing) before any work. */
-  const admit = (call: CallContext, authorize: boolean): Peer => {
+  const admit = (call: CallContext, kind: ClusterCall): Peer => {
     if (closing) throw new Unavailable('replication server is shutting down');
     const cert = call.getAuthContext().sslPeerCertificate;
     if (!cert?.raw) throw new PermissionDenied('a client certificate is required');
@@ -84,13 +84,13 @@ export async function serveReplication(opts: ServeOptions): Promise<ReplicationS
       throw new PermissionDenied('the client certificate names no identity');
     }
     const peer: Peer = { secondaryId, fingerprint: fingerprintOf(cert.raw), address: call.getPeer() };
-    if (authorize) service.authorize(peer);
+    service.authorize(peer, kind);
     return peer;
   };
 
   /** A unary method: admit, decode, run, encode; disconnect() can answer it early. */
   function unary<Req, Res>(
-    authorize: boolean,
+    kind: ClusterCall,
     run: (peer: Peer, req: Req) => Promise<Res>,
   ): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
@@ -104,7 +104,7 @@ export async function serveReplication(opts: ServeOptions): Promise<ReplicationS
         else callback(null, res);
       };
       void (async () => {
-        const peer = admit(call, authorize);
+        const peer = admit(call, kind);
         untrack = track(peer.secondaryId, { cut: (s) => answer(s) });
         return run(peer, call.request);
       })().then(
@@ -115,32 +115,32 @@ export async function serveReplication(opts: ServeOptions): Promise<ReplicationS
   }
 
   const handlers: grpc.UntypedServiceImplementation = {
-    Ping: unary<wire.PingRequest, wire.PingResponse>(false, async (_peer, req) =>
-      encode.pingInfo(await service.ping(req.secondaryId)),
+    Ping: unary<wire.PingRequest, wire.PingResponse>('ping', async (peer) =>
+      encode.pingInfo(await service.ping(peer)),
     ),
-    Bootstrap: unary<wire.BootstrapRequest, wire.BootstrapResponse>(true, async (peer, req) =>
+    Bootstrap: unary<wire.BootstrapRequest, wire.BootstrapResponse>('bootstrap', async (peer, req) =>
       encode.bootstrapInfo(await service.bootstrap(peer, decode.bootstrapRequest(req))),
     ),
-    Heartbeat: unary<wire.HeartbeatRequest, wire.HeartbeatResponse>(true, async (peer, req) =>
+    Heartbeat: unary<wire.HeartbeatRequest, wire.HeartbeatResponse>('heartbeat', async (peer, req) =>
       encode.heartbeatReply(await service.heartbeat(peer, decode.heartbeatRequest(req))),
     ),
-    OpenSnapshot: unary<wire.OpenSnapshotRequest, wire.SnapshotInfo>(true, async (peer) =>
+    OpenSnapshot: unary<wire.OpenSnapshotRequest, wire.SnapshotInfo>('reconcile', async (peer) =>
       encode.snapshotInfo(await service.openSnapshot(peer)),
     ),
-    CloseSnapshot: unary<wire.SnapshotRef, wire.Empty>(true, async (peer, req) => {
+    CloseSnapshot: unary<wire.SnapshotRef, wire.Empty>('reconcile', async (peer, req) => {
       await service.closeSnapshot(peer, req.snapshotId);
       return {};
     }),
-    PageHashes: unary<wire.PageHashesRequest, wire.HashList>(true, async (peer, req) => ({
+    PageHashes: unary<wire.PageHashesRequest, wire.HashList>('reconcile', async (peer, req) => ({
       hashes: await service.pageHashes(peer, req.snapshotId, decode.tree(req.tree)),
     })),
-    SubpageHashes: unary<wire.SubpageHashesRequest, wire.HashList>(true, async (peer, req) => ({
+    SubpageHashes: unary<wire.SubpageHashesRequest, wire.HashList>('reconcile', async (peer, req) => ({
       hashes: await service.subpageHashes(peer, req.snapshotId, decode.tree(req.tree), req.page),
     })),
-    Leaves: unary<wire.LeavesRequest, wire.LeafList>(true, async (peer, req) =>
+    Leaves: unary<wire.LeavesRequest, wire.LeafList>('reconcile', async (peer, req) =>
       encode.leaves(await service.leaves(peer, req.snapshotId, decode.tree(req.tree), req.page, req.subpages)),
     ),
-    FetchValues: unary<wire.FetchValuesRequest, wire.ValueList>(true, async (peer, req) =>
+    FetchValues: unary<wire.FetchValuesRequest, wire.ValueList>('reconcile', async (peer, req) =>
       encode.values(await service.fetchValues(peer, req.snapshotId, req.keys)),
     ),
     StreamWal: (call: grpc.ServerWritableStream<wire.StreamRequest, wire.StreamMessage>) => {
@@ -148,7 +148,7 @@ export async function serveReplication(opts: ServeOptions): Promise<ReplicationS
       let peer: Peer;
       let req: ReturnType<typeof decode.streamRequest>;
       try {
-        peer = admit(call, true);
+        peer = admit(call, 'stream');
         req = decode.streamRequest(call.request);
       } catch (e) {
         sink.fail(e as Error);

@@ -14,6 +14,7 @@ import { createCa, issueLeaf, type LeafMaterial } from '../../../replication/pki
 import type {
   BootstrapInfo,
   BootstrapRequest,
+  ClusterCall,
   Guard,
   HeartbeatReply,
   HeartbeatRequest,
@@ -88,12 +89,16 @@ export class FakePrimary implements PrimaryService {
   onCloseSnapshot: (id: string) => Promise<void> = async () => {};
   onStream: (peer: Peer, req: { guard: Guard; maxBatchEntries: number }, sink: StreamSink) => void = () => {};
 
-  authorize(peer: Peer): void {
+  /** Which call each authorize() was for, in order. */
+  readonly authorizedCalls: ClusterCall[] = [];
+
+  authorize(peer: Peer, call: ClusterCall): void {
     this.authorized.push(peer);
+    this.authorizedCalls.push(call);
     if (this.refused.has(peer.secondaryId)) throw new PermissionDenied(`secondary ${peer.secondaryId} is revoked`);
   }
-  async ping(secondaryId: string): Promise<PingInfo> {
-    this.calls.push({ method: 'ping', args: [secondaryId] });
+  async ping(peer: Peer): Promise<PingInfo> {
+    this.calls.push({ method: 'ping', peer, args: [] });
     return this.pingInfo;
   }
   async bootstrap(peer: Peer, req: BootstrapRequest): Promise<BootstrapInfo> {
