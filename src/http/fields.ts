@@ -63,15 +63,29 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   return v;
 }
 
-/** The types a failed value was expected to have, from an invalid_type issue or a union's branches. */
-function expectedTypes(issue: z.core.$ZodIssue): string[] {
-  if (issue.code === 'invalid_type') return [issue.expected];
-  if (issue.code === 'invalid_union') {
-    const out = new Set<string>();
-    for (const branch of issue.errors) for (const i of branch) if (i.path.length === 0) for (const t of expectedTypes(i)) out.add(t);
-    return [...out];
+/**
+ * What a failed value should have been: the types expected (an invalid_type issue, or a union
+ * none of whose branches takes the value's type), or a branch's own message when the value had an
+ * accepted type but a wrong value (`"maybe"` for a boolean field that also takes "true").
+ */
+function expectation(issue: z.core.$ZodIssue, value: unknown): { types: string[] } | { message: string } | undefined {
+  if (issue.code === 'invalid_type') return { types: [issue.expected] };
+  if (issue.code === 'invalid_value') {
+    // An enum or literal: a type error when no allowed value has the value's type.
+    const types = [...new Set(issue.values.map(jsonType))];
+    return types.includes(jsonType(value)) ? { message: issue.message } : { types };
   }
-  return [];
+  if (issue.code !== 'invalid_union') return undefined;
+  const types = new Set<string>();
+  for (const branch of issue.errors) {
+    const root = branch.find((i) => i.path.length === 0);
+    if (root === undefined) continue;
+    const inner = expectation(root, value);
+    if (inner === undefined) return { message: root.message };
+    if ('message' in inner) return inner;
+    for (const t of inner.types) types.add(t);
+  }
+  return types.size > 0 ? { types: [...types] } : undefined;
 }
 
 /**
@@ -83,13 +97,14 @@ export function fieldMessages(error: z.ZodError, input: unknown): string[] {
   return error.issues.map((i) => {
     const name = i.path.map(String).join('.');
     const value = valueAt(input, i.path);
-    const expected = expectedTypes(i);
-    if (expected.length > 0 && value === undefined && name !== '') return `missing required field "${name}"`;
-    if (expected.length > 0) {
-      const what = `expected ${expected.join(' or ')}, received ${jsonType(value)}`;
-      return name === '' ? `invalid request body: ${what}` : `field "${name}": ${what}`;
+    const expected = expectation(i, value);
+    const at = name === '' ? '' : `field "${name}": `;
+    if (expected !== undefined && value === undefined && name !== '') return `missing required field "${name}"`;
+    if (expected !== undefined && 'types' in expected) {
+      const what = `expected ${expected.types.join(' or ')}, received ${jsonType(value)}`;
+      return name === '' ? `invalid request body: ${what}` : `${at}${what}`;
     }
-    return name === '' ? i.message : `field "${name}": ${i.message}`;
+    return `${at}${expected?.message ?? i.message}`;
   });
 }
 

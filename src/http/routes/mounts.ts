@@ -45,6 +45,9 @@ const TuneBody = z.object({
   options: stringMap.nullish(),
 });
 
+/** The bodies `sys/mounts/*path` validates, chosen by path (enable, or `.../tune`). */
+export const mountBodies = { enable: EnableBody, tune: TuneBody } as const;
+
 export function mountRoutes(mounts: Mounts): Route[] {
   const tuneView = (e: MountEntry) => ({
     description: e.description,
