@@ -99,6 +99,15 @@ export class DrSecondaryPathDisabled extends TesseraError {
     super(ErrorCode.drSecondary, 'path disabled in replication DR secondary mode');
   }
 }
+/**
+ * 400: an endpoint that acts on the node as a whole (seal, metrics, replication, storage) was
+ * called from a child namespace; no namespace policy can grant it.
+ */
+export class RootNamespaceOnly extends TesseraError {
+  constructor(endpoint: string) {
+    super(ErrorCode.invalidRequest, `${endpoint} is restricted to the root namespace`);
+  }
+}
 /** 400: the license does not carry the feature an endpoint needs. */
 export class LicenseRequired extends TesseraError {
   constructor(feature: string, why: string) {

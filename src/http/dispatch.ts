@@ -1,15 +1,16 @@
 /**
- * One request's way through the node, in a fixed order: namespace -> route or mount -> DR
- * secondary gate -> seal gate -> root-namespace rule -> authentication and ACL -> license ->
- * field validation -> handler -> optional response wrapping.
+ * One request's way through the node, in a fixed order: route or mount -> DR secondary gate ->
+ * seal gate -> namespace (header, then path prefix) -> node-scope rule -> operation ->
+ * authentication and ACL -> license -> field validation -> handler -> optional response wrapping.
+ * Every refusal before authentication spends nothing (no token use).
  *
  *   const { status, body } = await dispatch(services, routes, apiRequest);
  */
-import { DrSecondaryPathDisabled, InvalidRequest, NotFound, PermissionDenied, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
+import { DrSecondaryPathDisabled, NotFound, PermissionDenied, RootNamespaceOnly, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
 import type { Caller } from '../vault/caller.js';
 import type { LogicalResponse, Operation } from '../vault/logical.js';
 import type { ApiRequest } from './request.js';
-import { zodMessages } from './fields.js';
+import { parseFields } from './fields.js';
 import { envelope, type Reply } from './reply.js';
 import { findRoute, type Match, type Route } from './route.js';
 
@@ -55,6 +56,14 @@ function authorize(caller: Caller, namespace: string, path: string, operation: O
 }
 
 
+/** Warnings about the request itself join the reply's; a 204 with warnings becomes a 200, as in Vault. */
+function withWarnings(reply: Reply, warnings: readonly string[]): Reply {
+  if (warnings.length === 0) return reply;
+  if (reply.kind === 'none') return { kind: 'envelope', data: null, warnings: [...warnings] };
+  if (reply.kind === 'envelope') return { ...reply, warnings: [...(reply.warnings ?? []), ...warnings] };
+  return reply;
+}
+
 async function render(services: Services, req: ApiRequest, fullPath: string, reply: Reply): Promise<Dispatched> {
   switch (reply.kind) {
     case 'none':
@@ -98,16 +107,17 @@ export async function dispatch(services: Services, routes: readonly Route[], req
     if (services.sealed()) throw new Sealed();
   }
 
-  const { namespace, path } = match?.route.rootNamespaceOnly || match?.route.whileSealed
+  // Node-wide routes never resolve a path prefix: they exist only at the root, so a
+  // namespace given by header refuses them here, and one given by prefix below.
+  const { namespace, path } = match?.route.scope === 'node' || match?.route.whileSealed
     ? { namespace: req.namespace, path: req.path }
     : services.resolveNamespace(req.namespace, req.path);
   const routed = namespace === req.namespace ? match : matchRoute(routes, path);
 
   if (routed) {
     const { route, params } = routed;
-    if (route.rootNamespaceOnly && namespace !== '') {
-      throw new InvalidRequest(`${route.pattern.split('/:')[0]} is restricted to the root namespace`);
-    }
+    // Before authentication: a namespace token asking for the node spends nothing.
+    if (route.scope === 'node' && namespace !== '') throw new RootNamespaceOnly(route.pattern.split('/:')[0] ?? route.pattern);
     const spec = route.operations[req.operation];
     if (!spec) throw new UnsupportedOperation(`unsupported operation ${req.method} on ${req.path}`);
     let caller: Caller | undefined;
@@ -116,11 +126,10 @@ export async function dispatch(services: Services, routes: readonly Route[], req
       authorize(caller, namespace, path, req.operation, route.access === 'sudo');
     }
     if (route.license) services.requireLicense(route.license.feature, route.license.hostedOk === true);
-    const input = req.operation === 'read' || req.operation === 'list' ? req.query : req.body;
-    const parsed = spec.fields.safeParse(input);
-    if (!parsed.success) throw new InvalidRequest(zodMessages(parsed.error));
-    const reply = await spec.handler({ req, params, fields: parsed.data, caller, namespace });
-    return render(services, req, path, reply);
+    const query = req.operation === 'read' || req.operation === 'list';
+    const { data, warnings } = parseFields(spec.fields, query ? req.query : req.body, { warnUnknown: !query });
+    const reply = await spec.handler({ req, params, fields: data, caller, namespace });
+    return render(services, req, path, withWarnings(reply, warnings));
   }
 
   if (path === 'sys' || path.startsWith('sys/') || path.startsWith('auth/')) throw new NotFound([`unsupported path: ${path.slice(0, 128)}`]);

@@ -26,10 +26,22 @@ type State =
   | { readonly kind: 'trailers' }
   | { readonly kind: 'passthrough' };
 
+/** Where the framer is: between requests, inside a head, inside a body, or no longer framing. */
+export type Phase = 'idle' | 'head' | 'body' | 'passthrough';
+
 /** Incremental request framer; `push` returns the bytes to hand to the HTTP parser. */
 export class ListRewriter {
   private state: State = { kind: 'head' };
   private buf: Buffer = Buffer.alloc(0);
+  /** Requests whose last byte has been framed (head and whole body). */
+  completed = 0;
+
+  phase(): Phase {
+    const k = this.state.kind;
+    if (k === 'passthrough') return 'passthrough';
+    if (k === 'head') return this.buf.length === 0 ? 'idle' : 'head';
+    return 'body';
+  }
 
   push(chunk: Buffer): Buffer {
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
@@ -47,7 +59,10 @@ export class ListRewriter {
         out.push(this.buf.subarray(0, n));
         this.buf = this.buf.subarray(n);
         s.remaining -= n;
-        if (s.remaining === 0) this.state = s.kind === 'body' ? { kind: 'head' } : { kind: 'chunk-size' };
+        if (s.remaining === 0 && s.kind === 'body') {
+          this.state = { kind: 'head' };
+          this.completed++;
+        } else if (s.remaining === 0) this.state = { kind: 'chunk-size' };
         continue;
       }
       if (s.kind === 'chunk-size') {
@@ -71,6 +86,7 @@ export class ListRewriter {
           out.push(this.buf.subarray(0, 2));
           this.buf = this.buf.subarray(2);
           this.state = { kind: 'head' };
+          this.completed++;
           continue;
         }
         const end = this.buf.indexOf(HEAD_END);
@@ -81,6 +97,7 @@ export class ListRewriter {
         out.push(this.buf.subarray(0, end + 4));
         this.buf = this.buf.subarray(end + 4);
         this.state = { kind: 'head' };
+        this.completed++;
         continue;
       }
       // head
@@ -111,16 +128,75 @@ export class ListRewriter {
     if (chunked) this.state = { kind: 'chunk-size' };
     else if (!Number.isFinite(contentLength)) this.state = { kind: 'passthrough' };
     else if (contentLength > 0) this.state = { kind: 'body', remaining: contentLength };
-    else this.state = { kind: 'head' };
+    else {
+      this.state = { kind: 'head' };
+      this.completed++;
+    }
     if (!text.startsWith('LIST ')) return head;
     const eol = text.indexOf('\r\n');
     return Buffer.from(`GET ${text.slice(5, eol)}\r\n${LIST_HEADER}: LIST${text.slice(eol)}`, 'latin1');
   }
 }
 
-/** A Duplex over `socket` whose readable side has LIST request lines rewritten. */
-export function listAware(socket: Socket | Duplex): Duplex {
+/**
+ * Bounds on a slow or silent client, enforced here because every byte passes through this
+ * framer first (Node's own header timer never sees a head the framer still holds). Each is a
+ * deadline, not an inactivity timer, so one byte every few seconds does not extend it.
+ */
+export interface ConnectionTimeouts {
+  /** From a connection's opening, or a request's first byte, until its head is complete. */
+  readonly headersMs: number;
+  /** From a complete head until the last byte of its body. */
+  readonly bodyMs: number;
+  /** From a connection's last response until the next request's first byte (keep-alive). */
+  readonly idleMs: number;
+}
+
+/** Vault's header timeout (10 s); a body deadline that lets 32 MiB through slow links; idle a little over a minute. */
+export const DEFAULT_TIMEOUTS: ConnectionTimeouts = { headersMs: 10_000, bodyMs: 60_000, idleMs: 65_000 };
+
+const REQUEST_TIMEOUT = Buffer.from('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 38\r\n\r\n{"errors":["request timed out (408)"]}', 'latin1');
+
+interface Connection {
+  responded(): void;
+}
+
+const connections = new WeakMap<object, Connection>();
+
+/** Tells the connection behind `socket` (a listAware duplex) that one response has been written. */
+export function markResponded(socket: unknown): void {
+  if (typeof socket === 'object' && socket !== null) connections.get(socket)?.responded();
+}
+
+/** A Duplex over `socket` whose readable side has LIST request lines rewritten, with deadlines. */
+export function listAware(socket: Socket | Duplex, timeouts: ConnectionTimeouts = DEFAULT_TIMEOUTS): Duplex {
   const rewriter = new ListRewriter();
+  let responses = 0;
+  let timer: NodeJS.Timeout | undefined;
+  // What the running deadline is for: 'fresh' until the first byte, then the framer's phase
+  // ('idle' only once every framed request has been answered; 'busy' while a handler runs).
+  let timing = 'fresh';
+  const expire = (): void => {
+    const answered = responses >= rewriter.completed;
+    if (answered && (timing === 'head' || timing === 'body') && !socket.destroyed) socket.end(REQUEST_TIMEOUT, () => socket.destroy());
+    else socket.destroy();
+  };
+  const startTimer = (ms: number | undefined): void => {
+    if (timer) clearTimeout(timer);
+    timer = ms === undefined ? undefined : setTimeout(expire, ms);
+    timer?.unref();
+  };
+  const retime = (): void => {
+    const phase = rewriter.phase();
+    const next = phase === 'idle' ? (responses >= rewriter.completed ? 'idle' : 'busy') : phase;
+    if (next === timing || next === 'passthrough') return; // passthrough keeps the running deadline
+    const continues = timing === 'fresh' && next === 'head'; // the first head's deadline runs from the opening
+    timing = next;
+    if (continues) return;
+    startTimer(next === 'head' ? timeouts.headersMs : next === 'body' ? timeouts.bodyMs : next === 'idle' ? timeouts.idleMs : undefined);
+  };
+  startTimer(timeouts.headersMs);
+
   const duplex = new Duplex({
     read() {
       socket.resume();
@@ -133,17 +209,28 @@ export function listAware(socket: Socket | Duplex): Duplex {
       cb();
     },
     destroy(err, cb) {
+      if (timer) clearTimeout(timer);
       socket.destroy(err ?? undefined);
       cb(err);
     },
   });
+  connections.set(duplex, {
+    responded: () => {
+      responses++;
+      retime();
+    },
+  });
   socket.on('data', (chunk: Buffer) => {
     const out = rewriter.push(chunk);
+    retime();
     if (out.length > 0 && !duplex.push(out)) socket.pause();
   });
   socket.on('end', () => duplex.push(null));
   socket.on('error', (e) => duplex.destroy(e));
-  socket.on('close', () => duplex.destroy());
+  socket.on('close', () => {
+    if (timer) clearTimeout(timer);
+    duplex.destroy();
+  });
   const s = socket as Socket;
   Object.assign(duplex, {
     remoteAddress: s.remoteAddress,
@@ -151,10 +238,8 @@ export function listAware(socket: Socket | Duplex): Duplex {
     localAddress: s.localAddress,
     localPort: s.localPort,
     encrypted: (s as { encrypted?: boolean }).encrypted,
-    setTimeout: (ms: number, cb?: () => void) => {
-      s.setTimeout?.(ms, cb);
-      return duplex;
-    },
+    // The deadlines above own the connection's time; Node's inactivity timers would only reset them.
+    setTimeout: () => duplex,
     setNoDelay: (v?: boolean) => {
       s.setNoDelay?.(v);
       return duplex;

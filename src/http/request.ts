@@ -66,8 +66,40 @@ function validateSegments(path: string, what: string): void {
   }
 }
 
+/**
+ * Deepest nesting a JSON body may have. Bodies are stored and answered with JSON.stringify and
+ * walked by recursive code, so a 20 KB value nested 10,000 deep overflowed the stack (a 500); no
+ * real request needs more than a few levels.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACE = 0x7d;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** Whether `raw` nests objects/arrays deeper than `max`, scanning bytes outside strings once. */
+export function jsonTooDeep(raw: Buffer, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    const b = raw[i];
+    if (inString) {
+      if (b === BACKSLASH) i++;
+      else if (b === QUOTE) inString = false;
+    } else if (b === QUOTE) inString = true;
+    else if (b === OPEN_BRACE || b === OPEN_BRACKET) {
+      if (++depth > max) return true;
+    } else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) depth--;
+  }
+  return false;
+}
+
 function parseBody(raw: Buffer | undefined): Record<string, unknown> {
   if (raw === undefined || raw.length === 0) return {};
+  if (jsonTooDeep(raw, MAX_JSON_DEPTH)) throw new InvalidRequest(`failed to parse JSON input: nested deeper than ${MAX_JSON_DEPTH} levels`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw.toString('utf8'));

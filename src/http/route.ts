@@ -41,11 +41,18 @@ export const Access = {
 } as const;
 export type Access = (typeof Access)[keyof typeof Access];
 
+export type Scope = 'node' | 'namespace';
+
 export interface Route {
   readonly pattern: string;
   readonly access: Access;
-  /** Restricted endpoints of spec section 1.5: refused outside the root namespace. */
-  readonly rootNamespaceOnly?: boolean;
+  /**
+   * What the route acts on. `node`: the node as a whole (seal, metrics, license, replication,
+   * keyring and storage maintenance), so it answers only in the root namespace, whatever a
+   * namespace's policies say (spec section 1.5's restricted endpoints are all `node`).
+   * `namespace` (the default): the caller's namespace, resolved from header and path prefix.
+   */
+  readonly scope?: Scope;
   /** WIRE.md section 6: the short list a DR secondary still answers. */
   readonly drSecondary?: boolean;
   /** Answers while sealed (init, unseal, seal-status, health, status). */

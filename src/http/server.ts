@@ -19,7 +19,7 @@ import express from 'express';
 import type { Logger } from 'pino';
 import { PayloadTooLarge } from '../core/errors.js';
 import { dispatch, type Dispatched, type Services } from './dispatch.js';
-import { listAware } from './list-method.js';
+import { DEFAULT_TIMEOUTS, listAware, markResponded, type ConnectionTimeouts } from './list-method.js';
 import { toApiRequest } from './request.js';
 import type { Route } from './route.js';
 import { errorReply } from './status.js';
@@ -33,6 +33,8 @@ export interface HttpOptions {
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   /** Vault's default max_request_size is 32 MiB. */
   readonly maxBodyBytes?: number;
+  /** Deadlines for slow or silent clients on every connection; defaults in DEFAULT_TIMEOUTS. */
+  readonly timeouts?: Partial<ConnectionTimeouts>;
   readonly onRequest?: (info: { method: string; route: string; status: number; seconds: number }) => void;
 }
 
@@ -76,7 +78,10 @@ function send(res: http.ServerResponse, out: Dispatched): void {
 export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
   const limit = opts.maxBodyBytes ?? 32 * 1024 * 1024;
 
+  const timeouts: ConnectionTimeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
+
   const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    res.once('finish', () => markResponded(req.socket));
     const started = process.hrtime.bigint();
     const id = randomUUID();
     const url = req.url ?? '';
@@ -129,12 +134,18 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
   app.set('etag', false);
   app.use(handle);
   const httpServer = http.createServer(app);
-  httpServer.keepAliveTimeout = 65_000;
+  // listAware() owns the deadlines; Node's own are set to match, as a second line.
+  httpServer.headersTimeout = timeouts.headersMs;
+  httpServer.requestTimeout = timeouts.headersMs + timeouts.bodyMs;
+  httpServer.keepAliveTimeout = timeouts.idleMs;
   const server: net.Server = opts.tls
-    ? tls.createServer({ cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile) }, (s) => httpServer.emit('connection', listAware(s)))
+    ? tls.createServer(
+        { cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile), handshakeTimeout: timeouts.headersMs },
+        (s) => httpServer.emit('connection', listAware(s, timeouts)),
+      )
     : net.createServer((s) => {
         s.setNoDelay(true);
-        httpServer.emit('connection', listAware(s));
+        httpServer.emit('connection', listAware(s, timeouts));
       });
   const sockets = new Set<net.Socket>();
   server.on('connection', (s: net.Socket) => {

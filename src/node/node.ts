@@ -18,6 +18,7 @@ import { openLevelBackend } from '../storage/leveldb.js';
 import { VaultCore } from '../vault/core.js';
 import { NodeMetrics } from './metrics.js';
 import { wireReplication } from './replication.js';
+import type { Route } from '../http/route.js';
 import { nodeRoutes } from './routes.js';
 
 export interface NodeConfig {
@@ -42,6 +43,8 @@ export interface RunningNode {
   readonly engine: StorageEngine;
   readonly metrics: NodeMetrics;
   readonly dr: DrReplication;
+  /** The route declarations the listener serves (tests generate their cases from them). */
+  readonly routes: readonly Route[];
   stop(): Promise<void>;
 }
 
@@ -132,6 +135,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     engine,
     metrics,
     dr: repl.dr,
+    routes,
     async stop() {
       clearInterval(tidy);
       // Listener first: no request may reach storage after it is closed.

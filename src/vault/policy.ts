@@ -122,6 +122,45 @@ const unsupportedPathKeys = new Set([
 ]);
 
 /**
+ * Bounds on policy text, checked before any parser runs: the HCL parser recurses per bracket
+ * (1,000 nested brackets overflowed the stack) and costs milliseconds per path (20,000 paths took
+ * seconds, then failed). Real policies hold tens of paths, a few levels deep.
+ */
+export const POLICY_LIMITS = { maxBytes: 128 * 1024, maxDepth: 16, maxPaths: 1000 } as const;
+
+/**
+ * Deepest bracket nesting outside strings and comments (counting stops past `limit`), and how
+ * many blocks open at the top level (HCL's `path "x" {`): one linear pass, before parsing.
+ */
+function bracketShape(text: string, limit: number): { deepest: number; topBlocks: number } {
+  let depth = 0;
+  let deepest = 0;
+  let topBlocks = 0;
+  let i = 0;
+  while (i < text.length && deepest <= limit) {
+    const skip = skipLiteral(text, i);
+    if (skip > i) {
+      i = skip;
+      continue;
+    }
+    const c = text[i];
+    if (c === '{' && depth === 0) topBlocks++;
+    if (c === '{' || c === '[' || c === '(') deepest = Math.max(deepest, ++depth);
+    else if (c === '}' || c === ']' || c === ')') depth = Math.max(0, depth - 1);
+    i++;
+  }
+  return { deepest, topBlocks };
+}
+
+function checkBounds(text: string, fail: (what: string) => never): void {
+  const bytes = Buffer.byteLength(text);
+  if (bytes > POLICY_LIMITS.maxBytes) fail(`policy text is ${bytes} bytes; at most ${POLICY_LIMITS.maxBytes} are accepted`);
+  const shape = bracketShape(text, POLICY_LIMITS.maxDepth);
+  if (shape.deepest > POLICY_LIMITS.maxDepth) fail(`brackets nested deeper than ${POLICY_LIMITS.maxDepth} levels`);
+  if (shape.topBlocks > POLICY_LIMITS.maxPaths) fail(`${shape.topBlocks} blocks; at most ${POLICY_LIMITS.maxPaths} path blocks are accepted`);
+}
+
+/**
  * Parses policy text. JSON when the text starts with '{', HCL otherwise.
  * @throws InvalidRequest naming the policy, the path and what is wrong.
  */
@@ -133,12 +172,15 @@ export function parsePolicy(name: string, text: string): Policy {
   };
   if (policyName === ROOT_POLICY_NAME) fail('the root policy is built in and cannot be defined');
   if (text.trim() === '') fail('policy text is empty');
+  checkBounds(text, fail);
 
   const tree = parseText(text, fail);
   for (const key of Object.keys(tree)) {
     if (key !== 'name' && key !== 'path') fail(`unknown top-level key "${key}" (expected "path" blocks)`);
   }
-  const rules = pathBlocks(tree['path'], fail)
+  const blocks = pathBlocks(tree['path'], fail);
+  if (blocks.length > POLICY_LIMITS.maxPaths) fail(`${blocks.length} path blocks; at most ${POLICY_LIMITS.maxPaths} are accepted`);
+  const rules = blocks
     .map(({ pattern, body }) => parseRule(pattern, body, fail))
     .sort((a, b) => (a.pattern < b.pattern ? -1 : a.pattern > b.pattern ? 1 : 0));
   return Object.freeze({ name: policyName, rules: Object.freeze(rules), raw: text });

@@ -29,7 +29,7 @@ const DeleteBody = z.object({ dr_operation_token: z.string().min(1, 'missing req
 const BASE = 'sys/replication/dr/secondary';
 const COMMON = {
   access: 'body',
-  rootNamespaceOnly: true,
+  scope: 'node',
   drSecondary: true,
   license: { feature: 'dr-replication' },
 } as const;

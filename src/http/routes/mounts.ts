@@ -2,9 +2,9 @@
  * sys/mounts: list, enable, read, disable, and tune secrets engines in the caller's namespace.
  */
 import { z } from 'zod';
-import { InvalidRequest, NotFound } from '../../core/errors.js';
+import { NotFound } from '../../core/errors.js';
 import type { MountEntry, Mounts } from '../../vault/mounts.js';
-import { boolish, duration, empty, stringMap, zodMessages } from '../fields.js';
+import { boolish, duration, empty, parseFields, stringMap } from '../fields.js';
 import { noContent, ok } from '../reply.js';
 import { op, type Route } from '../route.js';
 
@@ -45,6 +45,9 @@ const TuneBody = z.object({
   options: stringMap.nullish(),
 });
 
+/** The bodies `sys/mounts/*path` validates, chosen by path (enable, or `.../tune`). */
+export const mountBodies = { enable: EnableBody, tune: TuneBody } as const;
+
 export function mountRoutes(mounts: Mounts): Route[] {
   const tuneView = (e: MountEntry) => ({
     description: e.description,
@@ -79,20 +82,16 @@ export function mountRoutes(mounts: Mounts): Route[] {
         update: op(z.unknown(), async ({ params, namespace, req }) => {
           const { path, tune } = split(params.path ?? '');
           if (tune) {
-            const parsed = TuneBody.safeParse(req.body);
-            if (!parsed.success) throw new InvalidRequest(zodMessages(parsed.error));
-            const t = parsed.data;
+            const { data: t, warnings } = parseFields(TuneBody, req.body, { warnUnknown: true });
             await mounts.tune(namespace, path, {
               ...(t.description !== undefined ? { description: t.description } : {}),
               ...(t.default_lease_ttl !== undefined ? { default_lease_ttl: t.default_lease_ttl } : {}),
               ...(t.max_lease_ttl !== undefined ? { max_lease_ttl: t.max_lease_ttl } : {}),
               ...(t.options ? { options: t.options } : {}),
             });
-            return noContent();
+            return warnings.length > 0 ? ok(null, { warnings: [...warnings] }) : noContent();
           }
-          const parsed = EnableBody.safeParse(req.body);
-          if (!parsed.success) throw new InvalidRequest(zodMessages(parsed.error));
-          const b = parsed.data;
+          const { data: b, warnings } = parseFields(EnableBody, req.body, { warnUnknown: true });
           await mounts.enable(namespace, path, {
             type: b.type,
             ...(b.description !== undefined ? { description: b.description } : {}),
@@ -100,7 +99,7 @@ export function mountRoutes(mounts: Mounts): Route[] {
             ...(b.options ? { options: b.options } : {}),
             ...(b.config ? { config: { ...(b.config.default_lease_ttl !== undefined ? { default_lease_ttl: b.config.default_lease_ttl } : {}), ...(b.config.max_lease_ttl !== undefined ? { max_lease_ttl: b.config.max_lease_ttl } : {}) } } : {}),
           });
-          return noContent();
+          return warnings.length > 0 ? ok(null, { warnings: [...warnings] }) : noContent();
         }),
         delete: op(empty, async ({ params, namespace }) => {
           await mounts.disable(namespace, params.path ?? '');

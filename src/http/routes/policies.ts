@@ -26,7 +26,7 @@ export function policyRoutes(policies: Policies): Route[] {
           const name = (params.name ?? '').toLowerCase();
           return ok({ name, policy: await policies.text(namespace, name) });
         }),
-        update: op(z.object({ policy: z.string({ error: 'policy is required' }) }), async ({ params, namespace, fields }) => {
+        update: op(z.object({ policy: z.string() }), async ({ params, namespace, fields }) => {
           await policies.put(namespace, params.name ?? '', fields.policy);
           return noContent();
         }),
@@ -43,7 +43,7 @@ export function policyRoutes(policies: Policies): Route[] {
           const rules = await policies.text(namespace, name);
           return ok({ name, rules });
         }),
-        update: op(z.object({ policy: z.string().optional(), rules: z.string().optional() }).refine((b) => b.policy !== undefined || b.rules !== undefined, 'policy is required'), async ({ params, namespace, fields }) => {
+        update: op(z.object({ policy: z.string().optional(), rules: z.string().optional() }).refine((b) => b.policy !== undefined || b.rules !== undefined, 'missing required field "policy"'), async ({ params, namespace, fields }) => {
           await policies.put(namespace, params.name ?? '', fields.policy ?? fields.rules ?? '');
           return noContent();
         }),

@@ -38,10 +38,10 @@ const opToken = required('dr_operation_token');
 
 export function drRoutes(dr: DrService): Route[] {
   const sudo = (pattern: string, fields: z.ZodType<any>, handler: (f: any, ctx: RouteContext<any>) => Promise<Reply>): Route => ({
-    pattern, access: 'sudo', rootNamespaceOnly: true, license: LICENSE, operations: { update: op(fields, async (ctx) => handler(ctx.fields, ctx)) },
+    pattern, access: 'sudo', scope: 'node', license: LICENSE, operations: { update: op(fields, async (ctx) => handler(ctx.fields, ctx)) },
   });
   const withOpToken = <F extends { dr_operation_token: string }>(pattern: string, fields: z.ZodType<F>, handler: (f: F) => Promise<Reply>): Route => ({
-    pattern, access: 'body', rootNamespaceOnly: true, drSecondary: true, license: LICENSE,
+    pattern, access: 'body', scope: 'node', drSecondary: true, license: LICENSE,
     operations: {
       update: op(fields, async ({ fields: f }) => {
         await dr.checkOperationToken(f.dr_operation_token);

@@ -47,7 +47,7 @@ export function replicationRoutes(repl: ReplicationService): Route[] {
     {
       pattern: 'sys/replication/reindex',
       access: 'sudo',
-      rootNamespaceOnly: true,
+      scope: 'node',
       license: { feature: FEATURE.dr },
       operations: {
         update: op(ReindexBody, async ({ fields }) => {
@@ -59,7 +59,7 @@ export function replicationRoutes(repl: ReplicationService): Route[] {
     {
       pattern: 'sys/replication/merkle-check',
       access: 'sudo',
-      rootNamespaceOnly: true,
+      scope: 'node',
       license: { feature: FEATURE.dr },
       operations: { update: op(empty, async () => ok(await repl.merkleCheck())) },
     },

@@ -88,6 +88,7 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
     {
       pattern: 'sys/seal',
       access: 'sudo',
+      scope: 'node',
       operations: {
         update: op(empty, async () => {
           await core.sealNow();

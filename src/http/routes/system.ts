@@ -17,11 +17,13 @@ export function systemRoutes(sys: SystemService): Route[] {
     {
       pattern: 'sys/license/status',
       access: 'token',
+      scope: 'node',
       operations: { read: op(empty, async () => ok(sys.licenseStatus())) },
     },
     {
       pattern: 'sys/metrics',
       access: 'token',
+      scope: 'node',
       drSecondary: true,
       operations: {
         read: op(z.object({ format: z.string().optional() }).passthrough(), async ({ fields }) => {
