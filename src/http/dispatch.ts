@@ -20,8 +20,8 @@ export interface Services {
   sealed(): boolean;
   drSecondary(): boolean;
   resolveNamespace(headerNs: string, path: string): { namespace: string; path: string };
-  /** Validates the token (spending a use) and builds its ACL; PermissionDenied otherwise. */
-  authenticate(token: string | undefined, namespace: string): Promise<Caller>;
+  /** Validates the token and builds its ACL; `check` may refuse it before a use is spent. PermissionDenied otherwise. */
+  authenticate(token: string | undefined, namespace: string, check?: (caller: Caller) => void): Promise<Caller>;
   requireLicense(feature: string, hostedOk: boolean): void;
   /** A mounted engine's answer, or undefined when no mount serves the path. */
   logical(namespace: string, path: string, operation: Operation, data: Record<string, unknown>): Promise<{ response: LogicalResponse | null } | undefined>;
@@ -122,8 +122,8 @@ export async function dispatch(services: Services, routes: readonly Route[], req
     if (!spec) throw new UnsupportedOperation(`unsupported operation ${req.method} on ${req.path}`);
     let caller: Caller | undefined;
     if (route.access === 'token' || route.access === 'sudo') {
-      caller = await services.authenticate(req.token, namespace);
-      authorize(caller, namespace, path, req.operation, route.access === 'sudo');
+      const sudo = route.access === 'sudo';
+      caller = await services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, sudo));
     }
     if (route.license) services.requireLicense(route.license.feature, route.license.hostedOk === true);
     const query = req.operation === 'read' || req.operation === 'list';
@@ -133,8 +133,7 @@ export async function dispatch(services: Services, routes: readonly Route[], req
   }
 
   if (path === 'sys' || path.startsWith('sys/') || path.startsWith('auth/')) throw new NotFound([`unsupported path: ${path.slice(0, 128)}`]);
-  const caller = await services.authenticate(req.token, namespace);
-  authorize(caller, namespace, path, req.operation, false);
+  await services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, false));
   // Without `list` (the ?list=true flag), by rest copy: `delete` would leave a slow dictionary-mode object.
   const { list: _list, ...data }: Record<string, unknown> = req.operation === 'read' || req.operation === 'list' ? req.query : req.body;
   const served = await services.logical(namespace, path, req.operation, data);

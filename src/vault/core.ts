@@ -147,12 +147,17 @@ export class VaultCore {
     return this.namespaces.resolve(headerNs, path);
   }
 
-  async authenticate(token: string | undefined, namespace: string): Promise<Caller> {
+  /**
+   * Builds the caller of `token` and lets `check` refuse it (ACL, sudo) before the token is used:
+   * a refused request spends none of a token's `num_uses`. The use is spent only after `check`
+   * passes, under the token's lock, so a last use is never spent twice.
+   */
+  async authenticate(token: string | undefined, namespace: string, check: (caller: Caller) => void = () => {}): Promise<Caller> {
     if (token === undefined || token === '') throw new PermissionDenied('permission denied: missing client token');
-    const entry = await this.tokens.validateForUse(token);
-    if (!namespace.startsWith(entry.namespace_path)) throw new PermissionDenied();
-    const acl = await this.policies.acl(entry.namespace_path, entry.policies);
-    return {
+    const seen = await this.tokens.lookup(token);
+    if (seen === undefined || !namespace.startsWith(seen.namespace_path)) throw new PermissionDenied();
+    const acl = await this.policies.acl(seen.namespace_path, seen.policies);
+    const caller = (entry: typeof seen): Caller => ({
       token,
       entry,
       accessor: entry.accessor,
@@ -160,7 +165,11 @@ export class VaultCore {
       namespace: entry.namespace_path,
       root: entry.policies.includes('root'),
       allows: (path, capability) => acl.allows(path, capability as never),
-    };
+    });
+    check(caller(seen));
+    const entry = await this.tokens.validateForUse(token);
+    if (entry.namespace_path !== seen.namespace_path || entry.policies.join(',') !== seen.policies.join(',')) throw new PermissionDenied();
+    return caller(entry);
   }
 
   requireLicense(feature: string, hostedOk: boolean): void {

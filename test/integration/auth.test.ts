@@ -61,6 +61,17 @@ describe('policies and tokens', () => {
     expect((await n.call('GET', 'secret/data/other', undefined, { token: t })).status).toBe(403);
   });
 
+  it('spends no use of a token on a request its policies refuse', async () => {
+    const limited = (await n.call('POST', 'auth/token/create', { policies: ['default'], num_uses: 3 })).body.auth.client_token;
+    for (let i = 0; i < 5; i++) {
+      expect((await n.call('GET', 'secret/data/forbidden', undefined, { token: limited })).status).toBe(403);
+      expect((await n.call('POST', 'sys/policies/acl/x', { policy: '' }, { token: limited })).status).toBe(403);
+    }
+    const self = await n.call('GET', 'auth/token/lookup-self', undefined, { token: limited });
+    expect(self.status).toBe(200);
+    expect(self.body.data.num_uses).toBe(2);
+  });
+
   it('limits uses, revokes trees, and looks up by accessor', async () => {
     const limited = (await n.call('POST', 'auth/token/create', { policies: ['default'], num_uses: 2 })).body.auth.client_token;
     expect((await n.call('GET', 'auth/token/lookup-self', undefined, { token: limited })).status).toBe(200);
