@@ -70,6 +70,11 @@ export class TesseraClient {
     return this.#envelope<D>({ method: Method.post, path, body: body ?? {} });
   }
 
+  /** PATCH with a JSON merge patch (RFC 7396), as KV v2 `data/` and `metadata/` take it. */
+  async patch<D = Record<string, unknown>>(path: string, body: Readonly<Record<string, unknown>>): Promise<Envelope<D> | null> {
+    return this.#envelope<D>({ method: Method.patch, path, body, contentType: 'application/merge-patch+json' });
+  }
+
   async delete<D = Record<string, unknown>>(path: string): Promise<Envelope<D> | null> {
     return this.#envelope<D>({ method: Method.delete, path });
   }
