@@ -43,6 +43,11 @@ export class TesseraClient {
     return new TesseraClient({ ...this.#options, token });
   }
 
+  /** A client like this one with another X-Vault-Wrap-TTL (undefined: answers are not wrapped). */
+  withWrapTtl(wrapTtl: string | undefined): TesseraClient {
+    return new TesseraClient({ ...this.#options, wrapTtl });
+  }
+
   /** A client like this one in another namespace (undefined means the root namespace). */
   withNamespace(namespace: string | undefined): TesseraClient {
     return new TesseraClient({ ...this.#options, namespace });

@@ -25,7 +25,8 @@ export async function resolveKv(client: TesseraClient, rawPath: string, mountFla
   const path = trimSlashes(rawPath);
   let mounts: Record<string, MountEntry> | undefined;
   try {
-    mounts = await client.sys.mounts();
+    // A preflight, never wrapped: -wrap-ttl applies to the secret, not to the mount lookup.
+    mounts = await client.withWrapTtl(undefined).sys.mounts();
   } catch (e) {
     if (!(e instanceof ApiError && e.status === 403)) throw e;
   }
