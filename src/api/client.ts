@@ -43,6 +43,11 @@ export class TesseraClient {
     return new TesseraClient({ ...this.#options, token });
   }
 
+  /** A client like this one with another X-Vault-Wrap-TTL (undefined: answers are not wrapped). */
+  withWrapTtl(wrapTtl: string | undefined): TesseraClient {
+    return new TesseraClient({ ...this.#options, wrapTtl });
+  }
+
   /** A client like this one in another namespace (undefined means the root namespace). */
   withNamespace(namespace: string | undefined): TesseraClient {
     return new TesseraClient({ ...this.#options, namespace });
@@ -68,6 +73,11 @@ export class TesseraClient {
     body?: Readonly<Record<string, unknown>>,
   ): Promise<Envelope<D> | null> {
     return this.#envelope<D>({ method: Method.post, path, body: body ?? {} });
+  }
+
+  /** PATCH with a JSON merge patch (RFC 7396), as KV v2 `data/` and `metadata/` take it. */
+  async patch<D = Record<string, unknown>>(path: string, body: Readonly<Record<string, unknown>>): Promise<Envelope<D> | null> {
+    return this.#envelope<D>({ method: Method.patch, path, body, contentType: 'application/merge-patch+json' });
   }
 
   async delete<D = Record<string, unknown>>(path: string): Promise<Envelope<D> | null> {

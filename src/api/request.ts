@@ -6,8 +6,10 @@
  */
 import type { ErrorBody, Query } from './types.js';
 import { ApiError, ConnectionFailed, MalformedResponse } from './errors.js';
+import { tlsFetch } from './transport.js';
+import type { TlsOptions } from './transport.js';
 
-export const Method = { get: 'GET', post: 'POST', put: 'PUT', delete: 'DELETE' } as const;
+export const Method = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', delete: 'DELETE' } as const;
 export type Method = (typeof Method)[keyof typeof Method];
 
 export interface ConnectionOptions {
@@ -15,7 +17,11 @@ export interface ConnectionOptions {
   readonly addr: string;
   readonly token?: string | undefined;
   readonly namespace?: string | undefined;
-  /** Defaults to the global fetch of Node 20. */
+  /** Sent as X-Vault-Wrap-TTL: the node answers with a wrapping token instead of the data. */
+  readonly wrapTtl?: string | undefined;
+  /** CA and verification for https addresses (used when no fetchImpl is given). */
+  readonly tls?: TlsOptions | undefined;
+  /** Defaults to the global fetch for http and to `tlsFetch(tls)` for https addresses. */
   readonly fetchImpl?: typeof fetch | undefined;
 }
 
@@ -26,6 +32,8 @@ export interface ApiRequest {
   readonly query?: Query | undefined;
   /** Serialised as JSON. Omitted on GET and DELETE when undefined. */
   readonly body?: unknown;
+  /** Defaults to application/json; KV v2 patch needs application/merge-patch+json. */
+  readonly contentType?: string | undefined;
   /** Non-2xx statuses that are answers rather than errors (sys/health uses several). */
   readonly accept?: readonly number[];
 }
@@ -55,9 +63,10 @@ export async function send(conn: ConnectionOptions, req: ApiRequest): Promise<Ap
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (conn.token) headers['X-Vault-Token'] = conn.token;
   if (conn.namespace) headers['X-Vault-Namespace'] = conn.namespace;
-  const hasBody = req.body !== undefined || req.method === Method.post || req.method === Method.put;
-  if (hasBody) headers['Content-Type'] = 'application/json';
-  const doFetch = conn.fetchImpl ?? fetch;
+  if (conn.wrapTtl) headers['X-Vault-Wrap-TTL'] = conn.wrapTtl;
+  const hasBody = req.body !== undefined || req.method === Method.post || req.method === Method.put || req.method === Method.patch;
+  if (hasBody) headers['Content-Type'] = req.contentType ?? 'application/json';
+  const doFetch = conn.fetchImpl ?? (url.startsWith('https:') ? tlsFetch(conn.tls) : fetch);
 
   let res: Response;
   let text: string;

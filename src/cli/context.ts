@@ -13,22 +13,15 @@ import type { CliIo } from './io.js';
 import { UsageError } from './errors.js';
 import { formats } from './output.js';
 import type { Format } from './output.js';
+import { connectionOptions } from './connection.js';
+import type { ClientFlags } from './connection.js';
 
-export const DEFAULT_ADDR = 'http://127.0.0.1:8200';
-
-export interface ClientFlags {
-  readonly address?: string;
-  readonly namespace?: string;
-}
+export { DEFAULT_ADDR, fromEnv } from './connection.js';
+export type { ClientFlags } from './connection.js';
 
 export interface FormatFlags {
   readonly format: Format;
   readonly field?: string;
-}
-
-/** TESSERA_<name>, else VAULT_<name>; an empty value counts as unset. */
-export function fromEnv(env: CliIo['env'], name: string): string | undefined {
-  return env[`TESSERA_${name}`] || env[`VAULT_${name}`] || undefined;
 }
 
 export class Context {
@@ -48,15 +41,12 @@ export class Context {
     this.io.stderr.write(text);
   }
 
-  /** Flags win over TESSERA_* which win over VAULT_*; the address defaults to 127.0.0.1:8200. */
+  /**
+   * Flags win over TESSERA_* which win over VAULT_*; the address defaults to 127.0.0.1:8200 and
+   * the token falls back to ~/.vault-token (connection.ts). Throws UsageError for unreadable CA files.
+   */
   client(flags: ClientFlags = {}): TesseraClient {
-    const env = this.io.env;
-    return new TesseraClient({
-      addr: flags.address ?? fromEnv(env, 'ADDR') ?? DEFAULT_ADDR,
-      token: fromEnv(env, 'TOKEN'),
-      namespace: flags.namespace ?? fromEnv(env, 'NAMESPACE'),
-      fetchImpl: this.io.fetchImpl,
-    });
+    return new TesseraClient({ ...connectionOptions(flags, this.io.env), fetchImpl: this.io.fetchImpl });
   }
 
   /** Prints "Error <what>: ..." on stderr; returns 2 for a usage error, else 1. */
@@ -88,11 +78,15 @@ export function describe(e: unknown): string {
   return typeof message === 'string' ? message : String(e);
 }
 
-/** `-address` and `-namespace`, for every command that talks to a node. */
+/** The HTTP options of the vault CLI, for every command that talks to a node. */
 export function withClientFlags(cmd: Command): Command {
   return cmd
     .option('--address <addr>', 'node address (env TESSERA_ADDR, then VAULT_ADDR)')
-    .option('--namespace <ns>', 'namespace (env TESSERA_NAMESPACE, then VAULT_NAMESPACE)');
+    .option('--namespace <ns>', 'namespace (env TESSERA_NAMESPACE, then VAULT_NAMESPACE)')
+    .option('--ca-cert <file>', 'PEM CA certificate to verify the node with (env TESSERA_CACERT, then VAULT_CACERT)')
+    .option('--ca-path <dir>', 'directory of PEM CA certificates (env TESSERA_CAPATH, then VAULT_CAPATH)')
+    .option('--tls-skip-verify', 'do not verify the node certificate; insecure (env TESSERA_SKIP_VERIFY, then VAULT_SKIP_VERIFY)')
+    .option('--wrap-ttl <duration>', 'wrap the answer in a response-wrapping token with this TTL (X-Vault-Wrap-TTL)');
 }
 
 /** `-format=json|table` and, when the command prints secrets, `-field=NAME`. */

@@ -11,3 +11,10 @@ export class UsageError extends TesseraError {
     super(ErrorCode.invalidRequest, message);
   }
 }
+
+/** A DR operation token generation attempt stands in the way (or ended without a token); exit 1. */
+export class AttemptInProgress extends TesseraError {
+  constructor(message: string) {
+    super(ErrorCode.invalidRequest, message);
+  }
+}

@@ -17,10 +17,13 @@ import { register as registerDelete } from './commands/delete.js';
 import { register as registerKv } from './commands/kv.js';
 import { register as registerLicense } from './commands/license.js';
 import { register as registerList } from './commands/list.js';
+import { register as registerLogin } from './commands/login.js';
 import { register as registerOperator } from './commands/operator.js';
 import { register as registerRead } from './commands/read.js';
+import { register as registerSecrets } from './commands/secrets.js';
 import { register as registerServer } from './commands/server.js';
 import { register as registerStatus } from './commands/status.js';
+import { register as registerVersion } from './commands/version.js';
 import { register as registerWrite } from './commands/write.js';
 
 export type { CliIo } from './io.js';
@@ -39,10 +42,12 @@ function program(ctx: Context): Command {
       getErrHelpWidth: () => ctx.io.stderr.columns ?? 100,
     })
     .showHelpAfterError('(add --help for usage)')
+    .showSuggestionAfterError(true)
     .addHelpText(
       'after',
       '\nSingle-dash long flags work as in Vault (-format=json equals --format=json).\n' +
-        'Environment: TESSERA_ADDR, TESSERA_TOKEN, TESSERA_NAMESPACE (else VAULT_ADDR, VAULT_TOKEN, VAULT_NAMESPACE).\n',
+        'Environment: TESSERA_ADDR, TESSERA_TOKEN, TESSERA_NAMESPACE, TESSERA_CACERT, TESSERA_CAPATH, TESSERA_SKIP_VERIFY,\n' +
+        'TESSERA_WRAP_TTL (else the VAULT_* names); the token falls back to ~/.vault-token (written by `tessera login`).\n',
     );
   for (const register of [
     registerServer,
@@ -53,7 +58,10 @@ function program(ctx: Context): Command {
     registerDelete,
     registerList,
     registerKv,
+    registerSecrets,
+    registerLogin,
     registerLicense,
+    registerVersion,
   ]) {
     register(root, ctx);
   }

@@ -85,6 +85,12 @@ export function printField(stdout: Output, stderr: Output, fields: ReadonlyMap<s
   return 0;
 }
 
+/** True when an answer carries nothing to show but warnings (no data, auth or wrapping). */
+export function onlyWarnings(env: Envelope<Record<string, unknown>>): boolean {
+  const data = env.data;
+  return !env.auth && !env.wrap_info && (data === null || data === undefined || Object.keys(data).length === 0);
+}
+
 /** A secret in the chosen form; warnings go to stderr so stdout stays parseable. */
 export function printSecret(
   stdout: Output,
@@ -104,9 +110,10 @@ export function printSecret(
   return 0;
 }
 
+/** Vault's warning block, word for word, so scripts that grep for it keep working. */
 export function printWarnings(out: Output, warnings: readonly string[] | null | undefined): void {
   if (!warnings || warnings.length === 0) return;
-  out.write('WARNING! The following warnings were returned:\n\n');
+  out.write('WARNING! The following warnings were returned from Vault:\n\n');
   for (const w of warnings) out.write(`  * ${w}\n`);
   out.write('\n');
 }

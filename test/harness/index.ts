@@ -25,7 +25,7 @@ export {
   type StartOptions,
 } from './harness.js';
 export { rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type VaultHttp } from './http.js';
-export { mainJs, NodeStartError, repoRoot, runCli, spawnNode, type ExitInfo, type NodeProcess, type Readiness, type SpawnOptions } from './process.js';
+export { mainJs, NodeStartError, repoRoot, runCli, spawnNode, type CliOptions, type ExitInfo, type NodeProcess, type Readiness, type SpawnOptions } from './process.js';
 export { scanForStrings, type Finding } from './scan.js';
 export {
   activateSecondary,

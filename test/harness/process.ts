@@ -167,13 +167,26 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
   };
 }
 
+export interface CliOptions {
+  /** Replaces the environment entirely (PATH is kept), so no TESSERA_/VAULT_ variable leaks in. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Written to stdin, then closed; stdin is ignored when not given. */
+  readonly stdin?: string;
+}
+
 /** Runs a short-lived CLI command (`license dev -out DIR`, ...) and resolves with its output. */
-export async function runCli(args: readonly string[], timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, [mainJs, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function runCli(
+  args: readonly string[],
+  timeoutMs = 20_000,
+  opts: CliOptions = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env = opts.env === undefined ? process.env : { PATH: process.env.PATH ?? '', ...opts.env };
+  const proc = spawn(process.execPath, [mainJs, ...args], { cwd: repoRoot, env, stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  proc.stdin?.end(opts.stdin);
   let stdout = '';
   let stderr = '';
-  proc.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  proc.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  proc.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+  proc.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
   const code = await new Promise<number | null>((resolve) => proc.once('close', (c) => resolve(c)));
   clearTimeout(timer);

@@ -41,7 +41,7 @@ export function register(parent: Command, ctx: Context): void {
         const query = kv.version === 2 && opts.version !== undefined ? { version: opts.version } : undefined;
         const env = await client.read(target, query);
         if (env === null) return noValue(ctx, target);
-        if (kv.version === 1) return printSecret(ctx.io.stdout, ctx.io.stderr, env, opts);
+        if (kv.version === 1 || env.wrap_info) return printSecret(ctx.io.stdout, ctx.io.stderr, env, opts);
         return printV2(ctx, env, opts, target);
       } catch (e) {
         if (isEmptyNotFound(e)) return noValue(ctx, target);

@@ -20,11 +20,13 @@ export interface KvTarget {
 
 const trimSlashes = (s: string): string => s.replace(/^\/+|\/+$/g, '');
 
-export async function resolveKv(client: TesseraClient, rawPath: string, mountFlag?: string): Promise<KvTarget> {
+/** `allowRoot` lets the path name the mount itself (listing its top level). */
+export async function resolveKv(client: TesseraClient, rawPath: string, mountFlag?: string, allowRoot = false): Promise<KvTarget> {
   const path = trimSlashes(rawPath);
   let mounts: Record<string, MountEntry> | undefined;
   try {
-    mounts = await client.sys.mounts();
+    // A preflight, never wrapped: -wrap-ttl applies to the secret, not to the mount lookup.
+    mounts = await client.withWrapTtl(undefined).sys.mounts();
   } catch (e) {
     if (!(e instanceof ApiError && e.status === 403)) throw e;
   }
@@ -39,7 +41,7 @@ export async function resolveKv(client: TesseraClient, rawPath: string, mountFla
     mount = known ?? path.split('/')[0] ?? '';
     rel = trimSlashes(path.slice(mount.length));
   }
-  if (mount === '' || rel === '') {
+  if (mount === '' || (rel === '' && !allowRoot)) {
     throw new UsageError(`"${rawPath}" names no secret: give MOUNT/PATH or -mount=MOUNT PATH`);
   }
   if (!mounts) return { mount, path: rel, version: 2 };
@@ -57,4 +59,14 @@ function longestMount(mountKeys: readonly string[], path: string): string | unde
 /** The API path of a secret's data (v2 puts it under data/). */
 export function dataPath(kv: KvTarget): string {
   return kv.version === 2 ? `${kv.mount}/data/${kv.path}` : `${kv.mount}/${kv.path}`;
+}
+
+/** The API path of a v2 secret's `prefix` section (metadata/, delete/, ...), without a trailing slash. */
+export function v2Path(kv: KvTarget, prefix: string): string {
+  return [kv.mount, prefix, kv.path].filter((s) => s !== '').join('/');
+}
+
+/** Refuses a v1 mount for commands that exist only on KV v2. */
+export function requireV2(kv: KvTarget, command: string): void {
+  if (kv.version !== 2) throw new UsageError(`kv ${command} needs a KV v2 mount; "${kv.mount}/" is KV v1`);
 }

@@ -70,7 +70,7 @@ describe('operator generate-dr-token', () => {
   it('-init starts an attempt and prints the nonce and the generated OTP', async () => {
     const r = await run(['-init']);
     expect(r.code).toBe(0);
-    expect(fake.requests[0]).toMatchObject({ method: 'PUT', body: { otp: '', pgp_key: '' } });
+    expect(fake.requests.find((q) => q.method === 'PUT')).toMatchObject({ body: { otp: '', pgp_key: '' } });
     const status = await tokens.status();
     expect(r.stdout).toMatch(new RegExp(`^Nonce\\s+${status.nonce}$`, 'm'));
     expect(r.stdout).toMatch(/^OTP\s+[A-Za-z0-9]{28}$/m);
@@ -109,7 +109,7 @@ describe('operator generate-dr-token', () => {
 
   it('takes one share as an argument for the attempt in progress and shows the progress', async () => {
     const { nonce } = await tokens.start({ otp: 'abcdefghijklmnopqrstuvwxyz01' });
-    const r = await run([keys[2]!]);
+    const r = await run([`-nonce=${nonce}`, keys[2]!]);
     expect(r.code).toBe(0);
     expect(fake.requestsTo(`${BASE}/generate-operation-token/update`)[0]?.body).toEqual({ key: keys[2], nonce });
     expect(r.stdout).toMatch(/^Progress\s+1\/3$/m);
@@ -118,8 +118,8 @@ describe('operator generate-dr-token', () => {
 
   it('prints the encoded token only when the OTP is not known to this run', async () => {
     const otp = 'abcdefghijklmnopqrstuvwxyz01';
-    await tokens.start({ otp });
-    const r = await run([], { stdin: keys.slice(0, 3).join('\n') });
+    const { nonce } = await tokens.start({ otp });
+    const r = await run([`-nonce=${nonce}`], { stdin: keys.slice(0, 3).join('\n') });
     expect(r.code).toBe(0);
     expect(tokenRow(r.stdout)).toBeUndefined();
     const encoded = /^Encoded Token\s+(\S+)$/m.exec(r.stdout)?.[1];
@@ -171,9 +171,44 @@ describe('operator generate-dr-token', () => {
     const otp = /Its OTP is ([A-Za-z0-9]{28})/.exec(r.stderr)?.[1];
     expect(otp).toBeDefined();
     // The operator can finish with the OTP from the message.
-    const done = await run([], { stdin: `${keys[1]}\n${keys[2]}\n` });
+    const nonce = /nonce ([0-9a-f-]+)\)/.exec(r.stderr)?.[1];
+    const done = await run([`-nonce=${nonce}`], { stdin: `${keys[1]}\n${keys[2]}\n` });
     const encoded = /^Encoded Token\s+(\S+)$/m.exec(done.stdout)?.[1];
     expect(await tokens.validate(decodeToken(encoded!, otp!))).toBe(true);
+  });
+
+  it('refuses a leftover attempt, with or without -init, naming its nonce and -cancel, and sends no share', async () => {
+    const { nonce } = await tokens.start({});
+    for (const argv of [['-init'], [keys[0]!], ['-format=json']]) {
+      const r = await run(argv, { stdin: `${keys[0]}\n${keys[1]}\n${keys[2]}\n` });
+      expect({ argv, code: r.code, stdout: r.stdout }).toEqual({ argv, code: 1, stdout: '' });
+      expect(r.stderr).toContain(`already in progress (nonce ${nonce}, progress 0/3)`);
+      expect(r.stderr).toContain('-cancel');
+    }
+    expect(fake.requests.filter((q) => q.method === 'PUT')).toEqual([]);
+    expect((await tokens.status()).progress).toBe(0);
+  });
+
+  it('exits 1 when a script runs out of shares before the token is issued, printing no token', async () => {
+    const r = await run(['-format=json'], { stdin: `${keys[0]}\n${keys[1]}\n` });
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).not.toHaveProperty('token');
+    expect(r.stderr).toMatch(/input ended after 2\/3 shares: no token was issued/);
+  });
+
+  it('-decode with a wrong OTP fails instead of printing garbage', async () => {
+    const enc = 'CRQQSiQnJikoKyotLC8uMTAzMjU0NzY5ODtxcA';
+    const r = await run([`-decode=${enc}`, '-otp=zbcdefghijklmnopqrstuvwxyz01']);
+    expect(r).toMatchObject({ code: 2, stdout: '' });
+    expect(r.stderr).toMatch(/not a DR operation token \(hvs\. \+ 24 characters\)/);
+  });
+
+  it('joining with a wrong -otp still shows the encoded token, then fails', async () => {
+    const { nonce } = await tokens.start({ otp: 'abcdefghijklmnopqrstuvwxyz01' });
+    const r = await run([`-nonce=${nonce}`, '-otp=zbcdefghijklmnopqrstuvwxyz01'], { stdin: keys.slice(0, 3).join('\n') });
+    expect(r.code).toBe(2);
+    const encoded = /^Encoded Token\s+(\S+)$/m.exec(r.stdout)?.[1];
+    expect(await tokens.validate(decodeToken(encoded!, 'abcdefghijklmnopqrstuvwxyz01'))).toBe(true);
   });
 
   it('-init -pgp-key reads a binary key file and reports its fingerprint', async () => {
@@ -184,7 +219,7 @@ describe('operator generate-dr-token', () => {
       await writeFile(file, publicKey);
       const r = await run(['-init', `-pgp-key=${file}`]);
       expect(r.code).toBe(0);
-      expect(fake.requests[0]?.body).toEqual({ otp: '', pgp_key: Buffer.from(publicKey).toString('base64') });
+      expect(fake.requests.find((q) => q.method === 'PUT')?.body).toEqual({ otp: '', pgp_key: Buffer.from(publicKey).toString('base64') });
       const fingerprint = (await readKey({ binaryKey: publicKey })).getFingerprint();
       expect(r.stdout).toMatch(new RegExp(`^PGP Fingerprint\\s+${fingerprint}$`, 'm'));
       expect(r.stdout).not.toMatch(/^OTP\s+[A-Za-z0-9]{28}$/m);

@@ -10,15 +10,21 @@
  * argument, else a hidden prompt per share on a terminal, else one share per line of stdin) until
  * the token is issued. When the node generated the OTP for this run, the token is decoded and
  * printed too; otherwise decode it with -decode (OTP) or `base64 -d | gpg -d` (PGP).
+ *
+ * It fails loudly rather than print something a script would take for a token: an attempt already
+ * in progress is joined only with its `-nonce` (else exit 1, naming the nonce and `-cancel`);
+ * `-init` over one fails the same way; a run that started the attempt from non-interactive input
+ * and ran out of shares exits 1; a decoded value that is not `hvs.` + 24 base62 characters (wrong
+ * OTP or encoded token) exits 2.
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { InvalidRequest } from '../../core/errors.js';
-import { OTP_LENGTH, decodeOtp } from '../../core/token-format.js';
+import { OTP_LENGTH, TOKEN_PREFIX, TOKEN_RANDOM_LENGTH, decodeOtp } from '../../core/token-format.js';
 import type { OperationTokenAttempt } from '../../api/replication.js';
 import type { Context, ClientFlags, FormatFlags } from '../context.js';
 import { example, withClientFlags, withFormatFlags } from '../context.js';
-import { UsageError } from '../errors.js';
+import { AttemptInProgress, UsageError } from '../errors.js';
 import { readAll, readHidden, type Input } from '../io.js';
 import { Format, json, table } from '../output.js';
 
@@ -45,12 +51,13 @@ export function register(parent: Command, ctx: Context): void {
     .option('--decode <encoded>', 'decode an OTP-encoded token offline ("-" reads it from stdin); needs -otp')
     .option('--otp <otp>', 'with -init: the 28-character OTP to encode the token with; with -decode: the OTP to decode with')
     .option('--pgp-key <path>', 'with -init: file holding a binary or base64 OpenPGP public key to encrypt the token to')
-    .option('--nonce <nonce>', 'nonce of the attempt the shares belong to (defaults to the one in progress)');
+    .option('--nonce <nonce>', 'join the attempt in progress with this nonce (required to add shares to an attempt this run did not start)');
   withFormatFlags(withClientFlags(cmd), false);
   example(
     cmd,
     'tessera operator generate-dr-token -init',
     'tessera operator generate-dr-token',
+    'tessera operator generate-dr-token -nonce="$NONCE"',
     'tessera operator generate-dr-token -decode="$ENCODED" -otp="$OTP"',
     'tessera operator generate-dr-token -init -pgp-key=ops.pub',
   );
@@ -66,8 +73,14 @@ export function register(parent: Command, ctx: Context): void {
           return 0;
         }
         if (opts.status) return show(ctx, await api.operationTokenStatus(), opts.format);
-        if (opts.init) return show(ctx, await start(ctx, api, opts), opts.format);
-        return await provideShares(ctx, api, key, opts);
+        // Local input is checked before the node is asked anything.
+        const pgpKey = opts.pgpKey === undefined ? undefined : await readPgpKeyFile(opts.pgpKey);
+        if (opts.init) {
+          const current = await api.operationTokenStatus();
+          if (current.started) throw new AttemptInProgress(inProgress(current));
+          return show(ctx, await start(ctx, api, opts, pgpKey), opts.format);
+        }
+        return await provideShares(ctx, api, key, opts, pgpKey);
       } catch (e) {
         return ctx.fail('generating the DR operation token', e);
       }
@@ -86,8 +99,7 @@ function checkFlags(key: string | undefined, opts: Flags): void {
   if ((opts.status || opts.cancel || opts.decode !== undefined) && opts.pgpKey !== undefined) throw new UsageError('-pgp-key goes with -init');
 }
 
-async function start(ctx: Context, api: Api, opts: Flags): Promise<OperationTokenAttempt> {
-  const pgpKey = opts.pgpKey === undefined ? undefined : await readPgpKeyFile(opts.pgpKey);
+async function start(ctx: Context, api: Api, opts: Flags, pgpKey: string | undefined): Promise<OperationTokenAttempt> {
   const attempt = await api.operationTokenStart({ ...(opts.otp ? { otp: opts.otp } : {}), ...(pgpKey ? { pgpKey } : {}) });
   if (attempt.otp && opts.init) {
     ctx.err('A one-time password has been generated for you and is shown in the OTP field. You need it to decode the token, so keep it safe.\n');
@@ -96,15 +108,24 @@ async function start(ctx: Context, api: Api, opts: Flags): Promise<OperationToke
 }
 
 /** Starts an attempt when none is in progress, then submits shares until the token is issued. */
-async function provideShares(ctx: Context, api: Api, key: string | undefined, opts: Flags): Promise<number> {
+async function provideShares(ctx: Context, api: Api, key: string | undefined, opts: Flags, pgpKey: string | undefined): Promise<number> {
   let attempt = await api.operationTokenStatus();
   /** The OTP when this run started the attempt with one (generated or given): the token can be decoded here. */
   let otp = '';
-  if (!attempt.started) {
-    attempt = await start(ctx, api, opts);
+  const startedHere = !attempt.started;
+  if (startedHere) {
+    if (opts.nonce !== undefined) throw new AttemptInProgress(`no attempt is in progress, so none has nonce ${opts.nonce}; start one without -nonce (or with -init)`);
+    attempt = await start(ctx, api, opts, pgpKey);
     otp = attempt.otp || (opts.otp ?? '');
-  } else if (opts.otp !== undefined || opts.pgpKey !== undefined) {
-    throw new UsageError('an attempt is already in progress; -cancel it first to change the OTP or PGP key');
+  } else if (opts.nonce === undefined) {
+    // A leftover attempt (or someone else's): joining it by accident would hand this run's shares
+    // to an attempt whose OTP it does not know.
+    throw new AttemptInProgress(inProgress(attempt));
+  } else if (opts.pgpKey !== undefined) {
+    throw new UsageError('an attempt is already in progress; -cancel it first to change the PGP key');
+  } else {
+    // Joining on purpose: an -otp given now is the one the attempt was started with, to decode.
+    otp = opts.otp ?? '';
   }
   const nonce = opts.nonce ?? attempt.nonce;
   const shares = key !== undefined ? once(key) : ctx.io.stdin.isTTY ? prompted(ctx) : lines(ctx.io.stdin);
@@ -116,11 +137,29 @@ async function provideShares(ctx: Context, api: Api, key: string | undefined, op
     }
   } catch (e) {
     // The attempt outlives this run; an OTP the node generated for it is shown nowhere else.
-    if (otp && !opts.otp) ctx.err(`The attempt is still in progress. Its OTP is ${otp}; keep it to decode the token.\n`);
+    if (otp && !opts.otp) ctx.err(`The attempt is still in progress (nonce ${nonce}). Its OTP is ${otp}; keep it to decode the token.\n`);
     throw e;
   }
-  if (!attempt.complete) return show(ctx, { ...attempt, otp: opts.otp ? '' : otp }, opts.format);
-  const token = otp && attempt.encoded_token ? decodeToken(attempt.encoded_token, otp) : undefined;
+  if (!attempt.complete) {
+    show(ctx, { ...attempt, otp: opts.otp ? '' : otp }, opts.format);
+    // A script that fed every share it had and still has no token must not look successful.
+    if (startedHere && key === undefined && !ctx.io.stdin.isTTY) {
+      throw new AttemptInProgress(`the input ended after ${attempt.progress}/${attempt.required} shares: no token was issued. ${inProgress(attempt)}`);
+    }
+    return 0;
+  }
+  let token: string | undefined;
+  let undecodable: unknown;
+  try {
+    token = otp && attempt.encoded_token ? decodeToken(attempt.encoded_token, otp) : undefined;
+  } catch (e) {
+    // The token exists now and is shown nowhere else: print the encoded form, then fail.
+    undecodable = e;
+  }
+  if (undecodable !== undefined) {
+    show(ctx, attempt, opts.format);
+    throw undecodable;
+  }
   if (opts.format === Format.json) {
     ctx.out(json(token === undefined ? attempt : { ...attempt, token }));
     return 0;
@@ -158,6 +197,14 @@ async function* lines(stdin: Input): AsyncGenerator<string> {
   if (pending.trim() !== '') yield pending.trim();
 }
 
+/** What to do about an attempt in progress: join it with its nonce, or cancel it. */
+function inProgress(a: OperationTokenAttempt): string {
+  return (
+    `a DR operation token generation attempt is already in progress (nonce ${a.nonce}, progress ${a.progress}/${a.required}). ` +
+    `To add shares to it, pass -nonce=${a.nonce}; to drop it and start over, run: tessera operator generate-dr-token -cancel`
+  );
+}
+
 function show(ctx: Context, attempt: OperationTokenAttempt, format: Format): number {
   ctx.out(format === Format.json ? json(attempt) : table(rows(attempt)));
   return 0;
@@ -193,13 +240,22 @@ async function decodeMode(ctx: Context, encoded: string, otp: string, format: Fo
 export function decodeToken(encoded: string, otp: string): string {
   const length = Buffer.byteLength(otp, 'utf8');
   if (length !== OTP_LENGTH) throw new UsageError(`the OTP has ${length} characters but must have ${OTP_LENGTH}; check both values`);
+  let token: string;
   try {
-    return decodeOtp(encoded, otp);
+    token = decodeOtp(encoded, otp);
   } catch (e) {
     if (e instanceof InvalidRequest) throw new UsageError(`${e.message}; check both values`);
     throw e;
   }
+  // DR operation tokens are service tokens (core/token-format.ts): anything else means the OTP
+  // or the encoded token is not the pair the node made.
+  if (!TOKEN_SHAPE.test(token)) {
+    throw new UsageError(`the decoded value is not a DR operation token (${TOKEN_PREFIX} + ${TOKEN_RANDOM_LENGTH} characters): the OTP does not belong to this encoded token; check both values`);
+  }
+  return token;
 }
+
+const TOKEN_SHAPE = new RegExp(`^${TOKEN_PREFIX.replace('.', '\\.')}[A-Za-z0-9]{${TOKEN_RANDOM_LENGTH}}$`);
 
 /** The key file as the base64 of its binary form, whether the file holds binary or base64. */
 async function readPgpKeyFile(path: string): Promise<string> {

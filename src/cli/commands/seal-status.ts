@@ -3,6 +3,10 @@ import type { SealStatus } from '../../api/index.js';
 import { renderValue, table } from '../output.js';
 
 export function sealStatusTable(s: SealStatus): string {
+  return table(sealStatusRows(s), ['Key', 'Value']);
+}
+
+export function sealStatusRows(s: SealStatus): [string, string][] {
   const rows: [string, string][] = [
     ['Seal Type', s.type],
     ['Initialized', String(s.initialized)],
@@ -16,5 +20,5 @@ export function sealStatusTable(s: SealStatus): string {
   }
   rows.push(['Version', renderValue(s.version)]);
   if (!s.sealed && s.cluster_id) rows.push(['Cluster ID', s.cluster_id]);
-  return table(rows, ['Key', 'Value']);
+  return rows;
 }

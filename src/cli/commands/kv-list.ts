@@ -1,0 +1,44 @@
+/** `tessera kv list [-mount=M] PATH`: lists the keys under a KV path (v2: under metadata/). */
+import type { Command } from 'commander';
+import type { Context, ClientFlags, FormatFlags } from '../context.js';
+import { example, withClientFlags, withFormatFlags } from '../context.js';
+import { Format, json, printWarnings } from '../output.js';
+import { isEmptyNotFound, noValue } from './read.js';
+import { resolveKv, v2Path } from './kv-mount.js';
+
+interface KvListFlags extends ClientFlags, FormatFlags {
+  readonly mount?: string;
+}
+
+export function register(parent: Command, ctx: Context): void {
+  const cmd = parent
+    .command('list')
+    .description('List the keys under a KV path (v1 or v2)')
+    .argument('<path>', 'MOUNT[/PATH], or PATH with -mount')
+    .option('--mount <mount>', 'the KV mount; otherwise the path starts with it');
+  withFormatFlags(withClientFlags(cmd), false);
+  example(cmd, 'tessera kv list secret', 'tessera kv list -mount=secret app/');
+  cmd.action(
+    ctx.action(async (path: string, opts: KvListFlags) => {
+      const client = ctx.client(opts);
+      let target = path;
+      try {
+        const kv = await resolveKv(client, path, opts.mount, true);
+        target = kv.version === 2 ? v2Path(kv, 'metadata') : [kv.mount, kv.path].filter((s) => s !== '').join('/');
+        const env = await client.list(target);
+        const keys = env?.data?.keys;
+        if (!env || !Array.isArray(keys) || keys.length === 0) return noValue(ctx, target);
+        if (opts.format === Format.json) {
+          ctx.out(json(keys));
+          return 0;
+        }
+        printWarnings(ctx.io.stderr, env.warnings);
+        ctx.out(['Keys', '----', ...keys].join('\n') + '\n');
+        return 0;
+      } catch (e) {
+        if (isEmptyNotFound(e)) return noValue(ctx, target);
+        return ctx.fail(`listing ${target}`, e);
+      }
+    }),
+  );
+}
