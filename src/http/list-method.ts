@@ -100,7 +100,14 @@ export class ListRewriter {
         this.completed++;
         continue;
       }
-      // head
+      // head. A request line starts with a method token; anything else (a TLS ClientHello sent to
+      // this plain port, binary garbage) goes to Node's parser at once, which answers 400 instead
+      // of leaving the client waiting for a header block that never comes.
+      const first = this.buf[0] as number;
+      if (!((first >= 0x41 && first <= 0x5a) || first === 0x0d || first === 0x0a)) {
+        this.state = { kind: 'passthrough' };
+        continue;
+      }
       const end = this.buf.indexOf(HEAD_END);
       if (end === -1) {
         if (this.buf.length > MAX_HEAD) this.state = { kind: 'passthrough' };

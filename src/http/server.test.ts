@@ -1,5 +1,6 @@
 /** The listener's wire forms (as express wrote them before) and the LIST method, over a real socket. */
 import http from 'node:http';
+import net from 'node:net';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { InvalidRequest } from '../core/errors.js';
@@ -112,5 +113,20 @@ describe('HTTP listener', () => {
     expect(listed.status).toBe(200);
     expect(JSON.parse(listed.text).data).toEqual({ keys: ['list'] });
     expect(JSON.parse((await call('PUT', 'sys/echo/b', '{}')).text).data.operation).toBe('update');
+  });
+
+  it('answers a TLS ClientHello on its plain port with 400 and closes, instead of waiting', async () => {
+    const { port } = new URL(server.url);
+    const reply = await new Promise<string>((resolve, reject) => {
+      const sock = net.connect(Number(port), '127.0.0.1', () => {
+        // The first bytes of a TLS 1.2 ClientHello record: handshake (0x16), version 3.1.
+        sock.write(Buffer.from([0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03]));
+      });
+      const chunks: Buffer[] = [];
+      sock.on('data', (c: Buffer) => chunks.push(c));
+      sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+      sock.on('error', reject);
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 400 /);
   });
 });

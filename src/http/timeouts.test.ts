@@ -23,7 +23,7 @@ const services: Services = {
   wrap: async () => ({}),
 };
 
-const TIMEOUTS = { headersMs: 300, bodyMs: 600, idleMs: 500 };
+const TIMEOUTS = { headersMs: 300, bodyMs: 600, idleMs: 1_500 };
 const any = z.object({}).passthrough();
 const routes: Route[] = [
   { pattern: 'sys/ok', access: 'public', operations: { read: op(any, async () => ok({ fine: true })), update: op(any, async () => ok({ fine: true })), list: op(any, async () => ok({ keys: ['a'] })) } },
