@@ -33,7 +33,7 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationR
     ...tokenRoutes(core.tokens),
     ...authMethodRoutes(core.auth),
     ...policyRoutes(core.policies),
-    ...namespaceRoutes(core.namespaces, core.mounts),
+    ...namespaceRoutes(core.namespaces, core.mounts, core.auth),
     ...mountRoutes(core.mounts),
   ];
 }

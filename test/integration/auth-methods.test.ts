@@ -287,4 +287,17 @@ describe('namespaces', () => {
     expect((await n.call('GET', 'sys/auth', undefined, { token, ...ns })).status).toBe(200);
     expect((await n.call('GET', 'sys/auth', undefined, { token })).status).toBe(403);
   });
+
+  it('refuses to delete a namespace that still has auth methods, so a recreated one never inherits old users', async () => {
+    expect((await n.call('POST', 'sys/namespaces/gone')).status).toBe(200);
+    const ns = { headers: { 'X-Vault-Namespace': 'gone' } };
+    await n.call('POST', 'sys/auth/up', { type: 'userpass' }, ns);
+    await n.call('POST', 'gone/auth/up/users/old', { password: 'old-pw' });
+    const refused = await n.call('DELETE', 'sys/namespaces/gone');
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors[0]).toMatch(/auth methods/);
+    expect((await n.call('GET', 'sys/namespaces/gone')).status).toBe(200);
+    expect((await n.call('DELETE', 'sys/auth/up', undefined, ns)).status).toBe(204);
+    expect((await n.call('DELETE', 'sys/namespaces/gone')).status).toBe(204);
+  });
 });
