@@ -2,7 +2,8 @@
  * One request's way through the node, in a fixed order: route or mount -> DR secondary gate ->
  * seal gate -> namespace (header, then path prefix) -> node-scope rule -> operation ->
  * authentication and ACL -> license -> field validation -> handler -> optional response wrapping.
- * Every refusal before authentication spends nothing (no token use).
+ * Every refusal before authentication spends nothing (no token use). A delegating route (auth
+ * methods under `auth/<mount>/`) is replaced by the route it picks before the node-scope rule.
  *
  *   const { status, body } = await dispatch(services, routes, apiRequest);
  */
@@ -112,7 +113,8 @@ export async function dispatch(services: Services, routes: readonly Route[], req
   const { namespace, path } = match?.route.scope === 'node' || match?.route.whileSealed
     ? { namespace: req.namespace, path: req.path }
     : services.resolveNamespace(req.namespace, req.path);
-  const routed = namespace === req.namespace ? match : matchRoute(routes, path);
+  const declared = namespace === req.namespace ? match : matchRoute(routes, path);
+  const routed = declared?.route.delegate ? await declared.route.delegate(namespace, path) : declared;
 
   if (routed) {
     const { route, params } = routed;

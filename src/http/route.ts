@@ -60,6 +60,13 @@ export interface Route {
   /** License feature the route needs; `hostedOk` lets a hosted cluster in without one. */
   readonly license?: { readonly feature: string; readonly hostedOk?: boolean };
   readonly operations: Partial<Record<Operation, OperationSpec<any>>>;
+  /**
+   * A router instead of a handler: given the resolved namespace and namespace-relative path, the
+   * route that serves it, chosen at request time (auth methods enabled under `auth/<path>`), or
+   * undefined for a 404. The route it returns then goes through the usual access, field and
+   * handler steps as if it had been declared.
+   */
+  readonly delegate?: (namespace: string, path: string) => Promise<Match | undefined>;
 }
 
 /** Ties a handler's field type to its schema. */

@@ -2,6 +2,7 @@
  * Every route of a node, in match order (specific before wildcard).
  */
 import type { Route } from '../http/route.js';
+import { authMethodRoutes } from '../http/routes/auth-methods.js';
 import { mountRoutes } from '../http/routes/mounts.js';
 import { namespaceRoutes } from '../http/routes/namespaces.js';
 import { policyRoutes } from '../http/routes/policies.js';
@@ -30,8 +31,9 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationR
     ...systemRoutes(sys),
     ...wrappingRoutes(core.wrapping, repl.resolveWrappingToken),
     ...tokenRoutes(core.tokens),
+    ...authMethodRoutes(core.auth),
     ...policyRoutes(core.policies),
-    ...namespaceRoutes(core.namespaces, core.mounts),
+    ...namespaceRoutes(core.namespaces, core.mounts, core.auth),
     ...mountRoutes(core.mounts),
   ];
 }

@@ -18,7 +18,8 @@ import type { LogicalResponse, Operation, SecretsEngine } from './logical.js';
 import { Mounts, kvVersion, storagePrefix } from './mounts.js';
 import { Namespaces } from './namespaces.js';
 import { Policies } from './policies.js';
-import { TokenStore, type TtlLimits } from './tokens.js';
+import { AuthMethods } from './auth/index.js';
+import { DEFAULT_TTL_LIMITS, TokenStore, type TtlLimits } from './tokens.js';
 import { Wrapping } from './wrapping.js';
 
 /** What the core needs from the storage engine. */
@@ -49,6 +50,8 @@ export class VaultCore {
   readonly policies: Policies;
   readonly tokens: TokenStore;
   readonly wrapping: Wrapping;
+  /** Auth methods mounted under `auth/` (userpass, approle); the token method is `tokens`. */
+  readonly auth: AuthMethods;
   private secure: Store | undefined;
   private isInitialized = false;
   private readonly engines: Record<1 | 2, SecretsEngine>;
@@ -67,6 +70,7 @@ export class VaultCore {
     const now = opts.now ?? Date.now;
     this.tokens = new TokenStore(lazy, { now, ...(opts.ttlLimits ? { limits: opts.ttlLimits } : {}) });
     this.wrapping = new Wrapping(this.tokens, lazy);
+    this.auth = new AuthMethods(store, this.tokens, { now, limits: opts.ttlLimits ?? DEFAULT_TTL_LIMITS });
     const kvNow = () => new Date(now());
     this.engines = { 1: createKvEngine({ version: 1, now: kvNow }), 2: createKvEngine({ version: 2, now: kvNow }) };
   }

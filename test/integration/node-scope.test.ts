@@ -23,6 +23,7 @@ const NAMESPACE_OR_OPEN = new Set([
   'auth/token/revoke', 'auth/token/revoke-self', 'auth/token/revoke-accessor', 'auth/token/revoke-orphan',
   'sys/policies/acl', 'sys/policies/acl/:name', 'sys/policy', 'sys/policy/:name',
   'sys/namespaces', 'sys/namespaces/*path', 'sys/mounts', 'sys/mounts/*path',
+  'sys/auth', 'sys/auth/*path', 'auth/*path',
 ]);
 
 const concrete = (pattern: string) => pattern.replace(/[:*][a-z_]+/g, 'x');

@@ -2,6 +2,7 @@
  * sys/namespaces: create, read, list and delete child namespaces of the caller's namespace.
  */
 import { z } from 'zod';
+import type { AuthMethods } from '../../vault/auth/index.js';
 import type { Mounts } from '../../vault/mounts.js';
 import type { NamespaceEntry, Namespaces } from '../../vault/namespaces.js';
 import { InvalidRequest } from '../../core/errors.js';
@@ -11,7 +12,7 @@ import { op, type Route } from '../route.js';
 
 const view = (e: NamespaceEntry) => ({ id: e.id, path: e.path, custom_metadata: e.custom_metadata });
 
-export function namespaceRoutes(namespaces: Namespaces, mounts: Mounts): Route[] {
+export function namespaceRoutes(namespaces: Namespaces, mounts: Mounts, auth: AuthMethods): Route[] {
   const list = op(empty, async ({ namespace }) => {
     const kids = namespaces.children(namespace);
     if (kids.length === 0) return ok({ keys: [] });
@@ -31,6 +32,7 @@ export function namespaceRoutes(namespaces: Namespaces, mounts: Mounts): Route[]
         delete: op(empty, async ({ params, namespace }) => {
           const target = `${namespace}${(params.path ?? '').replace(/^\/+|\/+$/g, '')}/`;
           if (mounts.list(target).length > 0) throw new InvalidRequest(`namespace "${target}" still has mounts; disable them first`);
+          if ((await auth.table.list(target)).length > 0) throw new InvalidRequest(`namespace "${target}" still has auth methods; disable them first`);
           await namespaces.delete(namespace, params.path ?? '');
           return noContent();
         }),

@@ -1,0 +1,123 @@
+/**
+ * sys/auth: list, read, enable and disable auth methods in the caller's namespace; and the router
+ * for `auth/<mount>/...`, which hands each request to the routes of the method mounted there.
+ *
+ * Enabling and disabling (and reading one) need `sudo` on `sys/auth/<path>`, as in Vault, where
+ * `sys/auth/*` is root-protected. The built-in token method appears in the list as `token/`; its
+ * own routes are declared in tokens.ts and match before the router.
+ */
+import { z } from 'zod';
+import { NotFound } from '../../core/errors.js';
+import { tokenAccessor, type AuthEntry, type AuthMethods } from '../../vault/auth/index.js';
+import { boolish, duration, empty, stringMap } from '../fields.js';
+import { noContent, ok } from '../reply.js';
+import { findRoute, op, type Route } from '../route.js';
+import { approleRoutes } from './auth-approle.js';
+import { userpassRoutes } from './auth-userpass.js';
+
+function view(e: AuthEntry): Record<string, unknown> {
+  return {
+    type: e.type,
+    description: e.description,
+    accessor: e.accessor,
+    uuid: e.uuid,
+    local: e.local,
+    seal_wrap: e.seal_wrap,
+    external_entropy_access: false,
+    options: Object.keys(e.options).length > 0 ? e.options : null,
+    config: { default_lease_ttl: e.config.default_lease_ttl, max_lease_ttl: e.config.max_lease_ttl, force_no_cache: false, token_type: 'default-service' },
+    plugin_version: '',
+    running_plugin_version: '',
+    deprecation_status: 'supported',
+  };
+}
+
+function tokenMount(namespace: string): Record<string, unknown> {
+  return {
+    type: 'token',
+    description: 'token based credentials',
+    accessor: tokenAccessor(namespace),
+    uuid: '',
+    local: false,
+    seal_wrap: false,
+    external_entropy_access: false,
+    options: null,
+    config: { default_lease_ttl: 0, max_lease_ttl: 0, force_no_cache: false, token_type: 'default-service' },
+    plugin_version: '',
+    running_plugin_version: '',
+    deprecation_status: 'supported',
+  };
+}
+
+const EnableBody = z.object({
+  type: z.string().min(1, 'type is required'),
+  description: z.string().optional(),
+  local: boolish.optional(),
+  seal_wrap: boolish.optional(),
+  plugin_name: z.string().optional(),
+  options: stringMap.nullish(),
+  config: z.object({ default_lease_ttl: duration.optional(), max_lease_ttl: duration.optional() }).passthrough().nullish(),
+});
+
+export function authMethodRoutes(methods: AuthMethods): Route[] {
+  /** The routes of the method mounted at `entry`, with patterns from the namespace root. */
+  const methodRoutes = (entry: AuthEntry): Route[] => {
+    const prefix = `auth/${entry.path}`;
+    switch (entry.type) {
+      case 'userpass':
+        return userpassRoutes(prefix, methods.userpass(entry));
+      case 'approle':
+        return approleRoutes(prefix, methods.approle(entry));
+    }
+  };
+  return [
+    {
+      pattern: 'sys/auth',
+      access: 'token',
+      operations: {
+        read: op(empty, async ({ namespace }) => {
+          const out: Record<string, unknown> = { 'token/': tokenMount(namespace) };
+          for (const e of await methods.table.list(namespace)) out[e.path] = view(e);
+          return ok(out);
+        }),
+      },
+    },
+    {
+      pattern: 'sys/auth/*path',
+      access: 'sudo',
+      operations: {
+        read: op(empty, async ({ params, namespace }) => {
+          const path = params.path ?? '';
+          if (/^\/*token\/*$/.test(path)) return ok(tokenMount(namespace));
+          const e = await methods.table.get(namespace, path);
+          if (!e) throw new NotFound([`no auth engine at "${path.slice(0, 128)}"`]);
+          return ok(view(e));
+        }),
+        update: op(EnableBody, async ({ params, namespace, fields: b }) => {
+          await methods.table.enable(namespace, params.path ?? '', {
+            type: b.type,
+            ...(b.description !== undefined ? { description: b.description } : {}),
+            ...(b.local !== undefined ? { local: b.local } : {}),
+            ...(b.options ? { options: b.options } : {}),
+            ...(b.config ? { config: { ...(b.config.default_lease_ttl !== undefined ? { default_lease_ttl: b.config.default_lease_ttl } : {}), ...(b.config.max_lease_ttl !== undefined ? { max_lease_ttl: b.config.max_lease_ttl } : {}) } } : {}),
+          });
+          return noContent();
+        }),
+        delete: op(empty, async ({ params, namespace }) => {
+          await methods.disable(namespace, params.path ?? '');
+          return noContent();
+        }),
+      },
+    },
+    {
+      // Whatever under auth/ no declared route took: the method mounted there, if any.
+      pattern: 'auth/*path',
+      access: 'token',
+      operations: {},
+      delegate: async (namespace, path) => {
+        const hit = await methods.table.resolve(namespace, path.slice('auth/'.length));
+        return hit === undefined ? undefined : findRoute(methodRoutes(hit.entry), path);
+      },
+    },
+  ];
+}

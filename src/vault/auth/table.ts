@@ -1,0 +1,141 @@
+/**
+ * The auth mount table: which auth method serves which `auth/<path>` prefix, per namespace. As the
+ * secret-engine table (mounts.ts): non-local entries live at `core/auth` (replicated class, so they
+ * reach performance secondaries), `local: true` ones at `local/core/auth`; a method's data lives
+ * under `auth/<uuid>/` or `local/auth/<uuid>/` so the keyspace classifies it with its entry.
+ *
+ * The table is read from the store on every use (two gets, served by the read cache) rather than
+ * cached: replication may rewrite it under us, and there is then no cache to go stale.
+ *
+ *   await table.enable('', 'userpass/', { type: 'userpass' });
+ *   await table.resolve('', 'userpass/login/bob') // -> { entry, rest: 'login/bob' }
+ */
+import { hash, randomBytes, randomUUID } from 'node:crypto';
+import { InvalidRequest } from '../../core/errors.js';
+import { KeyedMutex } from '../../core/keyed-mutex.js';
+import type { Store } from '../../storage/store.js';
+
+const TABLE = 'core/auth';
+const LOCAL_TABLE = 'local/core/auth';
+export const AUTH_TYPES = ['userpass', 'approle'] as const;
+export type AuthType = (typeof AUTH_TYPES)[number];
+
+export interface AuthEntry {
+  /** Relative to `auth/`, with a trailing slash: `userpass/`, `team/approle/`. */
+  readonly path: string;
+  readonly namespace: string;
+  readonly type: AuthType;
+  readonly description: string;
+  readonly accessor: string;
+  readonly uuid: string;
+  readonly local: boolean;
+  readonly seal_wrap: boolean;
+  readonly options: Record<string, string>;
+  /** Seconds; 0 = the system's. Bounds the tokens the method issues. */
+  readonly config: { default_lease_ttl: number; max_lease_ttl: number };
+}
+
+export interface AuthEnableInput {
+  readonly type: string;
+  readonly description?: string;
+  readonly local?: boolean;
+  readonly options?: Record<string, string>;
+  readonly config?: { default_lease_ttl?: number; max_lease_ttl?: number };
+}
+
+/** Where a method's own data (users, roles, secret IDs) lives. */
+export function dataPrefix(e: AuthEntry): string {
+  return `${e.local ? 'local/' : ''}auth/${e.uuid}/`;
+}
+
+/** The built-in token method's accessor in `namespace`: stable, since it has no stored entry. */
+export function tokenAccessor(namespace: string): string {
+  return `auth_token_${hash('sha256', `token:${namespace}`, 'hex').slice(0, 8)}`;
+}
+
+export class AuthTable {
+  readonly #locks = new KeyedMutex();
+
+  constructor(private readonly store: () => Store) {}
+
+  async #all(): Promise<AuthEntry[]> {
+    const read = async (key: string): Promise<AuthEntry[]> => {
+      const raw = await this.store().get(key);
+      return raw ? (JSON.parse(raw.toString('utf8')) as AuthEntry[]) : [];
+    };
+    return [...(await read(TABLE)), ...(await read(LOCAL_TABLE))];
+  }
+
+  async list(namespace: string): Promise<AuthEntry[]> {
+    return (await this.#all()).filter((e) => e.namespace === namespace).sort((a, b) => a.path.localeCompare(b.path));
+  }
+
+  async get(namespace: string, path: string): Promise<AuthEntry | undefined> {
+    const p = normalise(path);
+    return (await this.#all()).find((e) => e.namespace === namespace && e.path === p);
+  }
+
+  /** The mount whose path prefixes `path` (relative to `auth/`) in `namespace`, and the rest. */
+  async resolve(namespace: string, path: string): Promise<{ entry: AuthEntry; rest: string } | undefined> {
+    const withSlash = path + '/';
+    let best: AuthEntry | undefined;
+    for (const e of await this.#all()) {
+      if (e.namespace !== namespace || !withSlash.startsWith(e.path)) continue;
+      if (!best || e.path.length > best.path.length) best = e;
+    }
+    if (!best) return undefined;
+    return { entry: best, rest: path.slice(best.path.length).replace(/^\/+/, '') };
+  }
+
+  async enable(namespace: string, path: string, input: AuthEnableInput): Promise<AuthEntry> {
+    const p = normalise(path);
+    const type = input.type;
+    if (!(AUTH_TYPES as readonly string[]).includes(type)) throw new InvalidRequest(`unknown auth method type: ${type.slice(0, 64)}`);
+    if (p === 'token/' || p.startsWith('token/')) throw new InvalidRequest('token credential backend cannot be instantiated');
+    if (!/^[\w.-]+(\/[\w.-]+)*\/$/.test(p)) throw new InvalidRequest(`invalid auth mount path "${p.slice(0, 128)}"`);
+    const ttl = { default_lease_ttl: input.config?.default_lease_ttl ?? 0, max_lease_ttl: input.config?.max_lease_ttl ?? 0 };
+    if (ttl.max_lease_ttl > 0 && ttl.default_lease_ttl > ttl.max_lease_ttl) throw new InvalidRequest('default lease TTL cannot be greater than max lease TTL');
+    return this.#locks.run('table', async () => {
+      const all = await this.#all();
+      const clash = all.find((e) => e.namespace === namespace && (e.path.startsWith(p) || p.startsWith(e.path)));
+      if (clash) throw new InvalidRequest(`path is already in use at auth/${clash.path}`);
+      const entry: AuthEntry = {
+        path: p,
+        namespace,
+        type: type as AuthType,
+        description: input.description ?? '',
+        accessor: `auth_${type}_${randomBytes(4).toString('hex')}`,
+        uuid: randomUUID(),
+        local: input.local === true,
+        seal_wrap: false,
+        options: { ...(input.options ?? {}) },
+        config: ttl,
+      };
+      await this.#save([...all, entry], entry.local);
+      return entry;
+    });
+  }
+
+  /** Removes the entry only; the caller then removes its data and tokens (see AuthMethods). */
+  async remove(namespace: string, path: string): Promise<AuthEntry | undefined> {
+    return this.#locks.run('table', async () => {
+      const all = await this.#all();
+      const p = normalise(path);
+      const entry = all.find((e) => e.namespace === namespace && e.path === p);
+      if (entry) await this.#save(all.filter((e) => e !== entry), entry.local);
+      return entry;
+    });
+  }
+
+  /** Writes the table of the class that changed. */
+  async #save(next: AuthEntry[], local: boolean): Promise<void> {
+    const subset = next.filter((e) => e.local === local);
+    await this.store().commit([{ type: 'put', key: local ? LOCAL_TABLE : TABLE, value: Buffer.from(JSON.stringify(subset)) }]);
+  }
+}
+
+function normalise(path: string): string {
+  const trimmed = path.replace(/^\/+|\/+$/g, '');
+  if (trimmed === '') throw new InvalidRequest('auth mount path is required');
+  return `${trimmed}/`;
+}
