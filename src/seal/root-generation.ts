@@ -153,6 +153,11 @@ export class RootGeneration {
     });
   }
 
+  /** Forgets the shares given so far (when the node seals); the attempt itself stays. */
+  forgetShares(): Promise<void> {
+    return this.#exclusive(async () => this.#dropProgress());
+  }
+
   /**
    * Counts one share (hex or base64) for the attempt named by `nonce`. At the threshold the shares
    * are verified: a wrong combination is InvalidRequest and progress starts again from zero under
