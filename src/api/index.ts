@@ -9,5 +9,6 @@ export { ApiError, ConnectionFailed, MalformedResponse } from './errors.js';
 export { Method, buildUrl } from './request.js';
 export type { ApiRequest, ApiResponse, ConnectionOptions } from './request.js';
 export { SysApi } from './sys.js';
+export { GenerationApi, type GenerationAttempt } from './generation.js';
 export { ReplicationApi, ReplicationKind } from './replication.js';
 export * from './types.js';

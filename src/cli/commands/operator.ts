@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import type { Context } from '../context.js';
 import { register as registerGenerateDrToken } from './operator-generate-dr-token.js';
+import { register as registerGenerateRoot } from './operator-generate-root.js';
 import { register as registerInit } from './operator-init.js';
 import { register as registerReindex } from './operator-reindex.js';
 import { register as registerSeal } from './operator-seal.js';
@@ -13,5 +14,6 @@ export function register(parent: Command, ctx: Context): void {
   registerUnseal(operator, ctx);
   registerSeal(operator, ctx);
   registerReindex(operator, ctx);
+  registerGenerateRoot(operator, ctx);
   registerGenerateDrToken(operator, ctx);
 }
