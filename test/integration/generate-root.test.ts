@@ -6,7 +6,8 @@
  */
 import { decrypt, generateKey, readMessage, readPrivateKey } from 'openpgp';
 import { decodeOtp } from '../../src/seal/root-generation-encoding.js';
-import { activatePair } from '../support/dr.js';
+import { eventually } from '../harness/eventually.js';
+import { DR, activatePair, drOperationToken } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const GR = 'sys/generate-root';
@@ -181,7 +182,7 @@ it('the attempt survives a restart; the shares given before it do not', async ()
   }
 }, 30_000);
 
-it('works on a DR primary; a DR secondary does not serve it', async () => {
+it('works on a DR primary; a DR secondary does not serve it; promoted, it takes the primary\'s shares', async () => {
   const p = await startTestNode();
   const s = await startTestNode();
   try {
@@ -192,6 +193,21 @@ it('works on a DR primary; a DR secondary does not serve it', async () => {
     const refused = await s.call('PUT', `${GR}/attempt`, {}, open);
     expect(refused.status).toBe(400);
     expect(refused.body.errors).toEqual(['path disabled in replication DR secondary mode']);
+    // Promoted, the former secondary generates with the shares of the seal it adopted (the primary's).
+    const op = await drOperationToken(s, p.unsealKeys.slice(0, 2));
+    expect((await s.call('POST', `${DR}/secondary/promote`, { dr_operation_token: op, force: true }, open)).status).toBe(204);
+    const again = await eventually(async () => {
+      const r = await s.call('PUT', `${GR}/attempt`, {}, open);
+      expect(r.status).toBe(200);
+      return r.body;
+    });
+    // Its own shares from before activation do not combine to the adopted root key; the primary's do.
+    await give(s, again.nonce, [s.unsealKeys[0]!]);
+    const wrong = await s.call('PUT', `${GR}/update`, { key: s.unsealKeys[1], nonce: again.nonce }, open);
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.errors.join(' ')).toMatch(/do not combine to the root key/);
+    const onS = await give(s, again.nonce, p.unsealKeys.slice(1, 3));
+    expect((await lookupSelf(s, decodeOtp(onS.encoded_token, again.otp))).policies).toEqual(['root']);
   } finally {
     await s.stop();
     await p.stop();
