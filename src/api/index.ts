@@ -11,5 +11,6 @@ export { PlainHttpServer, tlsFetch } from './transport.js';
 export type { TlsOptions } from './transport.js';
 export type { ApiRequest, ApiResponse, ConnectionOptions } from './request.js';
 export { SysApi } from './sys.js';
+export { GenerationApi, type GenerationAttempt } from './generation.js';
 export { ReplicationApi, ReplicationKind } from './replication.js';
 export * from './types.js';

@@ -17,6 +17,7 @@ import type {
   ReplicationStatus,
 } from './types.js';
 import { MalformedResponse } from './errors.js';
+import { GenerationApi, type GenerationAttempt } from './generation.js';
 import { Method } from './request.js';
 import type { ApiRequest, ApiResponse } from './request.js';
 
@@ -24,27 +25,18 @@ export const ReplicationKind = { dr: 'dr', performance: 'performance' } as const
 export type ReplicationKind = (typeof ReplicationKind)[keyof typeof ReplicationKind];
 
 /** The bare object of every DR operation token generation endpoint (Vault's generate-root status). */
-export interface OperationTokenAttempt {
-  readonly nonce: string;
-  readonly started: boolean;
-  readonly progress: number;
-  readonly required: number;
-  readonly complete: boolean;
-  readonly encoded_token: string;
-  readonly encoded_root_token?: string;
-  readonly pgp_fingerprint: string;
-  /** Set only in the answer to a start that had the node generate the OTP. */
-  readonly otp: string;
-  readonly otp_length: number;
-}
+export type OperationTokenAttempt = GenerationAttempt;
 
 const OPERATION_TOKEN = 'sys/replication/dr/secondary/generate-operation-token';
 
 export class ReplicationApi {
   readonly #request: (req: ApiRequest) => Promise<ApiResponse>;
+  /** The DR operation token generation: the same calls as `sys.generateRoot`, at its own path. */
+  readonly #operationToken: GenerationApi;
 
   constructor(request: (req: ApiRequest) => Promise<ApiResponse>) {
     this.#request = request;
+    this.#operationToken = new GenerationApi(request, OPERATION_TOKEN);
   }
 
   /** Both kinds; unauthenticated. */
@@ -85,25 +77,21 @@ export class ReplicationApi {
 
   /** The DR operation token generation attempt in progress, if any (`started`). */
   async operationTokenStatus(): Promise<OperationTokenAttempt> {
-    return this.#bare<OperationTokenAttempt>({ method: Method.get, path: `${OPERATION_TOKEN}/attempt` });
+    return this.#operationToken.status();
   }
 
   /** Starts an attempt; with neither option the node generates the OTP and returns it in `otp`. */
   async operationTokenStart(options: { otp?: string; pgpKey?: string } = {}): Promise<OperationTokenAttempt> {
-    return this.#bare<OperationTokenAttempt>({
-      method: Method.put,
-      path: `${OPERATION_TOKEN}/attempt`,
-      body: { otp: options.otp ?? '', pgp_key: options.pgpKey ?? '' },
-    });
+    return this.#operationToken.start(options);
   }
 
   async operationTokenCancel(): Promise<void> {
-    await this.#request({ method: Method.delete, path: `${OPERATION_TOKEN}/attempt` });
+    await this.#operationToken.cancel();
   }
 
   /** Provides one root key share (hex or base64) for the attempt named by `nonce`. */
   async operationTokenUpdate(key: string, nonce: string): Promise<OperationTokenAttempt> {
-    return this.#bare<OperationTokenAttempt>({ method: Method.put, path: `${OPERATION_TOKEN}/update`, body: { key, nonce } });
+    return this.#operationToken.update(key, nonce);
   }
 
   /** Revokes a DR operation token. */
@@ -113,14 +101,6 @@ export class ReplicationApi {
       path: 'sys/replication/dr/secondary/operation-token/delete',
       body: { dr_operation_token: drOperationToken },
     });
-  }
-
-  async #bare<D>(req: ApiRequest): Promise<D> {
-    const res = await this.#request(req);
-    if (res.body === null || typeof res.body !== 'object' || Array.isArray(res.body)) {
-      throw new MalformedResponse(req.path, res.status, 'expected a JSON object');
-    }
-    return res.body as D;
   }
 
   async #data<D>(req: ApiRequest): Promise<D> {

@@ -1,5 +1,5 @@
 /**
- * `sys/*` calls for node lifecycle: init, unseal, seal, seal status, health, mounts. These
+ * `sys/*` calls for node lifecycle: init, unseal, seal, seal status, health, mounts, generate-root. These
  * endpoints answer bare objects rather than envelopes (WIRE.md section 7).
  *
  *   const { keys, root_token } = await client.sys.init({ secret_shares: 1, secret_threshold: 1 });
@@ -15,6 +15,7 @@ import type {
   SealStatus,
   UnsealRequest,
 } from './types.js';
+import { GenerationApi } from './generation.js';
 import { Method } from './request.js';
 import type { ApiRequest, ApiResponse } from './request.js';
 
@@ -23,9 +24,12 @@ const healthStatuses = [200, 429, 472, 473, 501, 503] as const;
 
 export class SysApi {
   readonly #request: (req: ApiRequest) => Promise<ApiResponse>;
+  /** `sys/generate-root`: a new root token from the unseal key shares. */
+  readonly generateRoot: GenerationApi;
 
   constructor(request: (req: ApiRequest) => Promise<ApiResponse>) {
     this.#request = request;
+    this.generateRoot = new GenerationApi(request, 'sys/generate-root');
   }
 
   async init(body: InitRequest): Promise<InitResponse> {

@@ -16,6 +16,7 @@ import { SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
 import { openLevelBackend } from '../storage/leveldb.js';
 import { VaultCore } from '../vault/core.js';
+import { wireGenerateRoot } from './generate-root.js';
 import { NodeMetrics } from './metrics.js';
 import { wireReplication } from './replication.js';
 import type { Route } from '../http/route.js';
@@ -102,7 +103,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     }),
     metrics: async () => ({ contentType: metrics!.contentType, text: await metrics!.render() }),
   };
-  const routes = nodeRoutes(core, facts, repl.routes, sys);
+  const routes = nodeRoutes(core, facts, repl.routes, sys, wireGenerateRoot({ core, seal, log }));
 
   let http: HttpServer;
   try {

@@ -7,6 +7,7 @@ import { mountRoutes } from '../http/routes/mounts.js';
 import { namespaceRoutes } from '../http/routes/namespaces.js';
 import { policyRoutes } from '../http/routes/policies.js';
 import { drOperationTokenRoutes, type DrOperationTokenService } from '../http/routes/dr-operation-token.js';
+import { generateRootRoutes, type GenerationService } from '../http/routes/generate-root.js';
 import { drRoutes, type DrService } from '../http/routes/replication-dr.js';
 import { replicationRoutes, type ReplicationService } from '../http/routes/replication.js';
 import { sealRoutes, type NodeFacts } from '../http/routes/seal.js';
@@ -22,9 +23,10 @@ export interface ReplicationRoutes {
   readonly resolveWrappingToken: (presented: string) => Promise<string>;
 }
 
-export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationRoutes, sys: SystemService): Route[] {
+export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationRoutes, sys: SystemService, generateRoot: GenerationService): Route[] {
   return [
     ...sealRoutes(core, facts),
+    ...generateRootRoutes(generateRoot),
     ...replicationRoutes(repl.status),
     ...drOperationTokenRoutes(repl.drTokens),
     ...drRoutes(repl.dr),

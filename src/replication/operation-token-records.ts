@@ -1,12 +1,12 @@
 /**
- * The two system records behind DR operation tokens, as JSON: the attempt in progress (its nonce
- * and how the final token will be encoded) and the SHA-256 hashes of the tokens issued.
+ * The two system records behind DR operation tokens, as JSON: the attempt in progress (kept by
+ * the shared generation mechanism, seal/root-generation.ts, under `attempt`) and the SHA-256
+ * hashes of the tokens issued (`tokens`, read and written here).
  *
- *   const attempt = await loadAttempt(records);          // undefined when none is in progress
+ *   const tokens = await loadTokens(records);
  *   await saveTokens(records, [...tokens, { sha256, issued_at }]);
  *
- * Root key shares are never written: progress lives in memory only, so after a restart the
- * attempt is still there but its shares have to be given again.
+ * Root key shares are never written: progress lives in memory only.
  */
 import { z } from 'zod';
 import { Internal } from '../core/errors.js';
@@ -21,20 +21,6 @@ export const OperationTokenRecord = {
   attempt: 'dr-operation-token/attempt',
   tokens: 'dr-operation-token/tokens',
 } as const;
-
-const Encoding = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('otp'), otp: z.string() }),
-  z.object({ type: z.literal('pgp'), pgp_key: z.string(), fingerprint: z.string() }),
-]);
-export type Encoding = z.infer<typeof Encoding>;
-
-const Attempt = z.object({
-  nonce: z.string().min(1),
-  /** RFC 3339. */
-  started_at: z.string(),
-  encoding: Encoding,
-});
-export type Attempt = z.infer<typeof Attempt>;
 
 const IssuedToken = z.object({
   /** Hex SHA-256 of the token. */
@@ -60,16 +46,6 @@ function decode<T>(schema: z.ZodType<T>, name: string, value: Buffer): T {
 
 function encode(value: unknown): Buffer {
   return Buffer.from(JSON.stringify(value), 'utf8');
-}
-
-export async function loadAttempt(records: TokenRecords): Promise<Attempt | undefined> {
-  const value = await records.get(OperationTokenRecord.attempt);
-  return value === undefined ? undefined : decode(Attempt, OperationTokenRecord.attempt, value);
-}
-
-/** Saves the attempt, or deletes it when `attempt` is undefined. */
-export async function saveAttempt(records: TokenRecords, attempt: Attempt | undefined): Promise<void> {
-  await records.put(OperationTokenRecord.attempt, attempt === undefined ? undefined : encode(attempt));
 }
 
 export async function loadTokens(records: TokenRecords): Promise<IssuedToken[]> {

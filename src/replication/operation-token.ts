@@ -1,7 +1,8 @@
 /**
  * DR operation tokens: one generation attempt at a time, authorized by the root key shares (the
- * wire of Vault's `sys/generate-root`, WIRE.md section 5), and the tokens it issues, kept only as
- * SHA-256 hashes with no TTL until revoked.
+ * wire of Vault's `sys/generate-root`, WIRE.md section 5, and the same mechanism:
+ * seal/root-generation.ts), and the tokens it issues, kept only as SHA-256 hashes with no TTL
+ * until revoked.
  *
  *   const tokens = new OperationTokens({ records, threshold: async () => (await seal.status()).t,
  *     verifyShares: (s) => seal.verifyRootKeyShares(s) });
@@ -16,57 +17,24 @@
  * shares given so far are not (they are root key material) and must be given again after one.
  * All operations run one at a time, in call order.
  */
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { InvalidRequest, PermissionDenied } from '../core/errors.js';
-import { KEY_BYTES, ShareCollector, decodeShare, shareLength, type Random } from '../seal/index.js';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { PermissionDenied } from '../core/errors.js';
+import type { Random } from '../seal/index.js';
 import {
-  OTP_LENGTH,
-  checkOtp,
-  encodeWithOtp,
-  encryptToPgpKey,
-  newToken,
-  randomBase62,
-  readPgpKey,
-} from './operation-token-encoding.js';
-import {
-  loadAttempt,
-  loadTokens,
-  saveAttempt,
-  saveTokens,
-  type Attempt,
-  type Encoding,
-  type TokenRecords,
-} from './operation-token-records.js';
+  RootGeneration,
+  type GenerationStart,
+  type GenerationStatus,
+  type GenerationUpdate,
+} from '../seal/root-generation.js';
+import { OperationTokenRecord, loadTokens, saveTokens, type TokenRecords } from './operation-token-records.js';
 
-export { decodeOtp, OTP_LENGTH } from './operation-token-encoding.js';
+export { decodeOtp, OTP_LENGTH } from '../seal/root-generation-encoding.js';
 export { OperationTokenRecord, type TokenRecords } from './operation-token-records.js';
 
 /** The bare object every generate-operation-token endpoint answers (Vault's GenerateRootStatusResponse). */
-export interface AttemptStatus {
-  readonly nonce: string;
-  readonly started: boolean;
-  readonly progress: number;
-  readonly required: number;
-  readonly complete: boolean;
-  readonly encoded_token: string;
-  /** Same value as encoded_token, for clients that read the generate-root field name. */
-  readonly encoded_root_token: string;
-  readonly pgp_fingerprint: string;
-  /** Non-empty only in the answer to a start that generated the OTP. */
-  readonly otp: string;
-  readonly otp_length: number;
-}
-
-export interface StartRequest {
-  /** Empty counts as absent, as Vault's CLI sends both fields empty. */
-  readonly otp?: string | undefined;
-  readonly pgp_key?: string | undefined;
-}
-
-export interface UpdateRequest {
-  readonly key: string;
-  readonly nonce: string;
-}
+export type AttemptStatus = GenerationStatus;
+export type StartRequest = GenerationStart;
+export type UpdateRequest = GenerationUpdate;
 
 export interface OperationTokensOptions {
   readonly records: TokenRecords;
@@ -79,29 +47,32 @@ export interface OperationTokensOptions {
   readonly newNonce?: () => string;
 }
 
-/** Shares gathered for the attempt named by `nonce`; in memory only. */
-interface Progress {
-  readonly nonce: string;
-  readonly collector: ShareCollector;
-}
-
 export class OperationTokens {
   readonly #records: TokenRecords;
-  readonly #threshold: () => number | Promise<number>;
-  readonly #verifyShares: (shares: Buffer[]) => Promise<boolean>;
-  readonly #random: Random;
+  readonly #generation: RootGeneration;
   readonly #now: () => Date;
-  readonly #newNonce: () => string;
-  #progress: Progress | undefined;
+  /** Orders the token list's read-modify-writes (issue, revoke) and reads behind each other. */
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: OperationTokensOptions) {
     this.#records = options.records;
-    this.#threshold = options.threshold;
-    this.#verifyShares = options.verifyShares;
-    this.#random = options.random ?? randomBytes;
-    this.#now = options.now ?? (() => new Date());
-    this.#newNonce = options.newNonce ?? randomUUID;
+    const now = options.now ?? (() => new Date());
+    this.#now = now;
+    this.#generation = new RootGeneration({
+      records: options.records,
+      attemptRecord: OperationTokenRecord.attempt,
+      what: 'DR operation token',
+      threshold: options.threshold,
+      verifyShares: options.verifyShares,
+      now,
+      ...(options.random ? { random: options.random } : {}),
+      ...(options.newNonce ? { newNonce: options.newNonce } : {}),
+      // Runs inside update(), itself inside #exclusive: the list is not changed meanwhile.
+      issue: async (token) => {
+        const tokens = await loadTokens(this.#records);
+        await saveTokens(this.#records, [...tokens, { sha256: sha256Hex(token), issued_at: this.#now().toISOString() }]);
+      },
+    });
   }
 
   /**
@@ -109,75 +80,24 @@ export class OperationTokens {
    * this answer only. InvalidRequest when an attempt is in progress or the input is unusable.
    */
   start(request: StartRequest): Promise<AttemptStatus> {
-    return this.#exclusive(async () => {
-      const otp = request.otp || undefined;
-      const pgpKey = request.pgp_key || undefined;
-      if (otp !== undefined && pgpKey !== undefined) throw new InvalidRequest('only one of otp and pgp_key may be given');
-      if (otp !== undefined) checkOtp(otp);
-      if ((await loadAttempt(this.#records)) !== undefined) {
-        throw new InvalidRequest('a DR operation token generation attempt is already in progress; cancel it first');
-      }
-      let encoding: Encoding;
-      let generatedOtp = '';
-      if (pgpKey !== undefined) {
-        encoding = { type: 'pgp', pgp_key: pgpKey.trim(), fingerprint: (await readPgpKey(pgpKey)).fingerprint };
-      } else {
-        generatedOtp = otp === undefined ? randomBase62(OTP_LENGTH, this.#random) : '';
-        encoding = { type: 'otp', otp: otp ?? generatedOtp };
-      }
-      const attempt: Attempt = { nonce: this.#newNonce(), started_at: this.#now().toISOString(), encoding };
-      await saveAttempt(this.#records, attempt);
-      this.#dropProgress();
-      return { ...(await this.#statusOf(attempt)), otp: generatedOtp };
-    });
+    return this.#exclusive(() => this.#generation.start(request));
   }
 
   status(): Promise<AttemptStatus> {
-    return this.#exclusive(async () => this.#statusOf(await loadAttempt(this.#records)));
+    return this.#exclusive(() => this.#generation.status());
   }
 
   /** Ends the attempt and forgets its shares; nothing happens when there is none. */
   cancel(): Promise<void> {
-    return this.#exclusive(async () => {
-      this.#dropProgress();
-      await saveAttempt(this.#records, undefined);
-    });
+    return this.#exclusive(() => this.#generation.cancel());
   }
 
   /**
-   * Counts one share (hex or base64) for the attempt named by `nonce`. At the threshold the shares
-   * are verified: a wrong combination is InvalidRequest and progress starts again from zero under
-   * the same nonce; a right one issues the token and ends the attempt. A refused share (bad
-   * encoding, wrong length, given twice) leaves progress as it was.
+   * Counts one share (hex or base64) for the attempt named by `nonce`; at the threshold a right
+   * combination issues the token (its hash is stored) and ends the attempt. See RootGeneration.update.
    */
   update(request: UpdateRequest): Promise<AttemptStatus> {
-    return this.#exclusive(async () => {
-      const attempt = await loadAttempt(this.#records);
-      if (attempt === undefined) throw new InvalidRequest('no DR operation token generation attempt is in progress');
-      if (request.nonce !== attempt.nonce) {
-        throw new InvalidRequest(`incorrect nonce supplied; the nonce of the attempt in progress is ${attempt.nonce}`);
-      }
-      const share = decodeShare(request.key);
-      const collector = await this.#collectorFor(attempt.nonce);
-      try {
-        if (!collector.add(share).complete) return this.#statusOf(attempt);
-      } finally {
-        share.fill(0);
-      }
-      // Progress is cleared whatever the verdict, as Vault does: a failed combination starts over.
-      const shares = collector.shares();
-      this.#dropProgress();
-      let valid: boolean;
-      try {
-        valid = await this.#verifyShares(shares);
-      } finally {
-        for (const s of shares) s.fill(0);
-      }
-      if (!valid) {
-        throw new InvalidRequest('the key shares do not combine to the root key; progress has been reset, provide the shares again');
-      }
-      return this.#issue(attempt, collector.required);
-    });
+    return this.#exclusive(() => this.#generation.update(request));
   }
 
   /** True when `token` was issued and not revoked. Compares hashes in constant time. */
@@ -193,74 +113,6 @@ export class OperationTokens {
       if (at < 0) throw new PermissionDenied('invalid DR operation token');
       await saveTokens(this.#records, tokens.filter((_, i) => i !== at));
     });
-  }
-
-  async #issue(attempt: Attempt, required: number): Promise<AttemptStatus> {
-    const token = newToken(this.#random);
-    const encoded =
-      attempt.encoding.type === 'otp'
-        ? encodeWithOtp(token, attempt.encoding.otp)
-        : await encryptToPgpKey(attempt.encoding.pgp_key, token);
-    // The hash is stored before the encoded token leaves, so any token an operator holds
-    // validates. The attempt goes last: a crash in between leaves an attempt to cancel, never a
-    // finished attempt with no token behind it.
-    const tokens = await loadTokens(this.#records);
-    await saveTokens(this.#records, [...tokens, { sha256: sha256Hex(token), issued_at: this.#now().toISOString() }]);
-    await saveAttempt(this.#records, undefined);
-    return {
-      nonce: attempt.nonce,
-      started: true,
-      progress: required,
-      required,
-      complete: true,
-      encoded_token: encoded,
-      encoded_root_token: encoded,
-      pgp_fingerprint: attempt.encoding.type === 'pgp' ? attempt.encoding.fingerprint : '',
-      otp: '',
-      otp_length: OTP_LENGTH,
-    };
-  }
-
-  /** The collector of the current attempt, new when the attempt or the threshold changed. */
-  async #collectorFor(nonce: string): Promise<ShareCollector> {
-    const required = await this.#threshold();
-    const current = this.#progress;
-    if (current !== undefined && current.nonce === nonce && current.collector.required === required) {
-      return current.collector;
-    }
-    this.#dropProgress();
-    const collector = new ShareCollector({
-      required,
-      shareLength: shareLength(KEY_BYTES, required),
-      newNonce: () => nonce,
-    });
-    this.#progress = { nonce, collector };
-    return collector;
-  }
-
-  #dropProgress(): void {
-    this.#progress?.collector.reset();
-    this.#progress = undefined;
-  }
-
-  async #statusOf(attempt: Attempt | undefined): Promise<AttemptStatus> {
-    const required = await this.#threshold();
-    const progress =
-      attempt !== undefined && this.#progress?.nonce === attempt.nonce && this.#progress.collector.required === required
-        ? this.#progress.collector.progress
-        : 0;
-    return {
-      nonce: attempt?.nonce ?? '',
-      started: attempt !== undefined,
-      progress,
-      required,
-      complete: false,
-      encoded_token: '',
-      encoded_root_token: '',
-      pgp_fingerprint: attempt?.encoding.type === 'pgp' ? attempt.encoding.fingerprint : '',
-      otp: '',
-      otp_length: OTP_LENGTH,
-    };
   }
 
   /** Runs `fn` after every earlier call has settled, whatever their outcome. */

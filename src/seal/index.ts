@@ -1,7 +1,7 @@
 /**
  * The seal's public API: the node builds a SealManager over its system records and hands
- * `manager.cipher()` to the storage barrier; DR operation token generation reuses ShareCollector,
- * decodeShare and verifyRootKeyShares.
+ * `manager.cipher()` to the storage barrier. Token generation from the root key shares (Vault's
+ * `sys/generate-root`, and DR operation tokens) is one mechanism: RootGeneration.
  *
  *   import { SealManager, decodeShare } from '../seal/index.js';
  */
@@ -22,3 +22,11 @@ export {
   type SystemRecords,
 } from './manager.js';
 export { combineShares, decodeShare, shareLength, splitRootKey, validateShareConfig } from './shares.js';
+export {
+  RootGeneration,
+  type GenerationRecords,
+  type GenerationStart,
+  type GenerationStatus,
+  type GenerationUpdate,
+  type RootGenerationOptions,
+} from './root-generation.js';

@@ -58,7 +58,8 @@ describe('node-wide routes', () => {
     const node = new Set(nodeRoutes().map((r) => r.pattern));
     for (const p of ['sys/seal', 'sys/metrics', 'sys/license/status', 'sys/replication/reindex', 'sys/replication/merkle-check',
       'sys/replication/dr/primary/enable', 'sys/replication/dr/primary/demote', 'sys/replication/dr/secondary/promote',
-      'sys/replication/dr/secondary/generate-operation-token/attempt', 'sys/replication/dr/secondary/operation-token/delete']) {
+      'sys/replication/dr/secondary/generate-operation-token/attempt', 'sys/replication/dr/secondary/operation-token/delete',
+      'sys/generate-root/attempt', 'sys/generate-root/update']) {
       expect(node).toContain(p);
     }
     const undeclared = n.node.routes.filter((r) => r.scope !== 'node' && !NAMESPACE_OR_OPEN.has(r.pattern)).map((r) => r.pattern);

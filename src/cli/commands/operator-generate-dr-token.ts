@@ -1,274 +1,40 @@
 /**
  * `tessera operator generate-dr-token`: generates a DR operation token on a DR secondary from the
- * root key shares, with the UX of `vault operator generate-root -dr-token`.
+ * root key shares, with the UX of `vault operator generate-root -dr-token` (the flow is shared
+ * with `generate-root`: token-generation.ts).
  *
  *   tessera operator generate-dr-token -init                 # prints the nonce and a generated OTP
  *   tessera operator generate-dr-token                       # prompts for shares until complete
  *   tessera operator generate-dr-token -decode=ENC -otp=OTP  # offline: prints the token
- *
- * Without a mode flag it starts an attempt when none is in progress, then takes shares (the KEY
- * argument, else a hidden prompt per share on a terminal, else one share per line of stdin) until
- * the token is issued. When the node generated the OTP for this run, the token is decoded and
- * printed too; otherwise decode it with -decode (OTP) or `base64 -d | gpg -d` (PGP).
- *
- * It fails loudly rather than print something a script would take for a token: an attempt already
- * in progress is joined only with its `-nonce` (else exit 1, naming the nonce and `-cancel`);
- * `-init` over one fails the same way; a run that started the attempt from non-interactive input
- * and ran out of shares exits 1; a decoded value that is not `hvs.` + 24 base62 characters (wrong
- * OTP or encoded token) exits 2.
  */
-import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { InvalidRequest } from '../../core/errors.js';
-import { OTP_LENGTH, TOKEN_PREFIX, TOKEN_RANDOM_LENGTH, decodeOtp } from '../../core/token-format.js';
-import type { OperationTokenAttempt } from '../../api/replication.js';
-import type { Context, ClientFlags, FormatFlags } from '../context.js';
-import { example, withClientFlags, withFormatFlags } from '../context.js';
-import { AttemptInProgress, UsageError } from '../errors.js';
-import { readAll, readHidden, type Input } from '../io.js';
-import { Format, json, table } from '../output.js';
+import type { Context } from '../context.js';
+import { registerGeneration } from './token-generation.js';
 
-interface Flags extends ClientFlags, FormatFlags {
-  readonly init?: boolean;
-  readonly status?: boolean;
-  readonly cancel?: boolean;
-  readonly decode?: string;
-  readonly otp?: string;
-  readonly pgpKey?: string;
-  readonly nonce?: string;
-}
-
-const PROMPT = 'Unseal Key (will be hidden): ';
+export { decodeToken } from './token-generation.js';
 
 export function register(parent: Command, ctx: Context): void {
-  const cmd = parent
-    .command('generate-dr-token')
-    .description('Generate a DR operation token on a DR secondary from root key shares')
-    .argument('[key]', 'one key share, hex or base64; omit it to be prompted (keeps it out of shell history)')
-    .option('--init', 'start a generation attempt and print its nonce (and the OTP, when generated)')
-    .option('--status', 'print the attempt in progress')
-    .option('--cancel', 'cancel the attempt in progress and clear its progress')
-    .option('--decode <encoded>', 'decode an OTP-encoded token offline ("-" reads it from stdin); needs -otp')
-    .option('--otp <otp>', 'with -init: the 28-character OTP to encode the token with; with -decode: the OTP to decode with')
-    .option('--pgp-key <path>', 'with -init: file holding a binary or base64 OpenPGP public key to encrypt the token to')
-    .option('--nonce <nonce>', 'join the attempt in progress with this nonce (required to add shares to an attempt this run did not start)');
-  withFormatFlags(withClientFlags(cmd), false);
-  example(
-    cmd,
-    'tessera operator generate-dr-token -init',
-    'tessera operator generate-dr-token',
-    'tessera operator generate-dr-token -nonce="$NONCE"',
-    'tessera operator generate-dr-token -decode="$ENCODED" -otp="$OTP"',
-    'tessera operator generate-dr-token -init -pgp-key=ops.pub',
-  );
-  cmd.action(
-    ctx.action(async (key: string | undefined, opts: Flags) => {
-      try {
-        checkFlags(key, opts);
-        if (opts.decode !== undefined) return await decodeMode(ctx, opts.decode, opts.otp ?? '', opts.format);
-        const api = ctx.client(opts).replication;
-        if (opts.cancel) {
-          await api.operationTokenCancel();
-          ctx.out(opts.format === Format.json ? json({}) : 'Success! DR operation token generation canceled (if it was started)\n');
-          return 0;
-        }
-        if (opts.status) return show(ctx, await api.operationTokenStatus(), opts.format);
-        // Local input is checked before the node is asked anything.
-        const pgpKey = opts.pgpKey === undefined ? undefined : await readPgpKeyFile(opts.pgpKey);
-        if (opts.init) {
-          const current = await api.operationTokenStatus();
-          if (current.started) throw new AttemptInProgress(inProgress(current));
-          return show(ctx, await start(ctx, api, opts, pgpKey), opts.format);
-        }
-        return await provideShares(ctx, api, key, opts, pgpKey);
-      } catch (e) {
-        return ctx.fail('generating the DR operation token', e);
-      }
-    }),
-  );
-}
-
-type Api = ReturnType<Context['client']>['replication'];
-
-function checkFlags(key: string | undefined, opts: Flags): void {
-  const modes = [opts.init, opts.status, opts.cancel, opts.decode !== undefined].filter(Boolean).length;
-  if (modes > 1) throw new UsageError('-init, -status, -cancel and -decode are mutually exclusive');
-  if (modes > 0 && key !== undefined) throw new UsageError('a key share is given only when providing shares, without -init, -status, -cancel or -decode');
-  if (opts.decode !== undefined && !opts.otp) throw new UsageError('-decode needs -otp');
-  if (opts.otp !== undefined && opts.pgpKey !== undefined) throw new UsageError('-otp and -pgp-key are mutually exclusive');
-  if ((opts.status || opts.cancel || opts.decode !== undefined) && opts.pgpKey !== undefined) throw new UsageError('-pgp-key goes with -init');
-}
-
-async function start(ctx: Context, api: Api, opts: Flags, pgpKey: string | undefined): Promise<OperationTokenAttempt> {
-  const attempt = await api.operationTokenStart({ ...(opts.otp ? { otp: opts.otp } : {}), ...(pgpKey ? { pgpKey } : {}) });
-  if (attempt.otp && opts.init) {
-    ctx.err('A one-time password has been generated for you and is shown in the OTP field. You need it to decode the token, so keep it safe.\n');
-  }
-  return attempt;
-}
-
-/** Starts an attempt when none is in progress, then submits shares until the token is issued. */
-async function provideShares(ctx: Context, api: Api, key: string | undefined, opts: Flags, pgpKey: string | undefined): Promise<number> {
-  let attempt = await api.operationTokenStatus();
-  /** The OTP when this run started the attempt with one (generated or given): the token can be decoded here. */
-  let otp = '';
-  const startedHere = !attempt.started;
-  if (startedHere) {
-    if (opts.nonce !== undefined) throw new AttemptInProgress(`no attempt is in progress, so none has nonce ${opts.nonce}; start one without -nonce (or with -init)`);
-    attempt = await start(ctx, api, opts, pgpKey);
-    otp = attempt.otp || (opts.otp ?? '');
-  } else if (opts.nonce === undefined) {
-    // A leftover attempt (or someone else's): joining it by accident would hand this run's shares
-    // to an attempt whose OTP it does not know.
-    throw new AttemptInProgress(inProgress(attempt));
-  } else if (opts.pgpKey !== undefined) {
-    throw new UsageError('an attempt is already in progress; -cancel it first to change the PGP key');
-  } else {
-    // Joining on purpose: an -otp given now is the one the attempt was started with, to decode.
-    otp = opts.otp ?? '';
-  }
-  const nonce = opts.nonce ?? attempt.nonce;
-  const shares = key !== undefined ? once(key) : ctx.io.stdin.isTTY ? prompted(ctx) : lines(ctx.io.stdin);
-  try {
-    for await (const share of shares) {
-      attempt = await api.operationTokenUpdate(share, nonce);
-      if (attempt.complete) break;
-      if (key === undefined) ctx.err(`Progress: ${attempt.progress}/${attempt.required}\n`);
-    }
-  } catch (e) {
-    // The attempt outlives this run; an OTP the node generated for it is shown nowhere else.
-    if (otp && !opts.otp) ctx.err(`The attempt is still in progress (nonce ${nonce}). Its OTP is ${otp}; keep it to decode the token.\n`);
-    throw e;
-  }
-  if (!attempt.complete) {
-    show(ctx, { ...attempt, otp: opts.otp ? '' : otp }, opts.format);
-    // A script that fed every share it had and still has no token must not look successful.
-    if (startedHere && key === undefined && !ctx.io.stdin.isTTY) {
-      throw new AttemptInProgress(`the input ended after ${attempt.progress}/${attempt.required} shares: no token was issued. ${inProgress(attempt)}`);
-    }
-    return 0;
-  }
-  let token: string | undefined;
-  let undecodable: unknown;
-  try {
-    token = otp && attempt.encoded_token ? decodeToken(attempt.encoded_token, otp) : undefined;
-  } catch (e) {
-    // The token exists now and is shown nowhere else: print the encoded form, then fail.
-    undecodable = e;
-  }
-  if (undecodable !== undefined) {
-    show(ctx, attempt, opts.format);
-    throw undecodable;
-  }
-  if (opts.format === Format.json) {
-    ctx.out(json(token === undefined ? attempt : { ...attempt, token }));
-    return 0;
-  }
-  ctx.out(table([...rows(attempt), ...(token === undefined ? [] : [['DR Operation Token', token] as const])]));
-  if (token !== undefined) ctx.err('Delete the token (sys/replication/dr/secondary/operation-token/delete) when it is no longer needed.\n');
-  return 0;
-}
-
-async function* once(key: string): AsyncGenerator<string> {
-  yield key;
-}
-
-/** One hidden prompt per share; Ctrl-C or Ctrl-D at an empty prompt stops. */
-async function* prompted(ctx: Context): AsyncGenerator<string> {
-  for (;;) {
-    const share = await readHidden(ctx.io.stdin, ctx.io.stderr, PROMPT);
-    if (share === null) return;
-    if (share.trim() !== '') yield share.trim();
-  }
-}
-
-/** Non-empty lines of a non-terminal stdin, as they arrive. */
-async function* lines(stdin: Input): AsyncGenerator<string> {
-  let pending = '';
-  for await (const chunk of stdin) {
-    pending += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
-    let end: number;
-    while ((end = pending.indexOf('\n')) >= 0) {
-      const line = pending.slice(0, end).trim();
-      pending = pending.slice(end + 1);
-      if (line !== '') yield line;
-    }
-  }
-  if (pending.trim() !== '') yield pending.trim();
-}
-
-/** What to do about an attempt in progress: join it with its nonce, or cancel it. */
-function inProgress(a: OperationTokenAttempt): string {
-  return (
-    `a DR operation token generation attempt is already in progress (nonce ${a.nonce}, progress ${a.progress}/${a.required}). ` +
-    `To add shares to it, pass -nonce=${a.nonce}; to drop it and start over, run: tessera operator generate-dr-token -cancel`
-  );
-}
-
-function show(ctx: Context, attempt: OperationTokenAttempt, format: Format): number {
-  ctx.out(format === Format.json ? json(attempt) : table(rows(attempt)));
-  return 0;
-}
-
-/** Vault's generate-root table rows. */
-function rows(a: OperationTokenAttempt): (readonly [string, string])[] {
-  const out: (readonly [string, string])[] = [
-    ['Nonce', a.nonce],
-    ['Started', String(a.started)],
-    ['Progress', `${a.progress}/${a.required}`],
-    ['Complete', String(a.complete)],
-  ];
-  if (a.pgp_fingerprint) out.push(['PGP Fingerprint', a.pgp_fingerprint]);
-  if (a.encoded_token) out.push(['Encoded Token', a.encoded_token]);
-  if (a.otp) out.push(['OTP', a.otp]);
-  if (a.otp_length) out.push(['OTP Length', String(a.otp_length)]);
-  return out;
-}
-
-async function decodeMode(ctx: Context, encoded: string, otp: string, format: Format): Promise<number> {
-  const text = encoded === '-' ? (await readAll(ctx.io.stdin)).trim() : encoded;
-  if (text === '') throw new UsageError('no encoded token given');
-  const token = decodeToken(text, otp);
-  ctx.out(format === Format.json ? json({ token }) : `${token}\n`);
-  return 0;
-}
-
-/**
- * base64 (padded or not) XOR the OTP, as `vault operator generate-root -decode` does. The node's
- * encoder lives in src/replication, which the CLI may not import; the tests check the two agree.
- */
-export function decodeToken(encoded: string, otp: string): string {
-  const length = Buffer.byteLength(otp, 'utf8');
-  if (length !== OTP_LENGTH) throw new UsageError(`the OTP has ${length} characters but must have ${OTP_LENGTH}; check both values`);
-  let token: string;
-  try {
-    token = decodeOtp(encoded, otp);
-  } catch (e) {
-    if (e instanceof InvalidRequest) throw new UsageError(`${e.message}; check both values`);
-    throw e;
-  }
-  // DR operation tokens are service tokens (core/token-format.ts): anything else means the OTP
-  // or the encoded token is not the pair the node made.
-  if (!TOKEN_SHAPE.test(token)) {
-    throw new UsageError(`the decoded value is not a DR operation token (${TOKEN_PREFIX} + ${TOKEN_RANDOM_LENGTH} characters): the OTP does not belong to this encoded token; check both values`);
-  }
-  return token;
-}
-
-const TOKEN_SHAPE = new RegExp(`^${TOKEN_PREFIX.replace('.', '\\.')}[A-Za-z0-9]{${TOKEN_RANDOM_LENGTH}}$`);
-
-/** The key file as the base64 of its binary form, whether the file holds binary or base64. */
-async function readPgpKeyFile(path: string): Promise<string> {
-  let content: Buffer;
-  try {
-    content = await readFile(path);
-  } catch (e) {
-    throw new UsageError(`cannot read the PGP key file ${path}: ${(e as { code?: string }).code ?? String(e)}`);
-  }
-  const text = content.toString('utf8').replace(/\s+/g, '');
-  if (/^[A-Za-z0-9+/]+={0,2}$/.test(text) && Buffer.from(text, 'base64').toString('base64').replace(/=+$/, '') === text.replace(/=+$/, '')) {
-    return text;
-  }
-  if (text.startsWith('-----BEGIN')) throw new UsageError('the PGP key file is ASCII-armored; give the binary key (gpg --export) or its base64');
-  return content.toString('base64');
+  registerGeneration(parent, ctx, {
+    name: 'generate-dr-token',
+    description: 'Generate a DR operation token on a DR secondary from root key shares',
+    what: 'DR operation token',
+    tokenLabel: 'DR Operation Token',
+    afterIssue: 'Delete the token (sys/replication/dr/secondary/operation-token/delete) when it is no longer needed.',
+    generateOtpFlag: false,
+    examples: [
+      'tessera operator generate-dr-token -init',
+      'tessera operator generate-dr-token',
+      'tessera operator generate-dr-token -decode="$ENCODED" -otp="$OTP"',
+      'tessera operator generate-dr-token -init -pgp-key=ops.pub',
+    ],
+    endpoints: (ctx, flags) => {
+      const api = ctx.client(flags).replication;
+      return {
+        status: () => api.operationTokenStatus(),
+        start: (o) => api.operationTokenStart(o),
+        cancel: () => api.operationTokenCancel(),
+        update: (key, nonce) => api.operationTokenUpdate(key, nonce),
+      };
+    },
+  });
 }

@@ -14,6 +14,7 @@ export function register(parent: Command, ctx: Context): void {
   registerUnseal(operator, ctx);
   registerSeal(operator, ctx);
   registerReindex(operator, ctx);
+  registerGenerateRoot(operator, ctx);
   registerGenerateDrToken(operator, ctx);
   registerGenerateRoot(operator, ctx);
 }
