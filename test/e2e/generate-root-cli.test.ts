@@ -81,7 +81,7 @@ it('-generate-otp then -init -otp: the token decodes with the operator\'s OTP', 
   expect(otp).toMatch(/^[A-Za-z0-9]{28}$/);
   const init = JSON.parse((await cli(['operator', 'generate-root', '-init', `-otp=${otp}`, '-format=json'])).stdout);
   expect(init.otp).toBe('');
-  const done = JSON.parse((await cli(['operator', 'generate-root', '-format=json'], `${keys[1]}\n${keys[2]}\n`)).stdout);
+  const done = JSON.parse((await cli(['operator', 'generate-root', `-nonce=${init.nonce}`, '-format=json'], `${keys[1]}\n${keys[2]}\n`)).stdout);
   const token = (await cli(['operator', 'generate-root', `-decode=${done.encoded_token}`, `-otp=${otp}`])).stdout.trim();
   expect(await policiesOf(token)).toEqual(['root']);
 }, 60_000);
@@ -93,7 +93,8 @@ it('-init -pgp-key: the token arrives encrypted to the operator key', async () =
   const init = await cli(['operator', 'generate-root', '-init', `-pgp-key=${file}`]);
   expect(init.code).toBe(0);
   expect(init.stdout).toMatch(/^PGP Fingerprint\s+[0-9a-f]{40}$/m);
-  const done = JSON.parse((await cli(['operator', 'generate-root', '-format=json'], `${keys[0]}\n${keys[1]}\n`)).stdout);
+  const nonce = /^Nonce\s+(\S+)$/m.exec(init.stdout)?.[1];
+  const done = JSON.parse((await cli(['operator', 'generate-root', `-nonce=${nonce}`, '-format=json'], `${keys[0]}\n${keys[1]}\n`)).stdout);
   expect(done.token).toBeUndefined();
   const message = await readMessage({ binaryMessage: Buffer.from(done.encoded_token, 'base64') });
   const { data } = await decrypt({ message, decryptionKeys: await readPrivateKey({ binaryKey: privateKey }), format: 'binary' });

@@ -16,5 +16,4 @@ export function register(parent: Command, ctx: Context): void {
   registerReindex(operator, ctx);
   registerGenerateRoot(operator, ctx);
   registerGenerateDrToken(operator, ctx);
-  registerGenerateRoot(operator, ctx);
 }

@@ -96,7 +96,7 @@ export function registerGeneration(parent: Command, ctx: Context, spec: Generati
           ctx.out(`${randomBase62(OTP_LENGTH, randomBytes)}\n`);
           return 0;
         }
-        if (opts.decode !== undefined) return await decodeMode(ctx, opts.decode, opts.otp ?? '', opts.format);
+        if (opts.decode !== undefined) return await decodeMode(ctx, opts.decode, opts.otp ?? '', opts.format, spec.what);
         const api = spec.endpoints(ctx, opts);
         if (opts.cancel) {
           await api.cancel();
@@ -186,7 +186,7 @@ async function provideShares(ctx: Context, api: Api, key: string | undefined, op
   let token: string | undefined;
   let undecodable: unknown;
   try {
-    token = otp && attempt.encoded_token ? decodeToken(attempt.encoded_token, otp) : undefined;
+    token = otp && attempt.encoded_token ? decodeToken(attempt.encoded_token, otp, spec.what) : undefined;
   } catch (e) {
     // The token exists now and is shown nowhere else: print the encoded form, then fail.
     undecodable = e;
@@ -260,10 +260,10 @@ function rows(a: GenerationAttempt): (readonly [string, string])[] {
   return out;
 }
 
-async function decodeMode(ctx: Context, encoded: string, otp: string, format: Format): Promise<number> {
+async function decodeMode(ctx: Context, encoded: string, otp: string, format: Format, what: string): Promise<number> {
   const text = encoded === '-' ? (await readAll(ctx.io.stdin)).trim() : encoded;
   if (text === '') throw new UsageError('no encoded token given');
-  const token = decodeToken(text, otp);
+  const token = decodeToken(text, otp, what);
   ctx.out(format === Format.json ? json({ token }) : `${token}\n`);
   return 0;
 }
@@ -272,7 +272,7 @@ async function decodeMode(ctx: Context, encoded: string, otp: string, format: Fo
  * base64 (padded or not) XOR the OTP, as `vault operator generate-root -decode` does, through the
  * node's own codec (core/token-format.ts), with CLI-worded errors.
  */
-export function decodeToken(encoded: string, otp: string): string {
+export function decodeToken(encoded: string, otp: string, what = 'token'): string {
   const length = Buffer.byteLength(otp, 'utf8');
   if (length !== OTP_LENGTH) throw new UsageError(`the OTP has ${length} characters but must have ${OTP_LENGTH}; check both values`);
   let token: string;
@@ -285,7 +285,7 @@ export function decodeToken(encoded: string, otp: string): string {
   // Root and DR operation tokens are service tokens (core/token-format.ts): anything else means
   // the OTP or the encoded token is not the pair the node made.
   if (!TOKEN_SHAPE.test(token)) {
-    throw new UsageError(`the decoded value is not a token (${TOKEN_PREFIX} + ${TOKEN_RANDOM_LENGTH} characters): the OTP does not belong to this encoded token; check both values`);
+    throw new UsageError(`the decoded value is not a ${what} (${TOKEN_PREFIX} + ${TOKEN_RANDOM_LENGTH} characters): the OTP does not belong to this encoded token; check both values`);
   }
   return token;
 }
