@@ -4,6 +4,8 @@
  * the key layout the vault services actually write.
  */
 import { isTesseraError } from '../core/errors.js';
+import { PAGES, PAGE_BYTES, treeFromPages, valueHash } from '../core/merkle.js';
+import { withoutLeaves } from '../core/merkle-filter.js';
 import { dynamicFilter, keyFilter, parsePathsFilter } from '../core/paths-filter.js';
 import { StorageEngine } from '../storage/engine.js';
 import { testCipher } from '../storage/engine.fixtures.js';
@@ -126,5 +128,49 @@ describe('the predicate over the layout the vault services write', () => {
     expect(dels.map((d) => d.key).sort()).toEqual(['core/mounts/' + secret.uuid, `logical/${secret.uuid}/data/app`].sort());
     expect(dels.every((d) => kf.opAllowed(d))).toBe(true);
     expect(kf.opAllowed({ type: 'put', key: `logical/${secret.uuid}/data/app` })).toBe(false);
+  });
+});
+
+describe('filtered Merkle hashes served from a pinned snapshot', () => {
+  it('equal the hashes of an engine that holds only the allowed keys (same ciphertext)', async () => {
+    const primary = await open();
+    const mounts = new Mounts(() => primary.store);
+    const kept = await mounts.enable('', 'kept/', { type: 'kv' });
+    const hidden = await mounts.enable('', 'hidden/', { type: 'kv' });
+    for (let i = 0; i < 40; i++) {
+      for (const e of [kept, hidden]) await new ScopedStore(primary.store, storagePrefix(e)).commit([{ type: 'put', key: `data/k${i}`, value: Buffer.from(`v${i}`) }]);
+    }
+    const catalog = await loadFilterCatalog(primary.store);
+    const kf = keyFilter(parsePathsFilter({ mode: 'deny', paths: ['hidden'] }), catalog.mounts);
+
+    const snap = await primary.engine.snapshot();
+    try {
+      // The primary's side: the snapshot's tree 1, minus the leaves of denied keys.
+      const pages = Array.from({ length: PAGES }, (_, p) => Buffer.concat(snap.subpageHashes(1, p)));
+      expect(pages[0]!.length).toBe(PAGE_BYTES);
+      const denied = [];
+      const allowedOps = [];
+      const seen = new Set<string>();
+      for (const entry of await primary.engine.readWal(1n, 1000)) {
+        for (const op of entry.ops) {
+          if (op.type !== 'put' || classify(op.key) !== 'replicated' || seen.has(op.key)) continue;
+          seen.add(op.key);
+          const ct = await snap.readRaw(op.key);
+          if (ct === undefined) continue;
+          if (kf.keyAllowed(op.key)) allowedOps.push({ type: 'put' as const, key: op.key, value: ct });
+          else denied.push({ key: op.key, valueHash: valueHash(ct) });
+        }
+      }
+      expect(denied.length).toBe(41); // hidden's table entry and its 40 keys
+      const filtered = withoutLeaves(treeFromPages(pages), denied);
+
+      // The secondary's side: an engine that received exactly the allowed ciphertexts.
+      const secondary = await open();
+      await secondary.engine.commitRaw(allowedOps);
+      expect(filtered.root.equals(secondary.engine.subtreeRoot(1))).toBe(true);
+      expect(filtered.root.equals(snap.subtreeRoot(1))).toBe(false);
+    } finally {
+      await snap.close();
+    }
   });
 });
