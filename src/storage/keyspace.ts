@@ -90,6 +90,16 @@ export const Keys = {
   system: (name: string): string => 's/' + name,
 } as const;
 
+/**
+ * Logical keys of replication records kept in the local class: replicated to DR secondaries (so a
+ * promoted one holds them), never to performance secondaries.
+ */
+export const LocalKeys = {
+  performanceFiltersPrefix: 'local/replication/performance/filters/',
+  /** The paths filter of one performance secondary id. */
+  performanceFilter: (secondaryId: string): string => 'local/replication/performance/filters/' + secondaryId,
+} as const;
+
 /** The parts of a leaf key, or undefined if `physical` is not one. */
 export function parseLeaf(physical: string): { tree: Tree; loc: Location; key: string } | undefined {
   const m = /^m\/([12])\/l\/([0-9a-f]{2})([0-9a-f]{2})\/(.+)$/s.exec(physical);

@@ -1,8 +1,12 @@
 /**
- * The mount table: which secrets engine serves which path prefix, per namespace. Non-local
- * mounts live at `core/mounts` (replicated everywhere); `local: true` mounts at
- * `local/core/mounts`, and their data under `local/logical/<uuid>/`, so the keyspace classifies
- * both table and data into the local Merkle subtree.
+ * The mount table: which secrets engine serves which path prefix, per namespace. One key per
+ * mount: non-local mounts at `core/mounts/<uuid>` (replicated), `local: true` mounts at
+ * `local/core/mounts/<uuid>` with their data under `local/logical/<uuid>/`, so the keyspace
+ * classifies both entry and data into the local Merkle subtree. One key per mount (not one array)
+ * is what lets a performance paths filter drop a mount by key: values are ciphertext bound to
+ * their key, so a primary cannot serve a secondary a rewritten table (src/core/paths-filter.ts).
+ * Tables of the older layout (one JSON array at `core/mounts`, `local/core/mounts`) are still read,
+ * and moved to the per-mount keys by the first write of their class or by migrateLegacyTables().
  *
  *   await mounts.enable('', 'secret/', { type: 'kv', options: { version: '2' } });
  *   mounts.resolve('', 'secret/data/app') // -> { entry, rest: 'data/app' }
@@ -11,8 +15,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { InvalidRequest } from '../core/errors.js';
 import type { Op, Store } from '../storage/store.js';
 
-const TABLE = 'core/mounts';
-const LOCAL_TABLE = 'local/core/mounts';
+export const MOUNT_TABLE_PREFIX = 'core/mounts/';
+export const LOCAL_MOUNT_TABLE_PREFIX = 'local/core/mounts/';
+const LEGACY_TABLE = 'core/mounts';
+const LEGACY_LOCAL_TABLE = 'local/core/mounts';
 const RESERVED = ['sys/', 'auth/', 'cubbyhole/', 'identity/'];
 export const ENGINE_TYPES = ['kv'] as const;
 
@@ -46,17 +52,54 @@ export function kvVersion(e: MountEntry): 1 | 2 {
   return e.options.version === '2' ? 2 : 1;
 }
 
+/**
+ * The stored mount table of one class: per-mount keys, plus any legacy array not yet migrated (a
+ * per-mount key wins over a legacy entry with the same uuid). `legacy` tells whether the array exists.
+ */
+export async function readMountTable(store: Store, local: boolean): Promise<{ entries: MountEntry[]; legacy: boolean }> {
+  const prefix = local ? LOCAL_MOUNT_TABLE_PREFIX : MOUNT_TABLE_PREFIX;
+  const byUuid = new Map<string, MountEntry>();
+  const legacyRaw = await store.get(local ? LEGACY_LOCAL_TABLE : LEGACY_TABLE);
+  if (legacyRaw) for (const e of JSON.parse(legacyRaw.toString('utf8')) as MountEntry[]) byUuid.set(e.uuid, e);
+  for (const child of await store.list(prefix)) {
+    if (child.endsWith('/')) continue;
+    const raw = await store.get(prefix + child);
+    if (raw) byUuid.set(child, JSON.parse(raw.toString('utf8')) as MountEntry);
+  }
+  return { entries: [...byUuid.values()], legacy: legacyRaw !== undefined };
+}
+
+function entryKey(e: MountEntry): string {
+  return (e.local ? LOCAL_MOUNT_TABLE_PREFIX : MOUNT_TABLE_PREFIX) + e.uuid;
+}
+
 export class Mounts {
   private entries: MountEntry[] = [];
+  /** Per class, whether a legacy array table is still stored (the next write of that class moves it). */
+  private legacy = { replicated: false, local: false };
 
   constructor(private readonly store: () => Store) {}
 
   async load(): Promise<void> {
-    const read = async (key: string): Promise<MountEntry[]> => {
-      const raw = await this.store().get(key);
-      return raw ? (JSON.parse(raw.toString('utf8')) as MountEntry[]) : [];
-    };
-    this.entries = [...(await read(TABLE)), ...(await read(LOCAL_TABLE))];
+    const replicated = await readMountTable(this.store(), false);
+    const local = await readMountTable(this.store(), true);
+    this.entries = [...replicated.entries, ...local.entries];
+    this.legacy = { replicated: replicated.legacy, local: local.legacy };
+  }
+
+  /** Every mount of every namespace (a copy). */
+  all(): MountEntry[] {
+    return [...this.entries];
+  }
+
+  /**
+   * Moves legacy array tables to per-mount keys, one atomic commit per class. A writable node (a
+   * primary, before it serves filtered performance secondaries) calls this; secondaries never write.
+   */
+  async migrateLegacyTables(): Promise<void> {
+    for (const local of [false, true]) {
+      if (this.legacy[local ? 'local' : 'replicated']) await this.save(this.entries, local, []);
+    }
   }
 
   list(namespace: string): MountEntry[] {
@@ -109,7 +152,7 @@ export class Mounts {
       options,
       config: { default_lease_ttl: input.config?.default_lease_ttl ?? 0, max_lease_ttl: input.config?.max_lease_ttl ?? 0 },
     };
-    await this.save([...this.entries, entry], entry.local);
+    await this.save([...this.entries, entry], entry.local, [{ type: 'put', key: entryKey(entry), value: encodeEntry(entry) }]);
     return entry;
   }
 
@@ -117,7 +160,7 @@ export class Mounts {
   async disable(namespace: string, path: string): Promise<void> {
     const entry = this.get(namespace, path);
     if (!entry) return;
-    await this.save(this.entries.filter((e) => e !== entry), entry.local);
+    await this.save(this.entries.filter((e) => e !== entry), entry.local, [{ type: 'del', key: entryKey(entry) }]);
     const prefix = storagePrefix(entry);
     let batch: Op[] = [];
     const walk = async (dir: string): Promise<void> => {
@@ -148,16 +191,31 @@ export class Mounts {
         max_lease_ttl: input.max_lease_ttl ?? entry.config.max_lease_ttl,
       },
     };
-    await this.save(this.entries.map((e) => (e === entry ? next : e)), entry.local);
+    await this.save(this.entries.map((e) => (e === entry ? next : e)), entry.local, [{ type: 'put', key: entryKey(next), value: encodeEntry(next) }]);
     return next;
   }
 
-  /** Writes the table of the class that changed, then swaps the cache (after durability). */
-  private async save(next: MountEntry[], local: boolean): Promise<void> {
-    const subset = next.filter((e) => e.local === local);
-    await this.store().commit([{ type: 'put', key: local ? LOCAL_TABLE : TABLE, value: Buffer.from(JSON.stringify(subset)) }]);
+  /**
+   * Commits `ops` (the changed entry's key), then swaps the cache (after durability). While the
+   * class still has a legacy array, the same commit writes every entry of `next` of that class to
+   * its own key and deletes the array, so no state mixes the two layouts.
+   */
+  private async save(next: MountEntry[], local: boolean, ops: Op[]): Promise<void> {
+    const cls = local ? 'local' : 'replicated';
+    const all: Op[] = [...ops];
+    if (this.legacy[cls]) {
+      const touched = new Set(ops.map((o) => o.key));
+      for (const e of next) if (e.local === local && !touched.has(entryKey(e))) all.push({ type: 'put', key: entryKey(e), value: encodeEntry(e) });
+      all.push({ type: 'del', key: local ? LEGACY_LOCAL_TABLE : LEGACY_TABLE });
+    }
+    if (all.length > 0) await this.store().commit(all);
+    this.legacy = { ...this.legacy, [cls]: false };
     this.entries = next;
   }
+}
+
+function encodeEntry(e: MountEntry): Buffer {
+  return Buffer.from(JSON.stringify(e));
 }
 
 function normalise(path: string): string {

@@ -21,6 +21,22 @@ export interface NamespaceEntry {
   readonly custom_metadata: Record<string, string>;
 }
 
+/** Every stored namespace record (one key per namespace under `core/namespaces/`). */
+export async function readNamespaceEntries(store: Store): Promise<NamespaceEntry[]> {
+  const out: NamespaceEntry[] = [];
+  const walk = async (prefix: string): Promise<void> => {
+    for (const child of await store.list(prefix)) {
+      if (child.endsWith('/')) await walk(prefix + child);
+      else {
+        const raw = await store.get(prefix + child);
+        if (raw) out.push(JSON.parse(raw.toString('utf8')) as NamespaceEntry);
+      }
+    }
+  };
+  await walk(PREFIX);
+  return out;
+}
+
 export class Namespaces {
   private byPath = new Map<string, NamespaceEntry>();
 
@@ -28,19 +44,7 @@ export class Namespaces {
 
   async load(): Promise<void> {
     const next = new Map<string, NamespaceEntry>();
-    const walk = async (prefix: string): Promise<void> => {
-      for (const child of await this.store().list(prefix)) {
-        if (child.endsWith('/')) await walk(prefix + child);
-        else {
-          const raw = await this.store().get(prefix + child);
-          if (raw) {
-            const e = JSON.parse(raw.toString('utf8')) as NamespaceEntry;
-            next.set(e.path, e);
-          }
-        }
-      }
-    };
-    await walk(PREFIX);
+    for (const e of await readNamespaceEntries(this.store())) next.set(e.path, e);
     this.byPath = next;
   }
 

@@ -1,0 +1,72 @@
+/** The mount table's storage layout: one key per mount (what a paths filter needs), legacy arrays migrated. */
+import { MapStore } from '../storage/store.js';
+import { Mounts, readMountTable, type MountEntry } from './mounts.js';
+
+function keys(store: MapStore): string[] {
+  return [...store.data.keys()].filter((k) => k.includes('core/mounts')).sort();
+}
+
+function legacyEntry(path: string, uuid: string, local = false): MountEntry {
+  return {
+    path, namespace: '', type: 'kv', description: '', accessor: `kv_${uuid}`, uuid, local, seal_wrap: false, options: { version: '2' },
+    config: { default_lease_ttl: 0, max_lease_ttl: 0 },
+  };
+}
+
+describe('Mounts storage layout', () => {
+  it('stores each mount under its own key, by class, and removes it on disable', async () => {
+    const store = new MapStore();
+    const mounts = new Mounts(() => store);
+    const a = await mounts.enable('', 'secret/', { type: 'kv' });
+    const b = await mounts.enable('team/', 'db/', { type: 'kv', local: true });
+    expect(keys(store)).toEqual([`core/mounts/${a.uuid}`, `local/core/mounts/${b.uuid}`]);
+    expect(JSON.parse(store.data.get(`core/mounts/${a.uuid}`)!.toString())).toEqual(a);
+
+    const tuned = await mounts.tune('', 'secret/', { description: 'x' });
+    expect(JSON.parse(store.data.get(`core/mounts/${a.uuid}`)!.toString()).description).toBe('x');
+    expect(tuned.description).toBe('x');
+
+    await mounts.disable('', 'secret/');
+    expect(keys(store)).toEqual([`local/core/mounts/${b.uuid}`]);
+    const again = new Mounts(() => store);
+    await again.load();
+    expect(again.all().map((e) => e.uuid)).toEqual([b.uuid]);
+  });
+
+  it('reads a legacy array table and moves it to per-mount keys in the first write of its class', async () => {
+    const store = new MapStore();
+    store.data.set('core/mounts', Buffer.from(JSON.stringify([legacyEntry('old/', 'u1'), legacyEntry('older/', 'u2')])));
+    store.data.set('local/core/mounts', Buffer.from(JSON.stringify([legacyEntry('mine/', 'u3', true)])));
+    const mounts = new Mounts(() => store);
+    await mounts.load();
+    expect(mounts.all().map((e) => e.path).sort()).toEqual(['mine/', 'old/', 'older/']);
+
+    const added = await mounts.enable('', 'new/', { type: 'kv' });
+    expect(keys(store)).toEqual(['core/mounts/u1', 'core/mounts/u2', `core/mounts/${added.uuid}`, 'local/core/mounts'].sort());
+
+    await mounts.migrateLegacyTables();
+    expect(keys(store)).toEqual(['core/mounts/u1', 'core/mounts/u2', `core/mounts/${added.uuid}`, 'local/core/mounts/u3'].sort());
+    const reloaded = new Mounts(() => store);
+    await reloaded.load();
+    expect(reloaded.all().map((e) => e.path).sort()).toEqual(['mine/', 'new/', 'old/', 'older/']);
+  });
+
+  it('a disable of a legacy mount migrates the others and drops it', async () => {
+    const store = new MapStore();
+    store.data.set('core/mounts', Buffer.from(JSON.stringify([legacyEntry('old/', 'u1'), legacyEntry('older/', 'u2')])));
+    const mounts = new Mounts(() => store);
+    await mounts.load();
+    await mounts.disable('', 'old/');
+    expect(keys(store)).toEqual(['core/mounts/u2']);
+    expect((await readMountTable(store, false)).entries.map((e) => e.path)).toEqual(['older/']);
+  });
+
+  it('migrateLegacyTables writes nothing when there is no legacy table', async () => {
+    const store = new MapStore();
+    const mounts = new Mounts(() => store);
+    await mounts.enable('', 'secret/', { type: 'kv' });
+    const before = new Map(store.data);
+    await mounts.migrateLegacyTables();
+    expect(store.data).toEqual(before);
+  });
+});
