@@ -6,7 +6,7 @@ import { mountRoutes } from '../http/routes/mounts.js';
 import { namespaceRoutes } from '../http/routes/namespaces.js';
 import { policyRoutes } from '../http/routes/policies.js';
 import { drOperationTokenRoutes, type DrOperationTokenService } from '../http/routes/dr-operation-token.js';
-import { drRoutes, type DrService } from '../http/routes/replication-dr.js';
+import { replicationKindRoutes, type DrService, type KindService } from '../http/routes/replication-kind.js';
 import { replicationRoutes, type ReplicationService } from '../http/routes/replication.js';
 import { sealRoutes, type NodeFacts } from '../http/routes/seal.js';
 import { systemRoutes, type SystemService } from '../http/routes/system.js';
@@ -17,6 +17,7 @@ import type { VaultCore } from '../vault/core.js';
 export interface ReplicationRoutes {
   readonly status: ReplicationService;
   readonly dr: DrService;
+  readonly performance: KindService;
   readonly drTokens: DrOperationTokenService;
   readonly resolveWrappingToken: (presented: string) => Promise<string>;
 }
@@ -26,7 +27,8 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationR
     ...sealRoutes(core, facts),
     ...replicationRoutes(repl.status),
     ...drOperationTokenRoutes(repl.drTokens),
-    ...drRoutes(repl.dr),
+    ...replicationKindRoutes('dr', repl.dr),
+    ...replicationKindRoutes('performance', repl.performance),
     ...systemRoutes(sys),
     ...wrappingRoutes(core.wrapping, repl.resolveWrappingToken),
     ...tokenRoutes(core.tokens),
