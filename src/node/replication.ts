@@ -13,6 +13,7 @@ import { KIND_POLICY, type Kind, type Mode } from '../core/replication/index.js'
 import { OperationTokens } from '../replication/operation-token.js';
 import { ReplicationDriver, type CoreHooks } from '../replication/driver.js';
 import { roleStatus } from '../replication/status.js';
+import { isJwt, peekJwt } from '../replication/activation-token.js';
 import { LocalReplication } from '../replication/local.js';
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
@@ -24,6 +25,11 @@ import { audited } from './replication-audit.js';
 import type { ReplicationRoutes } from './routes.js';
 
 const OP_TOKEN_PREFIX = 'node/replication/dr-operation-token/';
+
+function activationKindOf(token: string): Kind {
+  if (!isJwt(token)) return 'dr';
+  return peekJwt(token).kind === 'performance' ? 'performance' : 'dr';
+}
 
 export interface WiredReplication {
   readonly routes: ReplicationRoutes;
@@ -249,7 +255,8 @@ export async function wireReplication(o: {
         update: { op: 'dr/generate-operation-token/update', detail: (_a, r) => (r ? { progress: r.progress, required: r.required, token_created: r.complete } : {}) },
         revoke: { op: 'dr/operation-token/delete' },
       }),
-      resolveWrappingToken: (t) => dr.resolveActivationJwt(t),
+      // An activation JWT names its kind; the primary of that kind verifies it (DR when unnamed).
+      resolveWrappingToken: (t) => drivers[activationKindOf(t)].resolveActivationJwt(t),
       performance: audited(audit, perfService, kindAudit('performance') as never),
       dr: audited(audit, drService, {
         ...(kindAudit('dr') as object),
