@@ -5,7 +5,7 @@
  */
 import { jest } from '@jest/globals';
 import { eventually } from '../harness/eventually.js';
-import { activatePair, inSync, PERF, replStatus, secondaryToken } from '../support/dr.js';
+import { activatePair, drOperationToken, inSync, PERF, replStatus, secondaryToken } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(60_000);
@@ -55,6 +55,11 @@ describe('performance replication', () => {
     });
     // DR is untouched by performance replication.
     expect((await replStatus(p, 'dr')).mode).toBe('disabled');
+    // sys/health: a performance secondary serves (200) and says what it is; so does the primary.
+    const hs = await s.call('GET', 'sys/health', undefined, { token: null });
+    expect(hs.status).toBe(200);
+    expect(hs.body).toMatchObject({ replication_performance_mode: 'secondary', replication_dr_mode: 'disabled' });
+    expect((await p.call('GET', 'sys/health', undefined, { token: null })).body.replication_performance_mode).toBe('primary');
   });
 
   test('writes to replicated paths on a performance secondary are refused (503) and change nothing', async () => {
@@ -133,6 +138,32 @@ describe('performance replication', () => {
       expect(r.body.errors[0]).toMatch(/performance-replication/);
     } finally {
       await unlicensed.stop();
+    }
+  });
+
+  test('a promoted DR secondary takes over the performance set; its secondary follows by address, no new token', async () => {
+    const d = await startTestNode();
+    try {
+      await activatePair(p, s, 'perf-follow', 'performance');
+      // d: DR secondary of the performance primary p; it holds p's performance role, inert.
+      await activatePair(p, d, 'dr-standby');
+      expect((await replStatus(d, 'performance')).mode).toBe('disabled');
+      const opToken = await drOperationToken(d, p.unsealKeys.slice(0, 2));
+      await p.stop({ keepDir: true });
+      expect((await d.call('POST', 'sys/replication/dr/secondary/promote', { dr_operation_token: opToken })).status).toBe(204);
+      const perfOnD = await eventually(async () => {
+        const st = await replStatus(d, 'performance');
+        expect(st).toMatchObject({ mode: 'primary', known_secondaries: ['perf-follow'] });
+        return st;
+      });
+      const moved = await s.call('POST', `${PERF}/secondary/update-primary`, { update_primary_addrs: [perfOnD.primary_cluster_addr] });
+      expect({ status: moved.status, body: moved.body }).toEqual({ status: 204, body: undefined });
+      // d now takes replicated writes (it is the DR primary) and s receives them.
+      d.rootToken = p.rootToken;
+      expect((await d.call('PUT', 'secret/data/after-failover', { data: { v: 9 } })).status).toBe(200);
+      await eventually(async () => expect((await s.call('GET', 'secret/data/after-failover')).body?.data?.data).toEqual({ v: 9 }), { timeoutMs: 15_000 });
+    } finally {
+      await d.stop();
     }
   });
 });
