@@ -11,7 +11,7 @@ import { isMainThread } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { startHttp, type HttpServer } from '../http/server.js';
 import { describeLicense, hasFeature, loadLicense, type Feature, type LicenseStatus } from '../license/index.js';
-import type { DrReplication } from '../replication/dr.js';
+import type { ReplicationDriver } from '../replication/driver.js';
 import { SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
 import { openLevelBackend } from '../storage/leveldb.js';
@@ -43,7 +43,8 @@ export interface RunningNode {
   readonly core: VaultCore;
   readonly engine: StorageEngine;
   readonly metrics: NodeMetrics;
-  readonly dr: DrReplication;
+  readonly dr: ReplicationDriver;
+  readonly performance: ReplicationDriver;
   /** The route declarations the listener serves (tests generate their cases from them). */
   readonly routes: readonly Route[];
   stop(): Promise<void>;
@@ -89,7 +90,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     clusterName: () => 'tessera',
     clusterId: () => repl.clusterId(),
     drMode: () => repl.drMode(),
-    performanceMode: () => 'disabled',
+    performanceMode: () => repl.performanceMode(),
     apiAddr: () => apiAddr,
     clusterAddr: () => repl.dr.clusterAddr(),
     storageFailure: () => engine.failure()?.message,
@@ -136,12 +137,13 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     engine,
     metrics,
     dr: repl.dr,
+    performance: repl.performance,
     routes,
     async stop() {
       clearInterval(tidy);
       // Listener first: no request may reach storage after it is closed.
       await http.close();
-      await repl.dr.suspend();
+      await repl.suspend();
       await core.sealNow().catch(() => undefined);
       await engine.close();
       await backend.close();

@@ -1,33 +1,45 @@
 /**
- * Wires replication into a node: the local Merkle/WAL status and maintenance, the DR driver over
- * the gRPC transport, DR operation tokens, and the hooks that tie them to the seal lifecycle.
+ * Wires replication into a node: the local Merkle/WAL status and maintenance, one replication
+ * driver per kind (DR, performance) over the gRPC transport, DR operation tokens, the hooks that
+ * tie them to the seal lifecycle, and the rules across kinds (a DR secondary's performance role
+ * stays inert until it is promoted or leaves its set).
  *
  *   const repl = await wireReplication({ engine, seal, core, log, now, clusterListen, apiAddr });
  *   nodeRoutes(core, facts, repl.routes, sys);
  */
 import type { Logger } from 'pino';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
+import { KIND_POLICY, type Kind, type Mode } from '../core/replication/index.js';
 import { OperationTokens } from '../replication/operation-token.js';
-import { DrReplication } from '../replication/dr.js';
-import { MODE_SUMMARY } from '../replication/dr-record.js';
-import { drRoleStatus } from '../replication/dr-status.js';
+import { ReplicationDriver, type CoreHooks } from '../replication/driver.js';
+import { roleStatus } from '../replication/status.js';
+import { isJwt, peekJwt } from '../replication/activation-token.js';
 import { LocalReplication } from '../replication/local.js';
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { connectPrimary, serveReplication } from '../transport/grpc/index.js';
 import type { VaultCore } from '../vault/core.js';
-import type { DrService } from '../http/routes/replication-dr.js';
+import type { DrService, KindService } from '../http/routes/replication-kind.js';
 import type { DrOperationTokenService } from '../http/routes/dr-operation-token.js';
 import { audited } from './replication-audit.js';
 import type { ReplicationRoutes } from './routes.js';
 
 const OP_TOKEN_PREFIX = 'node/replication/dr-operation-token/';
 
+function activationKindOf(token: string): Kind {
+  if (!isJwt(token)) return 'dr';
+  return peekJwt(token).kind === 'performance' ? 'performance' : 'dr';
+}
+
 export interface WiredReplication {
   readonly routes: ReplicationRoutes;
-  readonly dr: DrReplication;
+  readonly dr: ReplicationDriver;
+  readonly performance: ReplicationDriver;
   drMode(): string;
+  performanceMode(): string;
   clusterId(): string;
+  /** Stops both kinds' I/O (shutdown). */
+  suspend(): Promise<void>;
 }
 
 export async function wireReplication(o: {
@@ -40,47 +52,79 @@ export async function wireReplication(o: {
   apiAddr: () => string;
 }): Promise<WiredReplication> {
   const { engine, seal, core, log, now } = o;
-  const dr = new DrReplication({
-    engine,
-    seal,
-    core: {
-      store: () => core.store(),
-      reopen: () => core.reopen(),
-      wrap: (data, ttl, path) => core.wrapping.wrap({ data }, ttl, path),
-      revokeAccessor: async (accessor) => {
-        await core.tokens.revokeAccessor(accessor);
-      },
-      restoreRoot: async (token) => {
-        await core.tokens.createRoot({ id: token });
-      },
+  const hooks: CoreHooks = {
+    store: () => core.store(),
+    reopen: () => core.reopen(),
+    reload: () => core.reload(),
+    wrap: (data, ttl, path) => core.wrapping.wrap({ data }, ttl, path),
+    revokeAccessor: async (accessor) => {
+      await core.tokens.revokeAccessor(accessor);
     },
-    transport: {
-      serve: (opts) => serveReplication({ ...opts, log }),
-      connect: (opts) => connectPrimary(opts),
+    restoreRoot: async (token) => {
+      await core.tokens.createRoot({ id: token });
     },
-    log: log.child({ replication: 'dr' }),
-    clusterListen: o.clusterListen,
-    apiAddr: o.apiAddr,
-    now,
-  });
-  // While sealed, only this summary says what the cluster is (health, gating).
-  let sealedMode = 'disabled';
-  const summary = await engine.getSystem(MODE_SUMMARY);
-  if (summary) sealedMode = (JSON.parse(summary.toString('utf8')) as { mode: string }).mode;
+  };
+  const drivers = {} as Record<Kind, ReplicationDriver>;
+  // What each kind is while sealed (or not loaded): only its summary says.
+  const sealedMode: Record<Kind, string> = { dr: 'disabled', performance: 'disabled' };
+  for (const kind of ['dr', 'performance'] as const) {
+    const summary = await engine.getSystem(KIND_POLICY[kind].modeSummary);
+    if (summary) sealedMode[kind] = (JSON.parse(summary.toString('utf8')) as { mode: string }).mode;
+  }
+  const liveMode = (kind: Kind): Mode => {
+    const d = drivers[kind];
+    return d.isLoaded ? d.state.mode : (sealedMode[kind] as Mode);
+  };
+  for (const kind of ['dr', 'performance'] as const) {
+    const other: Kind = kind === 'dr' ? 'performance' : 'dr';
+    drivers[kind] = new ReplicationDriver({
+      kind,
+      engine,
+      seal,
+      core: hooks,
+      transport: {
+        serve: (opts) => serveReplication({ ...opts, log }),
+        connect: (opts) => connectPrimary(opts),
+      },
+      log: log.child({ replication: kind }),
+      clusterListen: o.clusterListen,
+      apiAddr: o.apiAddr,
+      now,
+      otherMode: () => liveMode(other),
+    });
+  }
+  const dr = drivers.dr;
+  const perf = drivers.performance;
+  const drIsSecondary = (): boolean => dr.state.mode === 'secondary' || dr.state.mode === 'bootstrapping';
+  /**
+   * Rule across kinds: a DR secondary holds its primary's performance role (local class) but has
+   * none of its own, so the performance driver stays unloaded there; once the node is no longer a
+   * DR secondary (promoted, or left its set) the role it holds is loaded and runs.
+   */
+  const syncPerformance = async (): Promise<void> => {
+    if (core.sealed() || !dr.isLoaded) return;
+    if (drIsSecondary() && perf.isLoaded) await perf.unload();
+    else if (!drIsSecondary() && !perf.isLoaded) await perf.load();
+  };
   let loaded = false;
   core.onOpened.push(async () => {
     await dr.load();
+    await syncPerformance();
     loaded = true;
   });
   core.onSealing.push(async () => {
-    sealedMode = dr.state.mode;
+    sealedMode.dr = dr.state.mode;
+    sealedMode.performance = perf.isLoaded ? perf.state.mode : sealedMode.performance;
     loaded = false;
+    await perf.suspend();
     await dr.suspend();
   });
-  const drMode = () => {
-    const mode = loaded ? dr.state.mode : sealedMode;
+  const modeOf = (kind: Kind) => (): string => {
+    const mode = loaded && drivers[kind].isLoaded ? drivers[kind].state.mode : kind === 'performance' && loaded && drIsSecondary() ? 'disabled' : sealedMode[kind];
     return mode === 'bootstrapping' ? 'secondary' : mode;
   };
+  const drMode = modeOf('dr');
+  const performanceMode = modeOf('performance');
   core.drSecondaryCheck = () => drMode() === 'secondary';
 
   const local = new LocalReplication({
@@ -93,7 +137,7 @@ export async function wireReplication(o: {
       return {
         storage_failed: failure !== undefined,
         ...(failure !== undefined ? { storage_error: failure.message } : {}),
-        ...(kind === 'dr' && loaded ? drRoleStatus(dr, engine.lastGuard().index, now()) : {}),
+        ...(loaded && drivers[kind].isLoaded ? roleStatus(drivers[kind], engine.lastGuard().index, now()) : {}),
       };
     },
   });
@@ -119,17 +163,41 @@ export async function wireReplication(o: {
   };
   const audit = log.child({ component: 'replication' });
 
+  /** The kind's operations; after each DR one, the rule across kinds is applied again. */
+  const kindService = (d: ReplicationDriver): KindService => {
+    const after = <A extends unknown[], R>(fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
+      try {
+        return await fn(...a);
+      } finally {
+        if (d.kind === 'dr') await syncPerformance();
+      }
+    };
+    return {
+      enablePrimary: after((a: string) => d.enablePrimary(a)),
+      demote: after(() => d.demote()),
+      disablePrimary: after(() => d.disablePrimary()),
+      secondaryToken: (r) => d.secondaryToken(r),
+      revokeSecondary: (id) => d.revokeSecondary(id),
+      generatePublicKey: () => d.generatePublicKey(),
+      enableSecondary: after((r: Parameters<KindService['enableSecondary']>[0]) => d.enableSecondary(r)),
+      promote: after((r: Parameters<KindService['promote']>[0]) => d.promote(r)),
+      disableSecondary: after(() => d.disableSecondary()),
+      updatePrimary: (r) => d.updatePrimary(r),
+    };
+  };
+  /** A performance operation on a DR secondary: refused, naming the rule (nothing is loaded there). */
+  const perfGate = (svc: KindService): KindService => {
+    const gated = {} as Record<string, unknown>;
+    for (const [name, fn] of Object.entries(svc) as [string, (...a: unknown[]) => Promise<unknown>][]) {
+      gated[name] = async (...a: unknown[]) => {
+        if (loaded && drIsSecondary()) throw new InvalidRequest('this cluster is a DR secondary: it has no performance replication role of its own (it takes over its primary\'s when promoted)');
+        return fn(...a);
+      };
+    }
+    return gated as unknown as KindService;
+  };
   const drService: DrService = {
-    enablePrimary: (a) => dr.enablePrimary(a),
-    demote: () => dr.demote(),
-    disablePrimary: () => dr.disablePrimary(),
-    secondaryToken: (r) => dr.secondaryToken(r),
-    revokeSecondary: (id) => dr.revokeSecondary(id),
-    generatePublicKey: () => dr.generatePublicKey(),
-    enableSecondary: (r) => dr.enableSecondary(r),
-    promote: (r) => dr.promote(r),
-    disableSecondary: () => dr.disableSecondary(),
-    updatePrimary: (r) => dr.updatePrimary(r),
+    ...kindService(dr),
     checkOperationToken: secondaryOnly(async (t: string) => {
       if (!(await tokens.validate(t))) throw new PermissionDenied('invalid DR operation token');
     }),
@@ -145,9 +213,32 @@ export async function wireReplication(o: {
   };
   const reindexFlags = ([o]: [{ diff: boolean; force: boolean; skipFlush: boolean }]) => ({ diff: o.diff, force: o.force });
 
+  const perfService = perfGate(kindService(perf));
+  const kindAudit = (kind: Kind) => ({
+    enablePrimary: { op: `${kind}/primary/enable` },
+    demote: { op: `${kind}/primary/demote` },
+    disablePrimary: { op: `${kind}/primary/disable` },
+    secondaryToken: { op: `${kind}/primary/secondary-token`, detail: ([r]: [{ id: string; ttlSeconds: number; secondaryPublicKey: string }], res: unknown) => ({ secondary_id: r.id.slice(0, 128), ttl_seconds: r.ttlSeconds, sealed: r.secondaryPublicKey !== '', ...(res ? { issued: true } : {}) }) },
+    revokeSecondary: { op: `${kind}/primary/revoke-secondary`, detail: ([id]: [string]) => ({ secondary_id: id.slice(0, 128) }) },
+    generatePublicKey: { op: `${kind}/secondary/generate-public-key` },
+    enableSecondary: { op: `${kind}/secondary/enable`, detail: () => ({ mode: drivers[kind].state.mode }) },
+    promote: { op: `${kind}/secondary/promote`, detail: ([r]: [{ force: boolean }]) => ({ force: r.force }) },
+    disableSecondary: { op: `${kind}/secondary/disable` },
+    updatePrimary: {
+      op: `${kind}/secondary/update-primary`,
+      detail: ([r]: [{ token?: string }], res: { forgotten?: { clusterId: string } } | undefined) => ({ by: r.token === undefined ? 'addrs' : r.token === '' ? 'blank-token' : 'token', ...(res?.forgotten ? { forgot_cluster_id: res.forgotten.clusterId } : {}) }),
+    },
+  });
+
   return {
     dr,
+    performance: perf,
     drMode,
+    performanceMode,
+    async suspend() {
+      await perf.suspend();
+      await dr.suspend();
+    },
     clusterId: () => {
       const s = dr.state;
       return s.mode === 'disabled' ? '' : s.clusterId;
@@ -164,18 +255,11 @@ export async function wireReplication(o: {
         update: { op: 'dr/generate-operation-token/update', detail: (_a, r) => (r ? { progress: r.progress, required: r.required, token_created: r.complete } : {}) },
         revoke: { op: 'dr/operation-token/delete' },
       }),
-      resolveWrappingToken: (t) => dr.resolveActivationJwt(t),
+      // An activation JWT names its kind; the primary of that kind verifies it (DR when unnamed).
+      resolveWrappingToken: (t) => drivers[activationKindOf(t)].resolveActivationJwt(t),
+      performance: audited(audit, perfService, kindAudit('performance') as never),
       dr: audited(audit, drService, {
-        enablePrimary: { op: 'dr/primary/enable' },
-        demote: { op: 'dr/primary/demote' },
-        disablePrimary: { op: 'dr/primary/disable' },
-        secondaryToken: { op: 'dr/primary/secondary-token', detail: ([r], res) => ({ secondary_id: r.id.slice(0, 128), ttl_seconds: r.ttlSeconds, sealed: r.secondaryPublicKey !== '', ...(res ? { issued: true } : {}) }) },
-        revokeSecondary: { op: 'dr/primary/revoke-secondary', detail: ([id]) => ({ secondary_id: id.slice(0, 128) }) },
-        generatePublicKey: { op: 'dr/secondary/generate-public-key' },
-        enableSecondary: { op: 'dr/secondary/enable', detail: () => ({ mode: dr.state.mode }) },
-        promote: { op: 'dr/secondary/promote', detail: ([r]) => ({ force: r.force }) },
-        disableSecondary: { op: 'dr/secondary/disable' },
-        updatePrimary: { op: 'dr/secondary/update-primary', detail: ([r], res) => ({ by: r.token === undefined ? 'addrs' : r.token === '' ? 'blank-token' : 'token', ...(res?.forgotten ? { forgot_cluster_id: res.forgotten.clusterId } : {}) }) },
+        ...(kindAudit('dr') as object),
         checkOperationToken: { op: 'dr/operation-token/use' },
         reindex: { op: 'dr/secondary/reindex', detail: reindexFlags },
         merkleCheck: { op: 'dr/secondary/merkle-check' },

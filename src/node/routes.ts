@@ -8,7 +8,7 @@ import { namespaceRoutes } from '../http/routes/namespaces.js';
 import { policyRoutes } from '../http/routes/policies.js';
 import { drOperationTokenRoutes, type DrOperationTokenService } from '../http/routes/dr-operation-token.js';
 import { generateRootRoutes, type GenerationService } from '../http/routes/generate-root.js';
-import { drRoutes, type DrService } from '../http/routes/replication-dr.js';
+import { replicationKindRoutes, type DrService, type KindService } from '../http/routes/replication-kind.js';
 import { replicationRoutes, type ReplicationService } from '../http/routes/replication.js';
 import { sealRoutes, type NodeFacts } from '../http/routes/seal.js';
 import { systemRoutes, type SystemService } from '../http/routes/system.js';
@@ -19,6 +19,7 @@ import type { VaultCore } from '../vault/core.js';
 export interface ReplicationRoutes {
   readonly status: ReplicationService;
   readonly dr: DrService;
+  readonly performance: KindService;
   readonly drTokens: DrOperationTokenService;
   readonly resolveWrappingToken: (presented: string) => Promise<string>;
 }
@@ -29,7 +30,8 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationR
     ...generateRootRoutes(generateRoot),
     ...replicationRoutes(repl.status),
     ...drOperationTokenRoutes(repl.drTokens),
-    ...drRoutes(repl.dr),
+    ...replicationKindRoutes('dr', repl.dr),
+    ...replicationKindRoutes('performance', repl.performance),
     ...systemRoutes(sys),
     ...wrappingRoutes(core.wrapping, repl.resolveWrappingToken),
     ...tokenRoutes(core.tokens),

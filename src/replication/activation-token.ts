@@ -83,6 +83,8 @@ export interface ActivationClaims {
   readonly accessor: string;
   /** The replication set that issued it (our addition): lets a secondary refuse a token of another set before spending it. */
   readonly cluster_id?: string;
+  /** The kind of replication it activates (our addition): checked before the token is spent. */
+  readonly kind?: string;
 }
 
 export interface ActivationJwtRequest {
@@ -92,6 +94,7 @@ export interface ActivationJwtRequest {
   readonly ttlSeconds: number;
   readonly now: Date;
   readonly clusterId?: string;
+  readonly kind?: 'dr' | 'performance';
 }
 
 /** A fresh P-521 key pair in both stored forms. */
@@ -111,7 +114,10 @@ export async function signActivationJwt(request: ActivationJwtRequest, privateKe
     throw new InvalidRequest('activation token ttl must be a positive whole number of seconds');
   }
   const iat = Math.floor(request.now.getTime() / 1000);
-  const extra = request.clusterId !== undefined ? { cluster_id: request.clusterId } : {};
+  const extra = {
+    ...(request.clusterId !== undefined ? { cluster_id: request.clusterId } : {}),
+    ...(request.kind !== undefined ? { kind: request.kind } : {}),
+  };
   return new SignJWT({ type: WRAPPING_TYPE, addr: request.addr, accessor: request.accessor, ...extra })
     .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
     .setJti(request.jti)
@@ -153,7 +159,7 @@ export function peekJwt(jwt: string): Partial<ActivationClaims> {
     throw new ActivationTokenRejected(RejectReason.malformed, 'activation token is not a JWT', { cause });
   }
   const out: Record<string, unknown> = {};
-  for (const name of ['jti', 'addr', 'accessor', 'type', 'cluster_id'] as const) {
+  for (const name of ['jti', 'addr', 'accessor', 'type', 'cluster_id', 'kind'] as const) {
     if (typeof payload[name] === 'string') out[name] = payload[name];
   }
   for (const name of ['iat', 'nbf', 'exp'] as const) {

@@ -12,7 +12,8 @@
 import { randomUUID } from 'node:crypto';
 import { Internal, InvalidRequest, TesseraError, ErrorCode } from '../core/errors.js';
 import type { Tree } from '../core/merkle.js';
-import type { TokenStatus } from '../core/replication/index.js';
+import { KIND_POLICY, type TokenStatus } from '../core/replication/index.js';
+import type { WalEntry } from '../core/wal.js';
 import { compareVersions, VERSION } from '../core/version.js';
 import type { PinnedSnapshot } from '../storage/merkle-view.js';
 import type { StorageEngine } from '../storage/engine.js';
@@ -61,6 +62,7 @@ const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 
 export class PrimaryStreamer implements PrimaryService {
   readonly views: SecondaryViews;
+  /** The kind's policy without a paths filter (calls that serve no keys). */
   private readonly policy: ServePolicy;
   private readonly snapshots = new Map<string, { snap: PinnedSnapshot; owner: string; timer: NodeJS.Timeout }>();
   private lastCommitMs = 0;
@@ -85,6 +87,11 @@ export class PrimaryStreamer implements PrimaryService {
       /** Keeps each secondary's last heartbeat across restarts. */
       lastSeen?: LastSeenStore;
       onPersistError?: (e: unknown) => void;
+      /**
+       * HOOK for performance paths filters: the key predicate of one secondary's filter
+       * (src/replication/paths-filter.ts); absent, or for DR, every key of the kind's classes.
+       */
+      pathsFilter?: (secondaryId: string) => (key: string) => boolean;
     },
   ) {
     this.policy = servePolicy(o.kind);
@@ -101,6 +108,12 @@ export class PrimaryStreamer implements PrimaryService {
 
   private now(): number {
     return (this.o.now ?? Date.now)();
+  }
+
+  /** The policy for one secondary: its kind's classes, narrowed by its paths filter if any. */
+  private policyFor(secondaryId: string): ServePolicy {
+    const filter = KIND_POLICY[this.o.kind].filters ? this.o.pathsFilter?.(secondaryId) : undefined;
+    return filter ? servePolicy(this.o.kind, filter) : this.policy;
   }
 
   /** The last heartbeats persisted before a restart. */
@@ -201,12 +214,7 @@ export class PrimaryStreamer implements PrimaryService {
         }
         // Throws WalNotRetained if the bound dropped what this secondary needs: it reconnects and reconciles.
         const entries = await engine.readWal(next, maxBatch, MAX_BATCH_BYTES);
-        // Defence in depth: the engine never puts node-class keys in the WAL (assertClass), and
-        // nothing this kind does not replicate may leave on the stream even if it did.
-        for (const e of entries) {
-          if (!e.ops.every((op) => this.policy.admits(op.key))) throw new Internal(`WAL entry ${e.index} holds a key ${this.o.kind} secondaries may not receive`);
-        }
-        await sink.send({ type: 'batch', entries, primaryLastWal: engine.lastGuard().index, primaryCommitTimeMs: this.lastCommitMs });
+        await sink.send({ type: 'batch', entries: this.served(peer.secondaryId, entries), primaryLastWal: engine.lastGuard().index, primaryCommitTimeMs: this.lastCommitMs });
         next = (entries.at(-1)?.index ?? next - 1n) + 1n;
         // Draining: say the index is final as soon as this secondary has been sent everything.
         if (this.draining && next > engine.lastGuard().index) await beat();
@@ -217,6 +225,23 @@ export class PrimaryStreamer implements PrimaryService {
       ended();
     }
     if (!sink.closed) sink.end();
+  }
+
+  /**
+   * What of `entries` this kind's secondary may receive. DR mirrors the WAL, so an entry holding a
+   * key it may not receive is a defect (the engine never puts node-class keys in the WAL): refused.
+   * A performance secondary re-commits into its own WAL and keeps the upstream guard beside it,
+   * so its entries carry only the admitted ops (possibly none; the guard still moves).
+   */
+  private served(secondaryId: string, entries: readonly WalEntry[]): WalEntry[] {
+    const policy = this.policyFor(secondaryId);
+    if (!KIND_POLICY[this.o.kind].filters) {
+      for (const e of entries) {
+        if (!e.ops.every((op) => policy.admits(op.key))) throw new Internal(`WAL entry ${e.index} holds a key ${this.o.kind} secondaries may not receive`);
+      }
+      return [...entries];
+    }
+    return entries.map((e) => (e.ops.every((op) => policy.admits(op.key)) ? e : { ...e, ops: e.ops.filter((op) => policy.admits(op.key)) }));
   }
 
   async heartbeat(peer: Peer, req: HeartbeatRequest): Promise<HeartbeatReply> {
@@ -307,8 +332,9 @@ export class PrimaryStreamer implements PrimaryService {
   async leaves(peer: Peer, id: string, tree: 1 | 2, page: number, subpages: readonly number[]): Promise<LeafInfo[]> {
     this.policy.admitTree(tree);
     const snap = this.snap(peer, id);
+    const policy = this.policyFor(peer.secondaryId);
     const out: LeafInfo[] = [];
-    for (const s of subpages) for (const l of await snap.leaves(tree, page, s)) if (this.policy.admits(l.key)) out.push({ key: l.key, valueHash: l.valueHash, subpage: s });
+    for (const s of subpages) for (const l of await snap.leaves(tree, page, s)) if (policy.admits(l.key)) out.push({ key: l.key, valueHash: l.valueHash, subpage: s });
     return out;
   }
 
@@ -316,7 +342,7 @@ export class PrimaryStreamer implements PrimaryService {
     const snap = this.snap(peer, id);
     if (keys.length > 10_000) throw new InvalidRequest('at most 10000 keys per fetch');
     // All or nothing: one key outside the kind's classes (node class above all) refuses the call.
-    this.policy.admitKeys(keys);
+    this.policyFor(peer.secondaryId).admitKeys(keys);
     return Promise.all(keys.map(async (key) => ({ key, value: await snap.readRaw(key) })));
   }
 

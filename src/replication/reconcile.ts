@@ -4,12 +4,13 @@
  * only where hashes differ, so its cost follows the difference, not the data set: one changed key
  * among a million costs a few kilobytes of hashes and one value.
  *
- *   const r = await reconcile({ client, engine, secondaryId, onPhase, onProgress });
+ *   const r = await reconcile({ client, engine, applier, secondaryId, onPhase, onProgress });
  *   r.fetched // keys whose values were fetched; r.deleted // keys removed
  */
-import { TREES, type Tree } from '../core/merkle.js';
+import type { Tree } from '../core/merkle.js';
 import type { WalOp } from '../core/wal.js';
 import type { StorageEngine } from '../storage/engine.js';
+import type { Applier } from './applier.js';
 import type { PrimaryClient, SnapshotInfo } from './transport.js';
 
 export interface ReconcileResult {
@@ -21,7 +22,10 @@ export interface ReconcileResult {
 
 export interface ReconcileOptions {
   readonly client: PrimaryClient;
+  /** This node's Merkle index (local hashes and leaves). */
   readonly engine: StorageEngine;
+  /** Writes what merkle-sync installs, and names the subtrees this kind reconciles. */
+  readonly applier: Applier;
   readonly secondaryId: string;
   readonly onPhase?: (phase: 'merkle-diff' | 'merkle-sync') => void;
   readonly onProgress?: (p: { total: number; done: number }) => void;
@@ -61,7 +65,7 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileResult> {
     const fetch: string[] = [];
     const remove: string[] = [];
     let comparedPages = 0;
-    for (const tree of TREES) {
+    for (const tree of o.applier.trees) {
       const d = await diffTree(o, snap, tree);
       fetch.push(...d.fetch);
       remove.push(...d.remove);
@@ -78,13 +82,13 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileResult> {
       const values = await o.client.fetchValues(snap.snapshotId, fetch.slice(i, i + chunk));
       for (const kv of values) pending.push(kv.value === undefined ? { type: 'del', key: kv.key } : { type: 'put', key: kv.key, value: kv.value });
       if (pending.length >= chunk && i + chunk < fetch.length) {
-        await o.engine.installChunk(pending);
+        await o.applier.installChunk(pending);
         done += pending.length;
         pending = [];
         o.onProgress?.({ total, done });
       }
     }
-    await o.engine.installSnapshot(pending, snap.guard);
+    await o.applier.installSnapshot(pending, snap.guard);
     done += pending.length;
     o.onProgress?.({ total, done });
     return { guard: snap.guard, fetched: fetch.length, deleted: remove.length, comparedPages };

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Behind } from '../core/replication/index.js';
 import { VERSION } from '../core/version.js';
 import type { StorageEngine } from '../storage/engine.js';
+import { applierFor, type Applier } from './applier.js';
 import { reconcile } from './reconcile.js';
 import type { LastSeenStore } from './secondary-views.js';
 import type { BootstrapInfo, ConnectionState, PrimaryClient, StreamHandle } from './transport.js';
@@ -19,6 +20,11 @@ export type SecondaryState = 'idle' | 'stream-wals' | 'merkle-diff' | 'merkle-sy
 
 export interface SecondaryLoopOptions {
   readonly engine: StorageEngine;
+  /**
+   * How received entries are applied, and the upstream guard they move (applier.ts). Default:
+   * the primary's WAL becomes this node's (DR).
+   */
+  readonly applier?: Applier;
   readonly connect: () => PrimaryClient;
   readonly secondaryId: string;
   readonly kind: 'dr' | 'performance';
@@ -73,9 +79,12 @@ export class SecondaryLoop {
   private lastPersistMs = 0;
   private persisting: Promise<void> = Promise.resolve();
 
+  private readonly applier: Applier;
+
   constructor(private readonly o: SecondaryLoopOptions) {
+    this.applier = o.applier ?? applierFor('dr', o.engine);
     this.progress = {
-      state: 'idle', connection: 'idle', lastRemoteWal: o.engine.lastGuard().index, primaryLastWal: 0n, primaryCommitTimeMs: 0,
+      state: 'idle', connection: 'idle', lastRemoteWal: this.applier.guard().index, primaryLastWal: 0n, primaryCommitTimeMs: 0,
       lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '',
       syncTotal: 0, syncDone: 0, lastSync: undefined,
     };
@@ -123,7 +132,7 @@ export class SecondaryLoop {
 
   /** How far behind, when the primary last told of an index above what this secondary applied. */
   behindBy(): Behind | null {
-    const applied = this.o.engine.lastGuard().index;
+    const applied = this.applier.guard().index;
     const last = this.progress.primaryLastWal;
     return last > applied ? { applied: Number(applied), primaryLast: Number(last) } : null;
   }
@@ -166,7 +175,7 @@ export class SecondaryLoop {
     const log = this.o.log;
     try {
       this.progress.connection = 'connecting';
-      if (this.progress.lastAppliedCommitMs === 0) {
+      if (this.progress.lastAppliedCommitMs === 0 && !this.applier.ownWal) {
         // The commit time of what we hold, so lag_ms is real before the first batch arrives.
         const last = this.o.engine.lastGuard().index;
         const [entry] = last > 0n ? await this.o.engine.readWal(last, 1).catch(() => []) : [];
@@ -195,7 +204,7 @@ export class SecondaryLoop {
   private async openStream(): Promise<void> {
     const client = this.client;
     if (!client || !this.running) return;
-    const guard = this.o.engine.lastGuard();
+    const guard = this.applier.guard();
     await new Promise<void>((resolve) => {
       let settled = false;
       const settle = () => {
@@ -224,7 +233,7 @@ export class SecondaryLoop {
                 return;
               case 'batch': {
                 const apply = this.applying.then(async () => {
-                  await this.o.engine.applyEntries(m.entries);
+                  await this.applier.apply(m.entries);
                   const last = m.entries.at(-1);
                   if (last) {
                     this.progress.lastRemoteWal = last.index;
@@ -266,6 +275,7 @@ export class SecondaryLoop {
       const r = await reconcile({
         client,
         engine: this.o.engine,
+        applier: this.applier,
         secondaryId: this.o.secondaryId,
         onPhase: (p) => {
           this.progress.state = p;
@@ -295,7 +305,7 @@ export class SecondaryLoop {
     try {
       const r = await client.heartbeat({
         secondaryId: this.o.secondaryId,
-        applied: this.o.engine.lastGuard(),
+        applied: this.applier.guard(),
         sentAtMs: sent,
         state: this.progress.state,
         apiAddr: this.o.apiAddr(),

@@ -9,13 +9,18 @@
  *   policy.admitCall('token-issued', 'reconcile');   // throws PermissionDenied: bootstrap first
  *   policy.admitKeys(['node/replication/dr/state']);  // throws PermissionDenied
  *
- * Performance replication plugs in here: its row serves the replicated class only, and
- * `admitsPath` is where its per-secondary path filter will answer.
+ * The classes come from KIND_POLICY (Merkle subtrees per kind): DR serves the replicated and local
+ * classes, performance the replicated class only.
+ *
+ * HOOK for performance paths filters (src/replication/paths-filter.ts, built separately): pass
+ * its `(kind-policy) key predicate` for the secondary as `admitsPath`; everything that serves data
+ * or hashes to that secondary (stream, leaves, fetch) already asks `admits(key)`.
  */
 import { PermissionDenied } from '../core/errors.js';
 import type { Tree } from '../core/merkle.js';
 import type { Kind, TokenStatus } from '../core/replication/index.js';
-import { classify, KeyClass, treeOf } from '../storage/keyspace.js';
+import { classify, type KeyClass, treeOf } from '../storage/keyspace.js';
+import { classesOf } from './applier.js';
 import type { ClusterCall } from './transport.js';
 
 
@@ -34,14 +39,8 @@ export interface ServePolicy {
   admits(key: string): boolean;
 }
 
-/** Per kind: the classes served. A path filter (performance) narrows the replicated class further. */
-const CLASSES: Readonly<Record<Kind, readonly KeyClass[]>> = {
-  dr: [KeyClass.replicated, KeyClass.local],
-  performance: [KeyClass.replicated],
-};
-
 export function servePolicy(kind: Kind, admitsPath: (key: string) => boolean = () => true): ServePolicy {
-  const classes = CLASSES[kind];
+  const classes = classesOf(kind);
   const trees = new Set(classes.map(treeOf));
   const admits = (key: string): boolean => classes.includes(classify(key)) && admitsPath(key);
   return {

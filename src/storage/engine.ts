@@ -95,6 +95,8 @@ export class StorageEngine implements RawStore, MerkleView {
   private idleFlush: NodeJS.Timeout | undefined;
   /** Set while writes of tree-class keys are refused (a primary draining for demote). */
   private writeFence: (() => Error) | undefined;
+  /** Set on a performance secondary: replicated-class keys change only from upstream. */
+  private replicatedGuard: (() => Error) | undefined;
 
   private constructor(
     private readonly backend: FaultGuard,
@@ -135,14 +137,19 @@ export class StorageEngine implements RawStore, MerkleView {
 
   // ---- the commit path ----
 
-  /** Ops carry ciphertext; the barrier is the caller in production. Resolves once durable. */
-  async commitRaw(ops: readonly WalOp[], system: readonly SystemWrite[] = []): Promise<void> {
+  /**
+   * Ops carry ciphertext; the barrier is the caller in production. Resolves once durable.
+   * `upstream`: the ops come from this node's replication primary (a performance secondary
+   * re-committing what it received), the only writes `guardReplicated` lets through.
+   */
+  async commitRaw(ops: readonly WalOp[], system: readonly SystemWrite[] = [], opts: { upstream?: boolean } = {}): Promise<void> {
     this.assertWritable();
     for (const op of ops) assertLogicalKey(op.key);
     for (const s of system) if (s.name.length === 0) throw new InvalidRequest('system record name must not be empty');
     if (ops.length === 0 && system.length === 0) return;
     // Node-class records (this node's own role) stay writable: the demote that fenced persists them.
     if (this.writeFence !== undefined && ops.some((op) => classify(op.key) !== KeyClass.node)) throw this.writeFence();
+    if (this.replicatedGuard !== undefined && opts.upstream !== true && ops.some((op) => classify(op.key) === KeyClass.replicated)) throw this.replicatedGuard();
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ ops, system, resolve, reject });
       if (this.scheduled) return;
@@ -160,6 +167,15 @@ export class StorageEngine implements RawStore, MerkleView {
     this.writeFence = refusal;
     // Every accepted transaction has a flush job queued ahead of this one on the chain.
     await this.exclusive(async () => {});
+  }
+
+  /**
+   * From now on (until called with undefined) refuses every write of a replicated-class key that
+   * is not `upstream`, with `refusal()`: a performance secondary never applies such a write
+   * locally (it would diverge from its primary). Local and node classes stay writable.
+   */
+  guardReplicated(refusal: (() => Error) | undefined): void {
+    this.replicatedGuard = refusal;
   }
 
   unfence(): void {

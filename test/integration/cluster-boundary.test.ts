@@ -7,7 +7,7 @@
 import { VERSION } from '../../src/core/version.js';
 import { genesisGuard, type WalEntry } from '../../src/core/wal.js';
 import { generateBoxKeyPair, openSealed } from '../../src/replication/activation-token.js';
-import { RECORD_KEY } from '../../src/replication/dr-record.js';
+import { RECORD_KEY } from '../../src/replication/role-record.js';
 import { PrimaryStreamer } from '../../src/replication/primary-service.js';
 import { servePolicy } from '../../src/replication/serve-policy.js';
 import type { PrimaryClient, StreamMessage } from '../../src/replication/transport.js';

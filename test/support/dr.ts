@@ -1,37 +1,55 @@
 /**
- * DR helpers for in-process nodes (test/support/in-process.ts): status, waiting for sync,
- * activation tokens and DR operation tokens, as an operator would obtain them over HTTP.
+ * Replication helpers for in-process nodes (test/support/in-process.ts), for either kind (default
+ * DR): status, waiting for sync, activation tokens and DR operation tokens, as an operator would
+ * obtain them over HTTP.
  *
  *   await inSync(primary, secondary, { streaming: true });
+ *   await inSync(primary, perfSecondary, { kind: 'performance' });
  *   const t = await drOperationToken(secondary, primary.unsealKeys.slice(0, 2));
  */
 import { decodeOtp } from '../../src/replication/operation-token.js';
 import { eventually } from '../harness/eventually.js';
 import type { TestNode } from './in-process.js';
 
+export type Kind = 'dr' | 'performance';
 export const DR = 'sys/replication/dr';
+export const PERF = 'sys/replication/performance';
 export const OP = `${DR}/secondary/generate-operation-token`;
+export const base = (kind: Kind): string => `sys/replication/${kind}`;
 
-export async function drStatus(n: TestNode): Promise<any> {
-  const r = await n.call('GET', `${DR}/status`, undefined, { token: null });
+export async function replStatus(n: TestNode, kind: Kind): Promise<any> {
+  const r = await n.call('GET', `${base(kind)}/status`, undefined, { token: null });
   expect(r.status).toBe(200);
   return r.body.data;
 }
 
-/** Waits until `b` holds exactly `a`'s history (same WAL position and Merkle root); returns b's status. */
-export async function inSync(a: TestNode, b: TestNode, opts: { streaming?: boolean } = {}): Promise<any> {
+export async function drStatus(n: TestNode): Promise<any> {
+  return replStatus(n, 'dr');
+}
+
+/**
+ * Waits until `b` holds `a`'s history; returns b's status. DR: the same WAL position and Merkle
+ * root (an exact standby). Performance: `b` applied `a`'s last index (its own WAL and local class
+ * differ by design).
+ */
+export async function inSync(a: TestNode, b: TestNode, opts: { streaming?: boolean; kind?: Kind } = {}): Promise<any> {
+  const kind = opts.kind ?? 'dr';
   return eventually(async () => {
-    const [sa, sb] = [await drStatus(a), await drStatus(b)];
-    if (opts.streaming) expect(sb.state).toBe('stream-wals');
-    expect(sb.last_wal).toBe(sa.last_wal);
-    expect(sb.merkle_root).toBe(sa.merkle_root);
+    const [sa, sb] = [await replStatus(a, kind), await replStatus(b, kind)];
+    if (opts.streaming || kind === 'performance') expect(sb.state).toBe('stream-wals');
+    if (kind === 'dr') {
+      expect(sb.last_wal).toBe(sa.last_wal);
+      expect(sb.merkle_root).toBe(sa.merkle_root);
+    } else {
+      expect(sb.last_remote_wal).toBe(sa.last_wal);
+    }
     return sb;
   }, { timeoutMs: 15_000, intervalMs: 50 });
 }
 
 /** A wrapped activation token (the JWT) for `id`, issued by primary `p`. */
-export async function secondaryToken(p: TestNode, id: string, ttl?: string): Promise<string> {
-  const r = await p.call('POST', `${DR}/primary/secondary-token`, { id, ...(ttl ? { ttl } : {}) });
+export async function secondaryToken(p: TestNode, id: string, ttl?: string, kind: Kind = 'dr'): Promise<string> {
+  const r = await p.call('POST', `${base(kind)}/primary/secondary-token`, { id, ...(ttl ? { ttl } : {}) });
   expect(r.status).toBe(200);
   return r.body.wrap_info.token;
 }
@@ -46,9 +64,10 @@ export async function drOperationToken(n: TestNode, keys: string[]): Promise<str
   return decodeOtp(last.encoded_token, start.body.otp);
 }
 
-/** Enables DR on `p`, activates `s` as its secondary `id`, and waits until they are in sync. */
-export async function activatePair(p: TestNode, s: TestNode, id: string): Promise<void> {
-  expect((await p.call('POST', `${DR}/primary/enable`, {})).status).toBe(204);
-  expect((await s.call('POST', `${DR}/secondary/enable`, { token: await secondaryToken(p, id) })).status).toBe(204);
-  await inSync(p, s);
+/** Enables `kind` (default DR) on `p`, activates `s` as its secondary `id`, and waits until they are in sync. */
+export async function activatePair(p: TestNode, s: TestNode, id: string, kind: Kind = 'dr'): Promise<void> {
+  expect((await p.call('POST', `${base(kind)}/primary/enable`, {})).status).toBe(204);
+  const r = await s.call('POST', `${base(kind)}/secondary/enable`, { token: await secondaryToken(p, id, undefined, kind) });
+  expect({ status: r.status, body: r.body }).toEqual({ status: 204, body: undefined });
+  await inSync(p, s, { kind });
 }

@@ -1,15 +1,17 @@
 /**
- * The role-specific part of `sys/replication/dr/status` (WIRE.md section 3), with our additions:
+ * The role-specific part of `sys/replication/:kind/status` (WIRE.md section 3), with our additions:
  * lag in WAL entries and milliseconds on both ends. Types are strict: indices are JSON numbers,
- * times are RFC 3339 strings, `*_ms` fields are strings.
+ * times are RFC 3339 strings, `*_ms` fields are strings. The primary's last index is
+ * `last_dr_wal` or `last_performance_wal` (KIND_POLICY.lastWalField); a secondary's position is
+ * its upstream guard (for a performance secondary, not its own WAL's index).
  */
-import { statusFields } from '../core/replication/index.js';
-import type { DrReplication } from './dr.js';
+import { KIND_POLICY, statusFields } from '../core/replication/index.js';
+import type { ReplicationDriver } from './driver.js';
 
 const CONNECTED_WITHIN_MS = 3000;
 
 /** While a demote drains: the final index and who has not applied it yet. */
-function drainFields(dr: DrReplication): Record<string, unknown> {
+function drainFields(dr: ReplicationDriver): Record<string, unknown> {
   const d = dr.drainProgress;
   if (!d) return {};
   return { demote_drain: { last_wal: Number(d.lastWal), pending: d.pending.map((x) => ({ id: x.id, last_applied_wal: Number(x.applied) })) } };
@@ -19,7 +21,7 @@ function rfc3339(ms: number): string {
   return ms > 0 ? new Date(ms).toISOString() : '';
 }
 
-export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): Record<string, unknown> {
+export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number): Record<string, unknown> {
   const s = dr.state;
   const base = statusFields(s) as unknown as Record<string, unknown>;
   switch (s.mode) {
@@ -53,7 +55,7 @@ export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): R
         cluster_id: s.clusterId,
         primary_cluster_addr: dr.clusterAddr(),
         known_secondaries: Object.keys(s.secondaries).filter((id) => s.secondaries[id]?.status !== 'revoked').sort(),
-        last_dr_wal: Number(lastWal),
+        [KIND_POLICY[dr.kind].lastWalField]: Number(lastWal),
         secondaries,
         lag_entries: secondaries.reduce((m, x) => Math.max(m, x.lag_entries), 0),
         lag_ms: String(secondaries.reduce((m, x) => Math.max(m, Number(x.lag_ms)), 0)),
@@ -64,7 +66,9 @@ export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): R
     case 'bootstrapping': {
       const loop = dr.secondaryLoop;
       const p = loop?.progress;
-      const lagEntries = p && p.primaryLastWal > lastWal ? Number(p.primaryLastWal - lastWal) : 0;
+      // The secondary's position in its primary's history (its own WAL may differ: performance).
+      const applied = dr.appliedUpstream() ?? lastWal;
+      const lagEntries = p && p.primaryLastWal > applied ? Number(p.primaryLastWal - applied) : 0;
       // Behind: how old the newest entry we hold is, against the primary's last commit when known
       // (else against now, an upper bound while the primary is silent).
       const lagMs = p && lagEntries > 0 && p.lastAppliedCommitMs > 0 ? Math.max(0, (p.primaryCommitTimeMs || now) - p.lastAppliedCommitMs) : 0;
@@ -76,7 +80,7 @@ export function drRoleStatus(dr: DrReplication, lastWal: bigint, now: number): R
         state,
         cluster_id: s.clusterId,
         secondary_id: s.secondaryId ?? '',
-        last_remote_wal: Number(p?.lastRemoteWal ?? lastWal),
+        last_remote_wal: Number(p?.lastRemoteWal ?? applied),
         primary_cluster_addr: primaryAddr,
         known_primary_cluster_addrs: dr.material.secondary?.knownPrimaryClusterAddrs ?? [],
         connection_state: p?.connection ?? 'shutdown',

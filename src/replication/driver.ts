@@ -1,33 +1,38 @@
 /**
- * The DR replication driver: feeds operator intents and channel facts to the pure state machine
- * (src/core/replication) and carries out its effects, in the machine's order, one operation at a
- * time. It owns the role's I/O: the gRPC server of a primary, the replication loop of a
- * secondary, CA and certificates, activation bundles, and the persisted record.
+ * The replication driver of one kind ('dr' or 'performance'): feeds operator intents and channel
+ * facts to the pure state machine (src/core/replication) and carries out its effects, in the
+ * machine's order, one operation at a time. It owns the role's I/O: the gRPC server of a primary,
+ * the replication loop of a secondary, CA and certificates, activation bundles, and the persisted
+ * record. What differs between the kinds is read from KIND_POLICY, never branched on by name.
  *
- *   const dr = new DrReplication({ engine, seal, core, transport, log, ... });
- *   await dr.load();                                   // after unseal
- *   await dr.enablePrimary({ primaryClusterAddr: '' });
- *   const { wrapInfo } = await dr.secondaryToken({ id: 'east', ttlSeconds: 1800 });
+ *   const perf = new ReplicationDriver({ kind: 'performance', engine, seal, core, transport, log, ... });
+ *   await perf.load();                                   // after unseal
+ *   await perf.enablePrimary('');
+ *   const { wrapInfo } = await perf.secondaryToken({ id: 'east', ttlSeconds: 1800, secondaryPublicKey: '' });
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { InvalidRequest, PermissionDenied } from '../core/errors.js';
-import { refusalError, resume, step, lookupSecondary, type Effect, type Event, type State, type TokenStatus } from '../core/replication/index.js';
+import { InvalidRequest, PermissionDenied, Unavailable } from '../core/errors.js';
+import {
+  crossKindRefusal, initialState, KIND_POLICY, refusalError, resume, step, lookupSecondary,
+  type Effect, type Event, type Kind, type KindPolicy, type Mode, type State, type TokenStatus,
+} from '../core/replication/index.js';
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import type { Store } from '../storage/store.js';
 import { createSigningKey, generateBoxKeyPair, isBoxPublicKey, isJwt, peekJwt, sealTo, signActivationJwt, verifyActivationJwt } from './activation-token.js';
 import { BUNDLE_VERSION, type Bundle } from './bundle.js';
-import { loadRecord, MODE_SUMMARY, saveRecord, type DrRecord } from './dr-record.js';
-import { DemoteDrain, type DemoteReport } from './dr-drain.js';
-import { lastSeenRecord, PRIMARY_LAST_SEEN, SECONDARIES_LAST_SEEN } from './last-seen.js';
+import { applierFor, type Applier } from './applier.js';
+import { composeRecord, loadRecord, saveRecord, workbenchOf, type SecondaryMaterial, type Workbench } from './role-record.js';
+import { DemoteDrain, type DemoteReport } from './drain.js';
+import { lastSeenRecord } from './last-seen.js';
 import { createCa, issueLeaf } from './pki.js';
 import { PrimaryStreamer } from './primary-service.js';
 import { redeem } from './redeem.js';
 import { SecondaryLoop } from './secondary-loop.js';
 import type { PrimaryClient, PrimaryService, ReplicationServer, TlsMaterial } from './transport.js';
 
-export interface DrTransport {
+export interface ReplicationTransport {
   serve(opts: { address: string; tls: TlsMaterial; service: PrimaryService }): Promise<ReplicationServer>;
   connect(opts: { address: string; tls: TlsMaterial }): PrimaryClient;
 }
@@ -42,6 +47,8 @@ export interface CoreHooks {
   revokeAccessor(accessor: string): Promise<void>;
   /** Recreates a root token with this exact value (an emptied node's way back in). */
   restoreRoot(token: string): Promise<void>;
+  /** Reloads the core's caches (mounts, namespaces, policies) after replicated data changed. */
+  reload(): Promise<void>;
 }
 
 /**
@@ -57,11 +64,12 @@ export interface Forgotten {
   readonly primaryApiAddr: string;
 }
 
-export interface DrOptions {
+export interface DriverOptions {
+  readonly kind: Kind;
   readonly engine: StorageEngine;
   readonly seal: SealManager;
   readonly core: CoreHooks;
-  readonly transport: DrTransport;
+  readonly transport: ReplicationTransport;
   readonly log: Logger;
   /** host:port the cluster listener binds. */
   readonly clusterListen: string;
@@ -69,7 +77,16 @@ export interface DrOptions {
   readonly now?: () => number;
   /** Heartbeat interval and timeout, and the longest a demote waits for secondaries (see dr-drain.ts). */
   readonly timing?: { readonly heartbeatMs?: number; readonly heartbeatTimeoutMs?: number; readonly demoteDrainTimeoutMs?: number };
+  /** The mode of the other kind on this node, for the rules across kinds (crossKindRefusal). */
+  readonly otherMode?: () => Mode;
+  /** HOOK for performance paths filters: one secondary's key predicate (see serve-policy.ts). */
+  readonly pathsFilter?: (secondaryId: string) => (key: string) => boolean;
 }
+
+/** Operator intents, as the rules across kinds see them; facts are never refused there. */
+const INTENTS: ReadonlySet<Event['type']> = new Set([
+  'enablePrimary', 'demote', 'disablePrimary', 'issueToken', 'revokeSecondary', 'enableSecondary', 'promote', 'disableSecondary', 'updatePrimary',
+]);
 
 /** Request context of an operation that may redeem a token or probe addresses. */
 interface Ctx {
@@ -81,11 +98,14 @@ interface Ctx {
   primaryClusterAddr?: string;
 }
 
-export class DrReplication {
-  private record: DrRecord = { state: { kind: 'dr', mode: 'disabled' } };
+export class ReplicationDriver {
+  readonly kind: Kind;
+  private readonly policy: KindPolicy;
+  private record: Workbench;
   private server: ReplicationServer | undefined;
   private streamer: PrimaryStreamer | undefined;
   private loop: SecondaryLoop | undefined;
+  private applier: Applier | undefined;
   private boundClusterAddr = '';
   private queue: Promise<unknown> = Promise.resolve();
   private loaded = false;
@@ -96,7 +116,10 @@ export class DrReplication {
   private enabler: string | undefined;
   private readonly drain: DemoteDrain;
 
-  constructor(private readonly o: DrOptions) {
+  constructor(private readonly o: DriverOptions) {
+    this.kind = o.kind;
+    this.policy = KIND_POLICY[o.kind];
+    this.record = { state: initialState(o.kind) };
     this.drain = new DemoteDrain({ engine: o.engine, log: o.log, timeoutMs: o.timing?.demoteDrainTimeoutMs ?? 30_000 });
   }
 
@@ -113,7 +136,7 @@ export class DrReplication {
     return this.record.state;
   }
 
-  get material(): DrRecord {
+  get material(): Workbench {
     return this.record;
   }
 
@@ -123,6 +146,14 @@ export class DrReplication {
 
   get secondaryLoop(): SecondaryLoop | undefined {
     return this.loop;
+  }
+
+  /**
+   * The upstream index a secondary that keeps its own WAL has applied (what it told its primary);
+   * undefined where the node's own WAL is its primary's (DR) or nothing was applied yet.
+   */
+  appliedUpstream(): bigint | undefined {
+    return this.policy.apply === 'own-wal' ? this.applier?.guard().index : undefined;
   }
 
   /** The cluster address secondaries are told: the operator's, else the bound listener. */
@@ -146,12 +177,34 @@ export class DrReplication {
   /** Loads the persisted role after unseal and restarts it. */
   load(): Promise<void> {
     return this.exclusive(async () => {
-      this.record = await loadRecord(this.o.core.store());
+      this.record = workbenchOf(await loadRecord(this.o.core.store(), this.kind));
       this.loaded = true;
       const r = resume(this.record.state);
       this.record = { ...this.record, state: r.state };
       for (const e of r.effects) await this.perform(e, {});
+      this.gateReplicatedWrites();
     });
+  }
+
+  /**
+   * A secondary that keeps its own WAL (performance) never applies a write of a replicated key
+   * that did not come from its primary: the engine refuses it (503 Unavailable) and nothing
+   * changes. Local and node classes stay writable (its tokens, local mounts).
+   */
+  private gateReplicatedWrites(): void {
+    if (this.policy.apply !== 'own-wal') return;
+    const m = this.record.state.mode;
+    const gated = m === 'secondary' || m === 'bootstrapping';
+    this.o.engine.guardReplicated(
+      gated
+        ? () => new Unavailable(`this cluster is a ${this.policy.label} secondary: writes to replicated paths go to the primary${this.primaryApiHint()}; only local mounts and tokens are written here`)
+        : undefined,
+    );
+  }
+
+  private primaryApiHint(): string {
+    const s = this.record.state;
+    return (s.mode === 'secondary' || s.mode === 'bootstrapping') && s.primary?.apiAddr ? ` (${s.primary.apiAddr})` : '';
   }
 
   /** Stops the role's I/O (seal, shutdown); the persisted role is untouched. */
@@ -164,18 +217,45 @@ export class DrReplication {
     });
   }
 
+  /** Forgets the role in memory without touching storage (a DR secondary's inert copy). */
+  unload(): Promise<void> {
+    return this.exclusive(async () => {
+      await this.loop?.stop();
+      this.loop = undefined;
+      await this.stopServer();
+      this.record = { state: initialState(this.kind) };
+      this.loaded = false;
+      if (this.policy.apply === 'own-wal') this.o.engine.guardReplicated(undefined);
+    });
+  }
+
+  get isLoaded(): boolean {
+    return this.loaded;
+  }
+
   private async run(event: Event, ctx: Ctx): Promise<void> {
-    if (!this.loaded) throw new InvalidRequest('replication state is not loaded (is the node unsealed?)');
+    if (!this.loaded) throw new InvalidRequest(`${this.policy.label} replication state is not loaded (is the node unsealed, and not a DR secondary?)`);
+    this.refuseAcrossKinds(event);
     const r = step(this.record.state, event);
     if (!r.ok) throw refusalError(r.error);
     this.record = { ...this.record, state: r.state };
-    for (const e of r.effects) await this.perform(e, ctx);
+    try {
+      for (const e of r.effects) await this.perform(e, ctx);
+    } finally {
+      this.gateReplicatedWrites();
+    }
+  }
+
+  private refuseAcrossKinds(event: Event): void {
+    if (!INTENTS.has(event.type) || !this.o.otherMode) return;
+    const why = crossKindRefusal(this.kind, event.type === 'enableSecondary' ? 'enableSecondary' : 'other', this.o.otherMode());
+    if (why !== undefined) throw new InvalidRequest(why);
   }
 
   private async persist(): Promise<void> {
     if (this.record.state.mode !== 'disabled' && this.record.lastError !== undefined) this.record = { ...this.record, lastError: undefined };
-    await saveRecord(this.o.core.store(), this.record);
-    await this.o.engine.putSystem(MODE_SUMMARY, Buffer.from(JSON.stringify({ mode: this.record.state.mode })));
+    await saveRecord(this.o.core.store(), composeRecord(this.record));
+    await this.o.engine.putSystem(this.policy.modeSummary, Buffer.from(JSON.stringify({ mode: this.record.state.mode })));
   }
 
   private async perform(effect: Effect, ctx: Ctx): Promise<void> {
@@ -199,7 +279,7 @@ export class DrReplication {
           await this.o.core.reopen();
         }
         await this.persist();
-        log.warn('storage wiped for DR secondary activation');
+        log.warn(`storage wiped for ${this.policy.label} secondary activation`);
         return;
       }
       case 'createCa': {
@@ -211,12 +291,12 @@ export class DrReplication {
         const signing = await createSigningKey();
         this.record = {
           ...this.record,
-          primary: { caCertPem: ca.certPem, caKeyPem: ca.keyPem, serverCertPem: leaf.certPem, serverKeyPem: leaf.keyPem, serverName, signing: { privateJwk: signing.privateJwk, publicJwk: signing.publicJwk }, certs: {} },
+          primary: { caCertPem: ca.certPem, caKeyPem: ca.keyPem, serverCertPem: leaf.certPem, serverKeyPem: leaf.keyPem, serverName, signing: { privateJwk: signing.privateJwk, publicJwk: signing.publicJwk }, certs: {}, wrapAccessors: {} },
         };
         return;
       }
       case 'dropCa':
-        this.record = { ...this.record, primary: undefined } as DrRecord;
+        this.record = { ...this.record, primary: undefined };
         return;
       case 'startServer':
         return this.startServer();
@@ -233,7 +313,7 @@ export class DrReplication {
         this.loop = undefined;
         return;
       case 'forgetPrimary':
-        this.record = { ...this.record, secondary: undefined } as DrRecord;
+        this.record = { ...this.record, secondary: undefined };
         return this.persist();
       case 'newEpoch':
         await this.o.engine.setEpoch(this.o.engine.epoch() + 1);
@@ -247,7 +327,7 @@ export class DrReplication {
           caPath: ctx.caPath ?? '',
           boxKey: this.record.boxKey ? { publicKeyB64: this.record.boxKey.publicKeyB64, secretKey: new Uint8Array(Buffer.from(this.record.boxKey.secretKeyB64, 'base64')) } : undefined,
         });
-        if (bundle.kind !== 'dr') throw new InvalidRequest(`the token is for ${bundle.kind} replication, not DR`);
+        if (bundle.kind !== this.kind) throw new InvalidRequest(`the token is for ${KIND_POLICY[bundle.kind].label} replication, not ${this.policy.label}`);
         // A sealed token never reaches the primary before the wipe: its expiry is checked here.
         if (bundle.expires_at !== undefined && bundle.expires_at <= this.now()) {
           throw new InvalidRequest(`the activation token for "${bundle.secondary_id}" expired at ${new Date(bundle.expires_at).toISOString()}; ask the primary for a new one`);
@@ -288,7 +368,7 @@ export class DrReplication {
     }
   }
 
-  private secondaryTls(m: NonNullable<DrRecord['secondary']>): TlsMaterial {
+  private secondaryTls(m: SecondaryMaterial): TlsMaterial {
     return { caPem: m.caPem, certPem: m.certPem, keyPem: m.keyPem, serverName: m.serverName };
   }
 
@@ -299,13 +379,14 @@ export class DrReplication {
     await this.stopServer();
     const streamer = new PrimaryStreamer({
       engine: this.o.engine,
-      kind: 'dr',
+      kind: this.kind,
+      ...(this.o.pathsFilter ? { pathsFilter: this.o.pathsFilter } : {}),
       registry: { check: (id, fp) => this.authorize(id, fp) },
       info: { clusterId: () => (this.record.state.mode === 'primary' ? this.record.state.clusterId : ''), nodeId: () => 'tessera', apiAddr: this.o.apiAddr, clusterAddr: () => this.clusterAddr() },
       onBootstrap: (id) => this.activated(id),
       ...(this.o.now ? { now: this.o.now } : {}),
       ...timingOf(this.o.timing),
-      lastSeen: lastSeenRecord(() => this.o.core.store(), SECONDARIES_LAST_SEEN),
+      lastSeen: lastSeenRecord(() => this.o.core.store(), this.policy.lastSeen.secondaries),
       onPersistError: (e) => this.o.log.warn({ err: (e as Error).message }, 'could not persist secondaries\' last heartbeats'),
     });
     await streamer.load().catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not load secondaries\' last heartbeats'));
@@ -316,7 +397,7 @@ export class DrReplication {
       service: streamer,
     });
     this.boundClusterAddr = this.server.address;
-    this.o.log.info({ cluster_addr: this.server.address }, 'DR primary serving on the cluster port');
+    this.o.log.info({ cluster_addr: this.server.address }, `${this.policy.label} primary serving on the cluster port`);
   }
 
   private async stopServer(): Promise<void> {
@@ -330,7 +411,7 @@ export class DrReplication {
   /** The transport's per-call check: a registered, unrevoked, unexpired id with its own certificate. */
   private authorize(id: string, fingerprint: string): TokenStatus {
     const s = this.record.state;
-    if (s.mode !== 'primary') throw new PermissionDenied('this cluster is not a DR primary');
+    if (s.mode !== 'primary') throw new PermissionDenied(`this cluster is not a ${this.policy.label} primary`);
     const entry = lookupSecondary(s.secondaries, id);
     if (!entry || entry.status === 'revoked') throw new PermissionDenied(`secondary "${id}" is not registered or was revoked`);
     if (entry.status === 'token-issued' && entry.expiresAt < this.now()) throw new PermissionDenied(`the activation token of secondary "${id}" expired`);
@@ -348,7 +429,7 @@ export class DrReplication {
     const b = ctx.bundle;
     if (b) {
       const known = new Set([...(this.record.secondary?.knownPrimaryClusterAddrs ?? []), b.primary_cluster_addr]);
-      this.record = { ...this.record, secondary: { caPem: b.ca_pem, certPem: b.cert_pem, keyPem: b.key_pem, serverName: b.server_name, knownPrimaryClusterAddrs: [...known] }, boxKey: undefined } as DrRecord;
+      this.record = { ...this.record, secondary: { caPem: b.ca_pem, certPem: b.cert_pem, keyPem: b.key_pem, serverName: b.server_name, knownPrimaryClusterAddrs: [...known] }, boxKey: undefined };
       await this.persist();
     } else if (this.record.secondary && !this.record.secondary.knownPrimaryClusterAddrs.includes(clusterAddr)) {
       this.record = { ...this.record, secondary: { ...this.record.secondary, knownPrimaryClusterAddrs: [...this.record.secondary.knownPrimaryClusterAddrs, clusterAddr] } };
@@ -359,22 +440,33 @@ export class DrReplication {
     if (!m || (s.mode !== 'secondary' && s.mode !== 'bootstrapping') || s.secondaryId === null) return;
     await this.loop?.stop();
     const tls = this.secondaryTls(m);
+    const applier = applierFor(this.kind, this.o.engine);
+    await applier.load?.();
+    this.applier = applier;
+    const ownWal = this.policy.apply === 'own-wal';
     this.loop = new SecondaryLoop({
       engine: this.o.engine,
+      applier,
+      // A secondary that serves reads (its own WAL) reloads its caches as replicated data lands.
+      ...(ownWal ? { onApplied: () => this.reloadSoon() } : {}),
       connect: () => this.o.transport.connect({ address: clusterAddr, tls }),
       secondaryId: s.secondaryId,
-      kind: 'dr',
+      kind: this.kind,
       apiAddr: this.o.apiAddr,
       clusterAddr: () => this.o.clusterListen,
-      log: this.o.log.child({ role: 'dr-secondary' }),
+      log: this.o.log.child({ role: `${this.kind}-secondary` }),
       ...(this.o.now ? { now: this.o.now } : {}),
       ...(this.o.timing?.heartbeatMs !== undefined ? { heartbeatMs: this.o.timing.heartbeatMs } : {}),
-      lastSeen: lastSeenRecord(() => this.o.core.store(), PRIMARY_LAST_SEEN),
+      lastSeen: lastSeenRecord(() => this.o.core.store(), this.policy.lastSeen.primary),
       onBootstrap: () => {
         if (this.record.state.mode === 'bootstrapping') {
           void this.exclusive(async () => {
             await this.run({ type: 'activated' }, {});
+            // A performance secondary keeps its own tokens from now on: the enabling root token
+            // comes back so its operator can act here (sys/generate-root is the general way).
+            if (this.policy.keepEnabler) await this.restoreEnabler();
             this.enabler = undefined;
+            if (ownWal) await this.o.core.reload();
           }).catch((e: unknown) => this.o.log.error({ err: e }, 'activation failed'));
         }
       },
@@ -398,7 +490,32 @@ export class DrReplication {
     await this.restoreEnabler();
     this.record = { ...this.record, lastError: why };
     await this.run({ type: 'activationFailed' }, {});
-    this.o.log.warn({ reason: why }, 'DR activation failed after the wipe; the cluster is disabled and needs a new activation token');
+    this.o.log.warn({ reason: why }, `${this.policy.label} activation failed after the wipe; the cluster is disabled and needs a new activation token`);
+  }
+
+  /** Coalesced reload of the core's caches: one running, at most one queued. */
+  private reloading: Promise<void> | undefined;
+  private reloadQueued = false;
+  private reloadSoon(): void {
+    if (this.reloading) {
+      this.reloadQueued = true;
+      return;
+    }
+    this.reloading = this.o.core
+      .reload()
+      .catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not reload caches after replicated changes'))
+      .finally(() => {
+        this.reloading = undefined;
+        if (this.reloadQueued) {
+          this.reloadQueued = false;
+          this.reloadSoon();
+        }
+      });
+  }
+
+  /** Resolves once replicated data applied so far is visible to the core (caches reloaded). */
+  async settled(): Promise<void> {
+    while (this.reloading) await this.reloading;
   }
 
   private async restoreEnabler(): Promise<void> {
@@ -413,7 +530,13 @@ export class DrReplication {
    */
   private refuseForeignJwt(token: string): void {
     const s = this.record.state;
-    if (s.mode !== 'secondary' || !isJwt(token.trim())) return;
+    if (!isJwt(token.trim())) return;
+    // The kind is inside the token: one of the other kind is refused before it is spent.
+    const kind = peekJwt(token.trim()).kind;
+    if (kind !== undefined && kind !== this.kind) {
+      throw new InvalidRequest(`the token activates ${kind === 'dr' || kind === 'performance' ? KIND_POLICY[kind].label : 'another kind of'} replication, not ${this.policy.label}; it was not redeemed`);
+    }
+    if (s.mode !== 'secondary') return;
     const claimed = peekJwt(token.trim()).cluster_id;
     if (claimed !== undefined && claimed !== s.clusterId) {
       throw new InvalidRequest(
@@ -441,6 +564,9 @@ export class DrReplication {
       const active = s.mode === 'primary' ? Object.keys(s.secondaries).filter((id) => lookupSecondary(s.secondaries, id)?.status === 'active') : [];
       try {
         const report = await this.drain.run(this.streamer, active);
+        // A local-class role record (performance) is itself a fenced write: the fence lifts just
+        // before the step, and from the step on the secondary gate refuses replicated writes.
+        if (this.policy.record.keyClass !== 'node') this.drain.release();
         await this.run({ type: 'demote' }, {});
         return report;
       } finally {
@@ -471,7 +597,7 @@ export class DrReplication {
       await this.run({ type: 'issueToken', id: req.id, now, ttlMs: req.ttlSeconds * 1000 }, {});
       const p = this.record.primary;
       const s = this.record.state;
-      if (!p || s.mode !== 'primary') throw new InvalidRequest('this cluster is not a DR primary');
+      if (!p || s.mode !== 'primary') throw new InvalidRequest(`this cluster is not a ${this.policy.label} primary`);
       const ca = { certPem: p.caCertPem, keyPem: p.caKeyPem };
       const leaf = await issueLeaf(ca, { name: req.id, usage: 'client', ttlDays: 3650, now: this.now() });
       this.record = { ...this.record, primary: { ...p, certs: { ...p.certs, [req.id]: leaf.fingerprint } } };
@@ -479,7 +605,7 @@ export class DrReplication {
       const exported = await this.o.seal.exportForSecondary();
       const bundle: Bundle = {
         v: BUNDLE_VERSION,
-        kind: 'dr',
+        kind: this.kind,
         cluster_id: s.clusterId,
         secondary_id: req.id,
         primary_cluster_addr: this.clusterAddr(),
@@ -502,12 +628,12 @@ export class DrReplication {
         }
         return { token };
       }
-      const path = 'sys/replication/dr/primary/secondary-token';
+      const path = `sys/replication/${this.kind}/primary/secondary-token`;
       const wrapped = await this.o.core.wrap(bundle as unknown as Record<string, unknown>, req.ttlSeconds, path);
       const latest = this.record.primary ?? p;
       this.record = { ...this.record, primary: { ...latest, wrapAccessors: { ...latest.wrapAccessors, [req.id]: wrapped.accessor } } };
       await this.persist();
-      const jwt = await signActivationJwt({ jti: wrapped.token, addr: this.o.apiAddr(), accessor: wrapped.accessor, ttlSeconds: req.ttlSeconds, now: new Date(now), clusterId: s.clusterId }, p.signing.privateJwk);
+      const jwt = await signActivationJwt({ jti: wrapped.token, addr: this.o.apiAddr(), accessor: wrapped.accessor, ttlSeconds: req.ttlSeconds, now: new Date(now), clusterId: s.clusterId, kind: this.kind }, p.signing.privateJwk);
       return { wrapInfo: { token: jwt, accessor: wrapped.accessor, ttl: wrapped.ttl, creation_time: wrapped.creation_time, creation_path: path, wrapped_accessor: '' } };
     });
   }
@@ -532,7 +658,7 @@ export class DrReplication {
 
   generatePublicKey(): Promise<string> {
     return this.exclusive(async () => {
-      if (this.record.state.mode !== 'disabled') throw new InvalidRequest('generate-public-key is for a cluster about to become a DR secondary; this one is not disabled');
+      if (this.record.state.mode !== 'disabled') throw new InvalidRequest(`generate-public-key is for a cluster about to become a ${this.policy.label} secondary; this one is not disabled`);
       const pair = generateBoxKeyPair();
       this.record = { ...this.record, boxKey: { publicKeyB64: pair.publicKeyB64, secretKeyB64: Buffer.from(pair.secretKey).toString('base64') } };
       await this.persist();
@@ -561,7 +687,7 @@ export class DrReplication {
       const behind = this.loop?.behindBy() ?? null;
       await this.run({ type: 'promote', force: req.force, behind, primaryClusterAddr: req.primaryClusterAddr }, {});
       await this.o.core.reopen();
-      this.o.log.warn({ cluster_id: this.record.state.mode === 'primary' ? this.record.state.clusterId : '' }, 'promoted to DR primary');
+      this.o.log.warn({ cluster_id: this.record.state.mode === 'primary' ? this.record.state.clusterId : '' }, `promoted to ${this.policy.label} primary`);
     });
   }
 
@@ -598,7 +724,7 @@ export class DrReplication {
   }
 }
 
-function timingOf(t: DrOptions['timing']): { heartbeatMs?: number; heartbeatTimeoutMs?: number } {
+function timingOf(t: DriverOptions['timing']): { heartbeatMs?: number; heartbeatTimeoutMs?: number } {
   return {
     ...(t?.heartbeatMs !== undefined ? { heartbeatMs: t.heartbeatMs } : {}),
     ...(t?.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: t.heartbeatTimeoutMs } : {}),

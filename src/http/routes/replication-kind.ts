@@ -1,16 +1,22 @@
 /**
- * DR replication's primary and secondary endpoints (spec sections 4.1, 4.4, 4.5, 5). Primary
- * operations and secondary enable need a sudo token; operations on a DR secondary are authorized
- * by a DR operation token in the body, since the secondary serves no other authentication.
+ * The primary and secondary endpoints of one kind of replication, `sys/replication/:kind/...`
+ * (spec sections 4.1, 4.4, 4.5, 5), generated for both kinds from KIND_POLICY: the license
+ * feature, and how secondary operations are authorized. Primary operations and secondary enable
+ * need a sudo token; promote, disable and update-primary on a DR secondary are authorized by a DR
+ * operation token in the body (it serves no other authentication), on a performance secondary by
+ * a sudo token of its own (its tokens are local). reindex and merkle-check are DR only.
+ *
+ *   [...replicationKindRoutes('dr', drService), ...replicationKindRoutes('performance', perfService)]
  */
 import { z } from 'zod';
 import { InvalidRequest } from '../../core/errors.js';
+import { KIND_POLICY, type Kind } from '../../core/replication/index.js';
 import { boolish, duration, stringList } from '../fields.js';
 import { noContent, ok, type Reply } from '../reply.js';
 import { op, type Route, type RouteContext } from '../route.js';
 
-/** What these routes need from the DR driver and the operation tokens. */
-export interface DrService {
+/** What these routes need from one kind's driver (and, for DR, the operation tokens). */
+export interface KindService {
   enablePrimary(primaryClusterAddr: string): Promise<void>;
   /** Drains to connected secondaries first; the report says who confirmed the last index. */
   demote(): Promise<Record<string, unknown>>;
@@ -24,19 +30,27 @@ export interface DrService {
   disableSecondary(): Promise<void>;
   /** `forgotten`: what a blank token made the secondary forget. */
   updatePrimary(req: { token?: string; addrs?: readonly string[]; primaryApiAddr: string; caFile: string; caPath: string }): Promise<{ forgotten?: { clusterId: string; primaryClusterAddr: string; primaryApiAddr: string } }>;
+}
+
+/** DR's additions: the operation token that authorizes secondary operations, and Merkle maintenance. */
+export interface DrService extends KindService {
   /** Throws unless `token` is a valid DR operation token of this cluster. */
   checkOperationToken(token: string): Promise<void>;
   reindex(opts: { diff: boolean; force: boolean; skipFlush: boolean }): Promise<{ warnings: string[] }>;
   merkleCheck(): Promise<Record<string, unknown>>;
 }
 
-const P = 'sys/replication/dr/primary';
-const S = 'sys/replication/dr/secondary';
-const LICENSE = { feature: 'dr-replication' } as const;
 const required = (name: string) => z.string({ error: `missing required field "${name}"` }).min(1, `missing required field "${name}"`);
 const opToken = required('dr_operation_token');
 
-export function drRoutes(dr: DrService): Route[] {
+export function replicationKindRoutes(kind: 'dr', dr: DrService): Route[];
+export function replicationKindRoutes(kind: 'performance', svc: KindService): Route[];
+export function replicationKindRoutes(kind: Kind, svc: KindService | DrService): Route[] {
+  const policy = KIND_POLICY[kind];
+  const P = `sys/replication/${kind}/primary`;
+  const S = `sys/replication/${kind}/secondary`;
+  const LICENSE = { feature: policy.license } as const;
+  const dr = svc as DrService;
   const sudo = (pattern: string, fields: z.ZodType<any>, handler: (f: any, ctx: RouteContext<any>) => Promise<Reply>): Route => ({
     pattern, access: 'sudo', scope: 'node', license: LICENSE, operations: { update: op(fields, async (ctx) => handler(ctx.fields, ctx)) },
   });
@@ -49,9 +63,13 @@ export function drRoutes(dr: DrService): Route[] {
       }),
     },
   });
+  /** A secondary operation, authorized as the kind says (KIND_POLICY.secondaryAuth). */
+  const secondaryOp = <F>(pattern: string, fields: z.ZodObject<any>, handler: (f: F) => Promise<Reply>): Route =>
+    policy.secondaryAuth === 'dr-operation-token'
+      ? withOpToken(pattern, fields.extend({ dr_operation_token: opToken }) as any, handler as any)
+      : sudo(pattern, fields, async (f) => handler(f));
   const Reindex = z.object({ dr_operation_token: opToken, diff: boolish.default(false), force: boolish.default(false), skip_flush: boolish.default(false) });
   const UpdatePrimary = z.object({
-    dr_operation_token: opToken,
     token: z.string().optional(),
     update_primary_addrs: stringList.optional(),
     primary_api_addr: z.string().default(''),
@@ -93,15 +111,15 @@ export function drRoutes(dr: DrService): Route[] {
       await dr.enableSecondary({ token: f.token, primaryApiAddr: f.primary_api_addr, caFile: f.ca_file, caPath: f.ca_path, ...restore });
       return noContent();
     }),
-    withOpToken(`${S}/promote`, z.object({ dr_operation_token: opToken, primary_cluster_addr: z.string().default(''), force: boolish.default(false) }), async (f) => {
+    secondaryOp<{ primary_cluster_addr: string; force: boolean }>(`${S}/promote`, z.object({ primary_cluster_addr: z.string().default(''), force: boolish.default(false) }), async (f) => {
       await dr.promote({ force: f.force, primaryClusterAddr: f.primary_cluster_addr });
       return noContent();
     }),
-    withOpToken(`${S}/disable`, z.object({ dr_operation_token: opToken }), async () => {
+    secondaryOp(`${S}/disable`, z.object({}), async () => {
       await dr.disableSecondary();
       return noContent();
     }),
-    withOpToken(`${S}/update-primary`, UpdatePrimary, async (f) => {
+    secondaryOp<z.infer<typeof UpdatePrimary>>(`${S}/update-primary`, UpdatePrimary, async (f) => {
       if (f.token !== undefined && f.update_primary_addrs !== undefined) {
         throw new InvalidRequest('token and update_primary_addrs are mutually exclusive; send exactly one');
       }
@@ -122,10 +140,14 @@ export function drRoutes(dr: DrService): Route[] {
         ],
       });
     }),
-    withOpToken(`${S}/reindex`, Reindex, async (f) => {
-      const { warnings } = await dr.reindex({ diff: f.diff, force: f.force, skipFlush: f.skip_flush });
-      return ok(null, { warnings });
-    }),
-    withOpToken(`${S}/merkle-check`, z.object({ dr_operation_token: opToken }), async () => ok(await dr.merkleCheck())),
+    ...(kind === 'dr'
+      ? [
+          withOpToken(`${S}/reindex`, Reindex, async (f) => {
+            const { warnings } = await dr.reindex({ diff: f.diff, force: f.force, skipFlush: f.skip_flush });
+            return ok(null, { warnings });
+          }),
+          withOpToken(`${S}/merkle-check`, z.object({ dr_operation_token: opToken }), async () => ok(await dr.merkleCheck())),
+        ]
+      : []),
   ];
 }
