@@ -3,14 +3,8 @@
  * approle on a fresh node, configures them, logs in with each and uses the tokens
  * (test/e2e/hvac/auth.py). Runs dist/ (npm run build first), like hvac.test.ts.
  */
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { runHvac } from '../harness/hvac.js';
 import { useHarness, type StartedNode } from '../harness/index.js';
-
-const run = promisify(execFile);
-const script = fileURLToPath(new URL('./hvac/auth.py', import.meta.url));
-const PYTHON = process.env.TESSERA_HVAC_PYTHON ?? '/usr/bin/python3';
 
 const h = useHarness();
 let node: StartedNode;
@@ -24,14 +18,8 @@ afterAll(async () => {
 }, 20_000);
 
 test('python3-hvac logs in with userpass and approle', async () => {
-  let stdout: string;
-  try {
-    ({ stdout } = await run(PYTHON, [script, node.apiAddr], { timeout: 45_000 }));
-  } catch (e) {
-    const err = e as { stderr?: string; message: string };
-    throw new Error(`hvac script failed: ${err.stderr ?? err.message}`);
-  }
-  expect(JSON.parse(stdout)).toEqual({
+  const seen = await runHvac('auth.py', node.apiAddr);
+  expect(seen).toEqual({
     methods: ['approle/', 'token/', 'userpass/'],
     userpass_description: 'people',
     users: ['alice'],

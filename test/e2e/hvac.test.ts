@@ -4,14 +4,8 @@
  * and revoke, response wrapping and unwrap, and seal (test/e2e/hvac/drive.py). `.ci/run` installs
  * python3-hvac; the system interpreter is used because that is where Debian puts the module.
  */
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { runHvac } from '../harness/hvac.js';
 import { useHarness, type StartedNode } from '../harness/index.js';
-
-const run = promisify(execFile);
-const script = fileURLToPath(new URL('./hvac/drive.py', import.meta.url));
-const PYTHON = process.env.TESSERA_HVAC_PYTHON ?? '/usr/bin/python3';
 
 const h = useHarness();
 let node: StartedNode;
@@ -25,14 +19,7 @@ afterAll(async () => {
 }, 20_000);
 
 test('python3-hvac drives a node end to end', async () => {
-  let stdout: string;
-  try {
-    ({ stdout } = await run(PYTHON, [script, node.apiAddr], { timeout: 45_000 }));
-  } catch (e) {
-    const err = e as { stderr?: string; message: string };
-    throw new Error(`hvac script failed: ${err.stderr ?? err.message}`);
-  }
-  const seen = JSON.parse(stdout) as Record<string, unknown>;
+  const seen = await runHvac('drive.py', node.apiAddr);
   expect(seen).toEqual({
     initialized_before: false,
     init_keys: 3,
