@@ -17,7 +17,7 @@ import { isJwt, peekJwt } from '../replication/activation-token.js';
 import { LocalReplication } from '../replication/local.js';
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
-import { connectPrimary, serveReplication } from '../transport/grpc/index.js';
+import { connectPrimary, createClusterServer } from '../transport/grpc/index.js';
 import type { VaultCore } from '../vault/core.js';
 import type { DrService, KindService } from '../http/routes/replication-kind.js';
 import type { DrOperationTokenService } from '../http/routes/dr-operation-token.js';
@@ -65,6 +65,9 @@ export async function wireReplication(o: {
     },
   };
   const drivers = {} as Record<Kind, ReplicationDriver>;
+  // One listener on the cluster port for every kind this node is primary of: it starts with the
+  // first kind served and stops when none is; the SNI name picks the kind's certificate and CA.
+  const cluster = createClusterServer({ address: o.clusterListen, log });
   // What each kind is while sealed (or not loaded): only its summary says.
   const sealedMode: Record<Kind, string> = { dr: 'disabled', performance: 'disabled' };
   for (const kind of ['dr', 'performance'] as const) {
@@ -83,7 +86,7 @@ export async function wireReplication(o: {
       seal,
       core: hooks,
       transport: {
-        serve: (opts) => serveReplication({ ...opts, log }),
+        serve: ({ kind: served, tls, service }) => cluster.serve({ kind: served, tls, service }),
         connect: (opts) => connectPrimary(opts),
       },
       log: log.child({ replication: kind }),

@@ -33,7 +33,12 @@ import { SecondaryLoop } from './secondary-loop.js';
 import type { PrimaryClient, PrimaryService, ReplicationServer, TlsMaterial } from './transport.js';
 
 export interface ReplicationTransport {
-  serve(opts: { address: string; tls: TlsMaterial; service: PrimaryService }): Promise<ReplicationServer>;
+  /**
+   * Serves this kind on the cluster port. Both kinds of a node share one listener (one port):
+   * `tls.serverName` is the SNI name this kind's secondaries ask for, and closing the returned
+   * server removes this kind only.
+   */
+  serve(opts: { kind: Kind; address: string; tls: TlsMaterial; service: PrimaryService }): Promise<ReplicationServer>;
   connect(opts: { address: string; tls: TlsMaterial }): PrimaryClient;
 }
 
@@ -392,6 +397,7 @@ export class ReplicationDriver {
     await streamer.load().catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not load secondaries\' last heartbeats'));
     this.streamer = streamer;
     this.server = await this.o.transport.serve({
+      kind: this.kind,
       address: this.o.clusterListen,
       tls: { caPem: p.caCertPem, certPem: p.serverCertPem, keyPem: p.serverKeyPem, serverName: p.serverName },
       service: streamer,

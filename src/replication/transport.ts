@@ -134,7 +134,11 @@ export interface TlsMaterial {
   readonly caPem: string;
   readonly certPem: string;
   readonly keyPem: string;
-  /** The DNS name the server certificate carries; the client pins it (ssl_target_name_override). */
+  /**
+   * The DNS name the server certificate carries; the client pins it (ssl_target_name_override)
+   * and sends it as SNI, by which a cluster port serving several kinds picks this kind's
+   * certificate and CA.
+   */
   readonly serverName: string;
 }
 

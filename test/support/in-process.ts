@@ -30,6 +30,8 @@ export interface TestNodeOptions {
   readonly dir?: string;
   readonly walMaxEntries?: number;
   readonly logger?: pino.Logger;
+  /** The configured cluster_addr (host:port); default 127.0.0.1:0. */
+  readonly clusterAddr?: string;
 }
 
 export async function startTestNode(opts: TestNodeOptions = {}): Promise<TestNode> {
@@ -45,7 +47,7 @@ export async function startTestNode(opts: TestNodeOptions = {}): Promise<TestNod
     storagePath: join(dir, 'data'),
     listenAddress: '127.0.0.1:0',
     apiAddr: '',
-    clusterAddr: '127.0.0.1:0',
+    clusterAddr: opts.clusterAddr ?? '127.0.0.1:0',
     ...(licensePath ? { licensePath } : {}),
     licenseIssuerKeys: issuerKeys,
     hosted: opts.hosted === true,

@@ -43,7 +43,8 @@ export function connectPrimary(opts: ConnectOptions): PrimaryClient {
   );
   const raw = new Client(opts.address, credentials, {
     // Verify the server certificate against this name rather than the dialled address: it pins
-    // the primary's identity and avoids Node's DEP0123 warning for TLS to an IP address.
+    // the primary's identity and avoids Node's DEP0123 warning for TLS to an IP address. It is
+    // also the SNI name by which the primary's shared cluster port picks this kind (server.ts).
     'grpc.ssl_target_name_override': opts.tls.serverName,
     'grpc.default_authority': opts.tls.serverName,
     'grpc.keepalive_time_ms': 2_000,

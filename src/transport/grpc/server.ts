@@ -1,33 +1,68 @@
 /**
- * Serves a PrimaryService on the cluster port over mutual TLS. The handshake already refuses
- * peers without a certificate from the replication CA; per call the peer's certificate becomes a
- * `Peer` (DNS SAN = secondary id, SHA-256 fingerprint) and every method, Ping included, first
- * passes `service.authorize(peer, call)`: a revoked id cannot even probe.
+ * Serves the PrimaryService of every replication kind this node is primary of on ONE cluster
+ * port, over mutual TLS. Each kind registers its CA, server certificate and service; the TLS
+ * handshake picks the kind's server certificate by SNI and verifies the client certificate
+ * against that kind's CA only (sni-credentials.ts), so a DR secondary's certificate is refused
+ * under the performance server name and the reverse. Per call the peer's certificate becomes a
+ * `Peer` (DNS SAN = secondary id, SHA-256 fingerprint); the kind of the call is the registered
+ * kind whose CA issued that (already verified) certificate, and every method, Ping included,
+ * first passes that kind's `service.authorize(peer, call)`: a revoked id cannot even probe.
+ * Open calls are keyed by (kind, secondary id).
  *
- *   const server = await serveReplication({ address: '0.0.0.0:8201', tls, service, log });
- *   server.disconnect('dr-east');   // revoke-secondary: its open calls end with PERMISSION_DENIED
- *   await server.close();
+ *   const cluster = createClusterServer({ address: '0.0.0.0:8201', log });
+ *   const dr = await cluster.serve({ kind: 'dr', tls: drTls, service: drService });     // binds
+ *   const perf = await cluster.serve({ kind: 'performance', tls: perfTls, service });  // same port
+ *   dr.disconnect('dr-east');   // revoke-secondary: its open DR calls end with PERMISSION_DENIED
+ *   await dr.close();           // DR handshakes fail from now on; performance keeps serving
+ *   await perf.close();         // the last kind gone: the listener closes
+ *
+ * `serveReplication` is the one-kind form (tests, tools): one listener for one service.
  */
+import { X509Certificate } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { PermissionDenied, Unavailable } from '../../core/errors.js';
+import { InvalidRequest, PermissionDenied, Unavailable } from '../../core/errors.js';
 import { fingerprintOf, identityOf } from '../../replication/pki.js';
 import type { ClusterCall, Peer, PrimaryService, ReplicationServer, TlsMaterial } from '../../replication/transport.js';
 import { decode, encode } from './codec.js';
 import { MAX_MESSAGE_BYTES, loadReplication } from './proto.js';
 import { CallSink } from './sink.js';
+import { SniServerCredentials } from './sni-credentials.js';
 import { callStatus, statusOf, type CallStatus } from './status.js';
 import type * as wire from './wire.js';
 
-export interface ServeOptions {
-  /** host:port; port 0 picks a free one (see `ReplicationServer.address`). */
+export interface ClusterServerOptions {
+  /** host:port; port 0 picks a free one when the first kind starts the listener. */
   readonly address: string;
-  /** caPem verifies client certificates; certPem/keyPem are the server leaf. */
-  readonly tls: TlsMaterial;
-  readonly service: PrimaryService;
   /** Receives errors that are answered as a bare INTERNAL (pino's logger fits). */
   readonly log?: { error(obj: unknown, msg?: string): void };
-  /** How long close() lets ended calls flush before cutting connections. Default 1000 ms. */
+  /** How long stopping the listener lets ended calls flush before cutting connections. Default 1000 ms. */
   readonly closeGraceMs?: number;
+}
+
+export interface KindRegistration {
+  /** The replication kind ('dr', 'performance'): open calls are keyed by (kind, secondary id). */
+  readonly kind: string;
+  /** caPem verifies this kind's client certificates; certPem/keyPem are served under serverName. */
+  readonly tls: TlsMaterial;
+  readonly service: PrimaryService;
+}
+
+export interface ClusterServer {
+  /**
+   * Adds (or replaces) one kind; the first one starts the listener. The returned handle's close()
+   * removes the kind without touching the others; the last one to leave stops the listener.
+   */
+  serve(registration: KindRegistration): Promise<ReplicationServer>;
+  /** Removes every kind and stops the listener. */
+  close(): Promise<void>;
+}
+
+export interface ServeOptions extends ClusterServerOptions {
+  /** caPem verifies client certificates; certPem/keyPem are the server leaf (its SNI name: serverName). */
+  readonly tls: TlsMaterial;
+  readonly service: PrimaryService;
+  /** Default 'dr'. */
+  readonly kind?: string;
 }
 
 const SERVER_OPTIONS: grpc.ChannelOptions = {
@@ -49,30 +84,83 @@ interface OpenCall {
   cut(status: CallStatus): void;
 }
 
+/** One kind being served. */
+interface Served {
+  readonly kind: string;
+  readonly serverName: string;
+  readonly service: PrimaryService;
+  readonly ca: X509Certificate;
+  /** secondary id -> its open calls. */
+  readonly open: Map<string, Set<OpenCall>>;
+}
+
+const shuttingDown = (): CallStatus => callStatus(grpc.status.UNAVAILABLE, 'replication server is shutting down');
+
+/** One listener, one service: what a single-kind caller (tests, tools) needs. */
 export async function serveReplication(opts: ServeOptions): Promise<ReplicationServer> {
+  const cluster = createClusterServer(opts);
+  const served = await cluster.serve({ kind: opts.kind ?? 'dr', tls: opts.tls, service: opts.service });
+  return { address: served.address, disconnect: (id) => served.disconnect(id), close: () => cluster.close() };
+}
+
+export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
   const { definition } = loadReplication();
-  const { service, log } = opts;
-  const server = new grpc.Server(SERVER_OPTIONS);
-  const open = new Map<string, Set<OpenCall>>();
-  let closing = false;
-  let closed: Promise<void> | undefined;
+  const { log } = opts;
+  const credentials = new SniServerCredentials();
+  const kinds = new Map<string, Served>();
+  /** The registration each admitted peer was admitted under (the service methods route by it). */
+  const admitted = new WeakMap<Peer, Served>();
+  /** Certificate fingerprint -> the kind whose CA issued it (cleared whenever kinds change). */
+  const issuers = new Map<string, Served | null>();
+  let running: { server: grpc.Server; address: string } | undefined;
+  /** Start, stop, add and remove run one at a time, in order. */
+  let lifecycle: Promise<unknown> = Promise.resolve();
+  const serially = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = lifecycle.then(fn, fn);
+    lifecycle = run.catch(() => undefined);
+    return run;
+  };
 
   const toStatus = (error: unknown): CallStatus =>
     statusOf(error, (e) => log?.error({ err: e }, 'replication call failed'));
 
-  const track = (id: string, call: OpenCall): (() => void) => {
-    let calls = open.get(id);
-    if (!calls) open.set(id, (calls = new Set()));
+  /**
+   * The TLS layer verified the certificate against the CA of the kind its SNI named; that CA is
+   * the one that issued it. Checked once per certificate (parse and signature), then cached.
+   */
+  const issuerOf = (raw: Buffer, fingerprint: string): Served | undefined => {
+    const known = issuers.get(fingerprint);
+    if (known !== undefined) return known ?? undefined;
+    let found: Served | null = null;
+    try {
+      const cert = new X509Certificate(raw);
+      for (const served of kinds.values()) {
+        if (cert.checkIssued(served.ca) && cert.verify(served.ca.publicKey)) found = served;
+      }
+    } catch {
+      found = null;
+    }
+    if (issuers.size > 10_000) issuers.clear();
+    issuers.set(fingerprint, found);
+    return found ?? undefined;
+  };
+
+  const track = (peer: Peer, call: OpenCall): (() => void) => {
+    const served = admitted.get(peer);
+    if (!served) return () => {};
+    const id = peer.secondaryId;
+    let calls = served.open.get(id);
+    if (!calls) served.open.set(id, (calls = new Set()));
     calls.add(call);
     return () => {
       calls.delete(call);
-      if (calls.size === 0 && open.get(id) === calls) open.delete(id);
+      if (calls.size === 0 && served.open.get(id) === calls) served.open.delete(id);
     };
   };
 
-  /** Who is calling; throws PermissionDenied (or Unavailable while closing) before any work. */
+  /** Who is calling and for which kind; throws PermissionDenied (or Unavailable) before any work. */
   const admit = (call: CallContext, kind: ClusterCall): Peer => {
-    if (closing) throw new Unavailable('replication server is shutting down');
+    if (kinds.size === 0) throw new Unavailable('replication server is shutting down');
     const cert = call.getAuthContext().sslPeerCertificate;
     if (!cert?.raw) throw new PermissionDenied('a client certificate is required');
     // Node has parsed the certificate already; re-parsing the DER per call would cost far more.
@@ -83,10 +171,28 @@ export async function serveReplication(opts: ServeOptions): Promise<ReplicationS
     } catch {
       throw new PermissionDenied('the client certificate names no identity');
     }
-    const peer: Peer = { secondaryId, fingerprint: fingerprintOf(cert.raw), address: call.getPeer() };
-    service.authorize(peer, kind);
+    const fingerprint = fingerprintOf(cert.raw);
+    // A connection made under a kind that has since been removed (or whose CA changed).
+    const served = issuerOf(cert.raw, fingerprint);
+    if (!served) throw new Unavailable('this cluster no longer serves the replication set of this certificate');
+    const peer: Peer = { secondaryId, fingerprint, address: call.getPeer() };
+    admitted.set(peer, served);
+    served.service.authorize(peer, kind);
     return peer;
   };
+
+  /**
+   * The service the handlers call: every PrimaryService method takes the admitted peer first, and
+   * goes to the kind it was admitted under, while that kind is still served.
+   */
+  const service = new Proxy({} as PrimaryService, {
+    get: (_target, method) => (peer: Peer, ...args: unknown[]) => {
+      const served = admitted.get(peer);
+      if (!served || kinds.get(served.kind) !== served) throw new Unavailable('replication server is shutting down');
+      const fn = served.service[method as keyof PrimaryService] as (...a: unknown[]) => unknown;
+      return fn.call(served.service, peer, ...args);
+    },
+  });
 
   /** A unary method: admit, decode, run, encode; disconnect() can answer it early. */
   function unary<Req, Res>(
@@ -105,7 +211,7 @@ export async function serveReplication(opts: ServeOptions): Promise<ReplicationS
       };
       void (async () => {
         const peer = admit(call, kind);
-        untrack = track(peer.secondaryId, { cut: (s) => answer(s) });
+        untrack = track(peer, { cut: (s) => answer(s) });
         return run(peer, call.request);
       })().then(
         (res) => answer(null, res),
@@ -154,7 +260,7 @@ export async function serveReplication(opts: ServeOptions): Promise<ReplicationS
         sink.fail(e as Error);
         return;
       }
-      sink.onClose(track(peer.secondaryId, sink));
+      sink.onClose(track(peer, sink));
       try {
         service.streamWal(peer, { guard: req.guard, maxBatchEntries: req.maxBatchEntries }, sink);
       } catch (e) {
@@ -162,48 +268,88 @@ export async function serveReplication(opts: ServeOptions): Promise<ReplicationS
       }
     },
   };
-  server.addService(definition, handlers);
-
-  const credentials = grpc.ServerCredentials.createSsl(
-    Buffer.from(opts.tls.caPem),
-    [{ cert_chain: Buffer.from(opts.tls.certPem), private_key: Buffer.from(opts.tls.keyPem) }],
-    true,
-  );
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(opts.address, credentials, (err, bound) => {
-      if (!err) return resolve(bound);
-      server.forceShutdown();
-      reject(new Unavailable(`cannot listen on ${opts.address}: ${err.message}`, { cause: err }));
-    });
-  });
-  const host = opts.address.slice(0, opts.address.lastIndexOf(':'));
 
   const cutAll = (calls: Iterable<OpenCall>, status: CallStatus): void => {
     for (const call of [...calls]) call.cut(status);
   };
 
-  return {
-    address: `${host}:${port}`,
-    disconnect(secondaryId) {
-      const calls = open.get(secondaryId);
-      if (calls) cutAll(calls, callStatus(grpc.status.PERMISSION_DENIED, 'secondary revoked'));
-    },
-    close() {
-      closed ??= new Promise<void>((resolve) => {
-        closing = true;
-        const shuttingDown = callStatus(grpc.status.UNAVAILABLE, 'replication server is shutting down');
-        cutAll([...open.values()].flatMap((calls) => [...calls]), shuttingDown);
-        // Ended calls still flush their status; a peer that does not read is cut after the grace.
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, opts.closeGraceMs ?? 1_000);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
-        });
+  const start = async (): Promise<{ server: grpc.Server; address: string }> => {
+    const server = new grpc.Server(SERVER_OPTIONS);
+    server.addService(definition, handlers);
+    const port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(opts.address, credentials, (err, bound) => {
+        if (!err) return resolve(bound);
+        server.forceShutdown();
+        reject(new Unavailable(`cannot listen on ${opts.address}: ${err.message}`, { cause: err }));
       });
-      return closed;
-    },
+    });
+    const host = opts.address.slice(0, opts.address.lastIndexOf(':'));
+    return { server, address: `${host}:${port}` };
+  };
+
+  /** Ended calls still flush their status; a peer that does not read is cut after the grace. */
+  const stop = (server: grpc.Server): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const force = setTimeout(() => {
+        server.forceShutdown();
+        resolve();
+      }, opts.closeGraceMs ?? 1_000);
+      server.tryShutdown(() => {
+        clearTimeout(force);
+        resolve();
+      });
+    });
+
+  /** Removes one kind: its handshakes fail from now on and its open calls end. */
+  const remove = async (served: Served): Promise<void> => {
+    if (kinds.get(served.kind) !== served) return;
+    kinds.delete(served.kind);
+    credentials.delete(served.serverName);
+    issuers.clear();
+    cutAll([...served.open.values()].flatMap((calls) => [...calls]), shuttingDown());
+    if (kinds.size > 0 || !running) return;
+    const { server } = running;
+    running = undefined;
+    await stop(server);
+  };
+
+  return {
+    serve: (registration) =>
+      serially(async () => {
+        const { kind, tls } = registration;
+        for (const other of kinds.values()) {
+          if (other.kind !== kind && other.serverName.toLowerCase() === tls.serverName.toLowerCase()) {
+            throw new InvalidRequest(`the cluster port already serves "${tls.serverName}" for ${other.kind} replication`);
+          }
+        }
+        const previous = kinds.get(kind);
+        if (previous) await remove(previous);
+        const served: Served = { kind, serverName: tls.serverName, service: registration.service, ca: new X509Certificate(tls.caPem), open: new Map() };
+        credentials.set(tls.serverName, tls);
+        kinds.set(kind, served);
+        issuers.clear();
+        if (!running) {
+          try {
+            running = await start();
+          } catch (e) {
+            kinds.delete(kind);
+            credentials.delete(tls.serverName);
+            throw e;
+          }
+        }
+        const address = running.address;
+        return {
+          address,
+          disconnect(secondaryId) {
+            const calls = served.open.get(secondaryId);
+            if (calls) cutAll(calls, callStatus(grpc.status.PERMISSION_DENIED, 'secondary revoked'));
+          },
+          close: () => serially(() => remove(served)),
+        };
+      }),
+    close: () =>
+      serially(async () => {
+        for (const served of [...kinds.values()]) await remove(served);
+      }),
   };
 }

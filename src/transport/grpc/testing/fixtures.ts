@@ -36,20 +36,20 @@ export interface Pki {
   clientTls(id: string): TlsMaterial;
 }
 
-/** A CA, the server leaf `SERVER_NAME`, and one client leaf per id. */
-export async function makePki(ids: readonly string[], clusterId = 'cluster-1'): Promise<Pki> {
+/** A CA, the server leaf `serverName`, and one client leaf per id. */
+export async function makePki(ids: readonly string[], clusterId = 'cluster-1', serverName = SERVER_NAME): Promise<Pki> {
   const now = Date.now();
   const ca = await createCa({ clusterId, now });
-  const server = await issueLeaf(ca, { name: SERVER_NAME, usage: 'server', ttlDays: 1, now });
+  const server = await issueLeaf(ca, { name: serverName, usage: 'server', ttlDays: 1, now });
   const leaves = new Map<string, LeafMaterial>();
   for (const id of ids) leaves.set(id, await issueLeaf(ca, { name: id, usage: 'client', ttlDays: 1, now }));
   return {
-    serverTls: { caPem: ca.certPem, certPem: server.certPem, keyPem: server.keyPem, serverName: SERVER_NAME },
+    serverTls: { caPem: ca.certPem, certPem: server.certPem, keyPem: server.keyPem, serverName },
     leaves,
     clientTls(id) {
       const leaf = leaves.get(id);
       if (!leaf) throw new Error(`no leaf for ${id}`);
-      return { caPem: ca.certPem, certPem: leaf.certPem, keyPem: leaf.keyPem, serverName: SERVER_NAME };
+      return { caPem: ca.certPem, certPem: leaf.certPem, keyPem: leaf.keyPem, serverName };
     },
   };
 }
