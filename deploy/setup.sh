@@ -8,9 +8,9 @@ if [ ! -f /license/license.json ] || [ ! -f /license/issuer.pub ]; then
   tessera license dev -out /license
 fi
 key=$(tr -d '\n' < /license/issuer.pub)
-for node in primary dr-secondary; do
+for node in primary dr-secondary perf-secondary; do
   sed "s|@LICENSE_ISSUER_KEY@|${key}|" "/deploy/${node}.hcl" > "/out/${node}/tessera.hcl"
 done
 # Nothing here is secret (a signed license, a public key, configs); the nodes run as uid 1000.
 chmod -R a+rX /license /out
-echo "setup: license in the license volume; configs written for primary and dr-secondary"
+echo "setup: license in the license volume; configs written for primary, dr-secondary and perf-secondary"

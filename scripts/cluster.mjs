@@ -1,18 +1,22 @@
 /**
- * A local DR pair for trying failover by hand: a primary and a DR secondary as child processes on
- * 127.0.0.1, data under .tessera-cluster/ in the repo. Build first (`npm run cluster` does).
+ * A local replicated cluster for trying failover by hand: a primary, a DR secondary and a
+ * performance secondary as child processes on 127.0.0.1, data under .tessera-cluster/ in the repo.
+ * Build first (`npm run cluster` does).
  *
- *   npm run cluster                              # primary :8200/:8201, DR secondary :8210/:8211
- *   node scripts/cluster.mjs --base-port 9200    # primary :9200/:9201, secondary :9210/:9211
+ *   npm run cluster                              # primary :8200/:8201, DR secondary :8210/:8211,
+ *                                                # performance secondary :8220/:8221
+ *   node scripts/cluster.mjs --base-port 9200    # the same layout from 9200
  *   node scripts/cluster.mjs --fresh             # wipe .tessera-cluster/ first
  *
  * First run: dev license, init the primary (5 shares, threshold 3) and unseal it, mount KV v2 at
- * secret/, enable DR primary, init and unseal the secondary (1 throwaway share: activation replaces
- * its seal with the primary's), issue a secondary token, activate, wait for `stream-wals`. Later
- * runs on the same data only unseal (with the primary's keys) and resume whatever roles the nodes
- * hold, so the state left by a failover drill survives a restart. .tessera-cluster/cluster.json
+ * secret/, enable DR and performance primary, init and unseal each secondary (1 throwaway share:
+ * activation replaces its seal with the primary's), issue a secondary token of each kind,
+ * activate, wait for `stream-wals`. The performance secondary keeps its bootstrap root token
+ * (restored after activation: tokens are local to each cluster). Later runs on the same data only
+ * unseal (with the primary's keys) and resume whatever roles the nodes hold, so the state left by
+ * a failover drill survives a restart. .tessera-cluster/cluster.json
  * (mode 0600) holds addresses, pids, the root token and the unseal keys; node logs go to
- * .tessera-cluster/<node>.log. SIGINT/SIGTERM stop both nodes.
+ * .tessera-cluster/<node>.log. SIGINT/SIGTERM stop every node.
  *
  * The helpers are exported for scripts/bench-dr.mjs.
  */
@@ -29,6 +33,7 @@ import { parseArgs } from 'node:util';
 export const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 export const mainJs = process.env.TESSERA_MAIN ?? join(repoRoot, 'dist/cli/main.js');
 const DR = 'sys/replication/dr';
+const PERF = 'sys/replication/performance';
 
 /** One HTTP call to a node; `body` is JSON-encoded; the answer's JSON is parsed when there is one. */
 export function call(apiAddr, method, path, { token, body, agent } = {}) {
@@ -81,6 +86,7 @@ export async function waitFor(what, fn, { timeoutMs = 30_000, intervalMs = 50 } 
 }
 
 export const drStatus = async (apiAddr, agent) => (await must(apiAddr, 'GET', `${DR}/status`, { agent })).data;
+export const perfStatus = async (apiAddr, agent) => (await must(apiAddr, 'GET', `${PERF}/status`, { agent })).data;
 export const sealStatus = (apiAddr) => must(apiAddr, 'GET', 'sys/seal-status');
 
 /** A dev license under `dir` (made once); resolves with its path and the issuer public key. */
@@ -196,10 +202,11 @@ export async function unsealNode(apiAddr, keys) {
   if (st.sealed) throw new Error(`${apiAddr} is still sealed after ${keys.length} key(s) (threshold ${st.t})`);
 }
 
-/** Issues a secondary token on the primary and activates `secondaryAddr` with it. */
-export async function activateSecondary({ primaryAddr, rootToken, secondaryAddr, secondaryToken, id }) {
-  const tok = await must(primaryAddr, 'POST', `${DR}/primary/secondary-token`, { token: rootToken, body: { id } }, [200]);
-  await must(secondaryAddr, 'POST', `${DR}/secondary/enable`, { token: secondaryToken, body: { token: tok.wrap_info.token } }, [204]);
+/** Issues a secondary token of `kind` on the primary and activates `secondaryAddr` with it. */
+export async function activateSecondary({ primaryAddr, rootToken, secondaryAddr, secondaryToken, id, kind = 'dr' }) {
+  const base = kind === 'dr' ? DR : PERF;
+  const tok = await must(primaryAddr, 'POST', `${base}/primary/secondary-token`, { token: rootToken, body: { id } }, [200]);
+  await must(secondaryAddr, 'POST', `${base}/secondary/enable`, { token: secondaryToken, body: { token: tok.wrap_info.token } }, [204]);
 }
 
 /** Runs a DR operation token generation on a DR secondary with `keys` and decodes the result. */
@@ -218,9 +225,9 @@ export async function drOperationToken(secondaryAddr, keys) {
   return Buffer.from(enc.map((b, i) => b ^ otp.charCodeAt(i))).toString('utf8');
 }
 
-export async function waitForStreaming(secondaryAddr, timeoutMs = 60_000) {
+export async function waitForStreaming(secondaryAddr, timeoutMs = 60_000, kind = 'dr') {
   return waitFor(`${secondaryAddr} to reach state stream-wals`, async () => {
-    const s = await drStatus(secondaryAddr);
+    const s = await (kind === 'dr' ? drStatus : perfStatus)(secondaryAddr);
     return s.mode === 'secondary' && s.state === 'stream-wals' ? s : undefined;
   }, { timeoutMs, intervalMs: 100 });
 }
@@ -253,7 +260,7 @@ async function main() {
     return;
   }
   const base = Number(values['base-port']);
-  if (!Number.isInteger(base) || base < 1 || base + 11 > 65535) throw new Error(`--base-port must be a port number, got ${values['base-port']}`);
+  if (!Number.isInteger(base) || base < 1 || base + 21 > 65535) throw new Error(`--base-port must be a port number, got ${values['base-port']}`);
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
 
   const dir = join(repoRoot, '.tessera-cluster');
@@ -266,7 +273,7 @@ async function main() {
   const state = values.fresh || !previous ? { created: new Date().toISOString() } : previous;
 
   const license = await ensureLicense(join(dir, 'license'));
-  const layout = { primary: { apiPort: base, clusterPort: base + 1 }, secondary: { apiPort: base + 10, clusterPort: base + 11 } };
+  const layout = { primary: { apiPort: base, clusterPort: base + 1 }, secondary: { apiPort: base + 10, clusterPort: base + 11 }, performance: { apiPort: base + 20, clusterPort: base + 21 } };
   const nodes = {};
   const stopAll = () => Promise.all(Object.values(nodes).map((n) => n.stop()));
   let stopping = false;
@@ -287,7 +294,7 @@ async function main() {
       nodes[name] = await startNode({ name, home, ...ports, logFile: join(dir, `${name}.log`) });
     }
     state.base_port = base;
-    const { primary, secondary } = nodes;
+    const { primary, secondary, performance } = nodes;
 
     // Unseal keys: the primary's, which every node uses once activated; the secondary's own
     // throwaway share only until then.
@@ -304,9 +311,16 @@ async function main() {
       state.secondary_bootstrap = { root_token: init.root_token, unseal_key: init.keys[0], note: 'used only until DR activation replaces this seal' };
       await save();
     }
-    for (const n of [primary, secondary]) {
+    const f0 = await sealStatus(performance.apiAddr);
+    if (!f0.initialized) {
+      const init = await initNode(performance.apiAddr, 1, 1);
+      state.performance_bootstrap = { root_token: init.root_token, unseal_key: init.keys[0], note: 'the seal is replaced at activation; the root token stays: tokens are local to a performance secondary' };
+      await save();
+    }
+    const ownKey = { secondary: state.secondary_bootstrap?.unseal_key, performance: state.performance_bootstrap?.unseal_key };
+    for (const [k, n] of Object.entries(nodes)) {
       const st = await sealStatus(n.apiAddr);
-      await unsealNode(n.apiAddr, st.n === 1 && state.secondary_bootstrap ? [state.secondary_bootstrap.unseal_key] : state.unseal_keys);
+      await unsealNode(n.apiAddr, st.n === 1 && ownKey[k] ? [ownKey[k]] : state.unseal_keys);
     }
 
     if (!state.activated) {
@@ -324,6 +338,18 @@ async function main() {
       Object.assign(state, { activated: true, dr_secondary_id: id });
       await save();
     }
+    if (!state.performance_activated) {
+      if ((await perfStatus(primary.apiAddr)).mode === 'disabled') await must(primary.apiAddr, 'POST', `${PERF}/primary/enable`, { token: state.root_token, body: {} });
+      const fs = await perfStatus(performance.apiAddr);
+      let id = fs.secondary_id;
+      if (fs.mode === 'disabled') {
+        const known = (await perfStatus(primary.apiAddr)).known_secondaries ?? [];
+        id = known.includes('perf-secondary') ? `perf-secondary-${Date.now()}` : 'perf-secondary';
+        await activateSecondary({ kind: 'performance', primaryAddr: primary.apiAddr, rootToken: state.root_token, secondaryAddr: performance.apiAddr, secondaryToken: state.performance_bootstrap.root_token, id });
+      }
+      Object.assign(state, { performance_activated: true, performance_secondary_id: id });
+      await save();
+    }
 
     // Whatever roles the nodes hold now (a failover drill may have swapped them).
     for (const [k, n] of Object.entries(nodes)) modes[k] = (await waitFor(`${k} DR status`, () => drStatus(n.apiAddr))).mode;
@@ -332,12 +358,18 @@ async function main() {
       process.stdout.write(`waiting for ${sec} to stream WALs...\n`);
       modes[sec] = (await waitForStreaming(nodes[sec].apiAddr)).mode;
     }
+    const perfModes = {};
+    for (const [k, n] of Object.entries(nodes)) perfModes[k] = (await perfStatus(n.apiAddr).catch(() => ({ mode: 'unknown' }))).mode;
+    if (perfModes.performance === 'secondary' && Object.values(perfModes).includes('primary')) {
+      process.stdout.write('waiting for performance to stream WALs...\n');
+      perfModes.performance = (await waitForStreaming(performance.apiAddr, 60_000, 'performance')).mode;
+    }
     await save();
 
-    const roles = Object.entries(nodes).map(([k, n]) => `  ${k.padEnd(9)} DR ${modes[k].padEnd(9)} api ${n.apiAddr}  cluster ${n.clusterAddr}  pid ${n.pid}  log ${n.logFile}`);
+    const roles = Object.entries(nodes).map(([k, n]) => `  ${k.padEnd(11)} DR ${modes[k].padEnd(9)} perf ${String(perfModes[k]).padEnd(9)} api ${n.apiAddr}  cluster ${n.clusterAddr}  pid ${n.pid}  log ${n.logFile}`);
     const prim = Object.keys(modes).find((k) => modes[k] === 'primary') ?? 'primary';
     console.log([
-      'Tessera DR cluster is up:',
+      'Tessera cluster is up (primary, DR secondary, performance secondary):',
       ...roles,
       '',
       `WARNING: ${stateFile} holds the root token and all unseal keys (mode 0600). Keep it private.`,
@@ -346,8 +378,10 @@ async function main() {
       `  export VAULT_TOKEN=$(jq -r .root_token ${stateFile})`,
       '  node bin/tessera.js kv put secret/app password=hunter2',
       `  curl -s ${nodes[sec ?? 'secondary'].apiAddr}/v1/${DR}/status | jq .data`,
+      `  curl -s ${performance.apiAddr}/v1/${PERF}/status | jq .data`,
+      `  VAULT_ADDR=${performance.apiAddr} VAULT_TOKEN=$(jq -r .performance_bootstrap.root_token ${stateFile}) node bin/tessera.js kv get secret/app`,
       '',
-      'Failover drill: docs/failover-runbook.md. Ctrl-C stops both nodes.',
+      'Failover drill: docs/failover-runbook.md. Ctrl-C stops every node.',
     ].join('\n'));
   } catch (e) {
     await stopAll();
@@ -365,7 +399,7 @@ async function main() {
   const shutdown = async (sig) => {
     if (stopping) return;
     stopping = true;
-    console.log(`\n${sig}: stopping both nodes...`);
+    console.log(`\n${sig}: stopping every node...`);
     const exits = await stopAll();
     await save();
     console.log(`stopped: ${Object.keys(nodes).map((k, i) => `${k} ${JSON.stringify(exits[i])}`).join(', ')}`);
