@@ -113,7 +113,7 @@ const SLASH = 0x2f;
  * performance secondary that authorized the request with its own tokens and ACL and forwarded it
  * over the mTLS cluster channel (REPLICATION.md 8); only namespace routes that a token would
  * authorize, and mounted engines, run that way (never public, body-authorized or node routes:
- * logins, unwrap, seal, replication).
+ * logins, unwrap, seal, replication; nor routes on this node's own tokens).
  */
 export type Authority = { readonly kind: 'client' } | { readonly kind: 'forwarded'; readonly secondaryId: string };
 
@@ -156,7 +156,7 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
     const spec = route.operations[req.operation];
     if (!spec) throw new UnsupportedOperation(`unsupported operation ${req.method} on ${req.path}`);
     const tokenRoute = (route.access === 'token' || route.access === 'sudo') && route.scope !== 'node';
-    if (forwarded && !tokenRoute) throw new PermissionDenied(`${route.pattern} is not executed for a forwarding secondary`);
+    if (forwarded && (!tokenRoute || route.localState)) throw new PermissionDenied(`${route.pattern} is not executed for a forwarding secondary`);
     let caller: Caller | undefined;
     if (!forwarded && (route.access === 'token' || route.access === 'sudo')) {
       const sudo = route.access === 'sudo';

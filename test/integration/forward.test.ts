@@ -5,7 +5,8 @@
  * authorize, and the primary never sees them; a dead primary gives a clear 503 and no write.
  */
 import { jest } from '@jest/globals';
-import { activatePair } from '../support/dr.js';
+import { connectPrimary } from '../../src/transport/grpc/index.js';
+import { activatePair, replStatus } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(60_000);
@@ -107,5 +108,36 @@ describe('performance secondary write forwarding', () => {
     // Local writes do not need the primary.
     expect((await s.call('POST', 'sys/mounts/offline', { ...KV2, local: true })).status).toBe(204);
     expect((await s.call('PUT', 'offline/data/k', { data: { v: 1 } })).status).toBe(200);
+  });
+
+  test('the primary runs only token-authorized namespace writes for a secondary: never logins, node routes or reads', async () => {
+    // The secondary's own certificate, as its forwarder presents it.
+    const m = s.node.performance.material.secondary!;
+    const client = connectPrimary({ address: (await replStatus(p, 'performance')).primary_cluster_addr, tls: { caPem: m.caPem, certPem: m.certPem, keyPem: m.keyPem, serverName: m.serverName } });
+    const fwd = (method: string, operation: string, path: string, body: Record<string, unknown> = {}) =>
+      client.forward('perf-fwd', { requestId: 'r', method, operation, namespace: '', path, trailingSlash: false, query: {}, body });
+    try {
+      for (const [method, operation, path] of [
+        ['POST', 'update', 'auth/token/create-orphan'],
+        ['POST', 'update', 'auth/token/revoke'],
+        ['POST', 'update', 'sys/seal'],
+        ['POST', 'update', 'sys/replication/performance/primary/disable'],
+        ['POST', 'update', 'sys/wrapping/unwrap'],
+      ] as const) {
+        const r = await fwd(method, operation, path, path === 'auth/token/revoke' ? { token: p.rootToken } : {});
+        expect({ path, kind: r.kind, status: r.status, errors: r.body.errors }).toEqual({ path, kind: 'error', status: 403, errors: [expect.stringMatching(/not executed for a forwarding secondary/)] });
+      }
+      const read = await fwd('GET', 'read', 'secret/data/before');
+      expect({ kind: read.kind, status: read.status }).toEqual({ kind: 'error', status: 400 });
+      expect((await replStatus(p, 'performance')).mode).toBe('primary');
+      expect((await p.call('GET', 'sys/seal-status', undefined, { token: null })).body.sealed).toBe(false);
+      expect((await p.call('GET', 'auth/token/lookup-self')).status).toBe(200);
+      // What a token would authorize runs: a KV write, answered with the index to wait for.
+      const ok = await fwd('PUT', 'update', 'secret/data/direct', { data: { v: 1 } });
+      expect(ok).toMatchObject({ kind: 'envelope', status: 200 });
+      expect(ok.commitIndex).toBe(BigInt((await replStatus(p, 'performance')).last_wal));
+    } finally {
+      client.close();
+    }
   });
 });
