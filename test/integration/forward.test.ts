@@ -6,7 +6,7 @@
  */
 import { jest } from '@jest/globals';
 import { connectPrimary } from '../../src/transport/grpc/index.js';
-import { activatePair, replStatus } from '../support/dr.js';
+import { activatePair, inSync, PERF, replStatus, secondaryToken } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(60_000);
@@ -138,6 +138,31 @@ describe('performance secondary write forwarding', () => {
       expect(ok.commitIndex).toBe(BigInt((await replStatus(p, 'performance')).last_wal));
     } finally {
       client.close();
+    }
+  });
+
+  test('when the secondary does not apply the write within the bound, it answers with a warning saying so', async () => {
+    const slow = await startTestNode({ forwardWaitMs: 300 });
+    try {
+      // p is already a performance primary (beforeEach): a second secondary joins it.
+      expect((await slow.call('POST', `${PERF}/secondary/enable`, { token: await secondaryToken(p, 'perf-slow', undefined, 'performance') })).status).toBe(204);
+      await inSync(p, slow, { kind: 'performance' });
+      // The secondary stops following its primary's stream (as if partitioned from it): forwarded
+      // writes still reach the primary, but cannot be applied here.
+      await slow.node.performance.secondaryLoop!.stop();
+      const started = Date.now();
+      const w = await slow.call('PUT', 'secret/data/slow', { data: { v: 1 } });
+      expect(w.status).toBe(200);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+      expect(w.body.warnings).toEqual([expect.stringMatching(/applied on the primary \(WAL index \d+\) but this performance secondary had not received it within 300 ms/)]);
+      expect((await p.call('GET', 'secret/data/slow')).body.data.data).toEqual({ v: 1 });
+      expect((await slow.call('GET', 'secret/data/slow')).status).toBe(404);
+      // A 204 of the primary (a policy write) becomes a 200 carrying the warning, as in Vault.
+      const pol = await slow.call('PUT', 'sys/policies/acl/slow', { policy: 'path "x" { capabilities = ["read"] }' });
+      expect(pol.status).toBe(200);
+      expect(pol.body.warnings[0]).toMatch(/had not received it within 300 ms/);
+    } finally {
+      await slow.stop();
     }
   });
 });

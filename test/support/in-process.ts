@@ -30,6 +30,8 @@ export interface TestNodeOptions {
   readonly dir?: string;
   readonly walMaxEntries?: number;
   readonly logger?: pino.Logger;
+  /** Performance secondary: how long a forwarded write's answer waits to be applied (ms). */
+  readonly forwardWaitMs?: number;
 }
 
 export async function startTestNode(opts: TestNodeOptions = {}): Promise<TestNode> {
@@ -51,6 +53,7 @@ export async function startTestNode(opts: TestNodeOptions = {}): Promise<TestNod
     hosted: opts.hosted === true,
     walMaxEntries: opts.walMaxEntries ?? 10_000,
     walMaxBytes: 64 * 1024 * 1024,
+    ...(opts.forwardWaitMs !== undefined ? { forwardWaitMs: opts.forwardWaitMs } : {}),
   };
   const node = await startNode(config, { logger: opts.logger ?? pino({ level: 'silent' }) });
   const url = node.apiAddr;
