@@ -78,6 +78,26 @@ export class Unavailable extends TesseraError {
   }
 }
 /**
+ * 503: a performance secondary may not apply a write of a replicated key itself (it would diverge
+ * from its primary). The HTTP dispatcher forwards the request to the primary when it sees this
+ * (REPLICATION.md 8); where it cannot (no forwarder, a login, a public route) the client gets 503.
+ */
+export class ReplicatedWriteRefused extends TesseraError {
+  constructor(message: string) {
+    super(ErrorCode.unavailable, message);
+  }
+}
+/**
+ * 503: a write that must go to the primary could not be forwarded (the primary is unreachable,
+ * refused this secondary, or did not answer in time). The message says whether the write is known
+ * not to have happened or its outcome is unknown (a deadline after sending).
+ */
+export class ForwardFailed extends TesseraError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.unavailable, message, options);
+  }
+}
+/**
  * 503: the storage engine stopped acknowledging writes after a storage error (a failed write whose
  * outcome on disk is unknown, an I/O error or LevelDB corruption). Sticky until the node restarts;
  * the message names the error and what to do, and holds no secret (LevelDB's status and file path).

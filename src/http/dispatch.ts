@@ -4,12 +4,17 @@
  * authentication and ACL -> license -> field validation -> handler -> optional response wrapping.
  * Every refusal before authentication spends nothing (no token use). A delegating route (auth
  * methods under `auth/<mount>/`) is replaced by the route it picks before the node-scope rule.
+ * On a performance secondary, a write that reaches a replicated key goes to the primary instead
+ * (`forwardable`); the primary runs it through `dispatchForwarded`.
  *
  *   const { status, body } = await dispatch(services, routes, apiRequest);
  */
-import { DrSecondaryPathDisabled, NotFound, PermissionDenied, RootNamespaceOnly, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
+import { DrSecondaryPathDisabled, NotFound, PermissionDenied, ReplicatedWriteRefused, RootNamespaceOnly, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
+import type { ForwardOutcome } from './forwarding.js';
+import { forwardRequestOf, replyOfForwarded } from './forwarding.js';
 import type { Caller } from '../vault/caller.js';
 import type { LogicalResponse, Operation } from '../vault/logical.js';
+import type { ForwardRequest } from '../replication/transport.js';
 import type { ApiRequest } from './request.js';
 import { parseFields } from './fields.js';
 import { envelope, type Reply } from './reply.js';
@@ -27,6 +32,12 @@ export interface Services {
   /** A mounted engine's answer, or undefined when no mount serves the path. */
   logical(namespace: string, path: string, operation: Operation, data: Record<string, unknown>): Promise<{ response: LogicalResponse | null } | undefined>;
   wrap(reply: { data: Record<string, unknown> | null; auth?: Record<string, unknown> | null }, ttlSeconds: number, creationPath: string): Promise<Record<string, unknown>>;
+  /**
+   * A performance secondary's way to its primary for a write it may not apply itself: the
+   * primary's reply once this node has applied it (or with a warning saying it has not yet).
+   * Absent on nodes that never forward.
+   */
+  forwardWrite?: (req: ForwardRequest) => Promise<ForwardOutcome>;
 }
 
 export interface Dispatched {
@@ -97,9 +108,31 @@ function matchRoute(routes: readonly Route[], path: string): Match | undefined {
 
 const SLASH = 0x2f;
 
+/**
+ * Who authorized a request. `client`: the client's token, checked here. `forwarded`: a
+ * performance secondary that authorized the request with its own tokens and ACL and forwarded it
+ * over the mTLS cluster channel (REPLICATION.md 8); only namespace routes that a token would
+ * authorize, and mounted engines, run that way (never public, body-authorized or node routes:
+ * logins, unwrap, seal, replication; nor routes on this node's own tokens).
+ */
+export type Authority = { readonly kind: 'client' } | { readonly kind: 'forwarded'; readonly secondaryId: string };
+
+const CLIENT: Authority = { kind: 'client' };
+
 export async function dispatch(services: Services, routes: readonly Route[], req: ApiRequest): Promise<Dispatched> {
+  const { reply, path } = await resolve(services, routes, req, CLIENT);
+  return render(services, req, path, reply);
+}
+
+/** A forwarded write, run on the primary: its reply before rendering (the secondary renders it). */
+export async function dispatchForwarded(services: Services, routes: readonly Route[], req: ApiRequest, secondaryId: string): Promise<Reply> {
+  return (await resolve(services, routes, req, { kind: 'forwarded', secondaryId })).reply;
+}
+
+async function resolve(services: Services, routes: readonly Route[], req: ApiRequest, authority: Authority): Promise<{ reply: Reply; path: string }> {
   const match = matchRoute(routes, req.path);
   const drSecondary = services.drSecondary();
+  const forwarded = authority.kind === 'forwarded';
 
   // Gates that do not need the barrier come first: a sealed DR secondary must still say 400/503 correctly.
   if (drSecondary && !match?.route.drSecondary) throw new DrSecondaryPathDisabled();
@@ -122,25 +155,47 @@ export async function dispatch(services: Services, routes: readonly Route[], req
     if (route.scope === 'node' && namespace !== '') throw new RootNamespaceOnly(route.pattern.split('/:')[0] ?? route.pattern);
     const spec = route.operations[req.operation];
     if (!spec) throw new UnsupportedOperation(`unsupported operation ${req.method} on ${req.path}`);
+    const tokenRoute = (route.access === 'token' || route.access === 'sudo') && route.scope !== 'node';
+    if (forwarded && (!tokenRoute || route.localState)) throw new PermissionDenied(`${route.pattern} is not executed for a forwarding secondary`);
     let caller: Caller | undefined;
-    if (route.access === 'token' || route.access === 'sudo') {
+    if (!forwarded && (route.access === 'token' || route.access === 'sudo')) {
       const sudo = route.access === 'sudo';
       caller = await services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, sudo));
     }
     if (route.license) services.requireLicense(route.license.feature, route.license.hostedOk === true);
     const query = req.operation === 'read' || req.operation === 'list';
     const { data, warnings } = parseFields(spec.fields, query ? req.query : req.body, { warnUnknown: !query });
-    const reply = await spec.handler({ req, params, fields: data, caller, namespace });
-    return render(services, req, path, withWarnings(reply, warnings));
+    const run = async (): Promise<Reply> => withWarnings(await spec.handler({ req, params, fields: data, caller, namespace }), warnings);
+    // Only what a client token authorized here may go on to the primary.
+    return { reply: tokenRoute && !forwarded ? await forwardable(services, req, run) : await run(), path };
   }
 
   if (path === 'sys' || path.startsWith('sys/') || path.startsWith('auth/')) throw new NotFound([`unsupported path: ${path.slice(0, 128)}`]);
-  await services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, false));
+  if (!forwarded) await services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, false));
   // Without `list` (the ?list=true flag), by rest copy: `delete` would leave a slow dictionary-mode object.
   const { list: _list, ...data }: Record<string, unknown> = req.operation === 'read' || req.operation === 'list' ? req.query : req.body;
-  const served = await services.logical(namespace, path, req.operation, data);
-  if (!served) throw new NotFound([`no handler for route "${path.slice(0, 128)}". route entry not found.`]);
-  if (served.response === null) return { status: 204, body: undefined };
-  const reply: Reply = { kind: 'envelope', data: served.response.data ?? null, ...(served.response.warnings ? { warnings: served.response.warnings } : {}) };
-  return render(services, req, path, reply);
+  const run = async (): Promise<Reply> => {
+    const served = await services.logical(namespace, path, req.operation, data);
+    if (!served) throw new NotFound([`no handler for route "${path.slice(0, 128)}". route entry not found.`]);
+    if (served.response === null) return { kind: 'none' };
+    return { kind: 'envelope', data: served.response.data ?? null, ...(served.response.warnings ? { warnings: served.response.warnings } : {}) };
+  };
+  return { reply: forwarded ? await run() : await forwardable(services, req, run), path };
+}
+
+/**
+ * The one decision point of write forwarding: a request this node authorized runs here; if it
+ * reaches a write of a replicated key on a performance secondary (the storage engine refuses it
+ * before anything is written, ReplicatedWriteRefused), it is forwarded to the primary instead, and
+ * the primary's reply is answered once this node has applied the write. Which writes forward thus
+ * follows the keyspace classes (non-local mounts, policies, mount and auth tables, namespaces, auth
+ * method configuration), never a second list; local mounts and tokens commit here.
+ */
+async function forwardable(services: Services, req: ApiRequest, run: () => Promise<Reply>): Promise<Reply> {
+  try {
+    return await run();
+  } catch (e) {
+    if (!(e instanceof ReplicatedWriteRefused) || !services.forwardWrite) throw e;
+    return replyOfForwarded(await services.forwardWrite(forwardRequestOf(req)));
+  }
 }

@@ -7,6 +7,7 @@
 import { InvalidRequest, UnsupportedOperation } from '../core/errors.js';
 import { parseDuration } from '../core/duration.js';
 import type { Operation } from '../vault/logical.js';
+import type { ForwardRequest } from '../replication/transport.js';
 
 export interface ApiRequest {
   readonly id: string;
@@ -153,5 +154,33 @@ export function toApiRequest(raw: RawRequest): ApiRequest {
     token,
     wrapTTL: wrap === undefined || wrap === '' ? undefined : parseDuration(wrap, 'X-Vault-Wrap-TTL'),
     remoteAddress: raw.remoteAddress,
+  };
+}
+
+/** Operations a secondary forwards: writes only (reads are served where they arrive). */
+const FORWARDED_OPERATIONS: ReadonlySet<string> = new Set<Operation>(['create', 'update', 'delete', 'patch']);
+
+/**
+ * A write forwarded by a performance secondary, as an ApiRequest of this node: checked again as a
+ * client's would be (path, namespace, operation); no token (the secondary authorized it) and no
+ * wrapping (the secondary wraps with its own tokens).
+ */
+export function forwardedApiRequest(fwd: ForwardRequest, secondaryId: string): ApiRequest {
+  if (!FORWARDED_OPERATIONS.has(fwd.operation)) throw new InvalidRequest(`operation "${fwd.operation.slice(0, 16)}" is not forwarded`);
+  const path = fwd.path.replace(/\/+$/, '');
+  if (path === '') throw new InvalidRequest('missing request path');
+  validateSegments(path, 'path');
+  return {
+    id: fwd.requestId,
+    method: fwd.method,
+    operation: fwd.operation as Operation,
+    path,
+    trailingSlash: fwd.trailingSlash,
+    namespace: normaliseNamespace(fwd.namespace),
+    query: { ...fwd.query },
+    body: { ...fwd.body },
+    token: undefined,
+    wrapTTL: undefined,
+    remoteAddress: `cluster:${secondaryId}`,
   };
 }

@@ -53,6 +53,11 @@ export interface Route {
    * `namespace` (the default): the caller's namespace, resolved from header and path prefix.
    */
   readonly scope?: Scope;
+  /**
+   * Acts on this node's own tokens only (local class): a performance primary never runs it for a
+   * forwarding secondary, whose forwarded requests are there to change replicated data.
+   */
+  readonly localState?: boolean;
   /** WIRE.md section 6: the short list a DR secondary still answers. */
   readonly drSecondary?: boolean;
   /** Answers while sealed (init, unseal, seal-status, health, status). */

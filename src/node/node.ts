@@ -9,6 +9,7 @@
  */
 import { isMainThread } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import { forwardedExecutor } from '../http/forwarded.js';
 import { startHttp, type HttpServer } from '../http/server.js';
 import { describeLicense, hasFeature, loadLicense, type Feature, type LicenseStatus } from '../license/index.js';
 import type { ReplicationDriver } from '../replication/driver.js';
@@ -36,6 +37,8 @@ export interface NodeConfig {
   readonly walMaxBytes: number;
   /** System lease bounds in seconds (`max_lease_ttl`, `default_lease_ttl`); Vault's 768h each unless given. */
   readonly leases?: { readonly maxTtl: number; readonly defaultTtl: number };
+  /** Performance secondary: how long a forwarded write's answer waits to be applied here (ms, default 2000). */
+  readonly forwardWaitMs?: number;
 }
 
 export interface RunningNode {
@@ -85,7 +88,10 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
   const core = new VaultCore({ storage: engine, seal, license: licenseView, hosted: config.hosted, now, ...(config.leases ? { ttlLimits: config.leases } : {}) });
   await core.start();
   let apiAddr = config.apiAddr;
-  const repl = await wireReplication({ engine, seal, core, log, now, clusterListen: config.clusterAddr, apiAddr: () => apiAddr });
+  const repl = await wireReplication({
+    engine, seal, core, log, now, clusterListen: config.clusterAddr, apiAddr: () => apiAddr,
+    ...(config.forwardWaitMs !== undefined ? { forwardWaitMs: config.forwardWaitMs } : {}),
+  });
   const facts = {
     clusterName: () => 'tessera',
     clusterId: () => repl.clusterId(),
@@ -105,6 +111,8 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     metrics: async () => ({ contentType: metrics!.contentType, text: await metrics!.render() }),
   };
   const routes = nodeRoutes(core, facts, repl.routes, sys, wireGenerateRoot({ core, seal, log }));
+  // As a performance primary, this node runs its secondaries' forwarded writes through the same routes.
+  repl.executeForwarded(forwardedExecutor(core, routes, (e) => log.error({ err: e }, 'forwarded write failed')));
 
   let http: HttpServer;
   try {

@@ -17,6 +17,7 @@ import { isJwt, peekJwt } from '../replication/activation-token.js';
 import { LocalReplication } from '../replication/local.js';
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
+import type { ForwardReply, ForwardRequest } from '../replication/transport.js';
 import { connectPrimary, createClusterServer } from '../transport/grpc/index.js';
 import type { VaultCore } from '../vault/core.js';
 import type { DrService, KindService } from '../http/routes/replication-kind.js';
@@ -40,7 +41,11 @@ export interface WiredReplication {
   clusterId(): string;
   /** Stops both kinds' I/O (shutdown). */
   suspend(): Promise<void>;
+  /** Binds the executor of writes performance secondaries forward to this node as their primary. */
+  executeForwarded(run: ForwardExecutor): void;
 }
+
+export type ForwardExecutor = (secondaryId: string, req: ForwardRequest) => Promise<Omit<ForwardReply, 'commitIndex'>>;
 
 export async function wireReplication(o: {
   engine: StorageEngine;
@@ -50,6 +55,8 @@ export async function wireReplication(o: {
   now: () => number;
   clusterListen: string;
   apiAddr: () => string;
+  /** How long a forwarded write's answer waits for the secondary to apply it (default 2000 ms). */
+  forwardWaitMs?: number;
 }): Promise<WiredReplication> {
   const { engine, seal, core, log, now } = o;
   const hooks: CoreHooks = {
@@ -68,6 +75,19 @@ export async function wireReplication(o: {
   // One listener on the cluster port for every kind this node is primary of: it starts with the
   // first kind served and stops when none is; the SNI name picks the kind's certificate and CA.
   const cluster = createClusterServer({ address: o.clusterListen, log });
+  // The primary's executor of forwarded writes: the HTTP dispatcher, bound once routes exist.
+  let executor: ForwardExecutor | undefined;
+  const forwarded = (): ((id: string, req: ForwardRequest) => Promise<ForwardReply>) | undefined => {
+    const run = executor;
+    if (!run) return undefined;
+    return async (id, req) => {
+      const answer = await run(id, req);
+      // Every write of the request is committed by now: the last index covers them all.
+      const commitIndex = engine.lastGuard().index;
+      log.debug({ secondary_id: id, operation: req.operation, status: answer.status }, 'forwarded write executed');
+      return { ...answer, commitIndex };
+    };
+  };
   // What each kind is while sealed (or not loaded): only its summary says.
   const sealedMode: Record<Kind, string> = { dr: 'disabled', performance: 'disabled' };
   for (const kind of ['dr', 'performance'] as const) {
@@ -94,6 +114,8 @@ export async function wireReplication(o: {
       apiAddr: o.apiAddr,
       now,
       otherMode: () => liveMode(other),
+      forwarded,
+      ...(o.forwardWaitMs !== undefined ? { forwardWaitMs: o.forwardWaitMs } : {}),
     });
   }
   const dr = drivers.dr;
@@ -129,6 +151,7 @@ export async function wireReplication(o: {
   const drMode = modeOf('dr');
   const performanceMode = modeOf('performance');
   core.drSecondaryCheck = () => drMode() === 'secondary';
+  core.forwardWrite = (req) => drivers.performance.forward(req);
 
   const local = new LocalReplication({
     engine,
@@ -241,6 +264,9 @@ export async function wireReplication(o: {
     async suspend() {
       await perf.suspend();
       await dr.suspend();
+    },
+    executeForwarded(run) {
+      executor = run;
     },
     clusterId: () => {
       const s = dr.state;

@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { InvalidRequest, PermissionDenied, Unavailable } from '../core/errors.js';
+import { InvalidRequest, PermissionDenied, ReplicatedWriteRefused } from '../core/errors.js';
 import {
   crossKindRefusal, initialState, KIND_POLICY, refusalError, resume, step, lookupSecondary,
   type Effect, type Event, type Kind, type KindPolicy, type Mode, type State, type TokenStatus,
@@ -25,12 +25,13 @@ import { BUNDLE_VERSION, type Bundle } from './bundle.js';
 import { applierFor, type Applier } from './applier.js';
 import { composeRecord, loadRecord, saveRecord, workbenchOf, type SecondaryMaterial, type Workbench } from './role-record.js';
 import { DemoteDrain, type DemoteReport } from './drain.js';
+import { WriteForwarder } from './forwarder.js';
 import { lastSeenRecord } from './last-seen.js';
 import { createCa, issueLeaf } from './pki.js';
 import { PrimaryStreamer } from './primary-service.js';
 import { redeem } from './redeem.js';
 import { SecondaryLoop } from './secondary-loop.js';
-import type { PrimaryClient, PrimaryService, ReplicationServer, TlsMaterial } from './transport.js';
+import type { ForwardOutcome, ForwardReply, ForwardRequest, PrimaryClient, PrimaryService, ReplicationServer, TlsMaterial } from './transport.js';
 
 export interface ReplicationTransport {
   /**
@@ -86,6 +87,10 @@ export interface DriverOptions {
   readonly otherMode?: () => Mode;
   /** HOOK for performance paths filters: one secondary's key predicate (see serve-policy.ts). */
   readonly pathsFilter?: (secondaryId: string) => (key: string) => boolean;
+  /** A primary's executor of writes its performance secondaries forward (bound late by the node). */
+  readonly forwarded?: () => ((secondaryId: string, req: ForwardRequest) => Promise<ForwardReply>) | undefined;
+  /** How long a forwarded write's answer waits for this secondary to apply it. Default 2000 ms. */
+  readonly forwardWaitMs?: number;
 }
 
 /** Operator intents, as the rules across kinds see them; facts are never refused there. */
@@ -120,12 +125,33 @@ export class ReplicationDriver {
    */
   private enabler: string | undefined;
   private readonly drain: DemoteDrain;
+  private readonly forwarder: WriteForwarder;
 
   constructor(private readonly o: DriverOptions) {
     this.kind = o.kind;
     this.policy = KIND_POLICY[o.kind];
     this.record = { state: initialState(o.kind) };
     this.drain = new DemoteDrain({ engine: o.engine, log: o.log, timeoutMs: o.timing?.demoteDrainTimeoutMs ?? 30_000 });
+    this.forwarder = new WriteForwarder({
+      target: () => {
+        const s = this.record.state;
+        const m = this.record.secondary;
+        if (!this.policy.forwardsWrites || s.mode !== 'secondary' || s.primary === null || s.secondaryId === null || !m) return undefined;
+        return { secondaryId: s.secondaryId, clusterAddr: s.primary.clusterAddr, tls: this.secondaryTls(m) };
+      },
+      connect: (opts) => this.o.transport.connect(opts),
+      applied: () => this.appliedUpstream(),
+      settled: () => this.settled(),
+      ...(o.forwardWaitMs !== undefined ? { waitMs: o.forwardWaitMs } : {}),
+    });
+  }
+
+  /**
+   * A write this performance secondary authorized, executed by its primary; answered once applied
+   * here (bounded wait, then with a warning). ForwardFailed (503) when it cannot be forwarded.
+   */
+  forward(req: ForwardRequest): Promise<ForwardOutcome> {
+    return this.forwarder.forward(req);
   }
 
   /** While a demote drains: the final index and who has not applied it yet. */
@@ -193,8 +219,10 @@ export class ReplicationDriver {
 
   /**
    * A secondary that keeps its own WAL (performance) never applies a write of a replicated key
-   * that did not come from its primary: the engine refuses it (503 Unavailable) and nothing
-   * changes. Local and node classes stay writable (its tokens, local mounts).
+   * that did not come from its primary: the engine refuses it (ReplicatedWriteRefused, 503) and
+   * nothing changes. The HTTP dispatcher forwards such a request to the primary instead (see
+   * `forward`); the refusal is the safety net for what it does not forward. Local and node
+   * classes stay writable (its tokens, local mounts).
    */
   private gateReplicatedWrites(): void {
     if (this.policy.apply !== 'own-wal') return;
@@ -202,7 +230,7 @@ export class ReplicationDriver {
     const gated = m === 'secondary' || m === 'bootstrapping';
     this.o.engine.guardReplicated(
       gated
-        ? () => new Unavailable(`this cluster is a ${this.policy.label} secondary: writes to replicated paths go to the primary${this.primaryApiHint()}; only local mounts and tokens are written here`)
+        ? () => new ReplicatedWriteRefused(`this cluster is a ${this.policy.label} secondary: only its primary${this.primaryApiHint()} writes replicated data, and this request is not one it forwards (logins and requests without a client token are not); local mounts and tokens are written here`)
         : undefined,
     );
   }
@@ -215,6 +243,7 @@ export class ReplicationDriver {
   /** Stops the role's I/O (seal, shutdown); the persisted role is untouched. */
   suspend(): Promise<void> {
     return this.exclusive(async () => {
+      this.forwarder.close();
       await this.loop?.stop();
       this.loop = undefined;
       await this.stopServer();
@@ -225,6 +254,7 @@ export class ReplicationDriver {
   /** Forgets the role in memory without touching storage (a DR secondary's inert copy). */
   unload(): Promise<void> {
     return this.exclusive(async () => {
+      this.forwarder.close();
       await this.loop?.stop();
       this.loop = undefined;
       await this.stopServer();
@@ -386,6 +416,7 @@ export class ReplicationDriver {
       engine: this.o.engine,
       kind: this.kind,
       ...(this.o.pathsFilter ? { pathsFilter: this.o.pathsFilter } : {}),
+      ...(this.o.forwarded ? { forwarded: this.o.forwarded } : {}),
       registry: { check: (id, fp) => this.authorize(id, fp) },
       info: { clusterId: () => (this.record.state.mode === 'primary' ? this.record.state.clusterId : ''), nodeId: () => 'tessera', apiAddr: this.o.apiAddr, clusterAddr: () => this.clusterAddr() },
       onBootstrap: (id) => this.activated(id),
@@ -454,7 +485,14 @@ export class ReplicationDriver {
       engine: this.o.engine,
       applier,
       // A secondary that serves reads (its own WAL) reloads its caches as replicated data lands.
-      ...(ownWal ? { onApplied: () => this.reloadSoon() } : {}),
+      ...(ownWal
+        ? {
+            onApplied: (index: bigint) => {
+              this.reloadSoon();
+              this.forwarder.applied(index);
+            },
+          }
+        : {}),
       connect: () => this.o.transport.connect({ address: clusterAddr, tls }),
       secondaryId: s.secondaryId,
       kind: this.kind,

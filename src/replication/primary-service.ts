@@ -10,7 +10,7 @@
  *   const report = await svc.drain({ timeoutMs: 30_000 });   // demote: after engine.fence()
  */
 import { randomUUID } from 'node:crypto';
-import { Internal, InvalidRequest, TesseraError, ErrorCode } from '../core/errors.js';
+import { Internal, InvalidRequest, TesseraError, ErrorCode, Unavailable } from '../core/errors.js';
 import type { Tree } from '../core/merkle.js';
 import { KIND_POLICY, type TokenStatus } from '../core/replication/index.js';
 import type { WalEntry } from '../core/wal.js';
@@ -20,7 +20,7 @@ import type { StorageEngine } from '../storage/engine.js';
 import { SecondaryViews, type LastSeenStore, type SecondaryView } from './secondary-views.js';
 import { servePolicy, type ServePolicy } from './serve-policy.js';
 import type {
-  BootstrapInfo, BootstrapRequest, ClusterCall, Guard, HeartbeatReply, HeartbeatRequest, KeyValue, LeafInfo, Peer, PingInfo,
+  BootstrapInfo, BootstrapRequest, ClusterCall, ForwardReply, ForwardRequest, Guard, HeartbeatReply, HeartbeatRequest, KeyValue, LeafInfo, Peer, PingInfo,
   PrimaryService, SnapshotInfo, StreamSink,
 } from './transport.js';
 
@@ -92,6 +92,11 @@ export class PrimaryStreamer implements PrimaryService {
        * (src/replication/paths-filter.ts); absent, or for DR, every key of the kind's classes.
        */
       pathsFilter?: (secondaryId: string) => (key: string) => boolean;
+      /**
+       * Executes a write forwarded by a performance secondary (the vault core's dispatcher, bound
+       * late by the node); absent, Forward answers Unavailable.
+       */
+      forwarded?: () => ((secondaryId: string, req: ForwardRequest) => Promise<ForwardReply>) | undefined;
     },
   ) {
     this.policy = servePolicy(o.kind);
@@ -344,6 +349,13 @@ export class PrimaryStreamer implements PrimaryService {
     // All or nothing: one key outside the kind's classes (node class above all) refuses the call.
     this.policyFor(peer.secondaryId).admitKeys(keys);
     return Promise.all(keys.map(async (key) => ({ key, value: await snap.readRaw(key) })));
+  }
+
+  /** A performance secondary's forwarded write (the serve policy admitted the call and kind). */
+  async forward(peer: Peer, req: ForwardRequest): Promise<ForwardReply> {
+    const execute = this.o.forwarded?.();
+    if (!execute) throw new Unavailable('this primary does not execute forwarded writes yet (starting up)');
+    return execute(peer.secondaryId, req);
   }
 
   async close(): Promise<void> {

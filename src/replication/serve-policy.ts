@@ -18,7 +18,7 @@
  */
 import { PermissionDenied } from '../core/errors.js';
 import type { Tree } from '../core/merkle.js';
-import type { Kind, TokenStatus } from '../core/replication/index.js';
+import { KIND_POLICY, type Kind, type TokenStatus } from '../core/replication/index.js';
 import { classify, type KeyClass, treeOf } from '../storage/keyspace.js';
 import { classesOf } from './applier.js';
 import type { ClusterCall } from './transport.js';
@@ -48,6 +48,8 @@ export function servePolicy(kind: Kind, admitsPath: (key: string) => boolean = (
     classes,
     admitCall(status, call) {
       if (status === 'revoked') throw new PermissionDenied('this secondary was revoked');
+      // Only a kind whose secondaries serve clients forwards writes (a DR secondary serves none).
+      if (call === 'forward' && !KIND_POLICY[kind].forwardsWrites) throw new PermissionDenied(`${KIND_POLICY[kind].label} secondaries do not forward writes`);
       // Only the handshake (and the address probe) may precede activation: the first successful
       // bootstrap marks the id active, and nothing that reads data is served before that.
       if (status !== 'active' && call !== 'bootstrap' && call !== 'ping') {

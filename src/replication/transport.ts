@@ -95,6 +95,42 @@ export interface KeyValue {
   readonly value: Buffer | undefined;
 }
 
+/**
+ * A client's write that a performance secondary forwards to its primary (REPLICATION.md 8). The
+ * secondary has authenticated and authorized it with its own tokens and ACL; the client's token
+ * never leaves the secondary. The primary executes it on behalf of the verified secondary.
+ * `namespace` and `path` are as the client sent them (header namespace, path with any prefix).
+ */
+export interface ForwardRequest {
+  readonly requestId: string;
+  readonly method: string;
+  readonly operation: string;
+  readonly namespace: string;
+  readonly path: string;
+  readonly trailingSlash: boolean;
+  readonly query: Readonly<Record<string, string>>;
+  readonly body: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * The primary's answer: what its handler returned before rendering (so the secondary renders it
+ * with its own request id and wraps it with its own tokens), or its error, and the WAL index the
+ * write is committed at or below: the secondary answers once it has applied that index.
+ */
+export interface ForwardReply {
+  readonly kind: 'envelope' | 'none' | 'bare' | 'error';
+  readonly status: number;
+  /** JSON: envelope {data, warnings, auth}; bare body; error {errors}; none: {}. */
+  readonly body: Readonly<Record<string, unknown>>;
+  readonly commitIndex: bigint;
+}
+
+/** The primary's reply as a forwarding secondary answers it, with its own warnings (not applied here yet). */
+export interface ForwardOutcome {
+  readonly reply: ForwardReply;
+  readonly warnings: readonly string[];
+}
+
 /** A server-streaming call as the primary sees it. */
 export interface StreamSink {
   /** Resolves when the message is handed to the transport; waits while the peer is slow (flow control). */
@@ -107,7 +143,7 @@ export interface StreamSink {
 }
 
 /** The cluster calls, grouped by what they expose (see serve-policy.ts). */
-export type ClusterCall = 'ping' | 'bootstrap' | 'stream' | 'heartbeat' | 'reconcile';
+export type ClusterCall = 'ping' | 'bootstrap' | 'stream' | 'heartbeat' | 'reconcile' | 'forward';
 
 /**
  * What the primary serves. Every method receives the authenticated peer; the transport has
@@ -127,6 +163,8 @@ export interface PrimaryService {
   subpageHashes(peer: Peer, snapshotId: string, tree: 1 | 2, page: number): Promise<Buffer[]>;
   leaves(peer: Peer, snapshotId: string, tree: 1 | 2, page: number, subpages: readonly number[]): Promise<LeafInfo[]>;
   fetchValues(peer: Peer, snapshotId: string, keys: readonly string[]): Promise<KeyValue[]>;
+  /** Executes a forwarded write (performance secondaries only; see ForwardRequest). */
+  forward(peer: Peer, req: ForwardRequest): Promise<ForwardReply>;
 }
 
 /** PEM material for one end of the mTLS channel. */
@@ -163,6 +201,7 @@ export interface PrimaryClient {
   subpageHashes(snapshotId: string, tree: 1 | 2, page: number): Promise<Buffer[]>;
   leaves(snapshotId: string, tree: 1 | 2, page: number, subpages: readonly number[]): Promise<LeafInfo[]>;
   fetchValues(snapshotId: string, keys: readonly string[]): Promise<KeyValue[]>;
+  forward(secondaryId: string, req: ForwardRequest, deadlineMs?: number): Promise<ForwardReply>;
   connectionState(): ConnectionState;
   close(): void;
 }

@@ -12,6 +12,7 @@ import { InvalidRequest, LicenseRequired, PermissionDenied, Sealed } from '../co
 import type { Store } from '../storage/store.js';
 import { ScopedStore } from '../storage/store.js';
 import type { SealManager, SealStatus, Cipher } from '../seal/index.js';
+import type { ForwardOutcome, ForwardRequest } from '../replication/transport.js';
 import type { Caller } from './caller.js';
 import { createKvEngine } from './kv/index.js';
 import type { LogicalResponse, Operation, SecretsEngine } from './logical.js';
@@ -95,6 +96,11 @@ export class VaultCore {
 
   /** Set by the node once replication is wired: whether this cluster is a DR secondary. */
   drSecondaryCheck: () => boolean = () => false;
+  /**
+   * Set by the node's replication wiring: a performance secondary's way to forward a write of
+   * replicated data to its primary (the dispatcher calls it; see http/dispatch.ts `forwardable`).
+   */
+  forwardWrite: ((req: ForwardRequest) => Promise<ForwardOutcome>) | undefined = undefined;
   /** Run after every unseal (barrier open, caches loaded) and before every seal. */
   readonly onOpened: Array<() => Promise<void>> = [];
   readonly onSealing: Array<() => Promise<void>> = [];

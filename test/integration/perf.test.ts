@@ -1,7 +1,7 @@
 /**
  * Performance replication end to end on in-process nodes (real LevelDB, HTTP and gRPC mTLS):
  * activation, streaming of the replicated class only, local tokens and local mounts that survive,
- * replicated writes refused on the secondary, status fields, promote, disable, update-primary.
+ * replicated writes forwarded from the secondary, status fields, promote, disable, update-primary.
  */
 import { jest } from '@jest/globals';
 import { eventually } from '../harness/eventually.js';
@@ -62,13 +62,23 @@ describe('performance replication', () => {
     expect((await p.call('GET', 'sys/health', undefined, { token: null })).body.replication_performance_mode).toBe('primary');
   });
 
-  test('writes to replicated paths on a performance secondary are refused (503) and change nothing', async () => {
+  test('replicated writes on a performance secondary are forwarded; a login it cannot forward is refused (503) and changes nothing', async () => {
+    // A secret ID with limited uses: a login spends one, a write of replicated data.
+    expect((await p.call('POST', 'sys/auth/approle', { type: 'approle' })).status).toBe(204);
+    expect((await p.call('POST', 'auth/approle/role/app', { token_policies: 'default' })).status).toBe(204);
+    const roleId = (await p.call('GET', 'auth/approle/role/app/role-id')).body.data.role_id;
+    const secretId = (await p.call('POST', 'auth/approle/role/app/secret-id', { num_uses: 2 })).body.data.secret_id;
     await activatePair(p, s, 'perf-w', 'performance');
-    const r = await s.call('PUT', 'secret/data/before', { data: { v: 'local' } });
+    // A write of replicated data through the secondary goes to the primary (see forward.test.ts).
+    expect((await s.call('PUT', 'secret/data/before', { data: { v: 'via-s' } })).status).toBe(200);
+    expect((await p.call('GET', 'secret/data/before')).body.data.data).toEqual({ v: 'via-s' });
+    // A login creates a token local to the node it reaches, so it is never forwarded; spending the
+    // secret ID's use would diverge from the primary, so the storage engine's guard refuses it.
+    const r = await s.call('POST', 'auth/approle/login', { role_id: roleId, secret_id: secretId }, { token: null });
     expect(r.status).toBe(503);
     expect(r.body.errors[0]).toMatch(/performance secondary/);
-    expect((await s.call('GET', 'secret/data/before')).body.data.data).toEqual({ v: 1 });
-    expect((await s.call('PUT', 'sys/policies/acl/x', { policy: 'path "x" { capabilities = ["read"] }' })).status).toBe(503);
+    // Nothing was spent: both uses still log in on the primary.
+    for (let i = 0; i < 2; i++) expect((await p.call('POST', 'auth/approle/login', { role_id: roleId, secret_id: secretId }, { token: null })).status).toBe(200);
     // Still in step with the primary: nothing diverged.
     expect((await p.call('PUT', 'secret/data/before', { data: { v: 3 } })).status).toBe(200);
     await inSync(p, s, { kind: 'performance' });

@@ -32,6 +32,8 @@ export interface TestNodeOptions {
   readonly logger?: pino.Logger;
   /** The configured cluster_addr (host:port); default 127.0.0.1:0. */
   readonly clusterAddr?: string;
+  /** Performance secondary: how long a forwarded write's answer waits to be applied (ms). */
+  readonly forwardWaitMs?: number;
 }
 
 export async function startTestNode(opts: TestNodeOptions = {}): Promise<TestNode> {
@@ -53,6 +55,7 @@ export async function startTestNode(opts: TestNodeOptions = {}): Promise<TestNod
     hosted: opts.hosted === true,
     walMaxEntries: opts.walMaxEntries ?? 10_000,
     walMaxBytes: 64 * 1024 * 1024,
+    ...(opts.forwardWaitMs !== undefined ? { forwardWaitMs: opts.forwardWaitMs } : {}),
   };
   const node = await startNode(config, { logger: opts.logger ?? pino({ level: 'silent' }) });
   const url = node.apiAddr;

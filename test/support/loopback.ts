@@ -39,6 +39,7 @@ export function loopback(service: PrimaryService, secondaryId: string): Loopback
       subpageHashes: (id, tree, page) => guard(() => service.subpageHashes(peer, id, tree, page)),
       leaves: (id, tree, page, subs) => guard(() => service.leaves(peer, id, tree, page, subs)),
       fetchValues: (id, keys) => guard(() => service.fetchValues(peer, id, keys)),
+      forward: (_id, req) => guard(() => service.forward(peer, req), 'forward'),
       connectionState: (): ConnectionState => (closed ? 'shutdown' : down ? 'transient_failure' : 'ready'),
       close: () => {
         closed = true;

@@ -50,6 +50,12 @@ export interface KindPolicy {
    * (Both kinds restore it when activation fails after the wipe.)
    */
   readonly keepEnabler: boolean;
+  /**
+   * Whether a secondary of this kind forwards writes of replicated paths to its primary over the
+   * cluster channel (performance: it serves clients; DR: it serves none). The primary refuses the
+   * Forward call from secondaries of a kind that does not.
+   */
+  readonly forwardsWrites: boolean;
   /** License feature gating the kind's endpoints (src/license Feature). */
   readonly license: 'dr-replication' | 'performance-replication';
   /** Status field carrying the primary's last WAL index (WIRE.md 3). */
@@ -69,6 +75,7 @@ export const KIND_POLICY: Readonly<Record<Kind, KindPolicy>> = {
     filters: false,
     apply: 'primary-wal',
     keepEnabler: false,
+    forwardsWrites: false,
     license: 'dr-replication',
     lastWalField: 'last_dr_wal',
   },
@@ -84,6 +91,7 @@ export const KIND_POLICY: Readonly<Record<Kind, KindPolicy>> = {
     filters: true,
     apply: 'own-wal',
     keepEnabler: true,
+    forwardsWrites: true,
     license: 'performance-replication',
     lastWalField: 'last_performance_wal',
   },

@@ -68,7 +68,7 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
     return ok(tokens.lookupResponse(entry, caller.token));
   });
 
-  return [
+  const routes: Route[] = [
     { pattern: 'auth/token/create', access: 'token', operations: { update: create(false, 'auth/token/create') } },
     { pattern: 'auth/token/create-orphan', access: 'token', operations: { update: create(true, 'auth/token/create-orphan') } },
     { pattern: 'auth/token/lookup-self', access: 'token', operations: { read: lookupSelf, update: lookupSelf } },
@@ -135,4 +135,6 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
       },
     },
   ];
+  // Tokens are local to each cluster: never executed on behalf of a forwarding secondary.
+  return routes.map((r) => ({ ...r, localState: true }));
 }

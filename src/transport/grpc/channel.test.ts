@@ -109,6 +109,16 @@ describe('unary calls round-trip exact values', () => {
   });
 });
 
+describe('the Forward call', () => {
+  it('carries a forwarded write to the primary, authorized as "forward" for the certificate\'s id', async () => {
+    const req = { requestId: 'r', method: 'PUT', operation: 'update', namespace: '', path: 'secret/data/a', trailingSlash: false, query: {}, body: { data: { v: 1 } } };
+    const reply = await client.forward('s1', req);
+    expect(reply).toEqual({ kind: 'envelope', status: 200, body: { data: { echoed: req.body, path: req.path }, warnings: [] }, commitIndex: 2n ** 63n + 1n });
+    expect(fake.calls.map((c) => [c.method, c.peer?.secondaryId, c.args[0]])).toEqual([['forward', 's1', req]]);
+    expect(fake.authorizedCalls).toEqual(['forward']);
+  });
+});
+
 describe('errors map through the status table', () => {
   it('an InvalidRequest refusal is failed_precondition with its message', async () => {
     fake.onBootstrap = async () => {

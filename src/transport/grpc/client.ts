@@ -102,6 +102,7 @@ export function connectPrimary(opts: ConnectOptions): PrimaryClient {
     leaves: (snapshotId, tree, page, subpages) =>
       invoke(raw.Leaves, () => ({ snapshotId, tree, page, subpages: [...subpages] }), decode.leaves),
     fetchValues: (snapshotId, keys) => invoke(raw.FetchValues, () => ({ snapshotId, keys: [...keys] }), decode.values),
+    forward: (secondaryId, req, deadlineMs) => invoke(raw.Forward, () => encode.forwardRequest(secondaryId, req), decode.forwardReply, deadlineMs),
     streamWal(req, handlers) {
       const start = (): grpc.ClientReadableStream<wire.StreamMessage> => {
         if (closed) throw closedError();

@@ -86,6 +86,24 @@ describe('codec round trips through protobuf bytes', () => {
     const leaves = [{ key: 'k', valueHash: Buffer.alloc(32, 1), subpage: 255 }];
     expect(decode.leaves(viaBytes('Leaves', 'response', encode.leaves(leaves)))).toEqual(leaves);
   });
+
+  it('a forwarded write and its reply, with no token anywhere in the message', () => {
+    const fwd = {
+      requestId: 'r-1', method: 'PUT', operation: 'update', namespace: 'team/', path: 'secret/data/é', trailingSlash: false,
+      query: { cas: '1' }, body: { data: { v: [1, 'two', null] }, options: { cas: 0 } },
+    };
+    const raw = viaBytes('Forward', 'request', encode.forwardRequest('perf-east', fwd));
+    expect(raw.secondaryId).toBe('perf-east');
+    expect(Object.keys(raw).some((k) => /token/i.test(k))).toBe(false);
+    expect(decode.forwardRequest(raw)).toEqual(fwd);
+    for (const reply of [
+      { kind: 'envelope', status: 200, body: { data: { version: 3 }, warnings: [], auth: null }, commitIndex: U64_MAX },
+      { kind: 'none', status: 204, body: {}, commitIndex: 0n },
+      { kind: 'error', status: 400, body: { errors: ['bad'] }, commitIndex: 7n },
+    ] as const) {
+      expect(decode.forwardReply(viaBytes('Forward', 'response', encode.forwardReply(reply)))).toEqual(reply);
+    }
+  });
 });
 
 describe('decode refuses what the proto cannot', () => {
@@ -101,6 +119,9 @@ describe('decode refuses what the proto cannot', () => {
     ['a non-decimal uint64', () => decode.bootstrapInfo({ clusterId: '', version: '', primaryApiAddr: '', primaryClusterAddr: '', lastWal: '-1', epoch: 0 })],
     ['a negative index to send', () => encode.streamMessage({ type: 'start', outcome: 'ok', firstRetained: -1n, lastWal: 0n })],
     ['an index beyond uint64 to send', () => encode.streamMessage({ type: 'start', outcome: 'ok', firstRetained: 0n, lastWal: U64_MAX + 1n })],
+    ['a forwarded body that is not a JSON object', () => decode.forwardRequest({ secondaryId: 's', requestId: '', method: 'PUT', operation: 'update', namespace: '', path: 'a', trailingSlash: false, query: {}, body: Buffer.from('[1]') })],
+    ['a forwarded reply of an unknown kind', () => decode.forwardReply({ kind: 'partial', status: 200, body: Buffer.from('{}'), commitIndex: '1' })],
+    ['a forwarded reply with no HTTP status', () => encode.forwardReply({ kind: 'none', status: 0, body: {}, commitIndex: 1n })],
     ['a fractional time to send', () => encode.streamMessage({ type: 'heartbeat', lastWal: 0n, lastCommitTimeMs: 1.5, sentAtMs: 0 })],
   ])('%s', (_what, fn) => {
     expect(fn).toThrow(MalformedMessage);

@@ -10,6 +10,8 @@
 import { ErrorCode, TesseraError } from '../../core/errors.js';
 import type { WalEntry, WalOp } from '../../core/wal.js';
 import type {
+  ForwardReply,
+  ForwardRequest,
   BootstrapInfo,
   BootstrapRequest,
   Guard,
@@ -100,6 +102,27 @@ const decodeEntry = (e: wire.WalEntry): WalEntry => ({
   hash: e.hash,
 });
 
+const REPLY_KINDS: readonly ForwardReply['kind'][] = ['envelope', 'none', 'bare', 'error'];
+
+function jsonOut(value: Readonly<Record<string, unknown>>, what: string): Buffer {
+  try {
+    return Buffer.from(JSON.stringify(value), 'utf8');
+  } catch {
+    throw new MalformedMessage(`${what} is not serialisable as JSON`);
+  }
+}
+
+function jsonIn(raw: Buffer, what: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = raw.length === 0 ? {} : JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new MalformedMessage(`${what} is not JSON`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new MalformedMessage(`${what} is not a JSON object`);
+  return parsed as Record<string, unknown>;
+}
+
 /** Domain -> wire. */
 export const encode = {
   bootstrapRequest: (r: BootstrapRequest): wire.BootstrapRequest => ({ ...r }),
@@ -168,6 +191,21 @@ export const encode = {
       v.value === undefined ? { key: v.key, missing: true, value: Buffer.alloc(0) } : { key: v.key, missing: false, value: v.value },
     ),
   }),
+  forwardRequest: (secondaryId: string, r: ForwardRequest): wire.ForwardRequest => ({
+    secondaryId,
+    requestId: r.requestId,
+    method: r.method,
+    operation: r.operation,
+    namespace: r.namespace,
+    path: r.path,
+    trailingSlash: r.trailingSlash,
+    query: { ...r.query },
+    body: jsonOut(r.body, 'forwarded body'),
+  }),
+  forwardReply: (r: ForwardReply): wire.ForwardResponse => {
+    if (!Number.isInteger(r.status) || r.status < 100 || r.status > 599) throw new MalformedMessage(`status ${r.status} is not an HTTP status`);
+    return { kind: r.kind, status: r.status, body: jsonOut(r.body, 'forwarded reply'), commitIndex: u64(r.commitIndex, 'commitIndex') };
+  },
 };
 
 /** Wire -> domain; throws MalformedMessage. */
@@ -254,4 +292,18 @@ export const decode = {
   tree,
   leaves: (l: wire.LeafList): LeafInfo[] => l.leaves.map((x) => ({ key: x.key, valueHash: x.valueHash, subpage: x.subpage })),
   values: (v: wire.ValueList): KeyValue[] => v.values.map((x) => ({ key: x.key, value: x.missing ? undefined : x.value })),
+  forwardRequest: (r: wire.ForwardRequest): ForwardRequest => ({
+    requestId: r.requestId,
+    method: r.method,
+    operation: r.operation,
+    namespace: r.namespace,
+    path: r.path,
+    trailingSlash: r.trailingSlash,
+    query: { ...r.query },
+    body: jsonIn(r.body, 'forwarded body'),
+  }),
+  forwardReply: (r: wire.ForwardResponse): ForwardReply => {
+    if (r.status < 100 || r.status > 599) throw new MalformedMessage(`status ${r.status} is not an HTTP status`);
+    return { kind: oneOf(r.kind, REPLY_KINDS, 'reply kind'), status: r.status, body: jsonIn(r.body, 'forwarded reply'), commitIndex: big(r.commitIndex, 'commitIndex') };
+  },
 };

@@ -57,4 +57,5 @@ export interface RawClient extends grpc.Client {
   SubpageHashes: Unary<wire.SubpageHashesRequest, wire.HashList>;
   Leaves: Unary<wire.LeavesRequest, wire.LeafList>;
   FetchValues: Unary<wire.FetchValuesRequest, wire.ValueList>;
+  Forward: Unary<wire.ForwardRequest, wire.ForwardResponse>;
 }

@@ -249,6 +249,9 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
     FetchValues: unary<wire.FetchValuesRequest, wire.ValueList>('reconcile', async (peer, req) =>
       encode.values(await service.fetchValues(peer, req.snapshotId, req.keys)),
     ),
+    Forward: unary<wire.ForwardRequest, wire.ForwardResponse>('forward', async (peer, req) =>
+      encode.forwardReply(await service.forward(peer, decode.forwardRequest(req))),
+    ),
     StreamWal: (call: grpc.ServerWritableStream<wire.StreamRequest, wire.StreamMessage>) => {
       const sink = new CallSink(call, toStatus);
       let peer: Peer;

@@ -48,4 +48,9 @@ export interface LeafList { leaves: Leaf[] }
 export interface FetchValuesRequest { snapshotId: string; keys: string[] }
 export interface KeyValue { key: string; missing: boolean; value: Buffer }
 export interface ValueList { values: KeyValue[] }
+export interface ForwardRequest {
+  secondaryId: string; requestId: string; method: string; operation: string; namespace: string; path: string;
+  trailingSlash: boolean; query: Record<string, string>; body: Buffer;
+}
+export interface ForwardResponse { kind: string; status: number; body: Buffer; commitIndex: U64 }
 export type Empty = Record<string, never>;

@@ -15,6 +15,8 @@ import type {
   BootstrapInfo,
   BootstrapRequest,
   ClusterCall,
+  ForwardReply,
+  ForwardRequest,
   Guard,
   HeartbeatReply,
   HeartbeatRequest,
@@ -137,6 +139,16 @@ export class FakePrimary implements PrimaryService {
   async fetchValues(peer: Peer, snapshotId: string, keys: readonly string[]): Promise<KeyValue[]> {
     this.calls.push({ method: 'fetchValues', peer, args: [snapshotId, keys] });
     return keys.map((key) => ({ key, value: key.startsWith('gone') ? undefined : Buffer.from(`v:${key}`) }));
+  }
+  onForward: (req: ForwardRequest) => Promise<ForwardReply> = async (req) => ({
+    kind: 'envelope',
+    status: 200,
+    body: { data: { echoed: req.body, path: req.path }, warnings: [] },
+    commitIndex: 2n ** 63n + 1n,
+  });
+  async forward(peer: Peer, req: ForwardRequest): Promise<ForwardReply> {
+    this.calls.push({ method: 'forward', peer, args: [req] });
+    return this.onForward(req);
   }
 
   methods(): string[] {
