@@ -7,6 +7,7 @@
  *   await m.render(); // text exposition
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { registerReplicationGauges, type StatusSource } from './replication-metrics.js';
 
 export interface MetricSources {
   lastWal(): number;
@@ -21,6 +22,7 @@ export class NodeMetrics {
   private readonly batchTxns: Histogram;
   private readonly batchBytes: Histogram;
   private readonly merkleFlush: Histogram;
+  private replicationStatus: StatusSource | undefined;
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
@@ -36,6 +38,12 @@ export class NodeMetrics {
     new Gauge({ name: 'tessera_wal_last_index', help: 'Index of the last WAL entry (last_wal)', registers, collect() { this.set(sources.lastWal()); } });
     new Gauge({ name: 'tessera_wal_retained_entries', help: 'WAL entries retained', registers, collect() { this.set(sources.walRetainedEntries()); } });
     new Gauge({ name: 'tessera_wal_retained_bytes', help: 'WAL bytes retained', registers, collect() { this.set(sources.walRetainedBytes()); } });
+    registerReplicationGauges(this.registry, () => this.replicationStatus);
+  }
+
+  /** Replication is wired after the registry exists: its status feeds the replication gauges. */
+  bindReplication(status: StatusSource): void {
+    this.replicationStatus = status;
   }
 
   observeRequest(info: { method: string; route: string; status: number; seconds: number }): void {

@@ -92,6 +92,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     engine, seal, core, log, now, clusterListen: config.clusterAddr, apiAddr: () => apiAddr,
     ...(config.forwardWaitMs !== undefined ? { forwardWaitMs: config.forwardWaitMs } : {}),
   });
+  metrics.bindReplication((kind) => repl.routes.status.status(kind));
   const facts = {
     clusterName: () => 'tessera',
     clusterId: () => repl.clusterId(),
