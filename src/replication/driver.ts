@@ -27,7 +27,7 @@ import { composeRecord, loadRecord, saveRecord, workbenchOf, type SecondaryMater
 import { DemoteDrain, type DemoteReport } from './drain.js';
 import { lastSeenRecord } from './last-seen.js';
 import { createCa, issueLeaf } from './pki.js';
-import { PrimaryStreamer } from './primary-service.js';
+import { PrimaryStreamer, type FilterSource } from './primary-service.js';
 import { redeem } from './redeem.js';
 import { SecondaryLoop } from './secondary-loop.js';
 import type { PrimaryClient, PrimaryService, ReplicationServer, TlsMaterial } from './transport.js';
@@ -79,8 +79,8 @@ export interface DriverOptions {
   readonly timing?: { readonly heartbeatMs?: number; readonly heartbeatTimeoutMs?: number; readonly demoteDrainTimeoutMs?: number };
   /** The mode of the other kind on this node, for the rules across kinds (crossKindRefusal). */
   readonly otherMode?: () => Mode;
-  /** HOOK for performance paths filters: one secondary's key predicate (see serve-policy.ts). */
-  readonly pathsFilter?: (secondaryId: string) => (key: string) => boolean;
+  /** Performance paths filters (paths-filters.ts), applied to what the primary serves each secondary. */
+  readonly pathsFilter?: FilterSource;
 }
 
 /** Operator intents, as the rules across kinds see them; facts are never refused there. */

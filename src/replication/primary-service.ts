@@ -11,14 +11,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Internal, InvalidRequest, TesseraError, ErrorCode } from '../core/errors.js';
-import type { Tree } from '../core/merkle.js';
+import { compositeRoot, type Tree, type TreeState } from '../core/merkle.js';
+import { withoutLeaves, type LeafOf } from '../core/merkle-filter.js';
+import { touchesCatalog, type DynamicFilter, type KeyFilter } from '../core/paths-filter.js';
 import { KIND_POLICY, type TokenStatus } from '../core/replication/index.js';
 import type { WalEntry } from '../core/wal.js';
 import { compareVersions, VERSION } from '../core/version.js';
-import type { PinnedSnapshot } from '../storage/merkle-view.js';
+import { treeHashes, type PinnedSnapshot } from '../storage/merkle-view.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { SecondaryViews, type LastSeenStore, type SecondaryView } from './secondary-views.js';
 import { servePolicy, type ServePolicy } from './serve-policy.js';
+import { DYNAMIC_FILTER_KEY } from './applier.js';
+import { filterChangedIn } from './paths-filters.js';
 import type {
   BootstrapInfo, BootstrapRequest, ClusterCall, Guard, HeartbeatReply, HeartbeatRequest, KeyValue, LeafInfo, Peer, PingInfo,
   PrimaryService, SnapshotInfo, StreamSink,
@@ -56,6 +60,24 @@ export interface DrainReport {
   readonly timedOut: boolean;
 }
 
+/** Where a performance primary's paths filters come from (paths-filters.ts); read per stream, batch and snapshot. */
+export interface FilterSource {
+  /** The key filter of one secondary over the catalog as of now; undefined when it has none. */
+  keyFilter(secondaryId: string): Promise<KeyFilter | undefined>;
+  /** What the filter of one secondary excludes now (the secondary keeps it for its own dynamic-filter endpoint). */
+  dynamicFor(secondaryId: string): Promise<DynamicFilter>;
+}
+
+/** One secondary's pinned snapshot, and for a filtered secondary the view of it that it is served. */
+interface OpenSnapshot {
+  readonly snap: PinnedSnapshot;
+  readonly owner: string;
+  readonly timer: NodeJS.Timeout;
+  readonly filter?: { readonly keys: KeyFilter; readonly tree1: TreeState; readonly dynamic: DynamicFilter };
+}
+
+/** How long a stream that told its secondary to reconcile waits for it to hang up. */
+const RECONCILE_HANDOFF_MS = 30_000;
 const HEARTBEAT_MS = 1000;
 const MAX_BATCH = 512;
 const MAX_BATCH_BYTES = 4 * 1024 * 1024;
@@ -64,7 +86,7 @@ export class PrimaryStreamer implements PrimaryService {
   readonly views: SecondaryViews;
   /** The kind's policy without a paths filter (calls that serve no keys). */
   private readonly policy: ServePolicy;
-  private readonly snapshots = new Map<string, { snap: PinnedSnapshot; owner: string; timer: NodeJS.Timeout }>();
+  private readonly snapshots = new Map<string, OpenSnapshot>();
   private lastCommitMs = 0;
   private readonly unsubscribe: () => void;
   /** Wakes every open stream's wait (drain starts, or the server closes). */
@@ -88,10 +110,10 @@ export class PrimaryStreamer implements PrimaryService {
       lastSeen?: LastSeenStore;
       onPersistError?: (e: unknown) => void;
       /**
-       * HOOK for performance paths filters: the key predicate of one secondary's filter
-       * (src/replication/paths-filter.ts); absent, or for DR, every key of the kind's classes.
+       * Performance paths filters (paths-filters.ts): applied to the stream, the Merkle hashes,
+       * leaves and values served each secondary. Absent, or for DR, every key of the kind's classes.
        */
-      pathsFilter?: (secondaryId: string) => (key: string) => boolean;
+      pathsFilter?: FilterSource;
     },
   ) {
     this.policy = servePolicy(o.kind);
@@ -110,10 +132,19 @@ export class PrimaryStreamer implements PrimaryService {
     return (this.o.now ?? Date.now)();
   }
 
+  /** The paths filters, where this kind applies them. */
+  private get filters(): FilterSource | undefined {
+    return KIND_POLICY[this.o.kind].filters ? this.o.pathsFilter : undefined;
+  }
+
+  /** One secondary's key filter as of now (undefined: none, or a kind without filters). */
+  private async keyFilterOf(secondaryId: string): Promise<KeyFilter | undefined> {
+    return this.filters?.keyFilter(secondaryId);
+  }
+
   /** The policy for one secondary: its kind's classes, narrowed by its paths filter if any. */
-  private policyFor(secondaryId: string): ServePolicy {
-    const filter = KIND_POLICY[this.o.kind].filters ? this.o.pathsFilter?.(secondaryId) : undefined;
-    return filter ? servePolicy(this.o.kind, filter) : this.policy;
+  private policyWith(kf: KeyFilter | undefined): ServePolicy {
+    return kf ? servePolicy(this.o.kind, kf.keyAllowed) : this.policy;
   }
 
   /** The last heartbeats persisted before a restart. */
@@ -185,6 +216,7 @@ export class PrimaryStreamer implements PrimaryService {
     // Connected from here (before the secondary can see `ok`): the open stream is the truth, and
     // its opening is the first heartbeat.
     const ended = this.views.streamOpened(peer.secondaryId, req.guard);
+    let kf = await this.keyFilterOf(peer.secondaryId);
     let next = req.guard.index + 1n;
     let wake: (() => void) | undefined;
     const wakeMe = (): void => wake?.();
@@ -213,9 +245,25 @@ export class PrimaryStreamer implements PrimaryService {
           continue;
         }
         // Throws WalNotRetained if the bound dropped what this secondary needs: it reconnects and reconciles.
-        const entries = await engine.readWal(next, maxBatch, MAX_BATCH_BYTES);
-        await sink.send({ type: 'batch', entries: this.served(peer.secondaryId, entries), primaryLastWal: engine.lastGuard().index, primaryCommitTimeMs: this.lastCommitMs });
-        next = (entries.at(-1)?.index ?? next - 1n) + 1n;
+        let entries = await engine.readWal(next, maxBatch, MAX_BATCH_BYTES);
+        // This secondary's filter changed at `cut`: what it holds was filtered otherwise, so it gets
+        // the entries before the change, then is told to reconcile (its guard stays before the
+        // change until the reconcile's snapshot moves it past, so a crash in between repeats this).
+        const cut = this.filters ? filterChangedIn(peer.secondaryId, entries) : undefined;
+        if (cut !== undefined) entries = entries.slice(0, cut);
+        if (this.filters && touchesCatalog(entries.flatMap((e) => e.ops))) kf = await this.keyFilterOf(peer.secondaryId);
+        if (entries.length > 0) {
+          const served = this.served(entries, kf);
+          // A mount or auth method came or went: the secondary's copy of its dynamic filter follows.
+          if (this.filters && touchesCatalog(entries.flatMap((e) => e.ops))) await this.withDynamicFilter(peer.secondaryId, served);
+          await sink.send({ type: 'batch', entries: served, primaryLastWal: engine.lastGuard().index, primaryCommitTimeMs: this.lastCommitMs });
+          next = (entries.at(-1)?.index ?? next - 1n) + 1n;
+        }
+        if (cut !== undefined) {
+          await sink.send({ type: 'start', outcome: 'non_matching_guard', firstRetained: engine.firstRetainedIndex(), lastWal: engine.lastGuard().index });
+          await this.untilClosed(sink, () => (wake = undefined), (w) => (wake = w));
+          break;
+        }
         // Draining: say the index is final as soon as this secondary has been sent everything.
         if (this.draining && next > engine.lastGuard().index) await beat();
       }
@@ -227,21 +275,48 @@ export class PrimaryStreamer implements PrimaryService {
     if (!sink.closed) sink.end();
   }
 
+  /** Waits (bounded) for a secondary told to reconcile to hang up; commits and close wake it. */
+  private async untilClosed(sink: StreamSink, clear: () => void, set: (w: () => void) => void): Promise<void> {
+    const until = this.now() + RECONCILE_HANDOFF_MS;
+    while (!sink.closed && this.now() < until) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 250);
+        set(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+      clear();
+    }
+  }
+
   /**
    * What of `entries` this kind's secondary may receive. DR mirrors the WAL, so an entry holding a
    * key it may not receive is a defect (the engine never puts node-class keys in the WAL): refused.
    * A performance secondary re-commits into its own WAL and keeps the upstream guard beside it,
-   * so its entries carry only the admitted ops (possibly none; the guard still moves).
+   * so its entries carry only the ops its class and paths filter admit (possibly none: the entry
+   * is still sent, so the index sequence stays whole; the secondary does not re-verify the
+   * filtered body against the entry's hash). A delete of a key of a mount the catalog no longer
+   * has passes (opAllowed): a secondary never keeps a mount the primary removed.
    */
-  private served(secondaryId: string, entries: readonly WalEntry[]): WalEntry[] {
-    const policy = this.policyFor(secondaryId);
+  private served(entries: readonly WalEntry[], kf: KeyFilter | undefined): WalEntry[] {
+    const policy = this.policy;
     if (!KIND_POLICY[this.o.kind].filters) {
       for (const e of entries) {
         if (!e.ops.every((op) => policy.admits(op.key))) throw new Internal(`WAL entry ${e.index} holds a key ${this.o.kind} secondaries may not receive`);
       }
       return [...entries];
     }
-    return entries.map((e) => (e.ops.every((op) => policy.admits(op.key)) ? e : { ...e, ops: e.ops.filter((op) => policy.admits(op.key)) }));
+    const admitted = (op: WalEntry['ops'][number]): boolean => policy.admits(op.key) && (kf === undefined || kf.opAllowed(op));
+    return entries.map((e) => (e.ops.every(admitted) ? e : { ...e, ops: e.ops.filter(admitted) }));
+  }
+
+  /** Appends to the last entry the secondary's dynamic filter as of now (a node-class record it keeps). */
+  private async withDynamicFilter(secondaryId: string, served: WalEntry[]): Promise<void> {
+    const last = served.at(-1);
+    if (!last || !this.filters) return;
+    const value = Buffer.from(JSON.stringify(await this.filters.dynamicFor(secondaryId)));
+    served[served.length - 1] = { ...last, ops: [...last.ops, { type: 'put', key: DYNAMIC_FILTER_KEY, value }] };
   }
 
   async heartbeat(peer: Peer, req: HeartbeatRequest): Promise<HeartbeatReply> {
@@ -295,20 +370,47 @@ export class PrimaryStreamer implements PrimaryService {
 
   async openSnapshot(peer: Peer): Promise<SnapshotInfo> {
     const snap = await this.o.engine.snapshot();
+    let filter: OpenSnapshot['filter'];
+    try {
+      // The catalog is read after pinning: a mount removed since is judged unknown (its keys are
+      // left out, as the stream's deletes will remove them).
+      const keys = await this.keyFilterOf(peer.secondaryId);
+      if (keys) filter = { keys, tree1: await this.filteredTree(snap, keys), dynamic: await (this.filters as FilterSource).dynamicFor(peer.secondaryId) };
+    } catch (e) {
+      await snap.close();
+      throw e;
+    }
     const id = randomUUID();
     // A snapshot abandoned by a crashed secondary is closed after ten minutes.
     const timer = setTimeout(() => void this.closeSnapshot(peer, id), 600_000);
     timer.unref();
-    this.snapshots.set(id, { snap, owner: peer.secondaryId, timer });
+    this.snapshots.set(id, { snap, owner: peer.secondaryId, timer, ...(filter ? { filter } : {}) });
     // Roots of subtrees this kind does not replicate are not served (empty).
-    const root = (tree: Tree): Buffer => (this.policy.servesTree(tree) ? snap.subtreeRoot(tree) : Buffer.alloc(0));
-    return { snapshotId: id, guard: snap.guard, root: snap.merkleRoot(), subtreeRoots: [root(1), root(2)] };
+    const root = (tree: Tree): Buffer => (!this.policy.servesTree(tree) ? Buffer.alloc(0) : tree === 1 && filter ? Buffer.from(filter.tree1.root) : snap.subtreeRoot(tree));
+    const composite = filter ? compositeRoot(filter.tree1.root, snap.tree(2).root) : snap.merkleRoot();
+    return { snapshotId: id, guard: snap.guard, root: composite, subtreeRoots: [root(1), root(2)] };
+  }
+
+  /** Tree 1 of `snap` without the leaves `keys` denies: what the filtered secondary's own tree must equal. */
+  private async filteredTree(snap: PinnedSnapshot, keys: KeyFilter): Promise<TreeState> {
+    const denied: LeafOf[] = [];
+    for await (const l of snap.allLeaves(1)) if (!keys.keyAllowed(l.key)) denied.push(l);
+    return withoutLeaves(snap.tree(1), denied);
+  }
+
+  private open(peer: Peer, id: string): OpenSnapshot {
+    const s = this.snapshots.get(id);
+    if (!s || s.owner !== peer.secondaryId) throw new InvalidRequest(`unknown snapshot ${id.slice(0, 40)}`);
+    return s;
   }
 
   private snap(peer: Peer, id: string): PinnedSnapshot {
-    const s = this.snapshots.get(id);
-    if (!s || s.owner !== peer.secondaryId) throw new InvalidRequest(`unknown snapshot ${id.slice(0, 40)}`);
-    return s.snap;
+    return this.open(peer, id).snap;
+  }
+
+  /** The trees a snapshot is served as: its own, tree 1 filtered for a filtered secondary. */
+  private treesOf(s: OpenSnapshot): { 1: TreeState; 2: TreeState } {
+    return { 1: s.filter ? s.filter.tree1 : s.snap.tree(1), 2: s.snap.tree(2) };
   }
 
   async closeSnapshot(_peer: Peer, snapshotId: string): Promise<void> {
@@ -321,29 +423,35 @@ export class PrimaryStreamer implements PrimaryService {
 
   async pageHashes(peer: Peer, id: string, tree: 1 | 2): Promise<Buffer[]> {
     this.policy.admitTree(tree);
-    return this.snap(peer, id).pageHashes(tree);
+    return treeHashes.pageHashes(this.treesOf(this.open(peer, id)), tree);
   }
 
   async subpageHashes(peer: Peer, id: string, tree: 1 | 2, page: number): Promise<Buffer[]> {
     this.policy.admitTree(tree);
-    return this.snap(peer, id).subpageHashes(tree, page);
+    return treeHashes.subpageHashes(this.treesOf(this.open(peer, id)), tree, page);
   }
 
   async leaves(peer: Peer, id: string, tree: 1 | 2, page: number, subpages: readonly number[]): Promise<LeafInfo[]> {
     this.policy.admitTree(tree);
-    const snap = this.snap(peer, id);
-    const policy = this.policyFor(peer.secondaryId);
+    const s = this.open(peer, id);
+    const policy = this.policyWith(s.filter?.keys);
     const out: LeafInfo[] = [];
-    for (const s of subpages) for (const l of await snap.leaves(tree, page, s)) if (policy.admits(l.key)) out.push({ key: l.key, valueHash: l.valueHash, subpage: s });
+    for (const sp of subpages) for (const l of await s.snap.leaves(tree, page, sp)) if (policy.admits(l.key)) out.push({ key: l.key, valueHash: l.valueHash, subpage: sp });
     return out;
   }
 
+  /**
+   * The values of `keys` as of the snapshot. A performance secondary may also ask for
+   * DYNAMIC_FILTER_KEY: its dynamic filter as of the snapshot (plaintext JSON, not stored here).
+   */
   async fetchValues(peer: Peer, id: string, keys: readonly string[]): Promise<KeyValue[]> {
-    const snap = this.snap(peer, id);
+    const s = this.open(peer, id);
     if (keys.length > 10_000) throw new InvalidRequest('at most 10000 keys per fetch');
+    const dynamic = this.filters ? (s.filter?.dynamic ?? { dynamic_filtered_mounts: [], dynamic_filtered_namespaces: [] }) : undefined;
+    const data = dynamic ? keys.filter((k) => k !== DYNAMIC_FILTER_KEY) : keys;
     // All or nothing: one key outside the kind's classes (node class above all) refuses the call.
-    this.policyFor(peer.secondaryId).admitKeys(keys);
-    return Promise.all(keys.map(async (key) => ({ key, value: await snap.readRaw(key) })));
+    this.policyWith(s.filter?.keys).admitKeys(data);
+    return Promise.all(keys.map(async (key) => ({ key, value: dynamic && key === DYNAMIC_FILTER_KEY ? Buffer.from(JSON.stringify(dynamic)) : await s.snap.readRaw(key) })));
   }
 
   async close(): Promise<void> {
