@@ -9,7 +9,7 @@ import { jest } from '@jest/globals';
 import { keyFilter, type PathsFilter } from '../../src/core/paths-filter.js';
 import { loadFilterCatalog } from '../../src/replication/filter-catalog.js';
 import { eventually } from '../harness/eventually.js';
-import { activatePair, inSync, PERF } from '../support/dr.js';
+import { activatePair, drOperationToken, inSync, PERF, replStatus } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(90_000);
@@ -216,5 +216,42 @@ describe('performance paths filters', () => {
     const dyn = (await p.call('GET', `${PERF}/primary/dynamic-filter/west`)).body.data;
     expect(dyn).toEqual({ dynamic_filtered_mounts: ['auth/up/', 'secret/', 'team-a/other/'], dynamic_filtered_namespaces: [] });
     await eventually(async () => expect((await s.call('GET', `${PERF}/secondary/dynamic-filter/west`)).body.data).toEqual(dyn));
+  });
+});
+
+describe('performance paths filters across a DR failover of the primary', () => {
+  test('the promoted DR secondary serves the same filter to the performance secondary that follows it', async () => {
+    const [p, d, s] = await Promise.all([startTestNode(), startTestNode(), startTestNode()]);
+    try {
+      await seed(p);
+      await activatePair(p, d, 'dr-1', 'dr');
+      await activatePair(p, s, 'east', 'performance');
+      expect((await p.call('POST', `${FILTER}/east`, { mode: 'deny', paths: ['team-a'] })).status).toBe(204);
+      await reconciled(p, s);
+      await inSync(p, d, { kind: 'dr' });
+      await eventually(async () => expect((await s.call('GET', 'team-a/kv/data/a-one')).status).toBe(404));
+      // The primary is lost; its DR secondary takes over, holding the performance role and filters.
+      const op = await drOperationToken(d, p.unsealKeys.slice(0, 2));
+      await p.stop();
+      expect((await d.call('POST', 'sys/replication/dr/secondary/promote', { dr_operation_token: op }, { token: null })).status).toBe(204);
+      const dp = await eventually(async () => {
+        const st = await replStatus(d, 'performance');
+        expect(st.mode).toBe('primary');
+        return st;
+      });
+      expect(dp.known_secondaries).toEqual(['east']);
+      expect((await d.call('GET', `${FILTER}/east`, undefined, { token: p.rootToken })).body.data).toEqual({ mode: 'deny', paths: ['team-a'] });
+      // The performance secondary follows the new primary by address, no new token; the filter holds.
+      expect((await s.call('POST', `${PERF}/secondary/update-primary`, { update_primary_addrs: [dp.primary_cluster_addr] })).status).toBe(204);
+      expect((await d.call('PUT', 'secret/data/after', { data: { v: 'after' } }, { token: p.rootToken })).status).toBe(200);
+      expect((await d.call('PUT', 'team-a/kv/data/after', { data: { v: 'hidden' } }, { token: p.rootToken })).status).toBe(200);
+      await inSync(d, s, { kind: 'performance' });
+      await eventually(async () => expect((await s.call('GET', 'secret/data/after')).body?.data?.data).toEqual({ v: 'after' }));
+      expect((await s.call('GET', 'team-a/kv/data/after')).status).toBe(404);
+      expect((await s.call('GET', 'sys/namespaces/team-a')).status).toBe(404);
+      expect((await d.call('GET', `${PERF}/primary/dynamic-filter/east`, undefined, { token: p.rootToken })).body.data).toEqual({ dynamic_filtered_mounts: ['team-a/kv/'], dynamic_filtered_namespaces: ['team-a/'] });
+    } finally {
+      await Promise.all([p.stop().catch(() => undefined), d.stop(), s.stop()]);
+    }
   });
 });
