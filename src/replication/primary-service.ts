@@ -11,9 +11,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Internal, InvalidRequest, TesseraError, ErrorCode } from '../core/errors.js';
-import { compositeRoot, type Tree, type TreeState } from '../core/merkle.js';
-import { withoutLeaves, type LeafOf } from '../core/merkle-filter.js';
-import { touchesCatalog, type DynamicFilter, type KeyFilter } from '../core/paths-filter.js';
+import type { Tree } from '../core/merkle.js';
+import { touchesCatalog, type KeyFilter } from '../core/paths-filter.js';
 import { KIND_POLICY, type TokenStatus } from '../core/replication/index.js';
 import type { WalEntry } from '../core/wal.js';
 import { compareVersions, VERSION } from '../core/version.js';
@@ -23,6 +22,7 @@ import { SecondaryViews, type LastSeenStore, type SecondaryView } from './second
 import { servePolicy, type ServePolicy } from './serve-policy.js';
 import { DYNAMIC_FILTER_KEY } from './applier.js';
 import { filterChangedIn } from './paths-filters.js';
+import { filterEntries, filteredView, servedRoot, servedTrees, withDynamicFilter, type FilteredView, type FilterSource } from './filtered-view.js';
 import type {
   BootstrapInfo, BootstrapRequest, ClusterCall, Guard, HeartbeatReply, HeartbeatRequest, KeyValue, LeafInfo, Peer, PingInfo,
   PrimaryService, SnapshotInfo, StreamSink,
@@ -60,20 +60,14 @@ export interface DrainReport {
   readonly timedOut: boolean;
 }
 
-/** Where a performance primary's paths filters come from (paths-filters.ts); read per stream, batch and snapshot. */
-export interface FilterSource {
-  /** The key filter of one secondary over the catalog as of now; undefined when it has none. */
-  keyFilter(secondaryId: string): Promise<KeyFilter | undefined>;
-  /** What the filter of one secondary excludes now (the secondary keeps it for its own dynamic-filter endpoint). */
-  dynamicFor(secondaryId: string): Promise<DynamicFilter>;
-}
+export type { FilterSource } from './filtered-view.js';
 
 /** One secondary's pinned snapshot, and for a filtered secondary the view of it that it is served. */
 interface OpenSnapshot {
   readonly snap: PinnedSnapshot;
   readonly owner: string;
   readonly timer: NodeJS.Timeout;
-  readonly filter?: { readonly keys: KeyFilter; readonly tree1: TreeState; readonly dynamic: DynamicFilter };
+  readonly filter?: FilteredView;
 }
 
 /** How long a stream that told its secondary to reconcile waits for it to hang up. */
@@ -255,7 +249,7 @@ export class PrimaryStreamer implements PrimaryService {
         if (entries.length > 0) {
           const served = this.served(entries, kf);
           // A mount or auth method came or went: the secondary's copy of its dynamic filter follows.
-          if (this.filters && touchesCatalog(entries.flatMap((e) => e.ops))) await this.withDynamicFilter(peer.secondaryId, served);
+          if (this.filters && touchesCatalog(entries.flatMap((e) => e.ops))) withDynamicFilter(served, await this.filters.dynamicFor(peer.secondaryId));
           await sink.send({ type: 'batch', entries: served, primaryLastWal: engine.lastGuard().index, primaryCommitTimeMs: this.lastCommitMs });
           next = (entries.at(-1)?.index ?? next - 1n) + 1n;
         }
@@ -307,16 +301,7 @@ export class PrimaryStreamer implements PrimaryService {
       }
       return [...entries];
     }
-    const admitted = (op: WalEntry['ops'][number]): boolean => policy.admits(op.key) && (kf === undefined || kf.opAllowed(op));
-    return entries.map((e) => (e.ops.every(admitted) ? e : { ...e, ops: e.ops.filter(admitted) }));
-  }
-
-  /** Appends to the last entry the secondary's dynamic filter as of now (a node-class record it keeps). */
-  private async withDynamicFilter(secondaryId: string, served: WalEntry[]): Promise<void> {
-    const last = served.at(-1);
-    if (!last || !this.filters) return;
-    const value = Buffer.from(JSON.stringify(await this.filters.dynamicFor(secondaryId)));
-    served[served.length - 1] = { ...last, ops: [...last.ops, { type: 'put', key: DYNAMIC_FILTER_KEY, value }] };
+    return filterEntries(entries, policy.admits, kf);
   }
 
   async heartbeat(peer: Peer, req: HeartbeatRequest): Promise<HeartbeatReply> {
@@ -370,12 +355,9 @@ export class PrimaryStreamer implements PrimaryService {
 
   async openSnapshot(peer: Peer): Promise<SnapshotInfo> {
     const snap = await this.o.engine.snapshot();
-    let filter: OpenSnapshot['filter'];
+    let filter: FilteredView | undefined;
     try {
-      // The catalog is read after pinning: a mount removed since is judged unknown (its keys are
-      // left out, as the stream's deletes will remove them).
-      const keys = await this.keyFilterOf(peer.secondaryId);
-      if (keys) filter = { keys, tree1: await this.filteredTree(snap, keys), dynamic: await (this.filters as FilterSource).dynamicFor(peer.secondaryId) };
+      if (this.filters) filter = await filteredView(snap, this.filters, peer.secondaryId);
     } catch (e) {
       await snap.close();
       throw e;
@@ -386,16 +368,9 @@ export class PrimaryStreamer implements PrimaryService {
     timer.unref();
     this.snapshots.set(id, { snap, owner: peer.secondaryId, timer, ...(filter ? { filter } : {}) });
     // Roots of subtrees this kind does not replicate are not served (empty).
-    const root = (tree: Tree): Buffer => (!this.policy.servesTree(tree) ? Buffer.alloc(0) : tree === 1 && filter ? Buffer.from(filter.tree1.root) : snap.subtreeRoot(tree));
-    const composite = filter ? compositeRoot(filter.tree1.root, snap.tree(2).root) : snap.merkleRoot();
-    return { snapshotId: id, guard: snap.guard, root: composite, subtreeRoots: [root(1), root(2)] };
-  }
-
-  /** Tree 1 of `snap` without the leaves `keys` denies: what the filtered secondary's own tree must equal. */
-  private async filteredTree(snap: PinnedSnapshot, keys: KeyFilter): Promise<TreeState> {
-    const denied: LeafOf[] = [];
-    for await (const l of snap.allLeaves(1)) if (!keys.keyAllowed(l.key)) denied.push(l);
-    return withoutLeaves(snap.tree(1), denied);
+    const trees = servedTrees(snap, filter);
+    const root = (tree: Tree): Buffer => (this.policy.servesTree(tree) ? Buffer.from(trees[tree].root) : Buffer.alloc(0));
+    return { snapshotId: id, guard: snap.guard, root: servedRoot(snap, filter), subtreeRoots: [root(1), root(2)] };
   }
 
   private open(peer: Peer, id: string): OpenSnapshot {
@@ -404,14 +379,12 @@ export class PrimaryStreamer implements PrimaryService {
     return s;
   }
 
-  private snap(peer: Peer, id: string): PinnedSnapshot {
-    return this.open(peer, id).snap;
+  /** Hashes of a snapshot as its secondary is served it (tree 1 filtered for a filtered one). */
+  private hashesOf(peer: Peer, id: string, of: (trees: ReturnType<typeof servedTrees>) => Buffer[]): Buffer[] {
+    const s = this.open(peer, id);
+    return of(servedTrees(s.snap, s.filter));
   }
 
-  /** The trees a snapshot is served as: its own, tree 1 filtered for a filtered secondary. */
-  private treesOf(s: OpenSnapshot): { 1: TreeState; 2: TreeState } {
-    return { 1: s.filter ? s.filter.tree1 : s.snap.tree(1), 2: s.snap.tree(2) };
-  }
 
   async closeSnapshot(_peer: Peer, snapshotId: string): Promise<void> {
     const s = this.snapshots.get(snapshotId);
@@ -423,12 +396,12 @@ export class PrimaryStreamer implements PrimaryService {
 
   async pageHashes(peer: Peer, id: string, tree: 1 | 2): Promise<Buffer[]> {
     this.policy.admitTree(tree);
-    return treeHashes.pageHashes(this.treesOf(this.open(peer, id)), tree);
+    return this.hashesOf(peer, id, (t) => treeHashes.pageHashes(t, tree));
   }
 
   async subpageHashes(peer: Peer, id: string, tree: 1 | 2, page: number): Promise<Buffer[]> {
     this.policy.admitTree(tree);
-    return treeHashes.subpageHashes(this.treesOf(this.open(peer, id)), tree, page);
+    return this.hashesOf(peer, id, (t) => treeHashes.subpageHashes(t, tree, page));
   }
 
   async leaves(peer: Peer, id: string, tree: 1 | 2, page: number, subpages: readonly number[]): Promise<LeafInfo[]> {
