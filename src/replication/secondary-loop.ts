@@ -270,6 +270,9 @@ export class SecondaryLoop {
   private async reconcileThenStream(): Promise<void> {
     const client = this.client;
     if (!client) return;
+    // Before the cancel: the stream's end must read as the reconcile's doing, not a broken channel
+    // (a primary whose filter for us changed tells us mid-stream, and waits for us to hang up).
+    this.progress.state = 'merkle-diff';
     this.stream?.cancel();
     try {
       const r = await reconcile({
