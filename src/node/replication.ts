@@ -15,12 +15,13 @@ import { ReplicationDriver, type CoreHooks } from '../replication/driver.js';
 import { roleStatus } from '../replication/status.js';
 import { isJwt, peekJwt } from '../replication/activation-token.js';
 import { LocalReplication } from '../replication/local.js';
+import { PathsFilters, readSecondaryDynamicFilter } from '../replication/paths-filters.js';
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import type { ForwardReply, ForwardRequest } from '../replication/transport.js';
 import { connectPrimary, createClusterServer } from '../transport/grpc/index.js';
 import type { VaultCore } from '../vault/core.js';
-import type { DrService, KindService } from '../http/routes/replication-kind.js';
+import type { DrService, KindService, PathsFilterService } from '../http/routes/replication-kind.js';
 import type { DrOperationTokenService } from '../http/routes/dr-operation-token.js';
 import { audited } from './replication-audit.js';
 import type { ReplicationRoutes } from './routes.js';
@@ -88,6 +89,19 @@ export async function wireReplication(o: {
       return { ...answer, commitIndex };
     };
   };
+  /** Both layouts of mount tables become one key per mount (a paths filter drops mounts by key). */
+  const migrateLegacyTables = async (): Promise<void> => {
+    await core.mounts.migrateLegacyTables();
+    await core.auth.table.migrateLegacyTables();
+  };
+  /** Only a performance primary has filters; refused elsewhere naming the mode, before anything is read. */
+  const perfRegistry = (): readonly string[] => {
+    const d = drivers.performance;
+    const s = d.isLoaded ? d.state : undefined;
+    if (s?.mode !== 'primary') throw new InvalidRequest(`this cluster is not a performance primary (performance mode: ${performanceMode()})`);
+    return Object.keys(s.secondaries).filter((id) => s.secondaries[id]?.status !== 'revoked').sort();
+  };
+  const filters = new PathsFilters({ store: () => core.store(), registry: perfRegistry, migrateLegacyTables });
   // What each kind is while sealed (or not loaded): only its summary says.
   const sealedMode: Record<Kind, string> = { dr: 'disabled', performance: 'disabled' };
   for (const kind of ['dr', 'performance'] as const) {
@@ -116,6 +130,7 @@ export async function wireReplication(o: {
       otherMode: () => liveMode(other),
       forwarded,
       ...(o.forwardWaitMs !== undefined ? { forwardWaitMs: o.forwardWaitMs } : {}),
+      ...(kind === 'performance' ? { pathsFilter: filters } : {}),
     });
   }
   const dr = drivers.dr;
@@ -199,14 +214,21 @@ export async function wireReplication(o: {
       }
     };
     return {
-      enablePrimary: after((a: string) => d.enablePrimary(a)),
+      enablePrimary: after(async (a: string) => {
+        await d.enablePrimary(a);
+        // Before any secondary can connect: filters judge mount tables by their per-mount keys.
+        if (d.kind === 'performance') await migrateLegacyTables();
+      }),
       demote: after(() => d.demote()),
       disablePrimary: after(() => d.disablePrimary()),
       secondaryToken: (r) => d.secondaryToken(r),
       revokeSecondary: (id) => d.revokeSecondary(id),
       generatePublicKey: () => d.generatePublicKey(),
       enableSecondary: after((r: Parameters<KindService['enableSecondary']>[0]) => d.enableSecondary(r)),
-      promote: after((r: Parameters<KindService['promote']>[0]) => d.promote(r)),
+      promote: after(async (r: Parameters<KindService['promote']>[0]) => {
+        await d.promote(r);
+        if (d.kind === 'performance') await migrateLegacyTables();
+      }),
       disableSecondary: after(() => d.disableSecondary()),
       updatePrimary: (r) => d.updatePrimary(r),
     };
@@ -240,6 +262,20 @@ export async function wireReplication(o: {
   const reindexFlags = ([o]: [{ diff: boolean; force: boolean; skipFlush: boolean }]) => ({ diff: o.diff, force: o.force });
 
   const perfService = perfGate(kindService(perf));
+  /** The secondary's dynamic filter: what its primary last told it (paths-filters.ts), for its own id only. */
+  const secondaryDynamic = async (id: string) => {
+    const s = perf.isLoaded ? perf.state : undefined;
+    if (s?.mode !== 'secondary') throw new InvalidRequest(`this cluster is not a performance secondary (performance mode: ${performanceMode()})`);
+    if (s.secondaryId !== id) throw new InvalidRequest(`this performance secondary is "${s.secondaryId ?? ''}", not "${id.slice(0, 64)}"`);
+    return readSecondaryDynamicFilter(engine);
+  };
+  const pathsFilters: PathsFilterService = {
+    set: (id, body) => filters.set(id, body),
+    read: (id) => filters.read(id),
+    remove: (id) => filters.remove(id),
+    primaryDynamic: (id) => filters.dynamic(id),
+    secondaryDynamic,
+  };
   const kindAudit = (kind: Kind) => ({
     enablePrimary: { op: `${kind}/primary/enable` },
     demote: { op: `${kind}/primary/demote` },
@@ -287,6 +323,10 @@ export async function wireReplication(o: {
       // An activation JWT names its kind; the primary of that kind verifies it (DR when unnamed).
       resolveWrappingToken: (t) => drivers[activationKindOf(t)].resolveActivationJwt(t),
       performance: audited(audit, perfService, kindAudit('performance') as never),
+      pathsFilters: audited(audit, pathsFilters, {
+        set: { op: 'performance/primary/paths-filter/write', detail: ([id, b]: [string, { mode: string; paths: readonly string[] }]) => ({ secondary_id: id.slice(0, 128), mode: b.mode, paths: b.paths.length }) },
+        remove: { op: 'performance/primary/paths-filter/delete', detail: ([id]: [string]) => ({ secondary_id: id.slice(0, 128) }) },
+      } as never),
       dr: audited(audit, drService, {
         ...(kindAudit('dr') as object),
         checkOperationToken: { op: 'dr/operation-token/use' },

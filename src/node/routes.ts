@@ -8,7 +8,7 @@ import { namespaceRoutes } from '../http/routes/namespaces.js';
 import { policyRoutes } from '../http/routes/policies.js';
 import { drOperationTokenRoutes, type DrOperationTokenService } from '../http/routes/dr-operation-token.js';
 import { generateRootRoutes, type GenerationService } from '../http/routes/generate-root.js';
-import { replicationKindRoutes, type DrService, type KindService } from '../http/routes/replication-kind.js';
+import { pathsFilterRoutes, replicationKindRoutes, type DrService, type KindService, type PathsFilterService } from '../http/routes/replication-kind.js';
 import { replicationRoutes, type ReplicationService } from '../http/routes/replication.js';
 import { sealRoutes, type NodeFacts } from '../http/routes/seal.js';
 import { systemRoutes, type SystemService } from '../http/routes/system.js';
@@ -20,6 +20,7 @@ export interface ReplicationRoutes {
   readonly status: ReplicationService;
   readonly dr: DrService;
   readonly performance: KindService;
+  readonly pathsFilters: PathsFilterService;
   readonly drTokens: DrOperationTokenService;
   readonly resolveWrappingToken: (presented: string) => Promise<string>;
 }
@@ -32,6 +33,7 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationR
     ...drOperationTokenRoutes(repl.drTokens),
     ...replicationKindRoutes('dr', repl.dr),
     ...replicationKindRoutes('performance', repl.performance),
+    ...pathsFilterRoutes(repl.pathsFilters),
     ...systemRoutes(sys),
     ...wrappingRoutes(core.wrapping, repl.resolveWrappingToken),
     ...tokenRoutes(core.tokens),

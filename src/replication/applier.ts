@@ -36,6 +36,12 @@ export interface Applier {
 
 /** Node class: this node's position as a secondary (REPLICATION.md 1). */
 export const UPSTREAM_GUARD_KEY = 'node/replication/performance/upstream-guard';
+/**
+ * Node class, plaintext JSON `{ dynamic_filtered_mounts, dynamic_filtered_namespaces }`: the last
+ * dynamic filter the primary told this performance secondary (appended to a streamed entry when
+ * the catalog changes, fetched with each reconcile). The one non-replicated key upstream may write.
+ */
+export const DYNAMIC_FILTER_KEY = 'node/replication/performance/dynamic-filter';
 
 class PrimaryWalApplier implements Applier {
   readonly trees: readonly Tree[] = KIND_POLICY.dr.trees;
@@ -83,6 +89,7 @@ export class OwnWalApplier implements Applier {
 
   private static replicatedOnly(ops: readonly WalOp[]): void {
     for (const op of ops) {
+      if (op.key === DYNAMIC_FILTER_KEY) continue;
       // The primary's serve policy never sends another class; refusing here keeps this node's
       // own local class untouchable by upstream even if it did.
       if (classify(op.key) !== KeyClass.replicated) throw new Internal(`upstream sent a ${classify(op.key)}-class key to a performance secondary`);

@@ -28,7 +28,7 @@ import { DemoteDrain, type DemoteReport } from './drain.js';
 import { WriteForwarder } from './forwarder.js';
 import { lastSeenRecord } from './last-seen.js';
 import { createCa, issueLeaf } from './pki.js';
-import { PrimaryStreamer } from './primary-service.js';
+import { PrimaryStreamer, type FilterSource } from './primary-service.js';
 import { redeem } from './redeem.js';
 import { SecondaryLoop } from './secondary-loop.js';
 import type { ForwardOutcome, ForwardReply, ForwardRequest, PrimaryClient, PrimaryService, ReplicationServer, TlsMaterial } from './transport.js';
@@ -85,8 +85,8 @@ export interface DriverOptions {
   readonly timing?: { readonly heartbeatMs?: number; readonly heartbeatTimeoutMs?: number; readonly demoteDrainTimeoutMs?: number };
   /** The mode of the other kind on this node, for the rules across kinds (crossKindRefusal). */
   readonly otherMode?: () => Mode;
-  /** HOOK for performance paths filters: one secondary's key predicate (see serve-policy.ts). */
-  readonly pathsFilter?: (secondaryId: string) => (key: string) => boolean;
+  /** Performance paths filters (paths-filters.ts), applied to what the primary serves each secondary. */
+  readonly pathsFilter?: FilterSource;
   /** A primary's executor of writes its performance secondaries forward (bound late by the node). */
   readonly forwarded?: () => ((secondaryId: string, req: ForwardRequest) => Promise<ForwardReply>) | undefined;
   /** How long a forwarded write's answer waits for this secondary to apply it. Default 2000 ms. */

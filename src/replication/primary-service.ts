@@ -12,13 +12,17 @@
 import { randomUUID } from 'node:crypto';
 import { Internal, InvalidRequest, TesseraError, ErrorCode, Unavailable } from '../core/errors.js';
 import type { Tree } from '../core/merkle.js';
+import { touchesCatalog, type KeyFilter } from '../core/paths-filter.js';
 import { KIND_POLICY, type TokenStatus } from '../core/replication/index.js';
 import type { WalEntry } from '../core/wal.js';
 import { compareVersions, VERSION } from '../core/version.js';
-import type { PinnedSnapshot } from '../storage/merkle-view.js';
+import { treeHashes, type PinnedSnapshot } from '../storage/merkle-view.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { SecondaryViews, type LastSeenStore, type SecondaryView } from './secondary-views.js';
 import { servePolicy, type ServePolicy } from './serve-policy.js';
+import { DYNAMIC_FILTER_KEY } from './applier.js';
+import { filterChangedIn } from './paths-filters.js';
+import { filterEntries, filteredView, servedRoot, servedTrees, withDynamicFilter, type FilteredView, type FilterSource } from './filtered-view.js';
 import type {
   BootstrapInfo, BootstrapRequest, ClusterCall, ForwardReply, ForwardRequest, Guard, HeartbeatReply, HeartbeatRequest, KeyValue, LeafInfo, Peer, PingInfo,
   PrimaryService, SnapshotInfo, StreamSink,
@@ -56,6 +60,18 @@ export interface DrainReport {
   readonly timedOut: boolean;
 }
 
+export type { FilterSource } from './filtered-view.js';
+
+/** One secondary's pinned snapshot, and for a filtered secondary the view of it that it is served. */
+interface OpenSnapshot {
+  readonly snap: PinnedSnapshot;
+  readonly owner: string;
+  readonly timer: NodeJS.Timeout;
+  readonly filter?: FilteredView;
+}
+
+/** How long a stream that told its secondary to reconcile waits for it to hang up. */
+const RECONCILE_HANDOFF_MS = 30_000;
 const HEARTBEAT_MS = 1000;
 const MAX_BATCH = 512;
 const MAX_BATCH_BYTES = 4 * 1024 * 1024;
@@ -64,7 +80,7 @@ export class PrimaryStreamer implements PrimaryService {
   readonly views: SecondaryViews;
   /** The kind's policy without a paths filter (calls that serve no keys). */
   private readonly policy: ServePolicy;
-  private readonly snapshots = new Map<string, { snap: PinnedSnapshot; owner: string; timer: NodeJS.Timeout }>();
+  private readonly snapshots = new Map<string, OpenSnapshot>();
   private lastCommitMs = 0;
   private readonly unsubscribe: () => void;
   /** Wakes every open stream's wait (drain starts, or the server closes). */
@@ -88,10 +104,10 @@ export class PrimaryStreamer implements PrimaryService {
       lastSeen?: LastSeenStore;
       onPersistError?: (e: unknown) => void;
       /**
-       * HOOK for performance paths filters: the key predicate of one secondary's filter
-       * (src/replication/paths-filter.ts); absent, or for DR, every key of the kind's classes.
+       * Performance paths filters (paths-filters.ts): applied to the stream, the Merkle hashes,
+       * leaves and values served each secondary. Absent, or for DR, every key of the kind's classes.
        */
-      pathsFilter?: (secondaryId: string) => (key: string) => boolean;
+      pathsFilter?: FilterSource;
       /**
        * Executes a write forwarded by a performance secondary (the vault core's dispatcher, bound
        * late by the node); absent, Forward answers Unavailable.
@@ -115,10 +131,19 @@ export class PrimaryStreamer implements PrimaryService {
     return (this.o.now ?? Date.now)();
   }
 
+  /** The paths filters, where this kind applies them. */
+  private get filters(): FilterSource | undefined {
+    return KIND_POLICY[this.o.kind].filters ? this.o.pathsFilter : undefined;
+  }
+
+  /** One secondary's key filter as of now (undefined: none, or a kind without filters). */
+  private async keyFilterOf(secondaryId: string): Promise<KeyFilter | undefined> {
+    return this.filters?.keyFilter(secondaryId);
+  }
+
   /** The policy for one secondary: its kind's classes, narrowed by its paths filter if any. */
-  private policyFor(secondaryId: string): ServePolicy {
-    const filter = KIND_POLICY[this.o.kind].filters ? this.o.pathsFilter?.(secondaryId) : undefined;
-    return filter ? servePolicy(this.o.kind, filter) : this.policy;
+  private policyWith(kf: KeyFilter | undefined): ServePolicy {
+    return kf ? servePolicy(this.o.kind, kf.keyAllowed) : this.policy;
   }
 
   /** The last heartbeats persisted before a restart. */
@@ -190,6 +215,7 @@ export class PrimaryStreamer implements PrimaryService {
     // Connected from here (before the secondary can see `ok`): the open stream is the truth, and
     // its opening is the first heartbeat.
     const ended = this.views.streamOpened(peer.secondaryId, req.guard);
+    let kf = await this.keyFilterOf(peer.secondaryId);
     let next = req.guard.index + 1n;
     let wake: (() => void) | undefined;
     const wakeMe = (): void => wake?.();
@@ -218,9 +244,25 @@ export class PrimaryStreamer implements PrimaryService {
           continue;
         }
         // Throws WalNotRetained if the bound dropped what this secondary needs: it reconnects and reconciles.
-        const entries = await engine.readWal(next, maxBatch, MAX_BATCH_BYTES);
-        await sink.send({ type: 'batch', entries: this.served(peer.secondaryId, entries), primaryLastWal: engine.lastGuard().index, primaryCommitTimeMs: this.lastCommitMs });
-        next = (entries.at(-1)?.index ?? next - 1n) + 1n;
+        let entries = await engine.readWal(next, maxBatch, MAX_BATCH_BYTES);
+        // This secondary's filter changed at `cut`: what it holds was filtered otherwise, so it gets
+        // the entries before the change, then is told to reconcile (its guard stays before the
+        // change until the reconcile's snapshot moves it past, so a crash in between repeats this).
+        const cut = this.filters ? filterChangedIn(peer.secondaryId, entries) : undefined;
+        if (cut !== undefined) entries = entries.slice(0, cut);
+        if (this.filters && touchesCatalog(entries.flatMap((e) => e.ops))) kf = await this.keyFilterOf(peer.secondaryId);
+        if (entries.length > 0) {
+          const served = this.served(entries, kf);
+          // A mount or auth method came or went: the secondary's copy of its dynamic filter follows.
+          if (this.filters && touchesCatalog(entries.flatMap((e) => e.ops))) withDynamicFilter(served, await this.filters.dynamicFor(peer.secondaryId));
+          await sink.send({ type: 'batch', entries: served, primaryLastWal: engine.lastGuard().index, primaryCommitTimeMs: this.lastCommitMs });
+          next = (entries.at(-1)?.index ?? next - 1n) + 1n;
+        }
+        if (cut !== undefined) {
+          await sink.send({ type: 'start', outcome: 'non_matching_guard', firstRetained: engine.firstRetainedIndex(), lastWal: engine.lastGuard().index });
+          await this.untilClosed(sink, () => (wake = undefined), (w) => (wake = w));
+          break;
+        }
         // Draining: say the index is final as soon as this secondary has been sent everything.
         if (this.draining && next > engine.lastGuard().index) await beat();
       }
@@ -232,21 +274,39 @@ export class PrimaryStreamer implements PrimaryService {
     if (!sink.closed) sink.end();
   }
 
+  /** Waits (bounded) for a secondary told to reconcile to hang up; commits and close wake it. */
+  private async untilClosed(sink: StreamSink, clear: () => void, set: (w: () => void) => void): Promise<void> {
+    const until = this.now() + RECONCILE_HANDOFF_MS;
+    while (!sink.closed && this.now() < until) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 250);
+        set(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+      clear();
+    }
+  }
+
   /**
    * What of `entries` this kind's secondary may receive. DR mirrors the WAL, so an entry holding a
    * key it may not receive is a defect (the engine never puts node-class keys in the WAL): refused.
    * A performance secondary re-commits into its own WAL and keeps the upstream guard beside it,
-   * so its entries carry only the admitted ops (possibly none; the guard still moves).
+   * so its entries carry only the ops its class and paths filter admit (possibly none: the entry
+   * is still sent, so the index sequence stays whole; the secondary does not re-verify the
+   * filtered body against the entry's hash). A delete of a key of a mount the catalog no longer
+   * has passes (opAllowed): a secondary never keeps a mount the primary removed.
    */
-  private served(secondaryId: string, entries: readonly WalEntry[]): WalEntry[] {
-    const policy = this.policyFor(secondaryId);
+  private served(entries: readonly WalEntry[], kf: KeyFilter | undefined): WalEntry[] {
+    const policy = this.policy;
     if (!KIND_POLICY[this.o.kind].filters) {
       for (const e of entries) {
         if (!e.ops.every((op) => policy.admits(op.key))) throw new Internal(`WAL entry ${e.index} holds a key ${this.o.kind} secondaries may not receive`);
       }
       return [...entries];
     }
-    return entries.map((e) => (e.ops.every((op) => policy.admits(op.key)) ? e : { ...e, ops: e.ops.filter((op) => policy.admits(op.key)) }));
+    return filterEntries(entries, policy.admits, kf);
   }
 
   async heartbeat(peer: Peer, req: HeartbeatRequest): Promise<HeartbeatReply> {
@@ -300,21 +360,36 @@ export class PrimaryStreamer implements PrimaryService {
 
   async openSnapshot(peer: Peer): Promise<SnapshotInfo> {
     const snap = await this.o.engine.snapshot();
+    let filter: FilteredView | undefined;
+    try {
+      if (this.filters) filter = await filteredView(snap, this.filters, peer.secondaryId);
+    } catch (e) {
+      await snap.close();
+      throw e;
+    }
     const id = randomUUID();
     // A snapshot abandoned by a crashed secondary is closed after ten minutes.
     const timer = setTimeout(() => void this.closeSnapshot(peer, id), 600_000);
     timer.unref();
-    this.snapshots.set(id, { snap, owner: peer.secondaryId, timer });
+    this.snapshots.set(id, { snap, owner: peer.secondaryId, timer, ...(filter ? { filter } : {}) });
     // Roots of subtrees this kind does not replicate are not served (empty).
-    const root = (tree: Tree): Buffer => (this.policy.servesTree(tree) ? snap.subtreeRoot(tree) : Buffer.alloc(0));
-    return { snapshotId: id, guard: snap.guard, root: snap.merkleRoot(), subtreeRoots: [root(1), root(2)] };
+    const trees = servedTrees(snap, filter);
+    const root = (tree: Tree): Buffer => (this.policy.servesTree(tree) ? Buffer.from(trees[tree].root) : Buffer.alloc(0));
+    return { snapshotId: id, guard: snap.guard, root: servedRoot(snap, filter), subtreeRoots: [root(1), root(2)] };
   }
 
-  private snap(peer: Peer, id: string): PinnedSnapshot {
+  private open(peer: Peer, id: string): OpenSnapshot {
     const s = this.snapshots.get(id);
     if (!s || s.owner !== peer.secondaryId) throw new InvalidRequest(`unknown snapshot ${id.slice(0, 40)}`);
-    return s.snap;
+    return s;
   }
+
+  /** Hashes of a snapshot as its secondary is served it (tree 1 filtered for a filtered one). */
+  private hashesOf(peer: Peer, id: string, of: (trees: ReturnType<typeof servedTrees>) => Buffer[]): Buffer[] {
+    const s = this.open(peer, id);
+    return of(servedTrees(s.snap, s.filter));
+  }
+
 
   async closeSnapshot(_peer: Peer, snapshotId: string): Promise<void> {
     const s = this.snapshots.get(snapshotId);
@@ -326,29 +401,35 @@ export class PrimaryStreamer implements PrimaryService {
 
   async pageHashes(peer: Peer, id: string, tree: 1 | 2): Promise<Buffer[]> {
     this.policy.admitTree(tree);
-    return this.snap(peer, id).pageHashes(tree);
+    return this.hashesOf(peer, id, (t) => treeHashes.pageHashes(t, tree));
   }
 
   async subpageHashes(peer: Peer, id: string, tree: 1 | 2, page: number): Promise<Buffer[]> {
     this.policy.admitTree(tree);
-    return this.snap(peer, id).subpageHashes(tree, page);
+    return this.hashesOf(peer, id, (t) => treeHashes.subpageHashes(t, tree, page));
   }
 
   async leaves(peer: Peer, id: string, tree: 1 | 2, page: number, subpages: readonly number[]): Promise<LeafInfo[]> {
     this.policy.admitTree(tree);
-    const snap = this.snap(peer, id);
-    const policy = this.policyFor(peer.secondaryId);
+    const s = this.open(peer, id);
+    const policy = this.policyWith(s.filter?.keys);
     const out: LeafInfo[] = [];
-    for (const s of subpages) for (const l of await snap.leaves(tree, page, s)) if (policy.admits(l.key)) out.push({ key: l.key, valueHash: l.valueHash, subpage: s });
+    for (const sp of subpages) for (const l of await s.snap.leaves(tree, page, sp)) if (policy.admits(l.key)) out.push({ key: l.key, valueHash: l.valueHash, subpage: sp });
     return out;
   }
 
+  /**
+   * The values of `keys` as of the snapshot. A performance secondary may also ask for
+   * DYNAMIC_FILTER_KEY: its dynamic filter as of the snapshot (plaintext JSON, not stored here).
+   */
   async fetchValues(peer: Peer, id: string, keys: readonly string[]): Promise<KeyValue[]> {
-    const snap = this.snap(peer, id);
+    const s = this.open(peer, id);
     if (keys.length > 10_000) throw new InvalidRequest('at most 10000 keys per fetch');
+    const dynamic = this.filters ? (s.filter?.dynamic ?? { dynamic_filtered_mounts: [], dynamic_filtered_namespaces: [] }) : undefined;
+    const data = dynamic ? keys.filter((k) => k !== DYNAMIC_FILTER_KEY) : keys;
     // All or nothing: one key outside the kind's classes (node class above all) refuses the call.
-    this.policyFor(peer.secondaryId).admitKeys(keys);
-    return Promise.all(keys.map(async (key) => ({ key, value: await snap.readRaw(key) })));
+    this.policyWith(s.filter?.keys).admitKeys(data);
+    return Promise.all(keys.map(async (key) => ({ key, value: dynamic && key === DYNAMIC_FILTER_KEY ? Buffer.from(JSON.stringify(dynamic)) : await s.snap.readRaw(key) })));
   }
 
   /** A performance secondary's forwarded write (the serve policy admitted the call and kind). */

@@ -31,6 +31,11 @@ export interface ReconcileOptions {
   readonly onProgress?: (p: { total: number; done: number }) => void;
   /** Keys fetched per call and per install chunk. */
   readonly chunk?: number;
+  /**
+   * Records outside the Merkle trees fetched from the same snapshot and installed with its guard
+   * (a performance secondary's dynamic filter); not counted as fetched keys.
+   */
+  readonly alsoFetch?: readonly string[];
 }
 
 function differing(a: readonly Buffer[], b: readonly Buffer[]): number[] {
@@ -88,8 +93,12 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileResult> {
         o.onProgress?.({ total, done });
       }
     }
+    const n = pending.length;
+    if (o.alsoFetch && o.alsoFetch.length > 0) {
+      for (const kv of await o.client.fetchValues(snap.snapshotId, o.alsoFetch)) if (kv.value !== undefined) pending.push({ type: 'put', key: kv.key, value: kv.value });
+    }
     await o.applier.installSnapshot(pending, snap.guard);
-    done += pending.length;
+    done += n;
     o.onProgress?.({ total, done });
     return { guard: snap.guard, fetched: fetch.length, deleted: remove.length, comparedPages };
   } finally {

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Behind } from '../core/replication/index.js';
 import { VERSION } from '../core/version.js';
 import type { StorageEngine } from '../storage/engine.js';
-import { applierFor, type Applier } from './applier.js';
+import { applierFor, DYNAMIC_FILTER_KEY, type Applier } from './applier.js';
 import { reconcile } from './reconcile.js';
 import type { LastSeenStore } from './secondary-views.js';
 import type { BootstrapInfo, ConnectionState, PrimaryClient, StreamHandle } from './transport.js';
@@ -270,6 +270,9 @@ export class SecondaryLoop {
   private async reconcileThenStream(): Promise<void> {
     const client = this.client;
     if (!client) return;
+    // Before the cancel: the stream's end must read as the reconcile's doing, not a broken channel
+    // (a primary whose filter for us changed tells us mid-stream, and waits for us to hang up).
+    this.progress.state = 'merkle-diff';
     this.stream?.cancel();
     try {
       const r = await reconcile({
@@ -277,6 +280,8 @@ export class SecondaryLoop {
         engine: this.o.engine,
         applier: this.applier,
         secondaryId: this.o.secondaryId,
+        // A secondary with its own WAL (performance) keeps the dynamic filter it was served with.
+        ...(this.applier.ownWal ? { alsoFetch: [DYNAMIC_FILTER_KEY] } : {}),
         onPhase: (p) => {
           this.progress.state = p;
         },
@@ -288,7 +293,7 @@ export class SecondaryLoop {
       this.progress.lastSync = { fetched: r.fetched, deleted: r.deleted };
       this.progress.lastRemoteWal = r.guard.index;
       this.o.onApplied?.(r.guard.index);
-      this.o.log.info({ fetched: r.fetched, deleted: r.deleted, pages: r.comparedPages, guard: r.guard.index.toString() }, 'merkle-sync finished; streaming');
+      this.o.log.info({ fetched: r.fetched, deleted: r.deleted, keys_moved: r.fetched + r.deleted, pages: r.comparedPages, guard: r.guard.index.toString() }, 'merkle-sync finished; streaming');
       this.progress.state = 'idle';
       // Not awaited: this runs inside the apply chain, and the stream's batches queue on it.
       void this.openStream();

@@ -12,9 +12,9 @@
  * The classes come from KIND_POLICY (Merkle subtrees per kind): DR serves the replicated and local
  * classes, performance the replicated class only.
  *
- * HOOK for performance paths filters (src/replication/paths-filter.ts, built separately): pass
- * its `(kind-policy) key predicate` for the secondary as `admitsPath`; everything that serves data
- * or hashes to that secondary (stream, leaves, fetch) already asks `admits(key)`.
+ * Performance paths filters narrow it per secondary: PrimaryStreamer passes the secondary's
+ * `keyAllowed` (src/core/paths-filter.ts) as `admitsPath` for leaves and fetches; the stream and
+ * the Merkle hashes are filtered in filtered-view.ts.
  */
 import { PermissionDenied } from '../core/errors.js';
 import type { Tree } from '../core/merkle.js';

@@ -9,10 +9,10 @@
  * Hashes come from in-memory trees, which are copy-on-write: a pinned snapshot keeps the trees of
  * its moment while commits continue, and its backend snapshot keeps the matching leaves and values.
  */
-import { subpageAt, SUBPAGES, type Tree } from '../core/merkle.js';
+import { subpageAt, SUBPAGES, type Tree, type TreeState } from '../core/merkle.js';
 import type { Guard } from '../core/wal.js';
 import type { ReadView, Snapshot } from './backend.js';
-import { Keys } from './keyspace.js';
+import { Keys, dirEnd } from './keyspace.js';
 import { compositeOf, readLeaves, type Leaf, type Trees } from './merkle-store.js';
 
 export interface MerkleView {
@@ -67,6 +67,18 @@ export class PinnedSnapshot implements MerkleView {
   }
   readRaw(key: string): Promise<Buffer | undefined> {
     return readValue(this.view, key);
+  }
+  /** The in-memory tree of the snapshot's moment (copy-on-write: never changed by later commits). */
+  tree(tree: Tree): TreeState {
+    return this.trees[tree];
+  }
+  /** Every leaf of one subtree as of the snapshot, in key order of the leaf index (a filtered view is built from these). */
+  async *allLeaves(tree: Tree): AsyncIterable<Leaf> {
+    const prefix = Keys.leafPrefix(tree);
+    for await (const [k, v] of this.view.iterate({ gte: prefix, lt: dirEnd(prefix) })) {
+      // m/<tree>/l/<pppp>/<key>: the logical key follows the 4 hex digits and a slash.
+      yield { key: k.slice(prefix.length + 5), valueHash: v };
+    }
   }
   close(): Promise<void> {
     return this.view.close();

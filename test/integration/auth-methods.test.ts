@@ -17,9 +17,12 @@ beforeAll(async () => {
 afterAll(async () => n.stop());
 
 const store = () => n.node.core.store();
+/** The entries of one class's auth table: one key per mount, `core/auth/<uuid>` or `local/core/auth/<uuid>`. */
 const authTable = async (key: string): Promise<Array<{ path: string; uuid: string }>> => {
-  const raw = await store().get(key);
-  return raw ? JSON.parse(raw.toString('utf8')) : [];
+  const out: Array<{ path: string; uuid: string }> = [];
+  for (const uuid of await store().list(key + '/')) out.push(JSON.parse((await store().get(`${key}/${uuid}`))!.toString('utf8')));
+  expect(await store().get(key)).toBeUndefined();
+  return out;
 };
 
 describe('sys/auth', () => {

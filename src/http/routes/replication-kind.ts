@@ -40,6 +40,51 @@ export interface DrService extends KindService {
   merkleCheck(): Promise<Record<string, unknown>>;
 }
 
+/** Performance paths filters (spec 4.2): the primary's per-secondary filter, and both ends' dynamic filter. */
+export interface PathsFilterService {
+  set(id: string, body: { mode: string; paths: readonly string[] }): Promise<unknown>;
+  read(id: string): Promise<{ mode: string; paths: readonly string[] }>;
+  remove(id: string): Promise<void>;
+  primaryDynamic(id: string): Promise<{ dynamic_filtered_mounts: string[]; dynamic_filtered_namespaces: string[] }>;
+  secondaryDynamic(id: string): Promise<{ dynamic_filtered_mounts: string[]; dynamic_filtered_namespaces: string[] }>;
+}
+
+/**
+ * `sys/replication/performance/{primary/paths-filter,primary/dynamic-filter,secondary/dynamic-filter}/:id`:
+ * node scope, sudo, the performance license. Filter paths answer without their trailing '/'.
+ */
+export function pathsFilterRoutes(svc: PathsFilterService): Route[] {
+  const LICENSE = { feature: KIND_POLICY.performance.license } as const;
+  const P = 'sys/replication/performance/primary';
+  const S = 'sys/replication/performance/secondary';
+  const id = (ctx: RouteContext<unknown>): string => ctx.params['id'] ?? '';
+  const Body = z.object({ mode: z.string().default('allow'), paths: stringList.default([]) });
+  const empty = z.object({});
+  const base = { access: 'sudo', scope: 'node', license: LICENSE } as const;
+  return [
+    {
+      ...base,
+      pattern: `${P}/paths-filter/:id`,
+      operations: {
+        update: op(Body, async (ctx) => {
+          await svc.set(id(ctx), ctx.fields);
+          return noContent();
+        }),
+        read: op(empty, async (ctx) => {
+          const f = await svc.read(id(ctx));
+          return ok({ mode: f.mode, paths: f.paths.map((p) => p.replace(/\/$/, '')) });
+        }),
+        delete: op(empty, async (ctx) => {
+          await svc.remove(id(ctx));
+          return noContent();
+        }),
+      },
+    },
+    { ...base, pattern: `${P}/dynamic-filter/:id`, operations: { read: op(empty, async (ctx) => ok({ ...(await svc.primaryDynamic(id(ctx))) })) } },
+    { ...base, pattern: `${S}/dynamic-filter/:id`, operations: { read: op(empty, async (ctx) => ok({ ...(await svc.secondaryDynamic(id(ctx))) })) } },
+  ];
+}
+
 const required = (name: string) => z.string({ error: `missing required field "${name}"` }).min(1, `missing required field "${name}"`);
 const opToken = required('dr_operation_token');
 

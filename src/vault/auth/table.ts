@@ -1,8 +1,11 @@
 /**
  * The auth mount table: which auth method serves which `auth/<path>` prefix, per namespace. As the
- * secret-engine table (mounts.ts): non-local entries live at `core/auth` (replicated class, so they
- * reach performance secondaries), `local: true` ones at `local/core/auth`; a method's data lives
- * under `auth/<uuid>/` or `local/auth/<uuid>/` so the keyspace classifies it with its entry.
+ * secret-engine table (mounts.ts), one key per mount: non-local entries at `core/auth/<uuid>`
+ * (replicated class, so they reach performance secondaries, and a paths filter can drop one by
+ * key), `local: true` ones at `local/core/auth/<uuid>`; a method's data lives under `auth/<uuid>/`
+ * or `local/auth/<uuid>/` so the keyspace classifies it with its entry. Tables of the older layout
+ * (one JSON array at `core/auth`, `local/core/auth`) are still read, and moved to per-mount keys by
+ * the first write of their class or by migrateLegacyAuthTables().
  *
  * The table is read from the store on every use (two gets, served by the read cache) rather than
  * cached: replication may rewrite it under us, and there is then no cache to go stale.
@@ -13,10 +16,12 @@
 import { hash, randomBytes, randomUUID } from 'node:crypto';
 import { InvalidRequest } from '../../core/errors.js';
 import { KeyedMutex } from '../../core/keyed-mutex.js';
-import type { Store } from '../../storage/store.js';
+import type { Op, Store } from '../../storage/store.js';
 
-const TABLE = 'core/auth';
-const LOCAL_TABLE = 'local/core/auth';
+export const AUTH_TABLE_PREFIX = 'core/auth/';
+export const LOCAL_AUTH_TABLE_PREFIX = 'local/core/auth/';
+const LEGACY_TABLE = 'core/auth';
+const LEGACY_LOCAL_TABLE = 'local/core/auth';
 export const AUTH_TYPES = ['userpass', 'approle'] as const;
 export type AuthType = (typeof AUTH_TYPES)[number];
 
@@ -53,17 +58,59 @@ export function tokenAccessor(namespace: string): string {
   return `auth_token_${hash('sha256', `token:${namespace}`, 'hex').slice(0, 8)}`;
 }
 
+function entryKey(e: AuthEntry): string {
+  return (e.local ? LOCAL_AUTH_TABLE_PREFIX : AUTH_TABLE_PREFIX) + e.uuid;
+}
+
+/**
+ * The stored auth table of one class: per-mount keys, plus any legacy array not yet migrated (a
+ * per-mount key wins over a legacy entry with the same uuid). `legacy` tells whether the array exists.
+ */
+export async function readAuthTable(store: Store, local: boolean): Promise<{ entries: AuthEntry[]; legacy: boolean }> {
+  const prefix = local ? LOCAL_AUTH_TABLE_PREFIX : AUTH_TABLE_PREFIX;
+  const byUuid = new Map<string, AuthEntry>();
+  const legacyRaw = await store.get(local ? LEGACY_LOCAL_TABLE : LEGACY_TABLE);
+  if (legacyRaw) for (const e of JSON.parse(legacyRaw.toString('utf8')) as AuthEntry[]) byUuid.set(e.uuid, e);
+  for (const child of await store.list(prefix)) {
+    if (child.endsWith('/')) continue;
+    const raw = await store.get(prefix + child);
+    if (raw) byUuid.set(child, JSON.parse(raw.toString('utf8')) as AuthEntry);
+  }
+  return { entries: [...byUuid.values()], legacy: legacyRaw !== undefined };
+}
+
+/** The ops that move one class's legacy array (if any) to per-mount keys; [] when there is none. */
+function migrationOps(table: { entries: AuthEntry[]; legacy: boolean }, local: boolean, skip: ReadonlySet<string>): Op[] {
+  if (!table.legacy) return [];
+  const ops: Op[] = table.entries.filter((e) => !skip.has(entryKey(e))).map((e) => ({ type: 'put', key: entryKey(e), value: encode(e) }));
+  ops.push({ type: 'del', key: local ? LEGACY_LOCAL_TABLE : LEGACY_TABLE });
+  return ops;
+}
+
+function encode(e: AuthEntry): Buffer {
+  return Buffer.from(JSON.stringify(e));
+}
+
 export class AuthTable {
   readonly #locks = new KeyedMutex();
 
   constructor(private readonly store: () => Store) {}
 
   async #all(): Promise<AuthEntry[]> {
-    const read = async (key: string): Promise<AuthEntry[]> => {
-      const raw = await this.store().get(key);
-      return raw ? (JSON.parse(raw.toString('utf8')) as AuthEntry[]) : [];
-    };
-    return [...(await read(TABLE)), ...(await read(LOCAL_TABLE))];
+    return [...(await readAuthTable(this.store(), false)).entries, ...(await readAuthTable(this.store(), true)).entries];
+  }
+
+  /**
+   * Moves legacy array tables to per-mount keys, one atomic commit per class. A writable node (a
+   * primary, before it serves filtered performance secondaries) calls this; secondaries never write.
+   */
+  async migrateLegacyTables(): Promise<void> {
+    await this.#locks.run('table', async () => {
+      for (const local of [false, true]) {
+        const ops = migrationOps(await readAuthTable(this.store(), local), local, new Set());
+        if (ops.length > 0) await this.store().commit(ops);
+      }
+    });
   }
 
   async list(namespace: string): Promise<AuthEntry[]> {
@@ -111,7 +158,7 @@ export class AuthTable {
         options: { ...(input.options ?? {}) },
         config: ttl,
       };
-      await this.#save([...all, entry], entry.local);
+      await this.#save(entry.local, [{ type: 'put', key: entryKey(entry), value: encode(entry) }]);
       return entry;
     });
   }
@@ -122,15 +169,19 @@ export class AuthTable {
       const all = await this.#all();
       const p = normalise(path);
       const entry = all.find((e) => e.namespace === namespace && e.path === p);
-      if (entry) await this.#save(all.filter((e) => e !== entry), entry.local);
+      if (entry) await this.#save(entry.local, [{ type: 'del', key: entryKey(entry) }]);
       return entry;
     });
   }
 
-  /** Writes the table of the class that changed. */
-  async #save(next: AuthEntry[], local: boolean): Promise<void> {
-    const subset = next.filter((e) => e.local === local);
-    await this.store().commit([{ type: 'put', key: local ? LOCAL_TABLE : TABLE, value: Buffer.from(JSON.stringify(subset)) }]);
+  /**
+   * Commits `ops` (the changed entry's key). While the class still has a legacy array, the same
+   * commit moves its other entries to their own keys and deletes the array, so no state mixes the
+   * two layouts (an entry removed by `ops` is not rewritten).
+   */
+  async #save(local: boolean, ops: Op[]): Promise<void> {
+    const migrate = migrationOps(await readAuthTable(this.store(), local), local, new Set(ops.map((o) => o.key)));
+    await this.store().commit([...ops, ...migrate]);
   }
 }
 
