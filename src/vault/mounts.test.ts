@@ -70,3 +70,34 @@ describe('Mounts storage layout', () => {
     expect(store.data).toEqual(before);
   });
 });
+
+describe('Mounts reload', () => {
+  it('keeps a mount enabled while a reload was reading the table (no stale table installed)', async () => {
+    const store = new MapStore();
+    let hold: Promise<void> | undefined;
+    let reached!: () => void;
+    const blocked = new Promise<void>((r) => (reached = r));
+    // A store whose list() of the local table answers what it held, after waiting while `hold` is
+    // set: a reload caught between reading and installing the table.
+    const slow: typeof store = Object.assign(Object.create(store) as MapStore, {
+      list: async (prefix: string) => {
+        const listed = await store.list(prefix);
+        if (hold && prefix.startsWith('local/')) {
+          reached();
+          await hold;
+        }
+        return listed;
+      },
+    });
+    const mounts = new Mounts(() => slow);
+    let release!: () => void;
+    hold = new Promise<void>((r) => (release = r));
+    const reloading = mounts.load();
+    await blocked;
+    hold = undefined;
+    const enabled = await mounts.enable('', 'scratch/', { type: 'kv', local: true });
+    release();
+    await reloading;
+    expect(mounts.get('', 'scratch/')?.uuid).toBe(enabled.uuid);
+  });
+});

@@ -80,11 +80,24 @@ export class Mounts {
 
   constructor(private readonly store: () => Store) {}
 
+  /** Bumped by every change this node makes, so a load that raced one reads again. */
+  private generation = 0;
+
+  /**
+   * Reads the table from storage. A load overlapping a local change (a performance secondary
+   * reloads as upstream data lands while a local mount is enabled) would otherwise install the
+   * table as it was before that change: it reads again until no change happened meanwhile.
+   */
   async load(): Promise<void> {
-    const replicated = await readMountTable(this.store(), false);
-    const local = await readMountTable(this.store(), true);
-    this.entries = [...replicated.entries, ...local.entries];
-    this.legacy = { replicated: replicated.legacy, local: local.legacy };
+    for (;;) {
+      const started = this.generation;
+      const replicated = await readMountTable(this.store(), false);
+      const local = await readMountTable(this.store(), true);
+      if (started !== this.generation) continue;
+      this.entries = [...replicated.entries, ...local.entries];
+      this.legacy = { replicated: replicated.legacy, local: local.legacy };
+      return;
+    }
   }
 
   /** Every mount of every namespace (a copy). */
@@ -209,6 +222,7 @@ export class Mounts {
       all.push({ type: 'del', key: local ? LEGACY_LOCAL_TABLE : LEGACY_TABLE });
     }
     if (all.length > 0) await this.store().commit(all);
+    this.generation++;
     this.legacy = { ...this.legacy, [cls]: false };
     this.entries = next;
   }

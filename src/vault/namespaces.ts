@@ -42,10 +42,19 @@ export class Namespaces {
 
   constructor(private readonly store: () => Store) {}
 
+  /** Bumped by every change this node makes, so a load that raced one reads again. */
+  private generation = 0;
+
+  /** Reads every namespace from storage, again if a local change landed meanwhile (see Mounts.load). */
   async load(): Promise<void> {
-    const next = new Map<string, NamespaceEntry>();
-    for (const e of await readNamespaceEntries(this.store())) next.set(e.path, e);
-    this.byPath = next;
+    for (;;) {
+      const started = this.generation;
+      const next = new Map<string, NamespaceEntry>();
+      for (const e of await readNamespaceEntries(this.store())) next.set(e.path, e);
+      if (started !== this.generation) continue;
+      this.byPath = next;
+      return;
+    }
   }
 
   exists(path: string): boolean {
@@ -98,6 +107,7 @@ export class Namespaces {
     if (existing) return existing;
     const entry: NamespaceEntry = { id: randomBytes(3).toString('base64url').slice(0, 5), path, custom_metadata: customMetadata };
     await this.store().commit([{ type: 'put', key: PREFIX + path.slice(0, -1), value: Buffer.from(JSON.stringify(entry)) }]);
+    this.generation++;
     this.byPath.set(path, entry);
     return entry;
   }
@@ -108,6 +118,7 @@ export class Namespaces {
     if (!this.byPath.has(path)) return;
     if (this.children(path).length > 0) throw new InvalidRequest(`namespace "${path}" has child namespaces; delete them first`);
     await this.store().commit([{ type: 'del', key: PREFIX + path.slice(0, -1) }]);
+    this.generation++;
     this.byPath.delete(path);
   }
 }
