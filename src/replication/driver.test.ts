@@ -25,7 +25,8 @@ const CASES: readonly KindCase[] = [
   { kind: 'performance', streamsLocal: false, gatesReplicatedWrites: true, keepsEnabler: true },
 ];
 
-const WAIT = { timeoutMs: 4_000, intervalMs: 5 };
+// Deadlines, not sleeps: generous for a loaded machine, met in milliseconds on an idle one.
+const WAIT = { timeoutMs: 10_000, intervalMs: 5 };
 
 describe.each(CASES)('ReplicationDriver ($kind)', (c) => {
   let net: LoopbackNetwork;
@@ -164,6 +165,19 @@ describe.each(CASES)('ReplicationDriver ($kind)', (c) => {
     // The demoted node holds no credentials for any primary: it needs a token, not addresses.
     await expect(p.driver.updatePrimary({ addrs: ['loop:s'], primaryApiAddr: '', caFile: '', caPath: '' })).rejects.toThrow(/newly demoted/);
     if (c.gatesReplicatedWrites) await expect(p.put({ 'logical/m1/late': 'no' })).rejects.toBeInstanceOf(ReplicatedWriteRefused);
+  });
+
+  it('a partition breaks the stream; once it heals the secondary reconnects and catches up', async () => {
+    const { p, s } = await pair();
+    net.partition('loop:p', true);
+    await eventually(() => expect(s.driver.secondaryLoop?.progress.connection).toBe('transient_failure'), WAIT);
+    await p.put({ 'logical/m1/during': 'written while cut off' });
+    expect(net.openStreams('loop:p', 's1')).toBe(0);
+    expect(await s.get('logical/m1/during')).toBeUndefined();
+    net.partition('loop:p', false);
+    await eventually(async () => expect(await s.get('logical/m1/during')).toBe('written while cut off'), WAIT);
+    await eventually(() => expect(s.driver.secondaryLoop?.progress.state).toBe('stream-wals'), WAIT);
+    expect(s.driver.state.mode).toBe('secondary');
   });
 
   it('update-primary with a blank token forgets the primary and says what it forgot', async () => {
