@@ -2,7 +2,8 @@
  * The cluster port as an attacker holding a valid secondary certificate sees it: real gRPC over
  * mTLS on 127.0.0.1 against an in-process DR primary. It may read only what its kind replicates
  * (never node class: the DR CA's private key, the server key, the JWT signing key), only after its
- * bootstrap, and a revoked id cannot even probe the primary by address.
+ * bootstrap, and a revoked id cannot even probe the primary by address. A performance secondary
+ * with a paths filter reads nothing of a mount its filter denies, whatever it asks for.
  */
 import { VERSION } from '../../src/core/version.js';
 import { genesisGuard, type WalEntry } from '../../src/core/wal.js';
@@ -12,9 +13,11 @@ import { PrimaryStreamer } from '../../src/replication/primary-service.js';
 import { servePolicy } from '../../src/replication/serve-policy.js';
 import type { PrimaryClient, StreamMessage } from '../../src/replication/transport.js';
 import { StorageEngine } from '../../src/storage/engine.js';
+import { eventually } from '../harness/eventually.js';
 import { MemoryBackend } from '../../src/storage/memory.js';
 import { ChannelError, connectPrimary } from '../../src/transport/grpc/index.js';
-import { DR, activatePair, drOperationToken, drStatus } from '../support/dr.js';
+import { storagePrefix, MOUNT_TABLE_PREFIX } from '../../src/vault/mounts.js';
+import { DR, PERF, activatePair, drOperationToken, drStatus, replStatus } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const nodes: TestNode[] = [];
@@ -159,6 +162,116 @@ describe('a valid secondary certificate on the cluster port', () => {
     }
     expect(servePolicy('dr').classes).toEqual(['replicated', 'local']);
     expect(() => servePolicy('performance').admitKeys(['local/x'])).toThrow(/local class/);
+  });
+});
+
+describe('a performance secondary certificate and its paths filter (issue 6 item 3)', () => {
+  it('asking for keys of a mount its filter denies gets none of them, nor their values; the stream carries none', async () => {
+    const p = await node();
+    const hidden = ['filtered-secret-7f3a9c', 'filtered-later-41be02', 'filtered-live-9d01e5'];
+    expect((await p.call('POST', 'sys/mounts/shared', { type: 'kv' })).status).toBe(204);
+    expect((await p.call('POST', 'sys/mounts/hidden', { type: 'kv' })).status).toBe(204);
+    expect((await p.call('PUT', 'shared/app', { password: 'shared-value' })).status).toBe(204);
+    expect((await p.call('PUT', 'hidden/app', { password: hidden[0] })).status).toBe(204);
+    expect((await p.call('POST', `${PERF}/primary/enable`, {})).status).toBe(204);
+    const pair = generateBoxKeyPair();
+    const tok = await p.call('POST', `${PERF}/primary/secondary-token`, { id: 'east', secondary_public_key: pair.publicKeyB64 });
+    expect(tok.status).toBe(200);
+    expect((await p.call('POST', `${PERF}/primary/paths-filter/east`, { mode: 'deny', paths: ['hidden'] })).status).toBe(204);
+    // Written after the filter too: the stream sees this one as a live entry.
+    expect((await p.call('PUT', 'hidden/later', { password: hidden[1] })).status).toBe(204);
+
+    // The denied mount's keys as the primary stores them: its table entry and its data.
+    const mount = p.node.core.mounts.get('', 'hidden/');
+    const shared = p.node.core.mounts.get('', 'shared/');
+    expect(mount && shared).toBeDefined();
+    const deniedKey = (k: string): boolean => k.startsWith(storagePrefix(mount!)) || k === MOUNT_TABLE_PREFIX + mount!.uuid;
+    const deniedNow = async (): Promise<string[]> => {
+      const pinned = await p.node.engine.snapshot();
+      const out: string[] = [];
+      try {
+        for await (const l of pinned.allLeaves(1)) if (deniedKey(l.key)) out.push(l.key);
+      } finally {
+        await pinned.close();
+      }
+      return out;
+    };
+    const deniedKeys = await deniedNow();
+    expect(deniedKeys.filter((k) => k.startsWith(storagePrefix(mount!))).length).toBe(2);
+    expect(deniedKeys).toContain(MOUNT_TABLE_PREFIX + mount!.uuid);
+
+    const bundle = JSON.parse(Buffer.from(openSealed(tok.body.data.token, pair)).toString('utf8'));
+    const client = connectPrimary({
+      address: (await replStatus(p, 'performance')).primary_cluster_addr,
+      tls: { caPem: bundle.ca_pem, certPem: bundle.cert_pem, keyPem: bundle.key_pem, serverName: bundle.server_name },
+      defaultDeadlineMs: 5_000,
+    });
+    clients.push(client);
+    const { seen, keep } = recorder();
+    keep(await client.bootstrap({ secondaryId: 'east', version: VERSION, kind: 'performance', apiAddr: '', clusterAddr: '' }));
+    const snap = keep(await client.openSnapshot('east'));
+
+    // Asked for by name, alone or beside an allowed key: refused, all or nothing.
+    const sharedKey = `${storagePrefix(shared!)}app`;
+    for (const key of deniedKeys) {
+      await refused(client.fetchValues(snap.snapshotId, [key]));
+      await refused(client.fetchValues(snap.snapshotId, [sharedKey, key]));
+    }
+    // Asked for by Merkle position: every page that holds anything lists only what the filter allows.
+    const leaves = [];
+    const empty = await StorageEngine.open(new MemoryBackend(), { walMaxEntries: 1, walMaxBytes: 1 });
+    const emptyPage = empty.pageHashes(1)[0]!;
+    await empty.close();
+    const pages = keep(await client.pageHashes(snap.snapshotId, 1));
+    for (let page = 0; page < pages.length; page++) {
+      if (pages[page]!.equals(emptyPage)) continue;
+      keep(await client.subpageHashes(snap.snapshotId, 1, page));
+      leaves.push(...keep(await client.leaves(snap.snapshotId, 1, page, Array.from({ length: 256 }, (_, i) => i))));
+    }
+    expect(leaves.map((l) => l.key)).toContain(sharedKey);
+    expect(leaves.filter((l) => deniedKey(l.key))).toEqual([]);
+    const served = keep(await client.fetchValues(snap.snapshotId, leaves.map((l) => l.key)));
+    expect(served.find((v) => v.key === sharedKey)?.value?.length).toBeGreaterThan(0);
+    await client.closeSnapshot(snap.snapshotId);
+
+    /** Streams from `guard`, keeping every answer, until `done` says so or the primary ends it. */
+    const streamFrom = async (guard: typeof snap.guard, done: (entries: WalEntry[], m: StreamMessage) => boolean): Promise<WalEntry[]> => {
+      const entries: WalEntry[] = [];
+      let finished = false;
+      const handle = client.streamWal({ secondaryId: 'east', guard, maxBatchEntries: 512 }, {
+        onMessage: (m: StreamMessage) => {
+          keep(m);
+          if (m.type === 'batch') entries.push(...m.entries);
+          if (done(entries, m)) finished = true;
+        },
+        onEnd: () => void (finished = true),
+      });
+      await eventually(() => expect(finished).toBe(true), { timeoutMs: 10_000, intervalMs: 20 });
+      handle.cancel();
+      return entries;
+    };
+    // From the start: the entries up to the filter change, then "reconcile" (as a real secondary
+    // would, from the snapshot's guard); what it is sent carries no op of the denied mount.
+    let starts = 0;
+    const before = await streamFrom(genesisGuard(), (_e, m) => m.type === 'start' && ++starts === 2 && m.outcome === 'non_matching_guard');
+    // From the snapshot on, live: a write to the denied mount is not in the stream, a shared one is.
+    const live = streamFrom(snap.guard, (e) => e.some((x) => x.ops.some((o) => o.key === `${storagePrefix(shared!)}next`)));
+    expect((await p.call('PUT', 'hidden/third', { password: hidden[2] })).status).toBe(204);
+    expect((await p.call('PUT', 'shared/next', { password: 'shared-next' })).status).toBe(204);
+    const after = await live;
+    expect(after.at(-1)?.index).toBe(p.node.engine.lastGuard().index);
+    const keys = [...before, ...after].flatMap((e) => e.ops.map((o) => o.key));
+    expect(keys).toContain(sharedKey);
+    expect(keys.filter(deniedKey)).toEqual([]);
+
+    // Not a byte of the denied values in any answer: neither the plaintext nor the stored ciphertext.
+    const finalDenied = await deniedNow();
+    expect(finalDenied.length).toBe(deniedKeys.length + 1);
+    const ciphertexts = await Promise.all(finalDenied.map(async (k) => (await p.node.engine.readRaw(k))!));
+    expect(ciphertexts.every((c) => c.length > 48)).toBe(true);
+    const all = Buffer.concat(seen);
+    for (const secret of hidden) expect(all.includes(Buffer.from(secret))).toBe(false);
+    for (const c of ciphertexts) expect(all.includes(c.subarray(0, 48))).toBe(false);
   });
 });
 
