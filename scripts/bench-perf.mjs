@@ -215,8 +215,11 @@ async function keysAffected(dataDir, catalog, before, after) {
 /** Runs the three measurements, prints the tables, writes bench-results/bench-perf.json; resolves with the results. */
 export async function benchPerf({ seconds = 3, readClients = 4, movedSecrets = 1000, command = 'benchPerf' } = {}) {
   const t0 = performance.now();
+  const load0 = os.loadavg()[0];
   const r = await measurePerf({ seconds, readClients, movedSecrets });
   r.runSeconds = (performance.now() - t0) / 1000;
+  // The host's 1-minute load average before and after: other work on the same cores skews every figure.
+  r.hostLoadAverage = { before: load0, after: os.loadavg()[0] };
   await reportPerf(r, { seconds, command });
   return r;
 }
@@ -325,7 +328,7 @@ async function reportPerf(r, { seconds, command }) {
   const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : 'n/a');
   const { direct, forwarded } = r.writeLatency;
   const cpus = os.cpus();
-  console.log(`\nTessera performance replication (primary + 2 performance secondaries as processes on one ${cpus.length}-CPU host, ${cpus[0]?.model.trim() ?? 'unknown CPU'})`);
+  console.log(`\nTessera performance replication (primary + 2 performance secondaries as processes on one ${cpus.length}-CPU host, ${cpus[0]?.model.trim() ?? 'unknown CPU'}; host load average ${f(r.hostLoadAverage.before, 1)} -> ${f(r.hostLoadAverage.after, 1)})`);
   console.log(table(['write (1 client, 1 KiB KV v2)', 'p50 ms', 'p99 ms', 'samples', 'note'], [
     ['direct on the primary', f(direct.p50Ms), f(direct.p99Ms), String(direct.n), ''],
     ['forwarded through secondary A', f(forwarded.p50Ms), f(forwarded.p99Ms), String(forwarded.n), `${f(forwarded.p50Ms / direct.p50Ms, 2)}x direct at p50, ${f(forwarded.p99Ms / direct.p99Ms, 2)}x at p99; ${forwarded.warnings} answered with the apply-bound warning`],
