@@ -5,6 +5,8 @@
  *   node scripts/bench.mjs                 # 1, 4 and 16 clients, 3 s each
  *   BENCH_SECONDS=5 node scripts/bench.mjs
  *   BENCH_CLIENTS=16 BENCH_NO_CEILING=1 node scripts/bench.mjs   # one row, no LevelDB ceiling
+ *   BENCH_NO_DR=1 BENCH_NO_PERF=1 node scripts/bench.mjs          # without the DR (bench-dr.mjs) or
+ *                                                                  # performance (bench-perf.mjs) parts
  *
  * scripts/profile.mjs reuses startDevNode and httpWrites to CPU-profile the node under this load.
  *
@@ -272,6 +274,8 @@ async function main() {
   );
   console.log(`\nWrote ${out}`);
   if (!process.env.BENCH_NO_DR) await (await import('./bench-dr.mjs')).benchDr({ seconds: SECONDS }); // DR lag, catch-up, promote: bench-results/bench-dr.json
+  // Forwarded vs direct write latency, read scale-out, filter-change keys moved: bench-results/bench-perf.json
+  if (!process.env.BENCH_NO_PERF) await (await import('./bench-perf.mjs')).benchPerf({ seconds: SECONDS, command: `${process.env.BENCH_NO_DR ? 'BENCH_NO_DR=1 ' : ''}node scripts/bench.mjs` });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -18,7 +18,7 @@
  * (mode 0600) holds addresses, pids, the root token and the unseal keys; node logs go to
  * .tessera-cluster/<node>.log. SIGINT/SIGTERM stop every node.
  *
- * The helpers are exported for scripts/bench-dr.mjs.
+ * The helpers are exported for scripts/bench-dr.mjs and scripts/bench-perf.mjs.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
