@@ -14,11 +14,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { InvalidRequest } from '../core/errors.js';
 import type { Op, Store } from '../storage/store.js';
+import { encodeEntry, entryKey as keyOf, migrationOps, readTable, type TableLayout } from './keyed-table.js';
 
 export const MOUNT_TABLE_PREFIX = 'core/mounts/';
 export const LOCAL_MOUNT_TABLE_PREFIX = 'local/core/mounts/';
-const LEGACY_TABLE = 'core/mounts';
-const LEGACY_LOCAL_TABLE = 'local/core/mounts';
+const LAYOUT: TableLayout = { prefix: MOUNT_TABLE_PREFIX, localPrefix: LOCAL_MOUNT_TABLE_PREFIX, legacy: 'core/mounts', legacyLocal: 'local/core/mounts' };
 const RESERVED = ['sys/', 'auth/', 'cubbyhole/', 'identity/'];
 export const ENGINE_TYPES = ['kv'] as const;
 
@@ -52,25 +52,13 @@ export function kvVersion(e: MountEntry): 1 | 2 {
   return e.options.version === '2' ? 2 : 1;
 }
 
-/**
- * The stored mount table of one class: per-mount keys, plus any legacy array not yet migrated (a
- * per-mount key wins over a legacy entry with the same uuid). `legacy` tells whether the array exists.
- */
-export async function readMountTable(store: Store, local: boolean): Promise<{ entries: MountEntry[]; legacy: boolean }> {
-  const prefix = local ? LOCAL_MOUNT_TABLE_PREFIX : MOUNT_TABLE_PREFIX;
-  const byUuid = new Map<string, MountEntry>();
-  const legacyRaw = await store.get(local ? LEGACY_LOCAL_TABLE : LEGACY_TABLE);
-  if (legacyRaw) for (const e of JSON.parse(legacyRaw.toString('utf8')) as MountEntry[]) byUuid.set(e.uuid, e);
-  for (const child of await store.list(prefix)) {
-    if (child.endsWith('/')) continue;
-    const raw = await store.get(prefix + child);
-    if (raw) byUuid.set(child, JSON.parse(raw.toString('utf8')) as MountEntry);
-  }
-  return { entries: [...byUuid.values()], legacy: legacyRaw !== undefined };
+/** The stored mount table of one class (keyed-table.ts), with whether a legacy array is still there. */
+export function readMountTable(store: Store, local: boolean): Promise<{ entries: MountEntry[]; legacy: boolean }> {
+  return readTable<MountEntry>(store, LAYOUT, local);
 }
 
 function entryKey(e: MountEntry): string {
-  return (e.local ? LOCAL_MOUNT_TABLE_PREFIX : MOUNT_TABLE_PREFIX) + e.uuid;
+  return keyOf(LAYOUT, e);
 }
 
 export class Mounts {
@@ -215,21 +203,12 @@ export class Mounts {
    */
   private async save(next: MountEntry[], local: boolean, ops: Op[]): Promise<void> {
     const cls = local ? 'local' : 'replicated';
-    const all: Op[] = [...ops];
-    if (this.legacy[cls]) {
-      const touched = new Set(ops.map((o) => o.key));
-      for (const e of next) if (e.local === local && !touched.has(entryKey(e))) all.push({ type: 'put', key: entryKey(e), value: encodeEntry(e) });
-      all.push({ type: 'del', key: local ? LEGACY_LOCAL_TABLE : LEGACY_TABLE });
-    }
+    const all: Op[] = [...ops, ...migrationOps(LAYOUT, next, local, this.legacy[cls], new Set(ops.map((o) => o.key)))];
     if (all.length > 0) await this.store().commit(all);
     this.generation++;
     this.legacy = { ...this.legacy, [cls]: false };
     this.entries = next;
   }
-}
-
-function encodeEntry(e: MountEntry): Buffer {
-  return Buffer.from(JSON.stringify(e));
 }
 
 function normalise(path: string): string {

@@ -17,11 +17,11 @@ import { hash, randomBytes, randomUUID } from 'node:crypto';
 import { InvalidRequest } from '../../core/errors.js';
 import { KeyedMutex } from '../../core/keyed-mutex.js';
 import type { Op, Store } from '../../storage/store.js';
+import { encodeEntry as encode, entryKey as keyOf, migrationOps as moveOps, readTable, type TableLayout } from '../keyed-table.js';
 
 export const AUTH_TABLE_PREFIX = 'core/auth/';
 export const LOCAL_AUTH_TABLE_PREFIX = 'local/core/auth/';
-const LEGACY_TABLE = 'core/auth';
-const LEGACY_LOCAL_TABLE = 'local/core/auth';
+const LAYOUT: TableLayout = { prefix: AUTH_TABLE_PREFIX, localPrefix: LOCAL_AUTH_TABLE_PREFIX, legacy: 'core/auth', legacyLocal: 'local/core/auth' };
 export const AUTH_TYPES = ['userpass', 'approle'] as const;
 export type AuthType = (typeof AUTH_TYPES)[number];
 
@@ -59,36 +59,17 @@ export function tokenAccessor(namespace: string): string {
 }
 
 function entryKey(e: AuthEntry): string {
-  return (e.local ? LOCAL_AUTH_TABLE_PREFIX : AUTH_TABLE_PREFIX) + e.uuid;
+  return keyOf(LAYOUT, e);
 }
 
-/**
- * The stored auth table of one class: per-mount keys, plus any legacy array not yet migrated (a
- * per-mount key wins over a legacy entry with the same uuid). `legacy` tells whether the array exists.
- */
-export async function readAuthTable(store: Store, local: boolean): Promise<{ entries: AuthEntry[]; legacy: boolean }> {
-  const prefix = local ? LOCAL_AUTH_TABLE_PREFIX : AUTH_TABLE_PREFIX;
-  const byUuid = new Map<string, AuthEntry>();
-  const legacyRaw = await store.get(local ? LEGACY_LOCAL_TABLE : LEGACY_TABLE);
-  if (legacyRaw) for (const e of JSON.parse(legacyRaw.toString('utf8')) as AuthEntry[]) byUuid.set(e.uuid, e);
-  for (const child of await store.list(prefix)) {
-    if (child.endsWith('/')) continue;
-    const raw = await store.get(prefix + child);
-    if (raw) byUuid.set(child, JSON.parse(raw.toString('utf8')) as AuthEntry);
-  }
-  return { entries: [...byUuid.values()], legacy: legacyRaw !== undefined };
+/** The stored auth table of one class (keyed-table.ts), with whether a legacy array is still there. */
+export function readAuthTable(store: Store, local: boolean): Promise<{ entries: AuthEntry[]; legacy: boolean }> {
+  return readTable<AuthEntry>(store, LAYOUT, local);
 }
 
 /** The ops that move one class's legacy array (if any) to per-mount keys; [] when there is none. */
 function migrationOps(table: { entries: AuthEntry[]; legacy: boolean }, local: boolean, skip: ReadonlySet<string>): Op[] {
-  if (!table.legacy) return [];
-  const ops: Op[] = table.entries.filter((e) => !skip.has(entryKey(e))).map((e) => ({ type: 'put', key: entryKey(e), value: encode(e) }));
-  ops.push({ type: 'del', key: local ? LEGACY_LOCAL_TABLE : LEGACY_TABLE });
-  return ops;
-}
-
-function encode(e: AuthEntry): Buffer {
-  return Buffer.from(JSON.stringify(e));
+  return moveOps(LAYOUT, table.entries, local, table.legacy, skip);
 }
 
 export class AuthTable {
