@@ -16,6 +16,9 @@ listener "tcp" {
   tls_disable   = false
   tls_cert_file = "/etc/tessera/tls.crt"
   tls_key_file  = "/etc/tessera/tls.key"
+  http_read_header_timeout = "5s"
+  http_read_timeout        = 30
+  http_idle_timeout        = "2m"
 }
 api_addr            = "https://vault.example.com:8200"
 cluster_addr        = "127.0.0.1:8201"
@@ -39,6 +42,7 @@ const fullExpected: Omit<Config, 'source' | 'warnings'> = {
     type: 'tcp',
     address: '127.0.0.1:8200',
     tls: { mode: 'enabled', certFile: '/etc/tessera/tls.crt', keyFile: '/etc/tessera/tls.key' },
+    timeouts: { headersMs: 5_000, bodyMs: 30_000, idleMs: 120_000 },
   },
   apiAddr: 'https://vault.example.com:8200',
   clusterAddr: '127.0.0.1:8201',
@@ -80,14 +84,14 @@ replication { wal_max_entries = 100000  wal_max_bytes = 268435456 }   # our addi
 `;
     const config = parseConfigText(text, 'one-line.hcl');
     expect(config.storage).toEqual({ type: 'leveldb', path: '/var/lib/tessera' });
-    expect(config.listener).toEqual({ type: 'tcp', address: '127.0.0.1:8200', tls: { mode: 'disabled' } });
+    expect(config.listener).toEqual({ type: 'tcp', address: '127.0.0.1:8200', tls: { mode: 'disabled' }, timeouts: {} });
     expect(config.replication).toEqual({ walMaxEntries: 100000, walMaxBytes: 268435456 });
   });
 
   it('reads the same config from Vault-style JSON', () => {
     const json = {
       storage: { leveldb: { path: '/var/lib/tessera' } },
-      listener: [{ tcp: { address: '127.0.0.1:8200', tls_cert_file: '/etc/tessera/tls.crt', tls_key_file: '/etc/tessera/tls.key' } }],
+      listener: [{ tcp: { address: '127.0.0.1:8200', tls_cert_file: '/etc/tessera/tls.crt', tls_key_file: '/etc/tessera/tls.key', http_read_header_timeout: '5s', http_read_timeout: '30s', http_idle_timeout: 120 } }],
       api_addr: 'https://vault.example.com:8200',
       cluster_addr: 'https://127.0.0.1:8201',
       license_path: '/etc/tessera/license.json',
@@ -105,7 +109,7 @@ replication { wal_max_entries = 100000  wal_max_bytes = 268435456 }   # our addi
     expect(parseConfigText(minimal, 'm.hcl')).toEqual({
       source: 'm.hcl',
       storage: { type: 'inmem' },
-      listener: { type: 'tcp', address: '127.0.0.1:8200', tls: { mode: 'disabled' } },
+      listener: { type: 'tcp', address: '127.0.0.1:8200', tls: { mode: 'disabled' }, timeouts: {} },
       apiAddr: 'http://127.0.0.1:8200',
       clusterAddr: '127.0.0.1:8201',
       licensePath: undefined,
@@ -185,10 +189,12 @@ replication { wal_max_entries = 100000  wal_max_bytes = 268435456 }   # our addi
   });
 
   it('reports every problem at once', () => {
-    const e = configError('storage "leveldb" {}\nlistener "tcp" {\n address = "x"\n}\nhosted = 3\n');
+    const e = configError('storage "leveldb" {}\nlistener "tcp" {\n address = "x"\n http_idle_timeout = "soon"\n http_read_timeout = 0\n}\nhosted = 3\n');
     expect(e.issues.map((i) => i.key).sort()).toEqual([
       'hosted',
       'listener.tcp.address',
+      'listener.tcp.http_idle_timeout',
+      'listener.tcp.http_read_timeout',
       'listener.tcp.tls_cert_file',
       'listener.tcp.tls_key_file',
       'storage.leveldb.path',

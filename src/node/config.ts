@@ -31,6 +31,12 @@ export interface ListenerConfig {
   /** "host:port"; port 0 asks the OS for a free port. */
   readonly address: string;
   readonly tls: TlsConfig;
+  /**
+   * Vault's listener deadlines, in ms, when set: `http_read_header_timeout` (headers),
+   * `http_read_timeout` (body), `http_idle_timeout` (keep-alive idle). Unset ones keep the HTTP
+   * layer's defaults (10 s, 60 s, 65 s).
+   */
+  readonly timeouts: { readonly headersMs?: number; readonly bodyMs?: number; readonly idleMs?: number };
 }
 
 export interface ReplicationConfig {
@@ -172,6 +178,22 @@ const listenerTlsSchema = z.object({
   tls_cert_file: z.string().default(''),
   tls_key_file: z.string().default(''),
 });
+/** A listener deadline: Vault's duration forms, above zero. */
+const listenerDuration = z.union([z.number(), z.string()], { error: 'expected a duration such as "10s"' }).transform((v, ctx) => {
+  try {
+    const seconds = parseDuration(v);
+    if (seconds > 0 && seconds <= 86_400) return Math.round(seconds * 1000);
+    ctx.addIssue({ code: 'custom', message: 'must be a duration above zero and at most 24h' });
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `invalid duration ${JSON.stringify(v).slice(0, 40)} (expected such as "10s")` });
+  }
+  return z.NEVER;
+});
+const listenerTimeoutSchema = z.object({
+  http_read_header_timeout: listenerDuration.optional(),
+  http_read_timeout: listenerDuration.optional(),
+  http_idle_timeout: listenerDuration.optional(),
+});
 const leveldbSchema = z.object({ path: z.string().min(1, 'must not be empty') });
 const storageSchemas = { leveldb: leveldbSchema, inmem: z.object({}) } as const;
 
@@ -234,15 +256,21 @@ function validate(tree: Record<string, unknown>, file: string): Config {
       issues.push({ key, problem: `unknown listener type "${label}" (supported: tcp)` });
       return undefined;
     }
-    warnUnknown(body, [listenerAddressSchema, listenerTlsSchema], key, warn);
+    warnUnknown(body, [listenerAddressSchema, listenerTlsSchema, listenerTimeoutSchema], key, warn);
     const a = check(listenerAddressSchema, body, key, issues);
     const t = check(listenerTlsSchema, body, key, issues);
+    const d = check(listenerTimeoutSchema, body, key, issues);
     if (t === undefined) return undefined;
-    if (toBool(t.tls_disable)) return a && { type: 'tcp', address: a.address, tls: { mode: 'disabled' } };
+    const timeouts = {
+      ...(d?.http_read_header_timeout !== undefined ? { headersMs: d.http_read_header_timeout } : {}),
+      ...(d?.http_read_timeout !== undefined ? { bodyMs: d.http_read_timeout } : {}),
+      ...(d?.http_idle_timeout !== undefined ? { idleMs: d.http_idle_timeout } : {}),
+    };
+    if (toBool(t.tls_disable)) return a && d && { type: 'tcp', address: a.address, tls: { mode: 'disabled' }, timeouts };
     for (const f of ['tls_cert_file', 'tls_key_file'] as const) {
       if (t[f] === '') issues.push({ key: `${key}.${f}`, problem: 'missing: TLS is enabled (tls_disable is not true)' });
     }
-    return a && { type: 'tcp', address: a.address, tls: { mode: 'enabled', certFile: t.tls_cert_file, keyFile: t.tls_key_file } };
+    return a && d && { type: 'tcp', address: a.address, tls: { mode: 'enabled', certFile: t.tls_cert_file, keyFile: t.tls_key_file }, timeouts };
   });
 
   let replication: ReplicationConfig = { walMaxEntries: configDefaults.walMaxEntries, walMaxBytes: configDefaults.walMaxBytes };

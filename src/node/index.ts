@@ -30,6 +30,7 @@ export function toNodeConfig(c: Config): NodeConfig {
   return {
     storagePath: c.storage.path,
     listenAddress: c.listener.address,
+    listenerTimeouts: c.listener.timeouts,
     ...(c.listener.tls.mode === 'enabled' ? { tls: { certFile: c.listener.tls.certFile, keyFile: c.listener.tls.keyFile } } : {}),
     apiAddr: c.apiAddr,
     clusterAddr: c.clusterAddr,

@@ -27,6 +27,8 @@ export interface NodeConfig {
   readonly storagePath: string;
   readonly listenAddress: string;
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** API listener deadlines in ms (config `http_read_header_timeout` etc.); the HTTP layer's defaults when unset. */
+  readonly listenerTimeouts?: { readonly headersMs?: number; readonly bodyMs?: number; readonly idleMs?: number };
   /** Advertised API address; derived from the listener when empty. */
   readonly apiAddr: string;
   readonly clusterAddr: string;
@@ -123,6 +125,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
       address: config.listenAddress,
       logger: log,
       ...(config.tls ? { tls: config.tls } : {}),
+      ...(config.listenerTimeouts ? { timeouts: config.listenerTimeouts } : {}),
       onRequest: (info) => metrics!.observeRequest(info),
     });
   } catch (e) {

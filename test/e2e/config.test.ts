@@ -6,6 +6,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import net from 'node:net';
+import { useHarness } from '../harness/index.js';
 
 const main = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'tessera-cfg-'));
@@ -35,4 +37,22 @@ it('names a missing file', () => {
   const r = serve('absent.hcl', undefined);
   expect(r.status).toBe(1);
   expect(r.stderr).toMatch(/absent\.hcl.*cannot read/);
+});
+
+describe('listener deadlines from the config file', () => {
+  const h = useHarness();
+
+  it('http_read_header_timeout closes a silent connection, where the default (10 s) would keep it', async () => {
+    const node = await h.startNode({ listener: { http_read_header_timeout: '"1s"', http_idle_timeout: '"2s"' } });
+    const { hostname, port } = new URL(node.apiAddr);
+    const opened = Date.now();
+    const closedAfter = await new Promise<number>((resolve, reject) => {
+      const sock = net.connect(Number(port), hostname);
+      sock.on('close', () => resolve(Date.now() - opened));
+      sock.on('error', reject);
+    });
+    expect(closedAfter).toBeGreaterThanOrEqual(900);
+    expect(closedAfter).toBeLessThan(8_000);
+    await node.stop();
+  }, 30_000);
 });

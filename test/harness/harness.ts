@@ -39,6 +39,8 @@ export interface StartOptions {
   readonly replication?: ReplicationBlock;
   /** Non-dev nodes: top-level `max_lease_ttl` / `default_lease_ttl` (e.g. "1h"); unset unless given. */
   readonly leases?: LeaseSettings;
+  /** Non-dev nodes: extra `key = value` lines inside the listener block (values as HCL literals). */
+  readonly listener?: Readonly<Record<string, string>>;
 }
 
 export interface LeaseSettings {
@@ -57,6 +59,7 @@ export interface NodeConfigExtras {
   readonly clusterAddr?: string;
   readonly replication?: ReplicationBlock;
   readonly leases?: LeaseSettings;
+  readonly listener?: Readonly<Record<string, string>>;
 }
 
 export interface StartedNode extends NodeProcess {
@@ -98,6 +101,7 @@ export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel, 
     'listener "tcp" {',
     '  address = "127.0.0.1:0"',
     '  tls_disable = true',
+    ...Object.entries(extras.listener ?? {}).map(([k, v]) => `  ${k} = ${v}`),
     '}',
     'api_addr = "http://127.0.0.1:0"',
     `cluster_addr = ${q(extras.clusterAddr ?? '127.0.0.1:0')}`,
@@ -168,6 +172,7 @@ export function createHarness(): Harness {
       ...(opts.clusterAddr !== undefined ? { clusterAddr: opts.clusterAddr } : {}),
       ...(opts.replication !== undefined ? { replication: opts.replication } : {}),
       ...(opts.leases !== undefined ? { leases: opts.leases } : {}),
+      ...(opts.listener !== undefined ? { listener: opts.listener } : {}),
     };
     await writeFile(configPath, nodeConfig(home, issuerKey, opts.logLevel ?? 'info', extras));
     const n = await spawnNode({
