@@ -1,6 +1,7 @@
 /**
- * DR replication helpers for process-level tests: status, activation, DR operation tokens, a
- * sync wait, and a KV writer that keeps writing until told to stop.
+ * Replication helpers for process-level tests, for either kind (default DR): status, activation,
+ * DR operation tokens, a sync wait, paths filters, and a KV writer that keeps writing until told
+ * to stop.
  *
  *   const st = await drStatus(node.apiAddr);                        // the `data` of dr/status
  *   const jwt = await secondaryToken(primary.apiAddr, root, 'east');
@@ -9,38 +10,57 @@
  *   const op = await drOperationToken(secondary.apiAddr, primaryKeys.slice(0, 2));
  *   const w = startWriter({ apiAddr, token, clients: 4, path: (c, n) => `secret/data/w${c}/${n % 5}` });
  *   const acked = await w.stop();                                  // every acknowledged write
+ *   await enablePrimary(primary.apiAddr, root, '', 'performance');  // the same, performance kind
+ *   await waitInSync(primary.apiAddr, perf.apiAddr, 20_000, 'performance');
  */
 import { createServer } from 'node:net';
 import { decodeOtp } from '../../src/replication/operation-token-encoding.js';
 import { eventually } from './eventually.js';
 import { vault, type Body } from './http.js';
 
+export type Kind = 'dr' | 'performance';
 export const DR = 'sys/replication/dr';
+export const PERF = 'sys/replication/performance';
+/** `sys/replication/<kind>`. */
+export const replicationBase = (kind: Kind): string => `sys/replication/${kind}`;
 
-/** GET sys/replication/dr/status (unauthenticated); throws unless 200. */
-export async function drStatus(apiAddr: string): Promise<Body> {
-  const r = await vault(apiAddr).get(`${DR}/status`);
-  if (r.status !== 200) throw new Error(`dr/status answered ${r.status}: ${JSON.stringify(r.body)}`);
+/** GET sys/replication/<kind>/status (unauthenticated); throws unless 200. */
+export async function replStatus(apiAddr: string, kind: Kind): Promise<Body> {
+  const r = await vault(apiAddr).get(`${replicationBase(kind)}/status`);
+  if (r.status !== 200) throw new Error(`${kind}/status answered ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body.data;
 }
 
+/** GET sys/replication/dr/status (unauthenticated); throws unless 200. */
+export async function drStatus(apiAddr: string): Promise<Body> {
+  return replStatus(apiAddr, 'dr');
+}
+
 /** POST primary/enable; `primaryClusterAddr` is the address secondaries are told ('' = bound listener). */
-export async function enablePrimary(apiAddr: string, token: string, primaryClusterAddr = ''): Promise<void> {
-  const r = await vault(apiAddr, token).post(`${DR}/primary/enable`, { primary_cluster_addr: primaryClusterAddr });
-  if (r.status !== 204) throw new Error(`primary/enable answered ${r.status}: ${JSON.stringify(r.body)}`);
+export async function enablePrimary(apiAddr: string, token: string, primaryClusterAddr = '', kind: Kind = 'dr'): Promise<void> {
+  const r = await vault(apiAddr, token).post(`${replicationBase(kind)}/primary/enable`, { primary_cluster_addr: primaryClusterAddr });
+  if (r.status !== 204) throw new Error(`${kind} primary/enable answered ${r.status}: ${JSON.stringify(r.body)}`);
 }
 
 /** POST primary/secondary-token; resolves with the activation JWT (wrap_info.token). */
-export async function secondaryToken(apiAddr: string, token: string, id: string, ttl?: string | number): Promise<string> {
-  const r = await vault(apiAddr, token).post(`${DR}/primary/secondary-token`, { id, ...(ttl !== undefined ? { ttl } : {}) });
-  if (r.status !== 200) throw new Error(`secondary-token answered ${r.status}: ${JSON.stringify(r.body)}`);
+export async function secondaryToken(apiAddr: string, token: string, id: string, ttl?: string | number, kind: Kind = 'dr'): Promise<string> {
+  const r = await vault(apiAddr, token).post(`${replicationBase(kind)}/primary/secondary-token`, { id, ...(ttl !== undefined ? { ttl } : {}) });
+  if (r.status !== 200) throw new Error(`${kind} secondary-token answered ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body.wrap_info.token as string;
 }
 
 /** POST secondary/enable with an activation token; throws unless 204. */
-export async function activateSecondary(apiAddr: string, token: string, activationToken: string): Promise<void> {
-  const r = await vault(apiAddr, token).post(`${DR}/secondary/enable`, { token: activationToken });
-  if (r.status !== 204) throw new Error(`secondary/enable answered ${r.status}: ${JSON.stringify(r.body)}`);
+export async function activateSecondary(apiAddr: string, token: string, activationToken: string, kind: Kind = 'dr'): Promise<void> {
+  const r = await vault(apiAddr, token).post(`${replicationBase(kind)}/secondary/enable`, { token: activationToken });
+  if (r.status !== 204) throw new Error(`${kind} secondary/enable answered ${r.status}: ${JSON.stringify(r.body)}`);
+}
+
+/** POST (or, with `undefined`, DELETE) the performance paths filter of secondary `id` on its primary. */
+export async function setPathsFilter(apiAddr: string, token: string, id: string, filter: { mode: 'allow' | 'deny'; paths: readonly string[] } | undefined): Promise<void> {
+  const v = vault(apiAddr, token);
+  const path = `${PERF}/primary/paths-filter/${id}`;
+  const r = filter === undefined ? await v.delete(path) : await v.post(path, filter);
+  if (r.status !== 204) throw new Error(`paths-filter/${id} answered ${r.status}: ${JSON.stringify(r.body)}`);
 }
 
 /** Runs the generate-operation-token flow (attempt, one update per key) and decodes the token. */
@@ -60,16 +80,22 @@ export async function drOperationToken(apiAddr: string, keys: readonly string[])
 }
 
 /**
- * Polls until the secondary streams and matches the primary's last_wal and merkle_root; resolves
- * with both statuses. The primary must be idle for this to settle.
+ * Polls until the secondary streams and holds the primary's history; resolves with both statuses.
+ * DR: the same last_wal and merkle_root (an exact standby). Performance: the secondary applied the
+ * primary's last index (its own WAL and local data differ by design, so roots are not compared).
+ * The primary must be idle for this to settle.
  */
-export async function waitInSync(primaryApi: string, secondaryApi: string, timeoutMs = 20_000): Promise<{ primary: Body; secondary: Body }> {
+export async function waitInSync(primaryApi: string, secondaryApi: string, timeoutMs = 20_000, kind: Kind = 'dr'): Promise<{ primary: Body; secondary: Body }> {
   return eventually(async () => {
-    const primary = await drStatus(primaryApi);
-    const secondary = await drStatus(secondaryApi);
+    const primary = await replStatus(primaryApi, kind);
+    const secondary = await replStatus(secondaryApi, kind);
     expect(secondary.state).toBe('stream-wals');
-    expect(secondary.last_wal).toBe(primary.last_wal);
-    expect(secondary.merkle_root).toBe(primary.merkle_root);
+    if (kind === 'dr') {
+      expect(secondary.last_wal).toBe(primary.last_wal);
+      expect(secondary.merkle_root).toBe(primary.merkle_root);
+    } else {
+      expect(secondary.last_remote_wal).toBe(primary.last_wal);
+    }
     return { primary, secondary };
   }, { timeoutMs, intervalMs: 50 });
 }
@@ -154,4 +180,41 @@ export function lastAcked(writes: readonly AckedWrite[]): Map<string, string> {
   const m = new Map<string, string>();
   for (const w of writes) m.set(w.path, w.value);
   return m;
+}
+
+/** What a node holds of KV v1 mounts: per mount, its keys and values, or null when the mount does not exist there. */
+export type KvDataSet = Record<string, Record<string, unknown> | null>;
+
+/**
+ * Reads the KV v1 mounts `mounts` (names without the slash) on a node as `token` sees them: a
+ * mount absent from sys/mounts is null (and must then answer 404 to a read), else every key
+ * listed there with its `value` field. Compare two nodes' sets to compare what they hold.
+ */
+export async function kvDataSet(apiAddr: string, token: string, mounts: readonly string[]): Promise<KvDataSet> {
+  const v = vault(apiAddr, token);
+  const table = await v.get('sys/mounts');
+  if (table.status !== 200) throw new Error(`sys/mounts answered ${table.status}: ${JSON.stringify(table.body)}`);
+  const out: KvDataSet = {};
+  for (const m of mounts) {
+    if (table.body.data[`${m}/`] === undefined) {
+      const probe = await v.list(`${m}/`);
+      if (probe.status !== 404) throw new Error(`${m}/ is not in sys/mounts yet answered a LIST with ${probe.status}`);
+      out[m] = null;
+      continue;
+    }
+    const listed = await v.list(`${m}/`);
+    const keys: string[] = listed.status === 404 ? [] : listed.body.data.keys;
+    const held: Record<string, unknown> = {};
+    for (const k of [...keys].sort()) {
+      const r = await v.get(`${m}/${k}`);
+      held[k] = r.status === 200 ? r.body.data.value : `<${r.status}>`;
+    }
+    out[m] = held;
+  }
+  return out;
+}
+
+/** `full` narrowed to the mounts in `allowed`: the others are null (absent), as on a filtered secondary. */
+export function filteredSet(full: KvDataSet, allowed: readonly string[]): KvDataSet {
+  return Object.fromEntries(Object.entries(full).map(([m, held]) => [m, allowed.includes(m) ? held : null]));
 }

@@ -11,7 +11,7 @@
  *   await unseal(again.apiAddr, keys[0]!);
  *   const primary = await h.startNode({ clusterAddr: '127.0.0.1:8201', replication: { walMaxEntries: 50 } });
  */
-import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,13 +115,14 @@ export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel, 
   ].join('\n');
 }
 
-/** Writes a dev license into HOME/lic through the CLI, once per home. */
-async function ensureLicense(home: string): Promise<string> {
-  const pub = join(home, 'lic', 'issuer.pub');
-  if (!existsSync(pub)) {
-    const r = await runCli(['license', 'dev', '-out', join(home, 'lic')]);
-    if (r.code !== 0) throw new Error(`license dev failed (${r.code}): ${r.stderr}`);
-  }
+/**
+ * Writes a dev license into HOME/lic, once per home: copied from `shared` (made through the CLI
+ * once per harness, so starting N nodes spawns one CLI process, not N).
+ */
+async function ensureLicense(home: string, shared: () => Promise<string>): Promise<string> {
+  const lic = join(home, 'lic');
+  const pub = join(lic, 'issuer.pub');
+  if (!existsSync(pub)) await cp(await shared(), lic, { recursive: true });
   return (await readFile(pub, 'utf8')).trim();
 }
 
@@ -139,6 +140,16 @@ export function createHarness(): Harness {
     dirs.push(dir);
     return dir;
   };
+
+  // One dev license per harness, made on first use and copied into every node's home.
+  let sharedLicense: Promise<string> | undefined;
+  const licenseDir = (): Promise<string> =>
+    (sharedLicense ??= (async () => {
+      const dir = join(await tempDir('tessera-e2e-lic-'), 'lic');
+      const r = await runCli(['license', 'dev', '-out', dir]);
+      if (r.code !== 0) throw new Error(`license dev failed (${r.code}): ${r.stderr}`);
+      return dir;
+    })());
 
   const track = (n: NodeProcess) => {
     nodes.add(n);
@@ -166,7 +177,7 @@ export function createHarness(): Harness {
   const startConfigured = async (opts: StartOptions): Promise<StartedNode> => {
     const home = opts.dataDir ?? (await tempDir('tessera-e2e-node-'));
     await mkdir(home, { recursive: true });
-    const issuerKey = await ensureLicense(home);
+    const issuerKey = await ensureLicense(home, licenseDir);
     const configPath = join(home, 'config.hcl');
     const extras: NodeConfigExtras = {
       ...(opts.clusterAddr !== undefined ? { clusterAddr: opts.clusterAddr } : {}),
