@@ -101,3 +101,38 @@ describe('Mounts reload', () => {
     expect(mounts.get('', 'scratch/')?.uuid).toBe(enabled.uuid);
   });
 });
+
+describe('Mounts overlapping reloads', () => {
+  it('a reload that read the table earlier never lands after one that read it later', async () => {
+    const store = new MapStore();
+    const writer = new Mounts(() => store);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let holdNext = true;
+    let reached!: () => void;
+    const blocked = new Promise<void>((r) => (reached = r));
+    // The first load's read of the replicated table answers what it held, after `held`.
+    const slow: typeof store = Object.assign(Object.create(store) as MapStore, {
+      list: async (prefix: string) => {
+        const listed = await store.list(prefix);
+        if (holdNext && !prefix.startsWith('local/')) {
+          holdNext = false;
+          reached();
+          await held;
+        }
+        return listed;
+      },
+    });
+    const reader = new Mounts(() => slow);
+    const first = reader.load(); // reads the table before the mount exists
+    await blocked;
+    await writer.enable('', 'secret/', { type: 'kv' }); // upstream data lands
+    const second = reader.load(); // the reload for it
+    // Unserialized, the second load completes now, and the first would land after it. Serialized,
+    // it cannot complete before the first: the bounded wait only gives it the chance.
+    await Promise.race([second, new Promise((r) => setTimeout(r, 100))]);
+    release();
+    await Promise.all([first, second]);
+    expect(reader.get('', 'secret/')).toBeDefined();
+  });
+});

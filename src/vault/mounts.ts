@@ -71,12 +71,22 @@ export class Mounts {
   /** Bumped by every change this node makes, so a load that raced one reads again. */
   private generation = 0;
 
+  /** Loads run one at a time, in call order: an older read never lands after a newer one. */
+  private loading: Promise<void> = Promise.resolve();
+
   /**
-   * Reads the table from storage. A load overlapping a local change (a performance secondary
-   * reloads as upstream data lands while a local mount is enabled) would otherwise install the
-   * table as it was before that change: it reads again until no change happened meanwhile.
+   * Reads the table from storage. Loads are serialized (two overlapping reloads of a performance
+   * secondary could otherwise finish out of order and install the older table), and a load
+   * overlapping a local change (a local mount enabled while upstream data lands) reads again
+   * until no change happened meanwhile, instead of installing the table as it was before it.
    */
-  async load(): Promise<void> {
+  load(): Promise<void> {
+    const run = this.loading.then(() => this.loadOnce());
+    this.loading = run.catch(() => undefined);
+    return run;
+  }
+
+  private async loadOnce(): Promise<void> {
     for (;;) {
       const started = this.generation;
       const replicated = await readMountTable(this.store(), false);

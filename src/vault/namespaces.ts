@@ -45,8 +45,17 @@ export class Namespaces {
   /** Bumped by every change this node makes, so a load that raced one reads again. */
   private generation = 0;
 
-  /** Reads every namespace from storage, again if a local change landed meanwhile (see Mounts.load). */
-  async load(): Promise<void> {
+  /** Loads run one at a time, in call order: an older read never lands after a newer one. */
+  private loading: Promise<void> = Promise.resolve();
+
+  /** Reads every namespace from storage, serialized and again if a local change landed meanwhile (see Mounts.load). */
+  load(): Promise<void> {
+    const run = this.loading.then(() => this.loadOnce());
+    this.loading = run.catch(() => undefined);
+    return run;
+  }
+
+  private async loadOnce(): Promise<void> {
     for (;;) {
       const started = this.generation;
       const next = new Map<string, NamespaceEntry>();
