@@ -136,3 +136,35 @@ describe('Mounts overlapping reloads', () => {
     expect(reader.get('', 'secret/')).toBeDefined();
   });
 });
+
+describe('Mounts change during a reload', () => {
+  it('a reload that lands while a local enable commits keeps both the reloaded and the new mount', async () => {
+    const store = new MapStore();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let reached!: () => void;
+    const committing = new Promise<void>((r) => (reached = r));
+    let holdCommit = false;
+    // commit() waits while held: the enable is between computing its change and seeing it durable.
+    const gated: typeof store = Object.assign(Object.create(store) as MapStore, {
+      commit: async (ops: Parameters<MapStore['commit']>[0]) => {
+        if (holdCommit) {
+          reached();
+          await held;
+        }
+        return store.commit(ops);
+      },
+    });
+    const mounts = new Mounts(() => gated);
+    await mounts.load();
+    await new Mounts(() => store).enable('', 'secret/', { type: 'kv' }); // replicated data lands
+    holdCommit = true;
+    const enabling = mounts.enable('', 'scratch/', { type: 'kv', local: true });
+    await committing;
+    holdCommit = false;
+    await mounts.load(); // the reload for the data that landed, while the enable commits
+    release();
+    await enabling;
+    expect(mounts.all().map((e) => e.path).sort()).toEqual(['scratch/', 'secret/']);
+  });
+});

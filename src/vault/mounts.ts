@@ -109,7 +109,7 @@ export class Mounts {
    */
   async migrateLegacyTables(): Promise<void> {
     for (const local of [false, true]) {
-      if (this.legacy[local ? 'local' : 'replicated']) await this.save(this.entries, local, []);
+      if (this.legacy[local ? 'local' : 'replicated']) await this.save((all) => all, local, []);
     }
   }
 
@@ -163,7 +163,7 @@ export class Mounts {
       options,
       config: { default_lease_ttl: input.config?.default_lease_ttl ?? 0, max_lease_ttl: input.config?.max_lease_ttl ?? 0 },
     };
-    await this.save([...this.entries, entry], entry.local, [{ type: 'put', key: entryKey(entry), value: encodeEntry(entry) }]);
+    await this.save((all) => (all.some((e) => e.uuid === entry.uuid) ? all : [...all, entry]), entry.local, [{ type: 'put', key: entryKey(entry), value: encodeEntry(entry) }]);
     return entry;
   }
 
@@ -171,7 +171,7 @@ export class Mounts {
   async disable(namespace: string, path: string): Promise<void> {
     const entry = this.get(namespace, path);
     if (!entry) return;
-    await this.save(this.entries.filter((e) => e !== entry), entry.local, [{ type: 'del', key: entryKey(entry) }]);
+    await this.save((all) => all.filter((e) => e.uuid !== entry.uuid), entry.local, [{ type: 'del', key: entryKey(entry) }]);
     const prefix = storagePrefix(entry);
     let batch: Op[] = [];
     const walk = async (dir: string): Promise<void> => {
@@ -202,7 +202,7 @@ export class Mounts {
         max_lease_ttl: input.max_lease_ttl ?? entry.config.max_lease_ttl,
       },
     };
-    await this.save(this.entries.map((e) => (e === entry ? next : e)), entry.local, [{ type: 'put', key: entryKey(next), value: encodeEntry(next) }]);
+    await this.save((all) => all.map((e) => (e.uuid === entry.uuid ? next : e)), entry.local, [{ type: 'put', key: entryKey(next), value: encodeEntry(next) }]);
     return next;
   }
 
@@ -211,13 +211,15 @@ export class Mounts {
    * class still has a legacy array, the same commit writes every entry of `next` of that class to
    * its own key and deletes the array, so no state mixes the two layouts.
    */
-  private async save(next: MountEntry[], local: boolean, ops: Op[]): Promise<void> {
+  private async save(change: (entries: MountEntry[]) => MountEntry[], local: boolean, ops: Op[]): Promise<void> {
     const cls = local ? 'local' : 'replicated';
-    const all: Op[] = [...ops, ...migrationOps(LAYOUT, next, local, this.legacy[cls], new Set(ops.map((o) => o.key)))];
+    const all: Op[] = [...ops, ...migrationOps(LAYOUT, change(this.entries), local, this.legacy[cls], new Set(ops.map((o) => o.key)))];
     if (all.length > 0) await this.store().commit(all);
     this.generation++;
     this.legacy = { ...this.legacy, [cls]: false };
-    this.entries = next;
+    // Applied to the table as it is now, not as it was before the commit: a reload (replicated
+    // data landing on a performance secondary) may have installed a newer table meanwhile.
+    this.entries = change(this.entries);
   }
 }
 
