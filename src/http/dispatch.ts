@@ -38,6 +38,8 @@ export interface Services {
    * Absent on nodes that never forward.
    */
   forwardWrite?: (req: ForwardRequest) => Promise<ForwardOutcome>;
+  /** While applied replicated data is not yet visible (caches reloading), the wait for it. */
+  visible?(): Promise<void> | undefined;
 }
 
 export interface Dispatched {
@@ -120,6 +122,10 @@ export type Authority = { readonly kind: 'client' } | { readonly kind: 'forwarde
 const CLIENT: Authority = { kind: 'client' };
 
 export async function dispatch(services: Services, routes: readonly Route[], req: ApiRequest): Promise<Dispatched> {
+  // A performance secondary answers from data it has applied and made visible, never from caches
+  // a reload is still bringing up to date (a mount that status already counts would 404).
+  const pending = services.visible?.();
+  if (pending) await pending;
   const { reply, path } = await resolve(services, routes, req, CLIENT);
   return render(services, req, path, reply);
 }

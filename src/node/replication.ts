@@ -167,6 +167,7 @@ export async function wireReplication(o: {
   const performanceMode = modeOf('performance');
   core.drSecondaryCheck = () => drMode() === 'secondary';
   core.forwardWrite = (req) => drivers.performance.forward(req);
+  core.visible = () => (drivers.performance.isLoaded ? drivers.performance.pendingVisibility() : undefined);
 
   const local = new LocalReplication({
     engine,

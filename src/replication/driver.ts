@@ -562,6 +562,15 @@ export class ReplicationDriver {
     while (this.reloading) await this.reloading;
   }
 
+  /**
+   * While a reload of the core's caches runs, the wait for it; undefined otherwise (no cost on the
+   * request path). Status shows an applied index in the same tick the reload starts, so a client
+   * that saw it and then asks waits for the data to be visible instead of getting a 404.
+   */
+  pendingVisibility(): Promise<void> | undefined {
+    return this.reloading ? this.settled() : undefined;
+  }
+
   private async restoreEnabler(): Promise<void> {
     const token = this.enabler;
     this.enabler = undefined;

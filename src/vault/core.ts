@@ -101,6 +101,8 @@ export class VaultCore {
    * replicated data to its primary (the dispatcher calls it; see http/dispatch.ts `forwardable`).
    */
   forwardWrite: ((req: ForwardRequest) => Promise<ForwardOutcome>) | undefined = undefined;
+  /** Set by the replication wiring: the wait for replicated data applied so far to be visible, if any. */
+  visible: () => Promise<void> | undefined = () => undefined;
   /** Run after every unseal (barrier open, caches loaded) and before every seal. */
   readonly onOpened: Array<() => Promise<void>> = [];
   readonly onSealing: Array<() => Promise<void>> = [];
