@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { Context, ClientFlags, FormatFlags } from '../context.js';
 import { example, withClientFlags, withFormatFlags } from '../context.js';
-import { Format, json, printWarnings } from '../output.js';
+import { printKeys } from './list.js';
 import { isEmptyNotFound, noValue } from './read.js';
 import { resolveKv, v2Path } from './kv-mount.js';
 
@@ -25,16 +25,7 @@ export function register(parent: Command, ctx: Context): void {
       try {
         const kv = await resolveKv(client, path, opts.mount, true);
         target = kv.version === 2 ? v2Path(kv, 'metadata') : [kv.mount, kv.path].filter((s) => s !== '').join('/');
-        const env = await client.list(target);
-        const keys = env?.data?.keys;
-        if (!env || !Array.isArray(keys) || keys.length === 0) return noValue(ctx, target);
-        if (opts.format === Format.json) {
-          ctx.out(json(keys));
-          return 0;
-        }
-        printWarnings(ctx.io.stderr, env.warnings);
-        ctx.out(['Keys', '----', ...keys].join('\n') + '\n');
-        return 0;
+        return await printKeys(ctx, client, target, opts.format);
       } catch (e) {
         if (isEmptyNotFound(e)) return noValue(ctx, target);
         return ctx.fail(`listing ${target}`, e);

@@ -18,20 +18,25 @@ export function register(parent: Command, ctx: Context): void {
   cmd.action(
     ctx.action(async (path: string, opts: ClientFlags & FormatFlags) => {
       try {
-        const env = await ctx.client(opts).list(path);
-        const keys = env?.data?.keys;
-        if (!env || !Array.isArray(keys) || keys.length === 0) return noValue(ctx, path);
-        if (opts.format === Format.json) {
-          ctx.out(json(keys));
-          return 0;
-        }
-        printWarnings(ctx.io.stderr, env.warnings);
-        ctx.out(['Keys', '----', ...keys].join('\n') + '\n');
-        return 0;
+        return await printKeys(ctx, ctx.client(opts), path, opts.format);
       } catch (e) {
         if (isEmptyNotFound(e)) return noValue(ctx, path);
         return ctx.fail(`listing ${path}`, e);
       }
     }),
   );
+}
+
+/** LIST `target` and print its keys as vault does (a table, or a JSON array); no keys is "No value found". */
+export async function printKeys(ctx: Context, client: ReturnType<Context['client']>, target: string, format: Format): Promise<number> {
+  const env = await client.list(target);
+  const keys = env?.data?.keys;
+  if (!env || !Array.isArray(keys) || keys.length === 0) return noValue(ctx, target);
+  if (format === Format.json) {
+    ctx.out(json(keys));
+    return 0;
+  }
+  printWarnings(ctx.io.stderr, env.warnings);
+  ctx.out(['Keys', '----', ...keys].join('\n') + '\n');
+  return 0;
 }
