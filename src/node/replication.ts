@@ -48,6 +48,9 @@ export interface WiredReplication {
 
 export type ForwardExecutor = (secondaryId: string, req: ForwardRequest) => Promise<Omit<ForwardReply, 'commitIndex'>>;
 
+/** Longest a forwarded write's answer waits for connected DR secondaries to confirm it. */
+const FORWARD_DR_CONFIRM_MS = 5_000;
+
 export async function wireReplication(o: {
   engine: StorageEngine;
   seal: SealManager;
@@ -86,6 +89,12 @@ export async function wireReplication(o: {
       // Every write of the request is committed by now: the last index covers them all.
       const commitIndex = engine.lastGuard().index;
       log.debug({ secondary_id: id, operation: req.operation, status: answer.status }, 'forwarded write executed');
+      // A forwarded write is acknowledged only once every connected DR secondary holds it, so a
+      // DR failover loses none (REPLICATION.md 8); a DR secondary that is partitioned stops
+      // counting at its heartbeat timeout, which bounds this wait.
+      if (answer.kind !== 'error' && !(await drivers.dr.secondariesApplied(commitIndex, FORWARD_DR_CONFIRM_MS))) {
+        log.warn({ secondary_id: id, commit_index: commitIndex.toString(), wait_ms: FORWARD_DR_CONFIRM_MS }, 'forwarded write acknowledged before a connected DR secondary confirmed it');
+      }
       return { ...answer, commitIndex };
     };
   };

@@ -42,8 +42,8 @@ describe.each(CASES)('ReplicationDriver ($kind)', (c) => {
     for (const n of nodes.splice(0).reverse()) await n.close();
   });
 
-  async function node(name: string): Promise<DriverNode> {
-    const n = await driverNode(c.kind, name, net, clock);
+  async function node(name: string, timing: { heartbeatMs?: number } = {}): Promise<DriverNode> {
+    const n = await driverNode(c.kind, name, net, clock, timing);
     nodes.push(n);
     return n;
   }
@@ -59,8 +59,8 @@ describe.each(CASES)('ReplicationDriver ($kind)', (c) => {
   }
 
   /** A primary `p` at loop:p with a replicated value, and a secondary `s` of it streaming. */
-  async function pair(): Promise<{ p: DriverNode; s: DriverNode }> {
-    const [p, s] = [await node('p'), await node('s')];
+  async function pair(timing: { heartbeatMs?: number } = {}): Promise<{ p: DriverNode; s: DriverNode }> {
+    const [p, s] = [await node('p', timing), await node('s', timing)];
     await p.put({ 'logical/m1/before': 'written before enable' });
     await p.driver.enablePrimary('');
     expect(p.driver.state.mode).toBe('primary');
@@ -94,6 +94,27 @@ describe.each(CASES)('ReplicationDriver ($kind)', (c) => {
     expect(await s.get('logical/m1/k0')).toBe('overwritten');
     expect(await s.get('logical/m1/k1')).toBeUndefined();
     expect(s.driver.secondaryLoop?.progress.lastError).toBe('');
+  });
+
+  it('secondariesApplied: the primary learns at once that a connected secondary applied an index, and stops waiting for one that left', async () => {
+    // Heartbeats once a minute: only the confirmation asked for can answer within the test.
+    const { p, s } = await pair({ heartbeatMs: 60_000 });
+    await p.put({ 'logical/m1/acked': 'confirmed by the secondary' });
+    const index = p.engine.lastGuard().index;
+    const started = Date.now();
+    expect(await p.driver.secondariesApplied(index, 30_000)).toBe(true);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    // Confirmed means held: the value is on the secondary the moment the primary knows it.
+    expect(await s.get('logical/m1/acked')).toBe('confirmed by the secondary');
+    expect(p.driver.primaryStreamer?.secondaries.get('s1')?.applied.index).toBe(index);
+    // A secondary that is gone (its heartbeats stop past the timeout) is not waited for.
+    net.partition('loop:p', true);
+    await p.put({ 'logical/m1/unconfirmed': 'the secondary is partitioned' });
+    clock.advance(5_000);
+    const before = Date.now();
+    expect(await p.driver.secondariesApplied(p.engine.lastGuard().index, 30_000)).toBe(true);
+    expect(Date.now() - before).toBeLessThan(20_000);
+    expect(await s.get('logical/m1/unconfirmed')).toBeUndefined();
   });
 
   it('applies what the kind policy says: local class, local writes, tokens', async () => {

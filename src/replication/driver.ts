@@ -175,6 +175,14 @@ export class ReplicationDriver {
     return this.streamer;
   }
 
+  /**
+   * As a primary of this kind: waits (bounded) until every connected secondary applied `index`
+   * (PrimaryStreamer.waitApplied). True at once when this node is not a primary of this kind.
+   */
+  secondariesApplied(index: bigint, timeoutMs: number): Promise<boolean> {
+    return this.streamer?.waitApplied(index, timeoutMs) ?? Promise.resolve(true);
+  }
+
   get secondaryLoop(): SecondaryLoop | undefined {
     return this.loop;
   }

@@ -86,6 +86,8 @@ export class PrimaryStreamer implements PrimaryService {
   /** Wakes every open stream's wait (drain starts, or the server closes). */
   private readonly wakers = new Set<() => void>();
   private draining = false;
+  /** The highest index a caller of `waitApplied` waits for secondaries to confirm. */
+  private ackWanted = 0n;
 
   constructor(
     private readonly o: {
@@ -223,13 +225,20 @@ export class PrimaryStreamer implements PrimaryService {
     const unsubscribe = engine.onCommit(wakeMe);
     sink.onClose(wakeMe);
     const maxBatch = Math.max(1, Math.min(req.maxBatchEntries || MAX_BATCH, MAX_BATCH));
-    const beat = (): Promise<void> =>
-      sink.send({ type: 'heartbeat', lastWal: engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, sentAtMs: this.now(), ...(this.draining ? { draining: true } : {}) });
+    const beat = (ack = false): Promise<void> =>
+      sink.send({ type: 'heartbeat', lastWal: engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, sentAtMs: this.now(), ...(this.draining ? { draining: true } : {}), ...(ack ? { ack: true } : {}) });
+    // Everything sent up to this index is covered by an ack request already.
+    let acked = req.guard.index;
     try {
       await sink.send({ type: 'start', outcome: 'ok', firstRetained: first, lastWal });
       // The secondary learns the primary's position (and clock) at once, not a second later.
       await beat();
       while (!sink.closed) {
+        // Someone waits for an index this secondary has been sent: ask it to confirm at once.
+        if (this.ackWanted > acked && next > this.ackWanted) {
+          acked = next - 1n;
+          await beat(true);
+        }
         if (next > engine.lastGuard().index) {
           await new Promise<void>((resolve) => {
             const t = setTimeout(resolve, this.o.heartbeatMs ?? HEARTBEAT_MS);
@@ -339,20 +348,46 @@ export class PrimaryStreamer implements PrimaryService {
     const lastWal = this.o.engine.lastGuard().index;
     this.draining = true;
     for (const w of [...this.wakers]) w();
-    const deadline = this.now() + o.timeoutMs;
+    const timedOut = !(await this.untilApplied(lastWal, o.timeoutMs, o.onProgress ? (pending) => o.onProgress?.(pending, lastWal) : undefined, o.progressEveryMs));
+    const confirmed = this.views.all().filter((v) => v.applied.index >= lastWal && this.views.connected(v)).map((v) => v.id).sort();
+    const unconfirmed = this.views.all().filter((v) => !confirmed.includes(v.id)).map((v) => ({ id: v.id, applied: v.applied.index }));
+    return { lastWal, confirmed, unconfirmed, timedOut };
+  }
+
+  /**
+   * Waits until every connected secondary has applied `index`, asking each to confirm as soon as
+   * it has (not at its next heartbeat), or until `timeoutMs` passes. A secondary that is not
+   * connected, or stops being (its heartbeats stop for the heartbeat timeout), is not waited for:
+   * this bounds the wait by a partition, like semi-synchronous replication falling back to
+   * asynchronous. Resolves true when no connected secondary is behind `index`.
+   */
+  async waitApplied(index: bigint, timeoutMs: number): Promise<boolean> {
+    if (this.behind(index).length === 0) return true;
+    if (index > this.ackWanted) this.ackWanted = index;
+    for (const w of [...this.wakers]) w();
+    return this.untilApplied(index, timeoutMs);
+  }
+
+  /** Connected secondaries that have not applied `index`. */
+  private behind(index: bigint): { id: string; applied: bigint }[] {
+    return this.views
+      .all()
+      .filter((v) => this.views.connected(v) && v.applied.index < index)
+      .map((v) => ({ id: v.id, applied: v.applied.index }));
+  }
+
+  /** The one wait of `drain` and `waitApplied`: by heartbeats (view changes), with a deadline. */
+  private async untilApplied(index: bigint, timeoutMs: number, onProgress?: (pending: readonly { id: string; applied: bigint }[]) => void, progressEveryMs = 1000): Promise<boolean> {
+    const deadline = this.now() + timeoutMs;
     let nextProgress = this.now();
     for (;;) {
-      const connected = this.views.all().filter((v) => this.views.connected(v));
-      const pending = connected.filter((v) => v.applied.index < lastWal).map((v) => ({ id: v.id, applied: v.applied.index }));
+      const pending = this.behind(index);
       const left = deadline - this.now();
-      if (pending.length === 0 || left <= 0) {
-        const confirmed = this.views.all().filter((v) => v.applied.index >= lastWal && this.views.connected(v)).map((v) => v.id).sort();
-        const unconfirmed = this.views.all().filter((v) => !confirmed.includes(v.id)).map((v) => ({ id: v.id, applied: v.applied.index }));
-        return { lastWal, confirmed, unconfirmed, timedOut: pending.length > 0 };
-      }
-      if (this.now() >= nextProgress) {
-        o.onProgress?.(pending, lastWal);
-        nextProgress = this.now() + (o.progressEveryMs ?? 1000);
+      if (pending.length === 0) return true;
+      if (left <= 0) return false;
+      if (onProgress && this.now() >= nextProgress) {
+        onProgress(pending);
+        nextProgress = this.now() + progressEveryMs;
       }
       await this.views.nextChange(Math.min(left, 100));
     }

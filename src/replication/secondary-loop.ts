@@ -252,8 +252,9 @@ export class SecondaryLoop {
               case 'heartbeat':
                 this.progress.primaryLastWal = m.lastWal > this.progress.primaryLastWal ? m.lastWal : this.progress.primaryLastWal;
                 this.progress.primaryCommitTimeMs = m.lastCommitTimeMs;
-                // A draining primary waits for our confirmation: send it once what came before is applied.
-                if (m.draining) this.applying = this.applying.then(() => this.beat());
+                // A draining primary, or one holding a forwarded write's answer, waits for our
+                // confirmation: send it once what came before is applied.
+                if (m.draining || m.ack) this.applying = this.applying.then(() => this.beat());
                 return;
             }
           },

@@ -56,8 +56,10 @@ export type StreamMessage =
   /**
    * `draining`: the primary is being demoted and accepts no more writes; `lastWal` is final. The
    * secondary answers with a heartbeat as soon as it has applied it, so the demote can confirm it.
+   * `ack`: the primary waits for this secondary's applied index; the secondary answers with a
+   * heartbeat as soon as everything received before this message is applied.
    */
-  | { readonly type: 'heartbeat'; readonly lastWal: bigint; readonly lastCommitTimeMs: number; readonly sentAtMs: number; readonly draining?: boolean };
+  | { readonly type: 'heartbeat'; readonly lastWal: bigint; readonly lastCommitTimeMs: number; readonly sentAtMs: number; readonly draining?: boolean; readonly ack?: boolean };
 
 export interface HeartbeatRequest {
   readonly secondaryId: string;

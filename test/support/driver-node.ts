@@ -59,7 +59,7 @@ export function coreHooks(core: VaultCore): CoreHooks {
 }
 
 /** An initialized, unsealed node whose `kind` driver is loaded, listening (when primary) at `loop:<name>`. */
-export async function driverNode(kind: Kind, name: string, transport: ReplicationTransport, clock: TestClock): Promise<DriverNode> {
+export async function driverNode(kind: Kind, name: string, transport: ReplicationTransport, clock: TestClock, timing: { heartbeatMs?: number } = {}): Promise<DriverNode> {
   const engine = await StorageEngine.open(new MemoryBackend(), { walMaxEntries: 10_000, walMaxBytes: 1 << 30, now: clock.now });
   const seal = new SealManager({ get: (n) => engine.getSystem(n), put: (n, v) => engine.putSystem(n, v) });
   const core = new VaultCore({ storage: engine, seal, license: { has: () => true, why: () => '' }, hosted: false, now: clock.now });
@@ -76,7 +76,7 @@ export async function driverNode(kind: Kind, name: string, transport: Replicatio
     clusterListen: `loop:${name}`,
     apiAddr: () => `http://${name}.invalid:8200`,
     now: clock.now,
-    timing: { heartbeatMs: 25, heartbeatTimeoutMs: 2_000, demoteDrainTimeoutMs: 5_000 },
+    timing: { heartbeatMs: timing.heartbeatMs ?? 25, heartbeatTimeoutMs: 2_000, demoteDrainTimeoutMs: 5_000 },
   });
   await driver.load();
   return {

@@ -161,6 +161,7 @@ export const encode = {
             lastCommitTimeMs: msOut(m.lastCommitTimeMs, 'lastCommitTimeMs'),
             sentAtMs: msOut(m.sentAtMs, 'sentAtMs'),
             draining: m.draining === true,
+            ack: m.ack === true,
           },
         };
     }
@@ -265,6 +266,7 @@ export const decode = {
         lastCommitTimeMs: msIn(h.lastCommitTimeMs, 'lastCommitTimeMs'),
         sentAtMs: msIn(h.sentAtMs, 'sentAtMs'),
         ...(h.draining ? { draining: true } : {}),
+        ...(h.ack ? { ack: true } : {}),
       };
     }
     throw new MalformedMessage('stream message carries no body');
