@@ -19,12 +19,19 @@ const CLIENTS = Number(process.env.PROFILE_CLIENTS ?? 16);
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 5);
 const TOP = Number(process.env.PROFILE_TOP ?? 40);
 
-/** Self time (ms) per function and per file, from a .cpuprofile's samples. */
-export function aggregate(profile) {
+/**
+ * Self time (ms) per function and per file, from a .cpuprofile's samples; with `lastMs`, only
+ * the samples of the profile's last `lastMs` (the measured load, not start-up and warm-up).
+ */
+export function aggregate(profile, { lastMs } = {}) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map();
   const deltas = profile.timeDeltas;
+  const from = lastMs === undefined ? -Infinity : profile.endTime - lastMs * 1000;
+  let at = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
+    at += deltas[i] ?? 0;
+    if (at < from) continue;
     const id = profile.samples[i];
     self.set(id, (self.get(id) ?? 0) + (deltas[i] ?? 0) / 1000);
   }
@@ -68,9 +75,9 @@ function print(title, map, total, top) {
   for (const [name, ms] of rows) console.log(`${ms.toFixed(0).padStart(8)} ms ${((100 * ms) / total).toFixed(1).padStart(5)} %  ${name}`);
 }
 
-async function report(file) {
-  const { total, fns, files, inclusive } = aggregate(JSON.parse(await readFile(file, 'utf8')));
-  console.log(`${file}: ${total.toFixed(0)} ms sampled`);
+async function report(file, lastMs) {
+  const { total, fns, files, inclusive } = aggregate(JSON.parse(await readFile(file, 'utf8')), { lastMs });
+  console.log(`${file}: ${total.toFixed(0)} ms sampled${lastMs === undefined ? '' : ` (the last ${lastMs} ms: the measured load)`}`);
   print('Self time by file (native frames by name)', files, total, TOP);
   print('Self time by function', fns, total, TOP);
   // Tessera's own functions with what they call synchronously (an await ends a stack).
@@ -91,12 +98,14 @@ async function main() {
       `${row.writesPerSec.toFixed(0)} writes/s, p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, ` +
         `${row.txnsPerBatch.toFixed(1)} txns/batch (profiler on: slower than the bench)`,
     );
+    const stoppedAt = performance.now();
     const exit = await node.stop();
     node = undefined;
     if (exit.code !== 0) throw new Error(`dev node exited with ${JSON.stringify(exit)} on SIGTERM`);
     const prof = (await readdir(profDir)).find((f) => f.endsWith('.cpuprofile'));
     if (prof === undefined) throw new Error(`no .cpuprofile in ${profDir}`);
-    await report(join(profDir, prof));
+    // The measured window ends at the stop: keep its samples, not start-up's or warm-up's.
+    await report(join(profDir, prof), Math.round(row.seconds * 1000) + (performance.now() - stoppedAt));
   } finally {
     node?.kill();
     if (!process.env.PROFILE_KEEP) await rm(scratch, { recursive: true, force: true });
