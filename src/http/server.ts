@@ -141,7 +141,10 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
   const server: net.Server = opts.tls
     ? tls.createServer(
         { cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile), handshakeTimeout: timeouts.headersMs },
-        (s) => httpServer.emit('connection', listAware(s, timeouts)),
+        (s) => {
+          s.setNoDelay(true);
+          httpServer.emit('connection', listAware(s, timeouts));
+        },
       )
     : net.createServer((s) => {
         s.setNoDelay(true);
