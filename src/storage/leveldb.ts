@@ -176,16 +176,7 @@ function iteratorOptions(range: RangeOptions, snapshot: AbstractSnapshot | undef
   };
 }
 
-interface PendingGet {
-  readonly key: string;
-  readonly resolve: (v: Buffer | undefined) => void;
-  readonly reject: (e: unknown) => void;
-}
-
 class LevelView {
-  /** Gets asked for since the last microtask checkpoint; one getMany answers them all. */
-  private pending: PendingGet[] = [];
-
   constructor(
     protected readonly db: Db,
     readonly path: string,
@@ -199,31 +190,20 @@ class LevelView {
   }
 
   /**
-   * Gets issued together (e.g. a Promise.all over keys) share one getMany: one LevelDB snapshot
-   * and one thread-pool job instead of one each. Each read still sees every write that completed
-   * before it was asked for, since the getMany starts after the call.
+   * A point read, done synchronously on the calling thread (classic-level's getSync): a LevelDB
+   * Get of a key in the memtable or the block cache, or absent (the write path's common case),
+   * costs a few microseconds, far less than a thread-pool round trip (a job, a wake-up of a
+   * worker, a completion and a promise), which on a loaded 2-core machine also costs the event
+   * loop a context switch. A read that must go to disk blocks the event loop for that read: the
+   * data set of a secrets store is small enough to live in the page cache. Each read sees every
+   * write that completed before it was asked for.
    */
   get(key: string): Promise<Buffer | undefined> {
-    return new Promise((resolve, reject) => {
-      if (this.pending.length === 0) queueMicrotask(() => this.flushGets());
-      this.pending.push({ key, resolve, reject });
-    });
-  }
-
-  private flushGets(): void {
-    const batch = this.pending;
-    this.pending = [];
-    const keys = batch.map((g) => g.key);
-    const fail = (e: unknown): void => {
-      const err = readError(`storage read failed in ${this.path}`, e);
-      for (const g of batch) g.reject(err);
-    };
     try {
       const snapshot = this.readSnapshot();
-      const read = snapshot === undefined ? this.db.getMany(keys) : this.db.getMany(keys, { snapshot });
-      read.then((values) => batch.forEach((g, i) => g.resolve(values[i])), fail);
+      return Promise.resolve(snapshot === undefined ? this.db.getSync(key) : this.db.getSync(key, { snapshot }));
     } catch (e) {
-      fail(e);
+      return Promise.reject(readError(`storage read failed in ${this.path}`, e));
     }
   }
 
