@@ -97,7 +97,7 @@ export async function planCommit(view: ReadView, base: CommitBase, txns: readonl
     if (walOps.length === 0) continue;
     const { entry, record } = sealRecord(prev.hash, { index: prev.index + 1n, epoch: base.epoch, time: o.time, ops: walOps });
     plan.raw({ type: 'put', key: Keys.wal(entry.index), value: record });
-    items.push({ index: entry.index, size: record.length, hash: entry.hash });
+    items.push({ index: entry.index, size: record.length, hash: entry.hash, entry });
     prev = entry;
   }
   const { ops, bytes, after } = finishPlan(plan, base.index, { txns: txns.length, time: o.time, flushIntervalMs: o.flushIntervalMs });
@@ -126,7 +126,7 @@ export async function planEntries(
     for (const op of e.ops) await plan.data(op);
     const record = encodeEntry(e);
     plan.raw({ type: 'put', key: Keys.wal(e.index), value: record });
-    items.push({ index: e.index, size: record.length, hash: e.hash });
+    items.push({ index: e.index, size: record.length, hash: e.hash, entry: e });
   }
   for (const op of extra) await plan.data(op);
   return { plan, items };

@@ -3,7 +3,9 @@ import { WalNotRetained, decodeEntry, genesisGuard, verifyChain } from '../core/
 import type { Backend } from './backend.js';
 import { BatchFailed, ControlledBackend, rootFromData, testCipher } from './engine.fixtures.js';
 import { StorageEngine, type EngineOptions } from './engine.js';
+import { Keys } from './keyspace.js';
 import { MemoryBackend } from './memory.js';
+import { RECENT_ENTRIES } from './wal-tail.js';
 
 const put = (key: string, value: string) => ({ type: 'put' as const, key, value: Buffer.from(value) });
 const del = (key: string) => ({ type: 'del' as const, key });
@@ -226,3 +228,34 @@ async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
     await new Promise((r) => setImmediate(r));
   }
 }
+
+describe('StorageEngine: the WAL read of a stream that keeps up', () => {
+  /** Counts range reads of WAL records (a stream's readWal from storage is one). */
+  class CountingBackend extends ControlledBackend {
+    walScans = 0;
+    override iterate(range: Parameters<Backend['iterate']>[0]) {
+      if (range.gte?.startsWith('w/') === true) this.walScans++;
+      return super.iterate(range);
+    }
+  }
+
+  it('serves the newest entries from memory, equal to what storage holds, and older ones from storage', async () => {
+    const backend = new CountingBackend(new MemoryBackend());
+    const { engine, store } = await setup(backend, { ...opts, walMaxEntries: 10_000 });
+    for (let i = 0; i < RECENT_ENTRIES + 100; i++) await store.commit([put(`kv/${i % 50}`, `v${i}`)]);
+    const last = engine.lastGuard().index;
+    const scans = backend.walScans;
+    const recent = await engine.readWal(last - 9n, 100);
+    expect(backend.walScans).toBe(scans);
+    expect(recent.map((e) => e.index)).toEqual(Array.from({ length: 10 }, (_, i) => last - 9n + BigInt(i)));
+    // What memory served is exactly what storage holds, decoded.
+    const stored = await Promise.all(recent.map(async (e) => decodeEntry((await backend.inner.get(Keys.wal(e.index)))!)));
+    expect(recent).toEqual(stored);
+    // maxBytes is honoured from memory as from storage: at least one entry, then within the bound.
+    expect(await engine.readWal(last - 9n, 100, 1)).toHaveLength(1);
+    // Entries older than the recent window come from storage, and chain on to the recent ones.
+    const old = await engine.readWal(1n, 200);
+    expect(backend.walScans).toBe(scans + 1);
+    verifyChain(genesisGuard(), old);
+  });
+});

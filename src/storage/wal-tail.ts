@@ -23,7 +23,13 @@ export interface TailItem {
   readonly index: bigint;
   readonly size: number;
   readonly hash: Buffer;
+  /** The decoded entry, when the committer has it: kept among the recent entries `read` serves. */
+  readonly entry?: WalEntry;
 }
+
+/** How many of the newest entries (and bytes of their records) `read` serves from memory. */
+export const RECENT_ENTRIES = 4096;
+export const RECENT_BYTES = 16 << 20;
 
 export interface TailPlan {
   readonly meta: WalMeta;
@@ -37,6 +43,16 @@ export interface TailPlan {
 export class WalTail {
   private items: TailItem[] = [];
   private head = 0;
+  /**
+   * The newest committed entries, decoded, contiguous: a stream of a secondary that keeps up
+   * reads them here instead of iterating storage for what was just written. Bounded by
+   * RECENT_ENTRIES and RECENT_BYTES; entries below the retained range are never served (read
+   * checks the bound first).
+   */
+  private recent: WalEntry[] = [];
+  private recentHead = 0;
+  private recentBytes = 0;
+  private readonly recentSizes: number[] = [];
 
   private constructor(private current: WalMeta) {}
 
@@ -131,6 +147,8 @@ export class WalTail {
     const { first, last } = this.current;
     if (from < first) throw new WalNotRetained(from, first);
     if (from > last || maxEntries < 1) return [];
+    const memory = this.fromMemory(from, maxEntries, maxBytes);
+    if (memory !== undefined) return memory;
     const out: WalEntry[] = [];
     let bytes = 0;
     for await (const [k, v] of view.iterate({ gte: Keys.wal(from), lte: Keys.wal(last), limit: maxEntries })) {
@@ -149,8 +167,53 @@ export class WalTail {
     return out;
   }
 
+  /** Entries from `from` when every one asked for is among the recent ones; else undefined. */
+  private fromMemory(from: bigint, maxEntries: number, maxBytes: number): WalEntry[] | undefined {
+    const first = this.recent[this.recentHead];
+    if (first === undefined || from < first.index) return undefined;
+    const out: WalEntry[] = [];
+    let bytes = 0;
+    for (let i = this.recentHead + Number(from - first.index); i < this.recent.length && out.length < maxEntries; i++) {
+      const size = this.recentSizes[i] ?? 0;
+      if (out.length > 0 && bytes + size > maxBytes) break;
+      bytes += size;
+      out.push(this.recent[i] as WalEntry);
+    }
+    return out.length > 0 ? out : undefined;
+  }
+
+  private remember(appended: readonly TailItem[]): void {
+    for (const item of appended) {
+      const last = this.recent.at(-1);
+      // A gap (an item without its entry) restarts the run: what is kept stays contiguous.
+      if (item.entry === undefined || (last !== undefined && last.index + 1n !== item.index)) this.forgetRecent();
+      if (item.entry === undefined) continue;
+      this.recent.push(item.entry);
+      this.recentSizes.push(item.size);
+      this.recentBytes += item.size;
+    }
+    while (this.recent.length - this.recentHead > RECENT_ENTRIES || (this.recentBytes > RECENT_BYTES && this.recent.length - this.recentHead > 1)) {
+      this.recentBytes -= this.recentSizes[this.recentHead] ?? 0;
+      this.recentHead++;
+    }
+    if (this.recentHead > 1024 && this.recentHead * 2 > this.recent.length) {
+      this.recent = this.recent.slice(this.recentHead);
+      this.recentSizes.splice(0, this.recentHead);
+      this.recentHead = 0;
+    }
+  }
+
+  private forgetRecent(): void {
+    this.recent = [];
+    this.recentSizes.length = 0;
+    this.recentHead = 0;
+    this.recentBytes = 0;
+  }
+
   /** Call only after the plan's batch is durable. */
   apply(plan: TailPlan): void {
+    if (plan.reset) this.forgetRecent();
+    this.remember(plan.appended);
     if (plan.reset) {
       this.items = [];
       this.head = 0;
