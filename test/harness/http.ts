@@ -74,7 +74,8 @@ export function vault(apiAddr: string, token?: string): VaultHttp {
     }
     const res = await exchange(
       { addr: apiAddr, token },
-      { method, path: q < 0 ? path : path.slice(0, q), query: { ...query, ...opts.query }, headers, body },
+      // Always under /v1/ explicitly: buildUrl drops one leading "v1/", which would eat a mount named v1.
+      { method, path: `v1/${(q < 0 ? path : path.slice(0, q)).replace(/^\/+/, '')}`, query: { ...query, ...opts.query }, headers, body },
     );
     return { status: res.status, body: parse(res.text), text: res.text, headers: res.headers };
   };
