@@ -21,6 +21,7 @@ function sampler(apiAddr: () => string) {
       } catch {
         // Down, restarting or sealed.
       }
+      // A sampling cadence (the samples are the point), not a wait for a state.
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
   })();
