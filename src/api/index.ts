@@ -6,10 +6,10 @@
 export { TesseraClient } from './client.js';
 export type { ClientOptions } from './client.js';
 export { ApiError, ConnectionFailed, MalformedResponse } from './errors.js';
-export { Method, buildUrl } from './request.js';
+export { Method, buildUrl, exchange } from './request.js';
 export { PlainHttpServer, tlsFetch } from './transport.js';
 export type { TlsOptions } from './transport.js';
-export type { ApiRequest, ApiResponse, ConnectionOptions } from './request.js';
+export type { ApiRequest, ApiResponse, ConnectionOptions, WireRequest, WireResponse } from './request.js';
 export { SysApi } from './sys.js';
 export { GenerationApi, type GenerationAttempt } from './generation.js';
 export { ReplicationApi, ReplicationKind } from './replication.js';

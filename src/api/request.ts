@@ -1,8 +1,11 @@
 /**
  * One HTTP exchange with a node: URL building, headers, JSON in and out, and the mapping of
- * non-2xx answers to `ApiError`. The typed helpers are thin layers over `send`.
+ * non-2xx answers to `ApiError`. The typed helpers are thin layers over `send`; `send` is a thin
+ * layer over `exchange`, which answers every status as it came (the tests' client uses it to
+ * assert on error paths, raw bodies and the LIST verb).
  *
  *   const res = await send(opts, { method: 'GET', path: 'sys/health', accept: [429, 503] });
+ *   const wire = await exchange(opts, { method: 'LIST', path: 'secret/metadata' }); // { status, headers, text }
  */
 import type { ErrorBody, Query } from './types.js';
 import { ApiError, ConnectionFailed, MalformedResponse } from './errors.js';
@@ -58,28 +61,58 @@ export function buildUrl(addr: string, path: string, query?: Query): string {
   return url.toString();
 }
 
-export async function send(conn: ConnectionOptions, req: ApiRequest): Promise<ApiResponse> {
+/** A request as it goes on the wire: any verb (LIST too), the body's exact bytes, extra headers. */
+export interface WireRequest {
+  readonly method: string;
+  /** As for `ApiRequest`: segments are percent-encoded by `buildUrl`. */
+  readonly path: string;
+  readonly query?: Query | undefined;
+  /** Added after the connection's token, namespace and wrap headers, and wins over them. */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+  /** Sent as given; no body when undefined. */
+  readonly body?: string | Uint8Array | undefined;
+}
+
+/** Whatever the node answered, any status: nothing is parsed or mapped. */
+export interface WireResponse {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly url: string;
+  readonly text: string;
+}
+
+/**
+ * One exchange, answered whatever its status: the layer under `send`. Throws only
+ * `ConnectionFailed`, when no answer arrived.
+ */
+export async function exchange(conn: ConnectionOptions, req: WireRequest): Promise<WireResponse> {
   const url = buildUrl(conn.addr, req.path, req.query);
-  const headers: Record<string, string> = { Accept: 'application/json' };
+  const headers: Record<string, string> = {};
   if (conn.token) headers['X-Vault-Token'] = conn.token;
   if (conn.namespace) headers['X-Vault-Namespace'] = conn.namespace;
   if (conn.wrapTtl) headers['X-Vault-Wrap-TTL'] = conn.wrapTtl;
-  const hasBody = req.body !== undefined || req.method === Method.post || req.method === Method.put || req.method === Method.patch;
-  if (hasBody) headers['Content-Type'] = req.contentType ?? 'application/json';
+  Object.assign(headers, req.headers);
   const doFetch = conn.fetchImpl ?? (url.startsWith('https:') ? tlsFetch(conn.tls) : fetch);
-
-  let res: Response;
-  let text: string;
   try {
-    res = await doFetch(url, {
-      method: req.method,
-      headers,
-      body: hasBody ? JSON.stringify(req.body ?? {}) : undefined,
-    });
-    text = await res.text();
+    const res = await doFetch(url, { method: req.method, headers, body: req.body });
+    return { status: res.status, headers: res.headers, url, text: await res.text() };
   } catch (e) {
     throw new ConnectionFailed(url, e);
   }
+}
+
+export async function send(conn: ConnectionOptions, req: ApiRequest): Promise<ApiResponse> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  const hasBody = req.body !== undefined || req.method === Method.post || req.method === Method.put || req.method === Method.patch;
+  if (hasBody) headers['Content-Type'] = req.contentType ?? 'application/json';
+  const res = await exchange(conn, {
+    method: req.method,
+    path: req.path,
+    query: req.query,
+    headers,
+    body: hasBody ? JSON.stringify(req.body ?? {}) : undefined,
+  });
+  const { url, text } = res;
 
   const ok = (res.status >= 200 && res.status < 300) || (req.accept ?? []).includes(res.status);
   if (!ok) {

@@ -40,7 +40,7 @@ export function tlsFetch(options: TlsOptions = {}): typeof fetch {
   return (async (input: string | URL | Request, init: RequestInit = {}) => {
     const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
     const headers = Object.fromEntries(new Headers(init.headers).entries());
-    const body = typeof init.body === 'string' ? init.body : undefined;
+    const body = typeof init.body === 'string' || ArrayBuffer.isView(init.body) ? init.body : undefined;
     return new Promise<Response>((resolve, reject) => {
       let probe: NodeJS.Timeout | undefined;
       const fail = (e: unknown): void => {

@@ -16,7 +16,7 @@ afterAll(async () => n.stop());
 function cli(args: string[], opts: { env?: Record<string, string>; stdin?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [main, ...args], {
-      env: { PATH: process.env.PATH ?? '', TESSERA_ADDR: n.url, TESSERA_TOKEN: n.rootToken, ...opts.env },
+      env: { PATH: process.env.PATH ?? '', TESSERA_ADDR: n.apiAddr, TESSERA_TOKEN: n.rootToken, ...opts.env },
     });
     let stdout = '';
     let stderr = '';
@@ -40,7 +40,7 @@ it('puts and gets KV v2 secrets, by field and as JSON', async () => {
 });
 
 it('reads VAULT_* variables when TESSERA_* are unset, and reports errors with exit 2', async () => {
-  const viaVault = await cli(['kv', 'get', '-field=user', 'secret/app'], { env: { TESSERA_ADDR: '', TESSERA_TOKEN: '', VAULT_ADDR: n.url, VAULT_TOKEN: n.rootToken } });
+  const viaVault = await cli(['kv', 'get', '-field=user', 'secret/app'], { env: { TESSERA_ADDR: '', TESSERA_TOKEN: '', VAULT_ADDR: n.apiAddr, VAULT_TOKEN: n.rootToken } });
   expect(viaVault.stdout).toBe('alice');
   const denied = await cli(['read', 'secret/data/app'], { env: { TESSERA_TOKEN: 'hvs.AAAAAAAAAAAAAAAAAAAAAAAA' } });
   expect(denied.code).not.toBe(0);

@@ -5,8 +5,7 @@
  * it reconciles its divergent tail away (merkle-diff/sync), then streams, and ends identical.
  */
 import {
-  activateSecondary, drOperationToken, drStatus, enablePrimary, eventually, initAndUnseal, lastAcked, mountKv2,
-  secondaryToken, startWriter, unseal, useHarness, vault, waitInSync, DR, type Writer,
+  DR, drOperationToken, drStatus, eventually, lastAcked, secondaryToken, startCluster, startWriter, unseal, useHarness, vault, waitInSync, type Writer,
 } from '../harness/index.js';
 
 const h = useHarness();
@@ -14,17 +13,12 @@ const h = useHarness();
 test('promote after the primary dies under load, then the old primary rejoins through reconciliation', async () => {
   const writers: Writer[] = [];
   try {
-    const old = await h.startNode();
-    const keys = await initAndUnseal(old.apiAddr, { shares: 3, threshold: 2 });
-    const root = keys.rootToken;
-    await mountKv2(old.apiAddr, root);
-    await enablePrimary(old.apiAddr, root);
+    const cluster = await startCluster(h, { mountKv2: true, dr: ['dr-east'] });
+    const old = cluster.primary;
+    const s = cluster.dr[0]!;
+    const keys = old.unsealKeys;
+    const root = old.rootToken;
     const clusterId = (await drStatus(old.apiAddr)).cluster_id as string;
-
-    const s = await h.startNode();
-    const sk = await initAndUnseal(s.apiAddr);
-    await activateSecondary(s.apiAddr, sk.rootToken, await secondaryToken(old.apiAddr, root, 'dr-east'));
-    await waitInSync(old.apiAddr, s.apiAddr);
 
     // Load on the primary, then SIGKILL it while six clients are mid-request.
     const before = startWriter({ apiAddr: old.apiAddr, token: root, clients: 6, path: (c, n) => `secret/data/old/c${c}/k${n % 10}` });
@@ -38,7 +32,7 @@ test('promote after the primary dies under load, then the old primary rejoins th
     const atFailover = await drStatus(s.apiAddr);
 
     // The secondary took over the primary's seal: the primary's shares make its DR operation token.
-    const opToken = await drOperationToken(s.apiAddr, keys.keys.slice(0, 2));
+    const opToken = await drOperationToken(s.apiAddr, keys.slice(0, 2));
     let promote = await vault(s.apiAddr).post(`${DR}/secondary/promote`, { dr_operation_token: opToken });
     let forced = false;
     if (promote.status === 400) {
@@ -60,7 +54,7 @@ test('promote after the primary dies under load, then the old primary rejoins th
 
     // The old primary restarts as what it was: a primary, unsealed with its own (the set's) keys.
     const back = await h.startNode({ dataDir: old.dataDir });
-    for (const key of keys.keys.slice(0, 2)) await unseal(back.apiAddr, key);
+    for (const key of keys.slice(0, 2)) await unseal(back.apiAddr, key);
     const backAsPrimary = await drStatus(back.apiAddr);
     expect(backAsPrimary).toMatchObject({ mode: 'primary', cluster_id: clusterId });
     // What it committed but never shipped (usually a few entries in flight at the kill) is
@@ -75,7 +69,7 @@ test('promote after the primary dies under load, then the old primary rejoins th
     expect(demoted).toMatchObject({ mode: 'secondary', cluster_id: clusterId, primary_cluster_addr: '' });
 
     // A newly demoted primary holds no credentials for any primary: addresses alone are refused.
-    const backOp = await drOperationToken(back.apiAddr, keys.keys.slice(0, 2));
+    const backOp = await drOperationToken(back.apiAddr, keys.slice(0, 2));
     const byAddr = await vault(back.apiAddr).post(`${DR}/secondary/update-primary`, {
       dr_operation_token: backOp,
       update_primary_addrs: [promoted.primary_cluster_addr],

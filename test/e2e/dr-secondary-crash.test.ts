@@ -4,8 +4,7 @@
  * stop both clusters hold the same data (merkle_root) at the same WAL position.
  */
 import {
-  activateSecondary, drStatus, enablePrimary, eventually, initAndUnseal, mountKv2, secondaryToken,
-  startWriter, unseal, useHarness, vault, waitInSync, type Body,
+  drStatus, eventually, startCluster, startWriter, unseal, useHarness, vault, waitInSync, type Body, type StartedNode,
 } from '../harness/index.js';
 
 const h = useHarness();
@@ -22,6 +21,7 @@ function sampler(apiAddr: () => string) {
       } catch {
         // Down, restarting or sealed.
       }
+      // A sampling cadence (the samples are the point), not a wait for a state.
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
   })();
@@ -35,16 +35,10 @@ function sampler(apiAddr: () => string) {
 }
 
 test('a SIGKILLed DR secondary resumes streaming from its last applied index', async () => {
-  const p = await h.startNode();
-  const pk = await initAndUnseal(p.apiAddr, { shares: 3, threshold: 2 });
-  await mountKv2(p.apiAddr, pk.rootToken);
-  await enablePrimary(p.apiAddr, pk.rootToken);
-  const jwt = await secondaryToken(p.apiAddr, pk.rootToken, 'dr-crash');
-
-  let s = await h.startNode();
-  const sk = await initAndUnseal(s.apiAddr);
-  await activateSecondary(s.apiAddr, sk.rootToken, jwt);
-  await waitInSync(p.apiAddr, s.apiAddr);
+  const cluster = await startCluster(h, { mountKv2: true, dr: ['dr-crash'] });
+  const p = cluster.primary;
+  const pk = { rootToken: p.rootToken, keys: p.unsealKeys };
+  let s: StartedNode = cluster.dr[0]!;
 
   const writer = startWriter({ apiAddr: p.apiAddr, token: pk.rootToken, clients: 4, path: (c, n) => `secret/data/c${c}/k${n % 8}` });
   const watch = sampler(() => s.apiAddr);

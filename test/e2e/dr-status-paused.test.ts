@@ -3,20 +3,16 @@
  * primary's status says so within its heartbeat timeout (3 s by default) instead of reporting it
  * connected and streaming; after SIGCONT it is connected again, with a newer last_heartbeat.
  */
-import { activateSecondary, drStatus, enablePrimary, eventually, initAndUnseal, secondaryToken, useHarness, waitInSync, type Body } from '../harness/index.js';
+import { drStatus, eventually, startCluster, useHarness, type Body } from '../harness/index.js';
 
 const h = useHarness();
 
 const view = (status: Body, id: string): Body => (status.secondaries as Body[] | undefined)?.find((x) => x.node_id === id);
 
 test('a paused DR secondary shows disconnected on the primary, and connected again once resumed', async () => {
-  const p = await h.startNode();
-  const pk = await initAndUnseal(p.apiAddr);
-  await enablePrimary(p.apiAddr, pk.rootToken);
-  const s = await h.startNode();
-  const sk = await initAndUnseal(s.apiAddr);
-  await activateSecondary(s.apiAddr, sk.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, 'dr-paused'));
-  await waitInSync(p.apiAddr, s.apiAddr);
+  const cluster = await startCluster(h, { primaryInit: {}, dr: ['dr-paused'] });
+  const p = cluster.primary;
+  const s = cluster.dr[0]!;
   const before = await eventually(async () => {
     const v = view(await drStatus(p.apiAddr), 'dr-paused');
     expect(v).toMatchObject({ connection_status: 'connected' });

@@ -5,23 +5,18 @@
  * without force, and every write the old primary acknowledged reads back from the new one.
  */
 import {
-  activateSecondary, drOperationToken, drStatus, enablePrimary, eventually, initAndUnseal, lastAcked, mountKv2,
-  secondaryToken, startWriter, useHarness, vault, waitInSync, DR,
+  DR, drOperationToken, drStatus, eventually, lastAcked, startCluster, startWriter, useHarness, vault,
 } from '../harness/index.js';
 
 const h = useHarness();
 
 test('demote drains to the secondary; promote without force; every acknowledged write is on the new primary', async () => {
-  const old = await h.startNode();
-  const keys = await initAndUnseal(old.apiAddr, { shares: 3, threshold: 2 });
-  const root = keys.rootToken;
-  await mountKv2(old.apiAddr, root);
-  await enablePrimary(old.apiAddr, root);
-  const s = await h.startNode();
-  const sk = await initAndUnseal(s.apiAddr);
-  await activateSecondary(s.apiAddr, sk.rootToken, await secondaryToken(old.apiAddr, root, 'dr-east'));
-  await waitInSync(old.apiAddr, s.apiAddr);
-  const opToken = await drOperationToken(s.apiAddr, keys.keys.slice(0, 2));
+  const cluster = await startCluster(h, { mountKv2: true, dr: ['dr-east'] });
+  const old = cluster.primary;
+  const s = cluster.dr[0]!;
+  const keys = old.unsealKeys;
+  const root = old.rootToken;
+  const opToken = await drOperationToken(s.apiAddr, keys.slice(0, 2));
 
   const writer = startWriter({ apiAddr: old.apiAddr, token: root, clients: 8, path: (c, n) => `secret/data/c${c}/k${n}` });
   try {

@@ -1,22 +1,57 @@
 /**
- * The process-level test harness: starts real nodes (dev, or from a config file on a data dir that
- * survives restarts), owns their temp dirs, and kills whatever is still running after the tests.
+ * The tests' one builder. A harness starts nodes of either kind, owns their homes (temp dirs),
+ * writes their licenses, can init + unseal them, and stops whatever is still running after the
+ * file's tests. Every node satisfies `NodeHandle` (apiAddr, dataDir, rootToken, unsealKeys,
+ * vault(), stop()).
+ *
+ * - Process nodes (the default): `node dist/cli/main.js server` as a child process, for what only a
+ *   process shows: kill -9, SIGSTOP, restart on the same LevelDB, logs, the CLI, config files.
+ *   Build first. Extra: `kill(signal)`, `proc`, `stdoutLines`/`stderrLines`, `storageDir`.
+ * - In-process nodes (`{ inProcess: true }`): src/node's `startNode` in this jest process, real
+ *   LevelDB and real HTTP but no spawn: fast, for the HTTP surface and replication logic. Extra:
+ *   `node` (the RunningNode), `call()` (compatibility alias of `vault().request()`).
+ *   `startTestNode()` (test/support/in-process.ts) is the same builder.
+ * - Topologies: `startCluster(h, { dr: ['east'] })` (cluster.ts) builds a primary and activated,
+ *   in-sync secondaries of either kind.
  *
  *   const h = useHarness();                         // registers afterAll(() => h.cleanup())
  *   const dev = await h.startNode({ dev: true });   // dev.rootToken from the banner
  *   const node = await h.startNode();               // uninitialised, on a fresh data dir
  *   const { keys, rootToken } = await initAndUnseal(node.apiAddr);
+ *   const ready = await h.startNode({ init: { shares: 3, threshold: 2 } }); // ready.rootToken, ready.unsealKeys
  *   await node.kill('SIGKILL');
  *   const again = await h.startNode({ dataDir: node.dataDir }); // same LevelDB, needs only unseal
  *   await unseal(again.apiAddr, keys[0]!);
  *   const primary = await h.startNode({ clusterAddr: '127.0.0.1:8201', replication: { walMaxEntries: 50 } });
+ *   const fast = await h.startNode({ inProcess: true });  // initialised (3 shares, threshold 2) and unsealed
+ *   await fast.vault().get('sys/mounts');                 // root token by default
  */
-import { cp, mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCli, spawnNode, type NodeProcess } from './process.js';
-import { vault } from './http.js';
+import { writeDevLicense } from '../../src/license/index.js';
+import { spawnNode, type ExitInfo, type NodeProcess } from './process.js';
+import { vault, type VaultHttp } from './http.js';
+import { startInProcess, type InProcessNode, type InProcessOptions } from './in-process.js';
+
+/** What every node a harness starts offers, in-process or a child process. */
+export interface NodeHandle {
+  /** e.g. "http://127.0.0.1:40123". */
+  readonly apiAddr: string;
+  /** The node's home (config, lic/, and the LevelDB under data/). */
+  readonly dataDir: string;
+  /** Known once the harness initialised the node (or from a dev banner); undefined or '' before. */
+  readonly rootToken: string | undefined;
+  /** The unseal keys of the harness's init (a dev node's banner key); empty before. */
+  readonly unsealKeys: readonly string[];
+  /** The tests' client (http.ts) on this node: the root token unless given; null sends none. */
+  vault(token?: string | null): VaultHttp;
+  stop(): Promise<unknown>;
+}
+
+/** Sharing the init that `initAndUnseal` does; `true` is one share, threshold one. */
+export type InitOption = true | { readonly shares?: number; readonly threshold?: number };
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
 
@@ -41,7 +76,12 @@ export interface StartOptions {
   readonly leases?: LeaseSettings;
   /** Non-dev nodes: extra `key = value` lines inside the listener block (values as HCL literals). */
   readonly listener?: Readonly<Record<string, string>>;
+  /** Non-dev nodes: init and unseal once started, filling `rootToken` and `unsealKeys`. */
+  readonly init?: InitOption;
+  readonly inProcess?: false;
 }
+
+export type { InProcessNode, InProcessOptions } from './in-process.js';
 
 export interface LeaseSettings {
   readonly maxLeaseTtl?: string;
@@ -62,14 +102,20 @@ export interface NodeConfigExtras {
   readonly listener?: Readonly<Record<string, string>>;
 }
 
-export interface StartedNode extends NodeProcess {
+/** A child-process node. */
+export interface StartedNode extends NodeProcess, NodeHandle {
   /** The node's home: for dev nodes the temp dir the node made itself, once it has made it. */
   readonly dataDir: string;
   /** The LevelDB directory. */
   readonly storageDir: string;
+  readonly rootToken: string | undefined;
+  stop(timeoutMs?: number): Promise<ExitInfo>;
 }
 
 export interface Harness {
+  /** An in-process node, initialised and unsealed unless `initialize: false`. */
+  startNode(opts: InProcessOptions & { readonly inProcess: true }): Promise<InProcessNode>;
+  /** A child-process node (build first). */
   startNode(opts?: StartOptions): Promise<StartedNode>;
   /** A fresh directory removed by `cleanup()`. */
   tempDir(prefix?: string): Promise<string>;
@@ -116,14 +162,15 @@ export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel, 
 }
 
 /**
- * Writes a dev license into HOME/lic, once per home: copied from `shared` (made through the CLI
- * once per harness, so starting N nodes spawns one CLI process, not N).
+ * A dev license in HOME/lic (made in-process with src/license, as `tessera license dev` would):
+ * kept when already there and `reuse` (a restart on the same home), written afresh otherwise.
  */
-async function ensureLicense(home: string, shared: () => Promise<string>): Promise<string> {
+async function writeLicense(home: string, opts: { reuse: boolean; expired?: boolean }): Promise<{ path: string; issuerKey: string }> {
   const lic = join(home, 'lic');
   const pub = join(lic, 'issuer.pub');
-  if (!existsSync(pub)) await cp(await shared(), lic, { recursive: true });
-  return (await readFile(pub, 'utf8')).trim();
+  if (opts.reuse && existsSync(pub)) return { path: join(lic, 'license.json'), issuerKey: (await readFile(pub, 'utf8')).trim() };
+  const made = await writeDevLicense(lic, opts.expired === true ? { now: new Date(Date.now() - 400 * 86_400_000) } : {});
+  return { path: made.licensePath, issuerKey: made.issuerPublicKey };
 }
 
 export function createHarness(): Harness {
@@ -141,19 +188,50 @@ export function createHarness(): Harness {
     return dir;
   };
 
-  // One dev license per harness, made on first use and copied into every node's home.
-  let sharedLicense: Promise<string> | undefined;
-  const licenseDir = (): Promise<string> =>
-    (sharedLicense ??= (async () => {
-      const dir = join(await tempDir('tessera-e2e-lic-'), 'lic');
-      const r = await runCli(['license', 'dev', '-out', dir]);
-      if (r.code !== 0) throw new Error(`license dev failed (${r.code}): ${r.stderr}`);
-      return dir;
-    })());
+  const inProcess = new Set<InProcessNode>();
 
   const track = (n: NodeProcess) => {
     nodes.add(n);
     void n.exited.then(() => nodes.delete(n));
+  };
+
+  /** The handle part every process node shares; `init` fills the credentials. */
+  const handle = async (n: NodeProcess, dataDir: string, init: InitOption | undefined): Promise<StartedNode> => {
+    let rootToken = n.rootToken;
+    let unsealKeys: readonly string[] = n.unsealKey !== undefined ? [n.unsealKey] : [];
+    if (init !== undefined) {
+      const r = await initAndUnseal(n.apiAddr, init === true ? {} : init);
+      rootToken = r.rootToken;
+      unsealKeys = r.keys;
+    }
+    const started: StartedNode = Object.assign(n, {
+      dataDir,
+      storageDir: join(dataDir, 'data'),
+      rootToken,
+      unsealKeys,
+      vault: (token?: string | null) => vault(n.apiAddr, token === undefined ? started.rootToken : (token ?? undefined)),
+    });
+    return started;
+  };
+
+  const startInProc = async (opts: InProcessOptions): Promise<InProcessNode> => {
+    const dir = opts.dir ?? (await tempDir('tessera-it-'));
+    await mkdir(dir, { recursive: true });
+    const license = (opts.license ?? 'valid') === 'none' ? undefined : await writeLicense(dir, { reuse: false, expired: opts.license === 'expired' });
+    let n: InProcessNode | undefined;
+    n = await startInProcess(opts, {
+      dir,
+      ownsDir: opts.dir === undefined,
+      ...(license !== undefined ? { license } : {}),
+      removeDir: () => rm(dir, { recursive: true, force: true }),
+      onStopped: () => void inProcess.delete(n!),
+    });
+    inProcess.add(n);
+    if (opts.initialize !== false) {
+      const r = await initAndUnseal(n.apiAddr, { shares: 3, threshold: 2 });
+      Object.assign(n, { rootToken: r.rootToken, unsealKeys: [...r.keys] });
+    }
+    return n;
   };
 
   const startDev = async (opts: StartOptions): Promise<StartedNode> => {
@@ -170,14 +248,13 @@ export function createHarness(): Harness {
     });
     track(n);
     const made = (await readdir(scratch)).find((d) => d.startsWith('tessera-dev-'));
-    const dataDir = made === undefined ? scratch : join(scratch, made);
-    return Object.assign(n, { dataDir, storageDir: join(dataDir, 'data') });
+    return handle(n, made === undefined ? scratch : join(scratch, made), undefined);
   };
 
   const startConfigured = async (opts: StartOptions): Promise<StartedNode> => {
     const home = opts.dataDir ?? (await tempDir('tessera-e2e-node-'));
     await mkdir(home, { recursive: true });
-    const issuerKey = await ensureLicense(home, licenseDir);
+    const { issuerKey } = await writeLicense(home, { reuse: true });
     const configPath = join(home, 'config.hcl');
     const extras: NodeConfigExtras = {
       ...(opts.clusterAddr !== undefined ? { clusterAddr: opts.clusterAddr } : {}),
@@ -193,14 +270,18 @@ export function createHarness(): Harness {
       ...(opts.readyTimeoutMs !== undefined ? { readyTimeoutMs: opts.readyTimeoutMs } : {}),
     });
     track(n);
-    return Object.assign(n, { dataDir: home, storageDir: join(home, 'data') });
+    return handle(n, home, opts.init);
   };
 
+  const startAny = (opts: StartOptions | (InProcessOptions & { readonly inProcess: true }) = {}): Promise<StartedNode | InProcessNode> =>
+    opts.inProcess === true ? startInProc(opts) : opts.dev === true ? startDev(opts) : startConfigured(opts);
+
   return {
-    startNode: (opts = {}) => (opts.dev === true ? startDev(opts) : startConfigured(opts)),
+    startNode: startAny as Harness['startNode'],
     tempDir,
     async cleanup() {
       await Promise.all([...nodes].map((n) => n.kill('SIGKILL')));
+      await Promise.all([...inProcess].map((n) => n.stop({ keepDir: true })));
       process.off('exit', onExit);
       await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
     },

@@ -1,14 +1,19 @@
 /**
- * Tiny HTTP helpers for tests against a node: `vault()` speaks Vault's wire through fetch, and
- * `rawRequest()` sends exactly the method, path and bytes given (fetch would normalise `..` and
- * `//`, and refuses some methods), for malformed-input tests.
+ * The tests' one HTTP client. `vault()` speaks Vault's wire through src/api's transport
+ * (`exchange`: the same URL building and fetch the product's TesseraClient uses), but answers
+ * every status as `{ status, body, text, headers }` so tests assert on error paths too. It sends
+ * any verb (LIST), exact body bytes (`raw`), extra headers, and `path?query` as written.
+ * `rawRequest()` sends exactly the method, path and bytes given over node:http (fetch would
+ * normalise `..` and `//`, and refuses some methods), for malformed-input tests.
  *
  *   const v = vault(node.apiAddr, rootToken);
  *   await v.put('secret/data/app', { data: { password: 'x' } }); // { status: 200, body: {...} }
  *   (await v.get('secret/data/app')).body.data.data.password;    // 'x'
+ *   await v.request('PUT', 'kv/x', { raw: '{"v":' });              // bytes as given
  *   await rawRequest(node.apiAddr, { method: 'PUT', path: '/v1/secret/../sys/mounts/x', body: '{' });
  */
 import http from 'node:http';
+import { exchange } from '../../src/api/request.js';
 
 /**
  * Parsed JSON, the text when the body is not JSON, or null when there is no body. `any` on
@@ -19,12 +24,21 @@ export type Body = any;
 export interface Reply {
   readonly status: number;
   readonly body: Body;
+  /** The body as received (metrics, or asserting that a secret is absent from it). */
+  readonly text: string;
   readonly headers: Headers;
 }
 
 export interface RequestOptions {
   readonly headers?: Readonly<Record<string, string>>;
   readonly query?: Readonly<Record<string, string>>;
+}
+
+export interface SendOptions extends RequestOptions {
+  /** Sent as JSON (Content-Type application/json unless a header says otherwise). */
+  readonly body?: unknown;
+  /** Sent byte for byte instead of `body`. */
+  readonly raw?: string | Uint8Array;
 }
 
 export interface VaultHttp {
@@ -35,7 +49,7 @@ export interface VaultHttp {
   delete(path: string, opts?: RequestOptions): Promise<Reply>;
   /** GET with ?list=true, as Vault's Go client sends a LIST; `request('LIST', ...)` sends the verb itself. */
   list(path: string, opts?: RequestOptions): Promise<Reply>;
-  request(method: string, path: string, opts?: RequestOptions & { readonly body?: unknown }): Promise<Reply>;
+  request(method: string, path: string, opts?: SendOptions): Promise<Reply>;
 }
 
 function parse(text: string): Body {
@@ -47,20 +61,23 @@ function parse(text: string): Body {
   }
 }
 
-/** `path` is relative to /v1/ (no leading slash needed). */
+/** `path` is relative to /v1/ (no leading slash needed); a `?query` in it is sent as the query. */
 export function vault(apiAddr: string, token?: string): VaultHttp {
-  const request = async (method: string, path: string, opts: RequestOptions & { body?: unknown } = {}): Promise<Reply> => {
-    const url = new URL(`/v1/${path.replace(/^\/+/, '')}`, apiAddr);
-    for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
+  const request = async (method: string, path: string, opts: SendOptions = {}): Promise<Reply> => {
+    const q = path.indexOf('?');
+    const query: Record<string, string> = q < 0 ? {} : Object.fromEntries(new URLSearchParams(path.slice(q + 1)));
     const headers: Record<string, string> = { ...opts.headers };
-    if (token !== undefined) headers['X-Vault-Token'] = token;
-    let body: string | undefined;
-    if (opts.body !== undefined) {
+    let body: string | Uint8Array | undefined = opts.raw;
+    if (body === undefined && opts.body !== undefined) {
       body = JSON.stringify(opts.body);
-      headers['Content-Type'] ??= 'application/json';
+      if (!Object.keys(headers).some((k) => k.toLowerCase() === 'content-type')) headers['Content-Type'] = 'application/json';
     }
-    const res = await fetch(url, { method, headers, ...(body !== undefined ? { body } : {}) });
-    return { status: res.status, body: parse(await res.text()), headers: res.headers };
+    const res = await exchange(
+      { addr: apiAddr, token },
+      // Always under /v1/ explicitly: buildUrl drops one leading "v1/", which would eat a mount named v1.
+      { method, path: `v1/${(q < 0 ? path : path.slice(0, q)).replace(/^\/+/, '')}`, query: { ...query, ...opts.query }, headers, body },
+    );
+    return { status: res.status, body: parse(res.text), text: res.text, headers: res.headers };
   };
   return {
     get: (path, opts) => request('GET', path, opts),

@@ -1,11 +1,14 @@
 /**
- * The process-level harness for end-to-end tests on real nodes (build first:
- * `npx tsc -p tsconfig.build.json`).
+ * The tests' house, in one import: the builder (harness.ts: process nodes, and in-process ones
+ * with `{ inProcess: true }`), topologies (cluster.ts), the one HTTP client (http.ts), replication
+ * helpers (dr.ts) and polling with a deadline (eventually.ts). Process nodes need the build first
+ * (`npm run build`).
  *
- *   import { useHarness, initAndUnseal, vault, eventually } from '../harness/index.js';
+ *   import { useHarness, startCluster, vault, eventually } from '../harness/index.js';
  *   const h = useHarness();
- *   const node = await h.startNode();
- *   const { rootToken } = await initAndUnseal(node.apiAddr);
+ *   const node = await h.startNode({ init: true });
+ *   await node.vault().get('sys/mounts');
+ *   const { primary, dr: [east] } = await startCluster(h, { dr: ['east'] });
  */
 export { eventually, EventuallyTimeout, type EventuallyOptions } from './eventually.js';
 export {
@@ -16,7 +19,11 @@ export {
   unseal,
   useHarness,
   type Harness,
+  type InitOption,
   type InitResult,
+  type InProcessNode,
+  type InProcessOptions,
+  type NodeHandle,
   type LeaseSettings,
   type LogLevel,
   type NodeConfigExtras,
@@ -24,7 +31,8 @@ export {
   type StartedNode,
   type StartOptions,
 } from './harness.js';
-export { rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type VaultHttp } from './http.js';
+export { startCluster, type Cluster, type ClusterSpec } from './cluster.js';
+export { rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type SendOptions, type VaultHttp } from './http.js';
 export { mainJs, NodeStartError, repoRoot, runCli, spawnNode, type CliOptions, type ExitInfo, type NodeProcess, type Readiness, type SpawnOptions } from './process.js';
 export { scanForStrings, type Finding } from './scan.js';
 export {

@@ -155,7 +155,7 @@ describe('userpass', () => {
     expect((await n.call('POST', 'auth/userpass/users/eve', { password: 'x' }, { token: null })).status).toBe(403);
     expect((await n.call('LIST', 'auth/userpass/users', undefined, { token: null })).status).toBe(403);
     expect((await n.call('POST', 'auth/userpass/users/eve', {})).status).toBe(400); // no password
-    expect((await n.call('POST', 'auth/userpass/users/bad%20name', { password: 'x' })).status).toBe(400);
+    expect((await n.call('POST', 'auth/userpass/users/bad name', { password: 'x' })).status).toBe(400);
     expect((await n.call('GET', 'auth/userpass/users/eve')).status).toBe(404);
   });
 

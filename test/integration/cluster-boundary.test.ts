@@ -121,10 +121,11 @@ describe('a valid secondary certificate on the cluster port', () => {
       onEnd: () => {},
     });
     const last = p.node.engine.lastGuard().index;
-    const deadline = Date.now() + 10_000;
-    while ((entries.at(-1)?.index ?? 0n) < last && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    stream.cancel();
-    expect(entries.at(-1)?.index).toBe(last);
+    try {
+      await eventually(() => expect(entries.at(-1)?.index).toBe(last), { timeoutMs: 10_000, intervalMs: 20 });
+    } finally {
+      stream.cancel();
+    }
     const keys = entries.flatMap((e) => e.ops.map((o) => o.key));
     expect(keys.length).toBeGreaterThan(0);
     expect(keys.filter((k) => k.startsWith('node/'))).toEqual([]);

@@ -104,7 +104,7 @@ it('update-primary: refuses token with addrs, forgets with a blank token, reatta
   expect(forgot.body.warnings).toHaveLength(1);
   expect(forgot.body.warnings[0]).toContain(`cluster address ${primaryCluster}`);
   expect(forgot.body.warnings[0]).toContain(`replication set ${clusterId}`);
-  expect(forgot.body.warnings[0]).toContain(p.url);
+  expect(forgot.body.warnings[0]).toContain(p.apiAddr);
   expect(await status(s)).toMatchObject({ mode: 'secondary', primary_cluster_addr: '', state: 'idle' });
   await p.call('PUT', 'kv/while-forgotten', { v: 1 });
   const noCreds = await s.call('POST', `${DR}/secondary/update-primary`, { dr_operation_token: t, update_primary_addrs: [primaryCluster] }, { token: null });

@@ -169,7 +169,8 @@ describe('DR refusals', () => {
       }, { timeoutMs: 2_000, intervalMs: 20 });
       expect((await status(a)).known_secondaries).not.toContain('dr-1');
 
-      // Writes on the primary no longer reach it, through several reconnect attempts.
+      // Writes on the primary no longer reach it, through several reconnect attempts. A negative:
+      // time must pass to show it, so this samples for a fixed 3 s rather than polling for a state.
       await a.call('PUT', 'secret/data/after-revoke', { data: { v: 1 } });
       const deadline = Date.now() + 3_000;
       const seen = new Set<string>();

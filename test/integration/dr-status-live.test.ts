@@ -59,7 +59,7 @@ it('shows a secondary connected as soon as it streams, disconnected as soon as i
   const before = await drStatus(p);
 
   // Restart the primary: the last heartbeats it saw are still reported.
-  const dir = p.dir;
+  const dir = p.dataDir;
   nodes.splice(nodes.indexOf(p), 1);
   await p.stop({ keepDir: true });
   const back = await node(dir);

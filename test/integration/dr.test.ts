@@ -32,7 +32,7 @@ describe('DR replication (in-process nodes, real gRPC)', () => {
     expect(jwt.split('.')).toHaveLength(3);
     expect(tok.body.wrap_info.ttl).toBe(1800);
     const claims = JSON.parse(Buffer.from(jwt.split('.')[1] as string, 'base64url').toString());
-    expect(claims).toMatchObject({ type: 'wrapping', addr: p.url });
+    expect(claims).toMatchObject({ type: 'wrapping', addr: p.apiAddr });
     expect((await p.call('POST', `${DR}/primary/secondary-token`, { id: 'dr-east' })).status).toBe(400);
 
     expect((await s.call('POST', `${DR}/secondary/enable`, { token: jwt })).status).toBe(204);

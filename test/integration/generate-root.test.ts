@@ -164,7 +164,7 @@ it('sealing the node forgets the shares given (root key material), not the attem
 
 it('the attempt survives a restart; the shares given before it do not', async () => {
   const node = await startTestNode();
-  const dir = node.dir;
+  const dir = node.dataDir;
   const keys = node.unsealKeys;
   const { nonce, otp } = (await node.call('PUT', `${GR}/attempt`, {}, open)).body;
   await give(node, nonce, [keys[0]!]);

@@ -167,7 +167,7 @@ describe('performance replication', () => {
         return st;
       });
       const moved = await s.call('POST', `${PERF}/secondary/update-primary`, { update_primary_addrs: [perfOnD.primary_cluster_addr] });
-      expect({ status: moved.status, body: moved.body }).toEqual({ status: 204, body: undefined });
+      expect({ status: moved.status, body: moved.body }).toEqual({ status: 204, body: null });
       // d now takes replicated writes (it is the DR primary) and s receives them.
       d.rootToken = p.rootToken;
       expect((await d.call('PUT', 'secret/data/after-failover', { data: { v: 9 } })).status).toBe(200);

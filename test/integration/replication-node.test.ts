@@ -89,7 +89,7 @@ describe('license', () => {
 describe('merkle-check and reindex', () => {
   it('reports a page corrupted on disk by page and subpage, and reindex repairs it', async () => {
     const n = await startTestNode();
-    const dir = n.dir;
+    const dir = n.dataDir;
     await n.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } });
     for (let i = 0; i < 40; i++) await n.call('PUT', `secret/data/k${i}`, { data: { i } });
     const clean = await n.call('POST', 'sys/replication/merkle-check', {});

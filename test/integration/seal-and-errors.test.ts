@@ -92,7 +92,7 @@ describe('error contract', () => {
   it('rejects relative segments that a raw client sends (fetch would normalise them away)', async () => {
     for (const path of ['/v1/secret/../sys/mounts', '/v1/secret/%2E%2E/sys/mounts', '/v1/./sys/mounts']) {
       const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port: new URL(n.url).port, path, headers: { 'X-Vault-Token': n.rootToken } }, (r) => {
+        const req = request({ host: '127.0.0.1', port: new URL(n.apiAddr).port, path, headers: { 'X-Vault-Token': n.rootToken } }, (r) => {
           let body = '';
           r.on('data', (c: Buffer) => (body += c.toString()));
           r.on('end', () => resolve({ status: r.statusCode ?? 0, body }));

@@ -15,11 +15,11 @@ export const OP = `${repl.DR}/secondary/generate-operation-token`;
 export const base = repl.replicationBase;
 
 export function replStatus(n: TestNode, kind: repl.Kind): Promise<any> {
-  return repl.replStatus(n.url, kind);
+  return repl.replStatus(n.apiAddr, kind);
 }
 
 export function drStatus(n: TestNode): Promise<any> {
-  return repl.drStatus(n.url);
+  return repl.drStatus(n.apiAddr);
 }
 
 /**
@@ -28,22 +28,22 @@ export function drStatus(n: TestNode): Promise<any> {
  * differ by design).
  */
 export async function inSync(a: TestNode, b: TestNode, opts: { streaming?: boolean; kind?: repl.Kind } = {}): Promise<any> {
-  return (await repl.waitInSync(a.url, b.url, 15_000, opts.kind ?? 'dr', opts.streaming === true)).secondary;
+  return (await repl.waitInSync(a.apiAddr, b.apiAddr, 15_000, opts.kind ?? 'dr', opts.streaming === true)).secondary;
 }
 
 /** A wrapped activation token (the JWT) for `id`, issued by primary `p`. */
 export function secondaryToken(p: TestNode, id: string, ttl?: string, kind: repl.Kind = 'dr'): Promise<string> {
-  return repl.secondaryToken(p.url, p.rootToken, id, ttl, kind);
+  return repl.secondaryToken(p.apiAddr, p.rootToken, id, ttl, kind);
 }
 
 /** Runs a whole generate-operation-token attempt on `n` with `keys`; returns the decoded token. */
 export function drOperationToken(n: TestNode, keys: string[]): Promise<string> {
-  return repl.drOperationToken(n.url, keys);
+  return repl.drOperationToken(n.apiAddr, keys);
 }
 
 /** Enables `kind` (default DR) on `p`, activates `s` as its secondary `id`, and waits until they are in sync. */
 export async function activatePair(p: TestNode, s: TestNode, id: string, kind: repl.Kind = 'dr'): Promise<void> {
-  await repl.enablePrimary(p.url, p.rootToken, '', kind);
-  await repl.activateSecondary(s.url, s.rootToken, await secondaryToken(p, id, undefined, kind), kind);
+  await repl.enablePrimary(p.apiAddr, p.rootToken, '', kind);
+  await repl.activateSecondary(s.apiAddr, s.rootToken, await secondaryToken(p, id, undefined, kind), kind);
   await inSync(p, s, { kind });
 }
