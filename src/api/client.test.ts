@@ -27,10 +27,13 @@ describe('generic calls', () => {
     expect(req?.headers['x-vault-namespace']).toBe('team-a');
   });
 
-  it('accepts a path that already starts with v1/', async () => {
+  it('accepts an absolute API path (/v1/...), and reaches a mount named v1 by its relative path', async () => {
     fake.on('GET', 'sys/mounts', { status: 200, body: envelope({}) });
-    await client.read('v1/sys/mounts');
+    await client.read('/v1/sys/mounts');
     expect(fake.requests[0]?.path).toBe('sys/mounts');
+    fake.on('GET', 'v1/app', { status: 200, body: envelope({}) });
+    await client.read('v1/app');
+    expect(fake.requests[1]?.path).toBe('v1/app');
   });
 
   it('sends no token or namespace header when none is set', async () => {

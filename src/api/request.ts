@@ -49,7 +49,9 @@ export interface ApiResponse {
 
 /** "/v1/" + the path, with each segment percent-encoded; the query drops undefined values. */
 export function buildUrl(addr: string, path: string, query?: Query): string {
-  const trimmed = path.replace(/^\/+/, '').replace(/^v1\//, '');
+  // An absolute API path ('/v1/sys/mounts') is accepted as such; a relative one is a Vault path
+  // as it is, so a mount named v1 stays reachable ('v1/data' is that mount's, not sys's).
+  const trimmed = path.replace(/^\/v1\//, '').replace(/^\/+/, '');
   const encoded = trimmed
     .split('/')
     .map((segment) => encodeURIComponent(segment))
