@@ -74,8 +74,8 @@ export function vault(apiAddr: string, token?: string): VaultHttp {
     }
     const res = await exchange(
       { addr: apiAddr, token },
-      // Always under /v1/ explicitly: buildUrl drops one leading "v1/", which would eat a mount named v1.
-      { method, path: `v1/${(q < 0 ? path : path.slice(0, q)).replace(/^\/+/, '')}`, query: { ...query, ...opts.query }, headers, body },
+      // An absolute API path, so a Vault path that starts with v1 (a mount named v1) stays one.
+      { method, path: `/v1/${(q < 0 ? path : path.slice(0, q)).replace(/^\/+/, '')}`, query: { ...query, ...opts.query }, headers, body },
     );
     return { status: res.status, body: parse(res.text), text: res.text, headers: res.headers };
   };
