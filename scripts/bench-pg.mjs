@@ -29,7 +29,7 @@
  * Everything is stopped and removed afterwards, also on failure (logs kept then).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { appendFile, chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -74,9 +74,12 @@ function serverAccount() {
   return { name: 'postgres', uid: Number(id('-u').stdout), gid: Number(id('-g').stdout) };
 }
 
+/** [command, argv] running a PostgreSQL program, as the server account when there is one. */
+const command = (account, program, args) => (account ? ['runuser', ['-u', account.name, '--', join(PG_BIN, program), ...args]] : [join(PG_BIN, program), args]);
+
 /** Runs a PostgreSQL program (as the server account when root); resolves with stdout, throws on failure. */
 function run(account, program, args, { quiet = false } = {}) {
-  const [cmd, argv] = account ? ['runuser', ['-u', account.name, '--', join(PG_BIN, program), ...args]] : [join(PG_BIN, program), args];
+  const [cmd, argv] = command(account, program, args);
   return new Promise((resolve, reject) => {
     const p = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], cwd: '/' });
     const out = [];
@@ -175,6 +178,14 @@ export async function benchPg({ seconds = 3, clients = [4, 16], loadClients = 16
   const started = [];
   const conns = [];
   let ok = false;
+  // pg_ctl daemonizes the servers: on Ctrl-C stop them (and remove the data) before exiting, or
+  // they outlive the bench.
+  const onSignal = (sig) => {
+    for (const d of started) spawnSync(...command(account, 'pg_ctl', ['stop', '-m', 'immediate', '-D', d]), { stdio: 'ignore' });
+    rmSync(scratch, { recursive: true, force: true });
+    process.exit(sig === 'SIGINT' ? 130 : 143);
+  };
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, onSignal);
   try {
     note(`PostgreSQL bench: initdb, primary on 127.0.0.1:${pPort}...`);
     await run(account, 'initdb', ['-D', dirs.primary, '-U', USER, '--auth=trust', '-E', 'UTF8', '--no-locale']);
@@ -260,6 +271,7 @@ export async function benchPg({ seconds = 3, clients = [4, 16], loadClients = 16
     ok = true;
     return { version: (await standby.query('SHOW server_version')).rows[0][0], settings: { fsync: 'on', synchronous_commit: 'on', replication: 'asynchronous streaming, hot standby' }, valueBytes: VALUE_BYTES, throughput, queryRoundTrip: floor, lagIdle: idle, lagUnderLoad: underLoad, promote };
   } finally {
+    for (const sig of ['SIGINT', 'SIGTERM']) process.off(sig, onSignal);
     await Promise.all(conns.map((c) => c.close().catch(() => undefined)));
     for (const d of started) await run(account, 'pg_ctl', ['stop', '-w', '-m', 'immediate', '-D', d], { quiet: true }).catch(() => undefined);
     if (ok) await rm(scratch, { recursive: true, force: true });
