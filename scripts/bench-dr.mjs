@@ -7,10 +7,14 @@
  *   import { benchDr } from './bench-dr.mjs'; await benchDr({ seconds: 3 });   // scripts/bench.mjs
  *   (BENCH_SECONDS and BENCH_DR_CATCHUP_WRITES set the defaults.)
  *
+ * (0) Throughput with the secondary attached and streaming: `throughputClients` (4 and 16)
+ *     sequential writers of 1 KiB values, distinct keys, for `seconds` each after a 0.5 s warm-up;
+ *     the memory (RSS, PSS) of both node processes is sampled meanwhile (bench-mem.mjs). This is
+ *     the Tessera side of the PostgreSQL comparison in scripts/bench.mjs (bench-pg.mjs).
  * (a) Lag: one probe client writes, and from the write's 200 polls the secondary's
  *     `sys/replication/dr/status` (one request in flight on a keep-alive connection, 1 ms apart)
  *     until its last_wal reaches the primary's last_wal read right after that ack; idle, then
- *     while 16 other clients write 1 KiB values. A poll sees the state at some point during its
+ *     while 16 other clients write 1 KiB values (memory sampled as in (0)). A poll sees the state at some point during its
  *     round trip, so the resolution is one status round trip (measured idle and reported) plus
  *     the poll gap.
  *     Under load the primary's last_wal after the ack includes other clients' later commits,
@@ -35,6 +39,7 @@ import {
   activateSecondary, call, drOperationToken, drStatus, ensureLicense, freePorts, initNode, mainJs, must, startNode,
   unsealNode, waitFor, waitForStreaming, writeNodeConfig,
 } from './cluster.mjs';
+import { sampleMemory } from './bench-mem.mjs';
 
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const DR = 'sys/replication/dr';
@@ -125,13 +130,13 @@ async function withProbe(base, fn) {
 }
 
 /** Runs the three measurements, prints the table, writes bench-results/bench-dr.json; resolves with the results. */
-export async function benchDr({ seconds = 5, catchupWrites = Number(process.env.BENCH_DR_CATCHUP_WRITES ?? 100_000), clients = 16, pollIntervalMs = 1, command = 'benchDr' } = {}) {
-  const r = await measureDr({ seconds, catchupWrites, clients, pollIntervalMs });
+export async function benchDr({ seconds = 5, catchupWrites = Number(process.env.BENCH_DR_CATCHUP_WRITES ?? 100_000), clients = 16, throughputClients = [4, 16], pollIntervalMs = 1, command = 'benchDr' } = {}) {
+  const r = await measureDr({ seconds, catchupWrites, clients, throughputClients, pollIntervalMs });
   await reportDr(r, { seconds, command });
   return r;
 }
 
-async function measureDr({ seconds, catchupWrites, clients, pollIntervalMs }) {
+async function measureDr({ seconds, catchupWrites, clients, throughputClients, pollIntervalMs }) {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
   const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-bench-dr-'));
   const license = await ensureLicense(join(scratch, 'license'));
@@ -160,6 +165,22 @@ async function measureDr({ seconds, catchupWrites, clients, pollIntervalMs }) {
     await must(primary.apiAddr, 'POST', `${DR}/primary/enable`, { token, body: {} });
     await activateSecondary({ primaryAddr: primary.apiAddr, rootToken: token, secondaryAddr: secondary.apiAddr, secondaryToken: sInit.root_token, id: 'bench-dr' });
     await waitForStreaming(secondary.apiAddr);
+    const mem = () => sampleMemory({ primary: { pid: primary.pid }, secondary: { pid: secondary.pid } });
+
+    // (0) throughput with the secondary streaming
+    const throughput = [];
+    for (const n of throughputClients) {
+      note(`DR bench: durable writes with the secondary streaming, ${n} clients, ${seconds} s...`);
+      const timed = (ms) => {
+        const end = performance.now() + ms;
+        return () => performance.now() >= end;
+      };
+      const base = { apiAddr: primary.apiAddr, token, clients: n, valueBytes: LOAD_VALUE_BYTES };
+      await writers({ ...base, prefix: `bench-dr/warmup/n${n}`, until: timed(500) });
+      const m = mem();
+      const w = await writers({ ...base, prefix: `bench-dr/throughput/n${n}`, until: timed(seconds * 1000) });
+      throughput.push({ clients: n, writes: w.writes, seconds: w.seconds, writesPerSec: w.writes / w.seconds, memory: await m.stop() });
+    }
 
     // (a) lag
     note('DR bench: status round-trip floor...');
@@ -169,10 +190,11 @@ async function measureDr({ seconds, catchupWrites, clients, pollIntervalMs }) {
     const idle = await withProbe(base, (ctx) => lagPhase(ctx, 'idle', seconds));
     note(`DR bench: lag under ${clients}-client write load, ${seconds} s...`);
     let stop = false;
+    const loadMem = mem();
     const load = writers({ apiAddr: primary.apiAddr, token, clients, valueBytes: LOAD_VALUE_BYTES, prefix: 'bench-dr/load', until: () => stop });
     const loaded = await withProbe(base, (ctx) => lagPhase(ctx, 'load', seconds)).finally(() => (stop = true));
     const loadRun = await load;
-    const underLoad = { ...loaded, loadClients: clients, loadWritesPerSec: loadRun.writes / loadRun.seconds };
+    const underLoad = { ...loaded, loadClients: clients, loadWritesPerSec: loadRun.writes / loadRun.seconds, memory: await loadMem.stop() };
 
     // (b) catch-up
     await waitFor('the secondary to catch up after the load', async () => {
@@ -246,13 +268,14 @@ async function measureDr({ seconds, catchupWrites, clients, pollIntervalMs }) {
     }
     const tWrite = performance.now();
     wAgent.destroy();
-    await must(secondary.apiAddr, 'POST', `${DR}/secondary/operation-token/delete`, { body: { dr_operation_token: opToken } }, [204]);
+    // No operation-token/delete: the promoted node is no longer a DR secondary (it answers 400),
+    // and the whole cluster is thrown away below.
     const promote = { promoteCallMs: tPromoted - t0, promoteToFirstWriteMs: tWrite - t0, retries };
 
     await secondary.stop();
     running.length = 0;
     ok = true;
-    return { pollIntervalMs, statusRoundTrip: floor, lagIdle: idle, lagUnderLoad: underLoad, catchUp, promote, walMaxEntries: wal.walMaxEntries };
+    return { throughput, pollIntervalMs, statusRoundTrip: floor, lagIdle: idle, lagUnderLoad: underLoad, catchUp, promote, walMaxEntries: wal.walMaxEntries };
   } finally {
     await Promise.all(running.map((n) => n.stop()));
     if (ok) await rm(scratch, { recursive: true, force: true });
@@ -271,6 +294,11 @@ async function reportDr(r, { seconds, command }) {
   const f = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
   const c = r.catchUp;
   console.log(`\nTessera DR replication (primary + DR secondary processes on one ${os.cpus().length}-CPU host)`);
+  const memCell = (m) => `${f(m.primary.maxRssMb, 0)} / ${f(m.secondary.maxRssMb, 0)} MB (end ${f(m.primary.endRssMb, 0)} / ${f(m.secondary.endRssMb, 0)})`;
+  console.log(table(['durable writes, secondary streaming', 'writes/s', 'RSS max primary / secondary'], [
+    ...r.throughput.map((t) => [`${t.clients} clients, ${LOAD_VALUE_BYTES} B values`, f(t.writesPerSec, 0), memCell(t.memory)]),
+    [`during the lag phase under ${r.lagUnderLoad.loadClients} writers`, f(r.lagUnderLoad.loadWritesPerSec, 0), memCell(r.lagUnderLoad.memory)],
+  ]));
   console.log(table(['measure', 'p50 ms', 'p99 ms', 'samples', 'note'], [
     ['status round trip, idle (floor)', f(r.statusRoundTrip.p50Ms), f(r.statusRoundTrip.p99Ms), String(r.statusRoundTrip.n), `lag resolution: this + ${r.pollIntervalMs} ms poll gap`],
     ['lag ack -> visible, idle', f(r.lagIdle.p50Ms), f(r.lagIdle.p99Ms), String(r.lagIdle.n), `${f(r.lagIdle.p50Ms / r.statusRoundTrip.p50Ms, 1)}x floor at p50`],

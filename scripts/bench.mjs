@@ -7,6 +7,12 @@
  *   BENCH_CLIENTS=16 BENCH_NO_CEILING=1 node scripts/bench.mjs   # one row, no LevelDB ceiling
  *   BENCH_NO_DR=1 BENCH_NO_PERF=1 node scripts/bench.mjs          # without the DR (bench-dr.mjs) or
  *                                                                  # performance (bench-perf.mjs) parts
+ *   BENCH_NO_PG=1 node scripts/bench.mjs                           # without the PostgreSQL reference
+ *
+ * The headline (bench-headline.mjs, printed last): PostgreSQL 15 with an asynchronous standby
+ * (bench-pg.mjs) and Tessera with a DR secondary (bench-dr.mjs), measured one after the other in
+ * this run, every Tessera figure as a ratio to PostgreSQL's, the LevelDB ceiling as the physical
+ * limit, the machine and its load average at start and end.
  *
  * scripts/profile.mjs reuses startDevNode and httpWrites to CPU-profile the node under this load.
  *
@@ -24,6 +30,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { headlineNotes, headlineRows, headlineText, machine } from './bench-headline.mjs';
 import { leveldbCeiling } from './bench-leveldb.mjs';
 
 /** TESSERA_MAIN points at another build's main.js (e.g. to compare two builds). */
@@ -197,6 +204,9 @@ function table(header, rows) {
 
 async function main() {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
+  const loadAvgStart = os.loadavg();
+  const benchPg = process.env.BENCH_NO_PG || process.env.BENCH_NO_CEILING ? undefined : (await import('./bench-pg.mjs'));
+  benchPg?.ensurePostgres(); // installs postgresql-15 (as root) before anything is measured
   const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-bench-'));
   let node;
   const httpRows = [];
@@ -214,7 +224,7 @@ async function main() {
     await rm(scratch, { recursive: true, force: true });
   }
 
-  const sizes = [...new Set([1, ...CLIENTS])];
+  const sizes = [...new Set([1, 4, 16, ...CLIENTS])].sort((a, b) => a - b); // 4 and 16: the headline
   const ceiling = process.env.BENCH_NO_CEILING
     ? sizes.map((batchSize) => ({ batchSize, valuesPerSec: NaN }))
     : (process.stderr.write(`LevelDB ceiling, batches of ${sizes.join(', ')}, ${SECONDS} s each...\n`),
@@ -255,27 +265,39 @@ async function main() {
   if (process.env.BENCH_NO_CEILING) return;
   await mkdir(resultsDir, { recursive: true });
   const out = join(resultsDir, 'bench.json');
-  await writeFile(
-    out,
-    `${JSON.stringify(
-      {
-        date: new Date().toISOString(),
-        node: process.version,
-        cpus: os.cpus().length,
-        platform: `${os.platform()} ${os.release()}`,
-        valueBytes: VALUE_BYTES,
-        secondsPerRow: SECONDS,
-        http: rows,
-        leveldbCeiling: ceiling,
-      },
-      null,
-      2,
-    )}\n`,
-  );
+  // PostgreSQL first, then Tessera's primary + DR secondary: never both at once.
+  if (benchPg) process.stderr.write(`PostgreSQL 15 reference, ${SECONDS} s per phase...\n`);
+  const pg = benchPg ? await benchPg.benchPg({ seconds: SECONDS }) : undefined;
+  // Throughput with the secondary streaming, lag, catch-up, promote: bench-results/bench-dr.json
+  const dr = process.env.BENCH_NO_DR ? undefined : await (await import('./bench-dr.mjs')).benchDr({ seconds: SECONDS });
+  const loadAvg = { start: loadAvgStart, end: os.loadavg() };
+  const mc = machine();
+  const headline = headlineRows({ pg, dr, ceiling });
+  const headlineOut = `\n${headlineText(headline, { machine: mc, loadAvg })}\n${headlineNotes({ pg, dr }).join('\n')}`;
+  const doc = {
+    date: new Date().toISOString(),
+    command: `${['BENCH_SECONDS', 'BENCH_NO_DR', 'BENCH_NO_PG', 'BENCH_NO_PERF', 'BENCH_DR_CATCHUP_WRITES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}node scripts/bench.mjs`,
+    machine: mc,
+    loadAvg,
+    node: process.version,
+    cpus: os.cpus().length,
+    platform: `${os.platform()} ${os.release()}`,
+    valueBytes: VALUE_BYTES,
+    secondsPerRow: SECONDS,
+    headline,
+    http: rows,
+    leveldbCeiling: ceiling,
+    postgres: pg,
+    tesseraDr: dr && { throughput: dr.throughput, lagIdle: dr.lagIdle, lagUnderLoad: dr.lagUnderLoad, promote: dr.promote, statusRoundTrip: dr.statusRoundTrip },
+  };
+  await writeFile(out, `${JSON.stringify(doc, null, 2)}\n`);
   console.log(`\nWrote ${out}`);
-  if (!process.env.BENCH_NO_DR) await (await import('./bench-dr.mjs')).benchDr({ seconds: SECONDS }); // DR lag, catch-up, promote: bench-results/bench-dr.json
-  // Forwarded vs direct write latency, read scale-out, filter-change keys moved: bench-results/bench-perf.json
-  if (!process.env.BENCH_NO_PERF) await (await import('./bench-perf.mjs')).benchPerf({ seconds: SECONDS, command: `${process.env.BENCH_NO_DR ? 'BENCH_NO_DR=1 ' : ''}node scripts/bench.mjs` });
+  try {
+    // Forwarded vs direct write latency, read scale-out, filter-change keys moved: bench-results/bench-perf.json
+    if (!process.env.BENCH_NO_PERF) await (await import('./bench-perf.mjs')).benchPerf({ seconds: SECONDS, command: `${process.env.BENCH_NO_DR ? 'BENCH_NO_DR=1 ' : ''}node scripts/bench.mjs` });
+  } finally {
+    console.log(headlineOut);
+  }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

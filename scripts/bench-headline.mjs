@@ -1,0 +1,93 @@
+/**
+ * The headline of `npm run bench`: every Tessera figure (primary + DR secondary, bench-dr.mjs) as a
+ * ratio to PostgreSQL 15 with an asynchronous standby measured in the same run (bench-pg.mjs), and
+ * the LevelDB ceiling (bench-leveldb.mjs) as the physical limit of a durable write on this disk.
+ *
+ * Ratios are always Tessera / PostgreSQL; `better` says which direction wins (throughput: higher;
+ * latencies and memory: lower). Goals are those of issue 9: lag p99 <= 10 ms under the 16-client
+ * load, idle ack -> visible p50 <= 2x PostgreSQL's, promote -> first write <= PostgreSQL's.
+ */
+import os from 'node:os';
+
+/** The machine the figures belong to. */
+export function machine() {
+  const cpus = os.cpus();
+  return { cpu: cpus[0]?.model ?? 'unknown', cores: cpus.length, kernel: `${os.type()} ${os.release()}`, node: process.version, memoryGb: os.totalmem() / 1024 ** 3 };
+}
+
+const sum = (...xs) => xs.reduce((a, b) => a + b, 0);
+
+/**
+ * Rows of { figure, unit, pg, tessera, ratio, better, goal?, met? }; `pg` or `dr` may be undefined
+ * (BENCH_NO_PG, BENCH_NO_DR), which leaves their cells NaN.
+ */
+export function headlineRows({ pg, dr, ceiling }) {
+  const rows = [];
+  const row = (figure, unit, p, t, better, goal) => {
+    const r = { figure, unit, pg: p ?? NaN, tessera: t ?? NaN, ratio: (t ?? NaN) / (p ?? NaN), better };
+    if (goal) Object.assign(r, { goal: goal.text, met: Number.isFinite(r.tessera) && Number.isFinite(goal.limit) ? r.tessera <= goal.limit : undefined });
+    rows.push(r);
+  };
+  const tput = (src, n) => src?.throughput.find((x) => x.clients === n)?.writesPerSec;
+  for (const n of [16, 4]) row(`durable ~1 KB writes/s, ${n} clients (replica attached)`, 'writes/s', tput(pg, n), tput(dr, n), 'higher');
+  const pl = pg?.lagUnderLoad;
+  const tl = dr?.lagUnderLoad;
+  row('replica lag under 16-client load, ack -> visible p50', 'ms', pl?.p50Ms, tl?.p50Ms, 'lower');
+  row('replica lag under 16-client load, ack -> visible p99', 'ms', pl?.p99Ms, tl?.p99Ms, 'lower', { text: 'Tessera <= 10 ms', limit: 10 });
+  row('replica lag under 16-client load, ack -> visible max', 'ms', pl?.maxMs, tl?.maxMs, 'lower');
+  row('idle commit ack -> visible on the replica, p50', 'ms', pg?.lagIdle.p50Ms, dr?.lagIdle.p50Ms, 'lower', { text: '<= 2x PostgreSQL', limit: 2 * (pg?.lagIdle.p50Ms ?? NaN) });
+  row('idle commit ack -> visible on the replica, p99', 'ms', pg?.lagIdle.p99Ms, dr?.lagIdle.p99Ms, 'lower');
+  row('promote -> first accepted write', 'ms', pg?.promote.promoteToFirstWriteMs, dr?.promote.promoteToFirstWriteMs, 'lower', { text: '<= PostgreSQL', limit: pg?.promote.promoteToFirstWriteMs ?? NaN });
+  const m = (x) => x?.lagUnderLoad.memory;
+  const pgMem = m(pg) && sum(m(pg).primary.maxPssMb, m(pg).standby.maxPssMb);
+  const tMem = m(dr) && sum(m(dr).primary.maxPssMb, m(dr).secondary.maxPssMb);
+  row('memory under 16-client load, PSS max, primary + replica', 'MB', pgMem, tMem, 'lower');
+  for (const n of [16, 4]) {
+    const c = ceiling?.find((x) => x.batchSize === n)?.valuesPerSec;
+    // The physical limit: each system's ${n}-client writes/s as a fraction of it; `ratio` stays T/PG.
+    rows.push({ figure: `LevelDB ceiling, fsynced batches of ${n} x 1 KiB: ${fmt(c, 'values/s')} values/s (physical limit)`, unit: 'of ceiling', ceiling: c ?? NaN, pg: (tput(pg, n) ?? NaN) / (c ?? NaN), tessera: (tput(dr, n) ?? NaN) / (c ?? NaN), ratio: (tput(dr, n) ?? NaN) / (tput(pg, n) ?? NaN), better: 'higher' });
+  }
+  return rows;
+}
+
+/** Lines under the table: PostgreSQL's own replay_lag, memory per node, the probe methods. */
+export function headlineNotes({ pg, dr }) {
+  const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+  const out = [];
+  const rl = pg?.lagUnderLoad.replayLag;
+  if (rl) out.push(`PostgreSQL's own replay_lag (pg_stat_replication, every 50 ms under the load): p50 ${f(rl.p50Ms, 2)}, p99 ${f(rl.p99Ms, 2)}, max ${f(rl.maxMs, 2)} ms (${rl.n} samples, ${rl.nullSamples} NULL)`);
+  const mem = (label, m, a, b) => `${label}: ${a} RSS max ${f(m[a].maxRssMb, 0)} MB / PSS max ${f(m[a].maxPssMb, 0)} MB (after the load ${f(m[a].endRssMb, 0)} / ${f(m[a].endPssMb, 0)}); ${b} RSS max ${f(m[b].maxRssMb, 0)} / PSS max ${f(m[b].maxPssMb, 0)} MB (after ${f(m[b].endRssMb, 0)} / ${f(m[b].endPssMb, 0)})`;
+  if (dr) out.push(mem('Tessera memory under the 16-client load', dr.lagUnderLoad.memory, 'primary', 'secondary'));
+  if (pg) out.push(mem('PostgreSQL memory (every process of each server) under the 16-client load', pg.lagUnderLoad.memory, 'primary', 'standby'));
+  out.push('ack -> visible: PostgreSQL, the probe key is visible on the standby (exact); Tessera, the DR secondary\'s last_wal reaches the primary\'s read after the ack (an upper bound under load). Both poll on one connection, 1 ms apart.');
+  return out;
+}
+
+const fmt = (x, unit) => {
+  if (!Number.isFinite(x)) return 'n/a';
+  if (unit === 'ms') return x < 10 ? x.toFixed(2) : x.toFixed(1);
+  if (unit === 'of ceiling') return `${x.toFixed(x < 0.1 ? 3 : 2)}x`;
+  return Math.round(x).toLocaleString('en-US');
+};
+
+/** The headline as text: a table, the machine and the load average. */
+export function headlineText(rows, { machine: mc, loadAvg }) {
+  const header = ['figure', 'PostgreSQL 15', 'Tessera', 'ratio T/PG', 'better', 'goal'];
+  const body = rows.map((r) => [
+    r.figure,
+    `${fmt(r.pg, r.unit)} ${r.unit}`,
+    `${fmt(r.tessera, r.unit)} ${r.unit}`,
+    Number.isFinite(r.ratio) ? `${r.ratio.toFixed(r.ratio < 0.1 ? 3 : 2)}x` : 'n/a',
+    r.better,
+    r.goal ? `${r.goal}: ${r.met === undefined ? 'n/a' : r.met ? 'met' : 'MISSED'}` : '',
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells) => cells.map((c, i) => (i === 0 || i >= 4 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd();
+  return [
+    `Headline: Tessera (primary + DR secondary, KV v2 over HTTP) against PostgreSQL 15 (primary + async standby, pgbench) in the same run`,
+    `Machine: ${mc.cpu}, ${mc.cores} cores, ${mc.memoryGb.toFixed(0)} GB, ${mc.kernel}, Node ${mc.node}; load average ${loadAvg.start.map((x) => x.toFixed(2)).join(' ')} at start, ${loadAvg.end.map((x) => x.toFixed(2)).join(' ')} at end`,
+    line(header),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...body.map(line),
+  ].join('\n');
+}

@@ -1,0 +1,85 @@
+/**
+ * Memory of benchmarked processes, from /proc (Linux; elsewhere every figure is NaN).
+ *
+ * A process tree's memory is reported two ways: RSS summed over the processes, and PSS
+ * (proportional set size, /proc/PID/smaps_rollup) summed over them. For PostgreSQL, whose backends
+ * all map the same shared buffers, summed RSS counts those pages once per process; summed PSS counts
+ * each page once, so PSS is the figure compared between PostgreSQL and Tessera (for Tessera's one
+ * process PSS and RSS differ only by shared libraries).
+ */
+import { readdir, readFile } from 'node:fs/promises';
+
+const kb = (text, field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(text)?.[1] ?? NaN);
+
+/** Children (recursively) of `pid`, itself first. */
+async function tree(pid) {
+  const parents = new Map();
+  for (const name of await readdir('/proc').catch(() => [])) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = await readFile(`/proc/${name}/stat`, 'utf8');
+      parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) for (const [child, parent] of parents) if (parent === out[i]) out.push(child);
+  return out;
+}
+
+/** { rssKb, pssKb, processes } of `pid` and (with `children`) its descendants. */
+export async function memoryOf(pid, { children = false } = {}) {
+  const pids = children ? await tree(pid) : [pid];
+  let rssKb = 0;
+  let pssKb = 0;
+  let processes = 0;
+  for (const p of pids) {
+    try {
+      const rollup = await readFile(`/proc/${p}/smaps_rollup`, 'utf8');
+      rssKb += kb(rollup, 'Rss');
+      pssKb += kb(rollup, 'Pss');
+      processes++;
+    } catch {
+      // exited meanwhile, or no /proc
+    }
+  }
+  return processes === 0 ? { rssKb: NaN, pssKb: NaN, processes } : { rssKb, pssKb, processes };
+}
+
+/**
+ * Samples every `intervalMs` until stop(); `targets` maps a name to { pid, children }.
+ * stop() resolves with { name: { maxRssMb, maxPssMb, endRssMb, endPssMb, samples } }.
+ */
+export function sampleMemory(targets, intervalMs = 250) {
+  const seen = Object.fromEntries(Object.keys(targets).map((k) => [k, { maxRssKb: NaN, maxPssKb: NaN, end: undefined, samples: 0 }]));
+  let stopped = false;
+  const once = async () => {
+    for (const [name, t] of Object.entries(targets)) {
+      const m = await memoryOf(t.pid, t);
+      const s = seen[name];
+      if (!Number.isFinite(m.rssKb)) continue;
+      s.maxRssKb = Number.isFinite(s.maxRssKb) ? Math.max(s.maxRssKb, m.rssKb) : m.rssKb;
+      s.maxPssKb = Number.isFinite(s.maxPssKb) ? Math.max(s.maxPssKb, m.pssKb) : m.pssKb;
+      s.end = m;
+      s.samples++;
+    }
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      await once();
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      await once(); // the end figure is taken at stop, still under the load's footprint
+      const mb = (k) => k / 1024;
+      return Object.fromEntries(Object.entries(seen).map(([k, s]) => [k, {
+        maxRssMb: mb(s.maxRssKb), maxPssMb: mb(s.maxPssKb), endRssMb: mb(s.end?.rssKb ?? NaN), endPssMb: mb(s.end?.pssKb ?? NaN), processes: s.end?.processes ?? 0, samples: s.samples,
+      }]));
+    },
+  };
+}
