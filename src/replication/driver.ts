@@ -20,14 +20,15 @@ import {
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import type { Store } from '../storage/store.js';
-import { createSigningKey, generateBoxKeyPair, isBoxPublicKey, isJwt, peekJwt, sealTo, signActivationJwt, verifyActivationJwt } from './activation-token.js';
+import { generateBoxKeyPair, isBoxPublicKey, isJwt, peekJwt, sealTo, signActivationJwt, verifyActivationJwt } from './activation-token.js';
 import { BUNDLE_VERSION, type Bundle } from './bundle.js';
 import { applierFor, type Applier } from './applier.js';
 import { composeRecord, loadRecord, saveRecord, workbenchOf, type SecondaryMaterial, type Workbench } from './role-record.js';
 import { DemoteDrain, type DemoteReport } from './drain.js';
 import { WriteForwarder } from './forwarder.js';
 import { lastSeenRecord } from './last-seen.js';
-import { createCa, issueLeaf } from './pki.js';
+import { issueLeaf } from './pki.js';
+import { SpareMaterial } from './primary-material.js';
 import { PrimaryStreamer, type FilterSource } from './primary-service.js';
 import { redeem } from './redeem.js';
 import { SecondaryLoop } from './secondary-loop.js';
@@ -115,6 +116,7 @@ export class ReplicationDriver {
   private server: ReplicationServer | undefined;
   private streamer: PrimaryStreamer | undefined;
   private loop: SecondaryLoop | undefined;
+  private readonly spare = new SpareMaterial();
   private applier: Applier | undefined;
   private boundClusterAddr = '';
   private queue: Promise<unknown> = Promise.resolve();
@@ -222,7 +224,14 @@ export class ReplicationDriver {
       this.record = { ...this.record, state: r.state };
       for (const e of r.effects) await this.perform(e, {});
       this.gateReplicatedWrites();
+      this.prepareSpare();
     });
+  }
+
+  /** A secondary makes the credentials it would need as a primary ahead of a promotion. */
+  private prepareSpare(): void {
+    const s = this.record.state;
+    if (s.mode === 'secondary') this.spare.prepare(s.clusterId, this.now());
   }
 
   /**
@@ -286,6 +295,7 @@ export class ReplicationDriver {
       for (const e of r.effects) await this.perform(e, ctx);
     } finally {
       this.gateReplicatedWrites();
+      this.prepareSpare();
     }
   }
 
@@ -328,13 +338,11 @@ export class ReplicationDriver {
       case 'createCa': {
         const s = this.record.state;
         const clusterId = s.mode === 'primary' || s.mode === 'secondary' ? s.clusterId : randomUUID();
-        const ca = await createCa({ clusterId, now: this.now() });
-        const serverName = `primary.${clusterId}.tessera`;
-        const leaf = await issueLeaf(ca, { name: serverName, usage: 'server', ttlDays: 3650, now: this.now() });
-        const signing = await createSigningKey();
+        // Promoting a secondary of this cluster takes the spare it made ahead (primary-material.ts).
+        const fresh = await this.spare.take(clusterId, this.now());
         this.record = {
           ...this.record,
-          primary: { caCertPem: ca.certPem, caKeyPem: ca.keyPem, serverCertPem: leaf.certPem, serverKeyPem: leaf.keyPem, serverName, signing: { privateJwk: signing.privateJwk, publicJwk: signing.publicJwk }, certs: {}, wrapAccessors: {} },
+          primary: { ...fresh, certs: {}, wrapAccessors: {} },
         };
         return;
       }
