@@ -13,6 +13,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { InvalidRequest } from '../core/errors.js';
+import { SerialReload } from '../core/serial-reload.js';
 import type { Op, Store } from '../storage/store.js';
 import { encodeEntry, entryKey as keyOf, migrationOps, readTable, type TableLayout } from './keyed-table.js';
 
@@ -68,34 +69,18 @@ export class Mounts {
 
   constructor(private readonly store: () => Store) {}
 
-  /** Bumped by every change this node makes, so a load that raced one reads again. */
-  private generation = 0;
-
-  /** Loads run one at a time, in call order: an older read never lands after a newer one. */
-  private loading: Promise<void> = Promise.resolve();
-
-  /**
-   * Reads the table from storage. Loads are serialized (two overlapping reloads of a performance
-   * secondary could otherwise finish out of order and install the older table), and a load
-   * overlapping a local change (a local mount enabled while upstream data lands) reads again
-   * until no change happened meanwhile, instead of installing the table as it was before it.
-   */
-  load(): Promise<void> {
-    const run = this.loading.then(() => this.loadOnce());
-    this.loading = run.catch(() => undefined);
-    return run;
-  }
-
-  private async loadOnce(): Promise<void> {
-    for (;;) {
-      const started = this.generation;
-      const replicated = await readMountTable(this.store(), false);
-      const local = await readMountTable(this.store(), true);
-      if (started !== this.generation) continue;
+  /** Loads serialized, and read again when a local change landed meanwhile (core/serial-reload.ts). */
+  private readonly reload = new SerialReload(
+    async () => ({ replicated: await readMountTable(this.store(), false), local: await readMountTable(this.store(), true) }),
+    ({ replicated, local }) => {
       this.entries = [...replicated.entries, ...local.entries];
       this.legacy = { replicated: replicated.legacy, local: local.legacy };
-      return;
-    }
+    },
+  );
+
+  /** Reads the table from storage (see SerialReload for why loads are serialized). */
+  load(): Promise<void> {
+    return this.reload.load();
   }
 
   /** Every mount of every namespace (a copy). */
@@ -215,7 +200,7 @@ export class Mounts {
     const cls = local ? 'local' : 'replicated';
     const all: Op[] = [...ops, ...migrationOps(LAYOUT, change(this.entries), local, this.legacy[cls], new Set(ops.map((o) => o.key)))];
     if (all.length > 0) await this.store().commit(all);
-    this.generation++;
+    this.reload.changed();
     this.legacy = { ...this.legacy, [cls]: false };
     // Applied to the table as it is now, not as it was before the commit: a reload (replicated
     // data landing on a performance secondary) may have installed a newer table meanwhile.

@@ -10,6 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { InvalidRequest, NotFound } from '../core/errors.js';
+import { SerialReload } from '../core/serial-reload.js';
 import type { Store } from '../storage/store.js';
 
 const PREFIX = 'core/namespaces/';
@@ -42,28 +43,17 @@ export class Namespaces {
 
   constructor(private readonly store: () => Store) {}
 
-  /** Bumped by every change this node makes, so a load that raced one reads again. */
-  private generation = 0;
+  /** Loads serialized, and read again when a local change landed meanwhile (core/serial-reload.ts). */
+  private readonly reload = new SerialReload(
+    () => readNamespaceEntries(this.store()),
+    (entries) => {
+      this.byPath = new Map(entries.map((e) => [e.path, e]));
+    },
+  );
 
-  /** Loads run one at a time, in call order: an older read never lands after a newer one. */
-  private loading: Promise<void> = Promise.resolve();
-
-  /** Reads every namespace from storage, serialized and again if a local change landed meanwhile (see Mounts.load). */
+  /** Reads every namespace from storage (see SerialReload for why loads are serialized). */
   load(): Promise<void> {
-    const run = this.loading.then(() => this.loadOnce());
-    this.loading = run.catch(() => undefined);
-    return run;
-  }
-
-  private async loadOnce(): Promise<void> {
-    for (;;) {
-      const started = this.generation;
-      const next = new Map<string, NamespaceEntry>();
-      for (const e of await readNamespaceEntries(this.store())) next.set(e.path, e);
-      if (started !== this.generation) continue;
-      this.byPath = next;
-      return;
-    }
+    return this.reload.load();
   }
 
   exists(path: string): boolean {
@@ -116,7 +106,7 @@ export class Namespaces {
     if (existing) return existing;
     const entry: NamespaceEntry = { id: randomBytes(3).toString('base64url').slice(0, 5), path, custom_metadata: customMetadata };
     await this.store().commit([{ type: 'put', key: PREFIX + path.slice(0, -1), value: Buffer.from(JSON.stringify(entry)) }]);
-    this.generation++;
+    this.reload.changed();
     this.byPath.set(path, entry);
     return entry;
   }
@@ -127,7 +117,7 @@ export class Namespaces {
     if (!this.byPath.has(path)) return;
     if (this.children(path).length > 0) throw new InvalidRequest(`namespace "${path}" has child namespaces; delete them first`);
     await this.store().commit([{ type: 'del', key: PREFIX + path.slice(0, -1) }]);
-    this.generation++;
+    this.reload.changed();
     this.byPath.delete(path);
   }
 }
