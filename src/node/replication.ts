@@ -51,6 +51,22 @@ export type ForwardExecutor = (secondaryId: string, req: ForwardRequest) => Prom
 /** Longest a forwarded write's answer waits for connected DR secondaries to confirm it. */
 const FORWARD_DR_CONFIRM_MS = 5_000;
 
+/** What a replication driver needs of the vault core (the driver itself knows no vault module). */
+export function coreHooks(core: VaultCore): CoreHooks {
+  return {
+    store: () => core.store(),
+    reopen: () => core.reopen(),
+    reload: () => core.reload(),
+    wrap: (data, ttl, path) => core.wrapping.wrap({ data }, ttl, path),
+    revokeAccessor: async (accessor) => {
+      await core.tokens.revokeAccessor(accessor);
+    },
+    restoreRoot: async (token) => {
+      await core.tokens.createRoot({ id: token });
+    },
+  };
+}
+
 export async function wireReplication(o: {
   engine: StorageEngine;
   seal: SealManager;
@@ -63,18 +79,7 @@ export async function wireReplication(o: {
   forwardWaitMs?: number;
 }): Promise<WiredReplication> {
   const { engine, seal, core, log, now } = o;
-  const hooks: CoreHooks = {
-    store: () => core.store(),
-    reopen: () => core.reopen(),
-    reload: () => core.reload(),
-    wrap: (data, ttl, path) => core.wrapping.wrap({ data }, ttl, path),
-    revokeAccessor: async (accessor) => {
-      await core.tokens.revokeAccessor(accessor);
-    },
-    restoreRoot: async (token) => {
-      await core.tokens.createRoot({ id: token });
-    },
-  };
+  const hooks = coreHooks(core);
   const drivers = {} as Record<Kind, ReplicationDriver>;
   // One listener on the cluster port for every kind this node is primary of: it starts with the
   // first kind served and stops when none is; the SNI name picks the kind's certificate and CA.

@@ -15,7 +15,8 @@ import { SealManager } from '../../src/seal/index.js';
 import { StorageEngine } from '../../src/storage/engine.js';
 import { MemoryBackend } from '../../src/storage/memory.js';
 import { VaultCore } from '../../src/vault/core.js';
-import { ReplicationDriver, type CoreHooks, type ReplicationTransport } from '../../src/replication/driver.js';
+import { coreHooks } from '../../src/node/replication.js';
+import { ReplicationDriver, type ReplicationTransport } from '../../src/replication/driver.js';
 
 /** Wall time plus an offset a test moves forward. */
 export interface TestClock {
@@ -40,22 +41,6 @@ export interface DriverNode {
   /** A value read through the node's barrier, as text; undefined when absent. */
   get(key: string): Promise<string | undefined>;
   close(): Promise<void>;
-}
-
-/** The CoreHooks src/node/replication.ts gives a driver, over one core. */
-export function coreHooks(core: VaultCore): CoreHooks {
-  return {
-    store: () => core.store(),
-    reopen: () => core.reopen(),
-    reload: () => core.reload(),
-    wrap: (data, ttl, path) => core.wrapping.wrap({ data }, ttl, path),
-    revokeAccessor: async (accessor) => {
-      await core.tokens.revokeAccessor(accessor);
-    },
-    restoreRoot: async (token) => {
-      await core.tokens.createRoot({ id: token });
-    },
-  };
 }
 
 /** An initialized, unsealed node whose `kind` driver is loaded, listening (when primary) at `loop:<name>`. */
