@@ -18,6 +18,7 @@ import { InvalidRequest } from '../../core/errors.js';
 import { KeyedMutex } from '../../core/keyed-mutex.js';
 import type { Op, Store } from '../../storage/store.js';
 import { encodeEntry as encode, entryKey as keyOf, migrationOps as moveOps, readTable, type TableLayout } from '../keyed-table.js';
+import type { EnableInput, MountEntry } from '../mounts.js';
 
 export const AUTH_TABLE_PREFIX = 'core/auth/';
 export const LOCAL_AUTH_TABLE_PREFIX = 'local/core/auth/';
@@ -25,28 +26,17 @@ const LAYOUT: TableLayout = { prefix: AUTH_TABLE_PREFIX, localPrefix: LOCAL_AUTH
 export const AUTH_TYPES = ['userpass', 'approle'] as const;
 export type AuthType = (typeof AUTH_TYPES)[number];
 
-export interface AuthEntry {
-  /** Relative to `auth/`, with a trailing slash: `userpass/`, `team/approle/`. */
-  readonly path: string;
-  readonly namespace: string;
+/**
+ * An auth method's entry: a mount entry (the same fields, layout and table rules as secrets
+ * engines) whose `path` is relative to `auth/` (`userpass/`, `team/approle/`) and whose type is
+ * one of AUTH_TYPES. Its `config` bounds the tokens the method issues.
+ */
+export interface AuthEntry extends Omit<MountEntry, 'type'> {
   readonly type: AuthType;
-  readonly description: string;
-  readonly accessor: string;
-  readonly uuid: string;
-  readonly local: boolean;
-  readonly seal_wrap: boolean;
-  readonly options: Record<string, string>;
-  /** Seconds; 0 = the system's. Bounds the tokens the method issues. */
-  readonly config: { default_lease_ttl: number; max_lease_ttl: number };
 }
 
-export interface AuthEnableInput {
-  readonly type: string;
-  readonly description?: string;
-  readonly local?: boolean;
-  readonly options?: Record<string, string>;
-  readonly config?: { default_lease_ttl?: number; max_lease_ttl?: number };
-}
+/** What `sys/auth/:path` enables: the same input as a secrets engine's. */
+export type AuthEnableInput = EnableInput;
 
 /** Where a method's own data (users, roles, secret IDs) lives. */
 export function dataPrefix(e: AuthEntry): string {
