@@ -13,23 +13,13 @@ import { boolish, duration, empty, stringMap } from '../fields.js';
 import { noContent, ok } from '../reply.js';
 import { findRoute, op, type Route } from '../route.js';
 import { approleRoutes } from './auth-approle.js';
+import { mountView } from './mounts.js';
 import { userpassRoutes } from './auth-userpass.js';
 
+/** A mount entry's view, with what Vault adds for auth methods. */
 function view(e: AuthEntry): Record<string, unknown> {
-  return {
-    type: e.type,
-    description: e.description,
-    accessor: e.accessor,
-    uuid: e.uuid,
-    local: e.local,
-    seal_wrap: e.seal_wrap,
-    external_entropy_access: false,
-    options: Object.keys(e.options).length > 0 ? e.options : null,
-    config: { default_lease_ttl: e.config.default_lease_ttl, max_lease_ttl: e.config.max_lease_ttl, force_no_cache: false, token_type: 'default-service' },
-    plugin_version: '',
-    running_plugin_version: '',
-    deprecation_status: 'supported',
-  };
+  const m = mountView(e);
+  return { ...m, config: { ...m.config, token_type: 'default-service' }, deprecation_status: 'supported' };
 }
 
 function tokenMount(namespace: string): Record<string, unknown> {

@@ -8,7 +8,8 @@ import { boolish, duration, empty, parseFields, stringMap } from '../fields.js';
 import { noContent, ok } from '../reply.js';
 import { op, type Route } from '../route.js';
 
-function view(e: MountEntry): Record<string, unknown> {
+/** A mount table entry as Vault shows it (sys/mounts, and sys/auth adds what auth methods carry). */
+export function mountView(e: MountEntry): Record<string, unknown> & { config: Record<string, unknown> } {
   return {
     type: e.type,
     description: e.description,
@@ -64,7 +65,7 @@ export function mountRoutes(mounts: Mounts): Route[] {
       operations: {
         read: op(empty, async ({ namespace }) => {
           const out: Record<string, unknown> = { 'sys/': SYSTEM_MOUNT };
-          for (const e of mounts.list(namespace)) out[e.path] = view(e);
+          for (const e of mounts.list(namespace)) out[e.path] = mountView(e);
           return ok(out);
         }),
       },
@@ -77,7 +78,7 @@ export function mountRoutes(mounts: Mounts): Route[] {
           const { path, tune } = split(params.path ?? '');
           const e = mounts.get(namespace, path);
           if (!e) throw new NotFound([`no mount at "${path}"`]);
-          return ok(tune ? tuneView(e) : view(e));
+          return ok(tune ? tuneView(e) : mountView(e));
         }),
         update: op(z.unknown(), async ({ params, namespace, req }) => {
           const { path, tune } = split(params.path ?? '');
