@@ -40,13 +40,13 @@ import {
   unsealNode, waitFor, waitForStreaming, writeNodeConfig,
 } from './cluster.mjs';
 import { sampleMemory } from './bench-mem.mjs';
+import { percentile, table } from './bench-util.mjs';
 
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const DR = 'sys/replication/dr';
 const LOAD_VALUE_BYTES = 1024;
 const CATCHUP_VALUE_BYTES = 64;
 
-const percentile = (sorted, p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
 const summary = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { n: s.length, p50Ms: percentile(s, 50), p99Ms: percentile(s, 99), maxMs: s.at(-1) ?? NaN };
@@ -283,11 +283,6 @@ async function measureDr({ seconds, catchupWrites, clients, throughputClients, p
   }
 }
 
-function table(header, rows) {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
-}
 
 /** Prints the table and writes bench-results/bench-dr.json; resolves with the file's path. */
 async function reportDr(r, { seconds, command }) {

@@ -32,7 +32,7 @@
 import { ClassicLevel } from 'classic-level';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +42,7 @@ import {
   activateSecondary, call, ensureLicense, freePorts, initNode, mainJs, must, perfStatus, repoRoot, startNode, unsealNode,
   waitFor, waitForStreaming, writeNodeConfig,
 } from './cluster.mjs';
+import { cpuMs, percentile, table } from './bench-util.mjs';
 
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const PERF = 'sys/replication/performance';
@@ -50,7 +51,6 @@ const READ_SECRETS = 256;
 const WARMUP_MS = 500;
 const IDS = { a: 'bench-perf-a', b: 'bench-perf-b' };
 
-const percentile = (sorted, p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
 const summary = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { n: s.length, p50Ms: percentile(s, 50), p99Ms: percentile(s, 99), maxMs: s.at(-1) ?? NaN };
@@ -59,16 +59,6 @@ const agent = () => new http.Agent({ keepAlive: true, maxSockets: 1 });
 const note = (s) => process.stderr.write(`${s}\n`);
 const value = () => randomBytes(VALUE_BYTES).toString('base64url').slice(0, VALUE_BYTES);
 
-/** CPU milliseconds (user + system, all threads) process `pid` has used; NaN off Linux. */
-async function cpuMs(pid) {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in USER_HZ (100 on Linux)
-  } catch {
-    return NaN;
-  }
-}
 
 /** `count` KV v2 writes of 1 KiB under `prefix` with `clients` sequential writers. */
 async function seed(apiAddr, token, prefix, count, clients = 16) {
@@ -316,11 +306,6 @@ async function measurePerf({ seconds, readClients, movedSecrets }) {
   }
 }
 
-function table(header, rows) {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
-}
 
 /** Prints the tables and writes bench-results/bench-perf.json; resolves with the file's path. */
 async function reportPerf(r, { seconds, command }) {

@@ -39,6 +39,7 @@ import { parseArgs } from 'node:util';
 import { freePorts } from './cluster.mjs';
 import { sampleMemory } from './bench-mem.mjs';
 import { pgConnect } from './bench-pg-wire.mjs';
+import { percentile } from './bench-util.mjs';
 
 export const PG_BIN = process.env.BENCH_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const PG_PACKAGE = 'postgresql-15';
@@ -46,7 +47,6 @@ const USER = 'bench';
 const VALUE_BYTES = 1024;
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const note = (s) => process.stderr.write(`${s}\n`);
-const percentile = (sorted, p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
 const summary = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { n: s.length, p50Ms: percentile(s, 50), p99Ms: percentile(s, 99), maxMs: s.at(-1) ?? NaN };

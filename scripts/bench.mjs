@@ -24,7 +24,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +32,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { headlineNotes, headlineRows, headlineText, machine } from './bench-headline.mjs';
 import { leveldbCeiling } from './bench-leveldb.mjs';
+import { cpuMs, percentile, table } from './bench-util.mjs';
 
 /** TESSERA_MAIN points at another build's main.js (e.g. to compare two builds). */
 const mainJs = process.env.TESSERA_MAIN ?? fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
@@ -114,21 +115,7 @@ function put(agent, apiAddr, token, path, body, method = 'PUT') {
   });
 }
 
-function percentile(sorted, p) {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
-/** CPU milliseconds (user + system, all threads) the node process has used; undefined off Linux. */
-async function cpuMs(pid) {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in USER_HZ (100 on Linux)
-  } catch {
-    return undefined;
-  }
-}
 
 /** Group-commit counters from the node's Prometheus text: fsynced batches and the transactions in them. */
 async function commitCounters(node) {
@@ -180,7 +167,7 @@ export async function httpWrites(node, clients, seconds) {
     return {
       clients,
       // The node's CPU time (every thread) per write, from /proc: what a write costs the server.
-      nodeCpuUsPerWrite: cpu0 === undefined || cpu1 === undefined ? NaN : ((cpu1 - cpu0) * 1000) / m.writes,
+      nodeCpuUsPerWrite: ((cpu1 - cpu0) * 1000) / m.writes,
       // Transactions per fsynced batch in the window (group commit at work).
       txnsPerBatch: (after.txns - before.txns) / (after.batches - before.batches),
       // Bytes the node handed LevelDB per durable write (data, WAL, index), page records included.
@@ -196,11 +183,6 @@ export async function httpWrites(node, clients, seconds) {
   }
 }
 
-function table(header, rows) {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells) => cells.map((c, i) => c.padStart(widths[i])).join('  ');
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
-}
 
 async function main() {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);

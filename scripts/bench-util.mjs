@@ -1,0 +1,31 @@
+/**
+ * What the bench scripts share: percentiles, a text table, and a process's CPU time.
+ *
+ *   percentile([1, 2, 3].sort((a, b) => a - b), 99);   // 3 (NaN for no samples)
+ *   console.log(table(['figure', 'ms'], [['p50', '1.20']]));
+ *   const ms = await cpuMs(pid);                        // NaN off Linux
+ */
+import { readFile } from 'node:fs/promises';
+
+/** The p-th percentile of ascending `sorted` (nearest rank); NaN when there are no samples. */
+export function percentile(sorted, p) {
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Columns padded to their widest cell: the first left-aligned (labels), the rest right-aligned (figures). */
+export function table(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+/** CPU milliseconds (user + system, all threads) process `pid` has used; NaN off Linux. */
+export async function cpuMs(pid) {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in USER_HZ (100 on Linux)
+  } catch {
+    return NaN;
+  }
+}
