@@ -4,20 +4,13 @@
  * (test/e2e/hvac/auth.py). Runs dist/ (npm run build first), like hvac.test.ts.
  */
 import { runHvac } from '../harness/hvac.js';
-import { useHarness, type StartedNode } from '../harness/index.js';
+import { useHarness } from '../harness/index.js';
 
+// The harness stops the node after the file (useHarness), pass or fail.
 const h = useHarness();
-let node: StartedNode;
-
-beforeAll(async () => {
-  node = await h.startNode();
-}, 30_000);
-
-afterAll(async () => {
-  await node?.stop();
-}, 20_000);
 
 test('python3-hvac logs in with userpass and approle', async () => {
+  const node = await h.startNode();
   const seen = await runHvac('auth.py', node.apiAddr);
   expect(seen).toEqual({
     methods: ['approle/', 'token/', 'userpass/'],

@@ -5,20 +5,13 @@
  * python3-hvac; the system interpreter is used because that is where Debian puts the module.
  */
 import { runHvac } from '../harness/hvac.js';
-import { useHarness, type StartedNode } from '../harness/index.js';
+import { useHarness } from '../harness/index.js';
 
+// The harness stops the node after the file (useHarness), pass or fail.
 const h = useHarness();
-let node: StartedNode;
-
-beforeAll(async () => {
-  node = await h.startNode();
-}, 30_000);
-
-afterAll(async () => {
-  await node?.stop();
-}, 20_000);
 
 test('python3-hvac drives a node end to end', async () => {
+  const node = await h.startNode();
   const seen = await runHvac('drive.py', node.apiAddr);
   expect(seen).toEqual({
     initialized_before: false,
