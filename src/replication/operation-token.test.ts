@@ -1,20 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { createMessage, decrypt, encrypt, generateKey, readKey, readMessage, readPrivateKey } from 'openpgp';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
-import { SealManager, type SystemRecords } from '../seal/index.js';
-import { OperationTokenRecord, OperationTokens, decodeOtp, type OperationTokensOptions, type TokenRecords } from './operation-token.js';
-
-class MapRecords implements TokenRecords, SystemRecords {
-  readonly data = new Map<string, Buffer>();
-  async get(name: string): Promise<Buffer | undefined> {
-    const v = this.data.get(name);
-    return v === undefined ? undefined : Buffer.from(v);
-  }
-  async put(name: string, value: Buffer | undefined): Promise<void> {
-    if (value === undefined) this.data.delete(name);
-    else this.data.set(name, Buffer.from(value));
-  }
-}
+import { SealManager } from '../seal/index.js';
+import { OperationTokenRecord, OperationTokens, decodeOtp, type OperationTokensOptions } from './operation-token.js';
+import { MapRecords } from '../../test/support/map-records.js';
 
 function nonces(): () => string {
   let i = 0;

@@ -1,19 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidRequest, NotInitialized, Sealed } from '../core/errors.js';
 import { Keyring } from './keyring.js';
-import { RecordName, SealManager, type SealEvent, type SystemRecords } from './manager.js';
+import { RecordName, SealManager, type SealEvent } from './manager.js';
 import { decodeShare } from './shares.js';
-
-class MapRecords implements SystemRecords {
-  readonly data = new Map<string, Buffer>();
-  async get(name: string): Promise<Buffer | undefined> {
-    const v = this.data.get(name);
-    return v === undefined ? undefined : Buffer.from(v);
-  }
-  async put(name: string, value: Buffer): Promise<void> {
-    this.data.set(name, Buffer.from(value));
-  }
-}
+import { MapRecords } from '../../test/support/map-records.js';
 
 function nonces(): () => string {
   let i = 0;

@@ -11,19 +11,9 @@ import { TokenStore } from '../vault/tokens.js';
 import { SealManager } from './manager.js';
 import { decodeOtp } from './root-generation-encoding.js';
 import { RootGeneration, type RootGenerationOptions } from './root-generation.js';
+import { MapRecords } from '../../test/support/map-records.js';
 
 const ATTEMPT = 'node/generate-root/attempt';
-
-class MapRecords {
-  readonly data = new Map<string, Buffer>();
-  async get(name: string): Promise<Buffer | undefined> {
-    return this.data.get(name);
-  }
-  async put(name: string, value: Buffer | undefined): Promise<void> {
-    if (value === undefined) this.data.delete(name);
-    else this.data.set(name, value);
-  }
-}
 
 /** A real seal (5 shares, threshold 3); the attempt lives in the same store as the tokens. */
 async function setup(more: Partial<RootGenerationOptions> = {}) {

@@ -11,17 +11,7 @@ import { OperationTokens } from '../../replication/operation-token.js';
 import { SealManager } from '../../seal/index.js';
 import { runCli, type RunOptions } from '../testing/run-cli.js';
 import { decodeToken } from './operator-generate-dr-token.js';
-
-class MapRecords {
-  readonly data = new Map<string, Buffer>();
-  async get(name: string): Promise<Buffer | undefined> {
-    return this.data.get(name);
-  }
-  async put(name: string, value: Buffer | undefined): Promise<void> {
-    if (value === undefined) this.data.delete(name);
-    else this.data.set(name, value);
-  }
-}
+import { MapRecords } from '../../../test/support/map-records.js';
 
 const BASE = 'sys/replication/dr/secondary';
 let fake: FakeVault;

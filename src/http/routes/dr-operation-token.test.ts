@@ -5,17 +5,7 @@ import { SealManager } from '../../seal/index.js';
 import { dispatch, type Services } from '../dispatch.js';
 import { toApiRequest } from '../request.js';
 import { drOperationTokenRoutes } from './dr-operation-token.js';
-
-class MapRecords {
-  readonly data = new Map<string, Buffer>();
-  async get(name: string): Promise<Buffer | undefined> {
-    return this.data.get(name);
-  }
-  async put(name: string, value: Buffer | undefined): Promise<void> {
-    if (value === undefined) this.data.delete(name);
-    else this.data.set(name, value);
-  }
-}
+import { MapRecords } from '../../../test/support/map-records.js';
 
 /** A DR secondary that is unsealed and licensed; any attempt to use a client token fails the test. */
 function services(licenses: string[]): Services {
