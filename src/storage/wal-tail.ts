@@ -49,10 +49,9 @@ export class WalTail {
    * RECENT_ENTRIES and RECENT_BYTES; entries below the retained range are never served (read
    * checks the bound first).
    */
-  private recent: WalEntry[] = [];
+  private recent: { readonly entry: WalEntry; readonly size: number }[] = [];
   private recentHead = 0;
   private recentBytes = 0;
-  private readonly recentSizes: number[] = [];
 
   private constructor(private current: WalMeta) {}
 
@@ -169,43 +168,40 @@ export class WalTail {
 
   /** Entries from `from` when every one asked for is among the recent ones; else undefined. */
   private fromMemory(from: bigint, maxEntries: number, maxBytes: number): WalEntry[] | undefined {
-    const first = this.recent[this.recentHead];
+    const first = this.recent[this.recentHead]?.entry;
     if (first === undefined || from < first.index) return undefined;
     const out: WalEntry[] = [];
     let bytes = 0;
     for (let i = this.recentHead + Number(from - first.index); i < this.recent.length && out.length < maxEntries; i++) {
-      const size = this.recentSizes[i] ?? 0;
+      const { entry, size } = this.recent[i] as { entry: WalEntry; size: number };
       if (out.length > 0 && bytes + size > maxBytes) break;
       bytes += size;
-      out.push(this.recent[i] as WalEntry);
+      out.push(entry);
     }
     return out.length > 0 ? out : undefined;
   }
 
   private remember(appended: readonly TailItem[]): void {
     for (const item of appended) {
-      const last = this.recent.at(-1);
+      const last = this.recent.at(-1)?.entry;
       // A gap (an item without its entry) restarts the run: what is kept stays contiguous.
       if (item.entry === undefined || (last !== undefined && last.index + 1n !== item.index)) this.forgetRecent();
       if (item.entry === undefined) continue;
-      this.recent.push(item.entry);
-      this.recentSizes.push(item.size);
+      this.recent.push({ entry: item.entry, size: item.size });
       this.recentBytes += item.size;
     }
     while (this.recent.length - this.recentHead > RECENT_ENTRIES || (this.recentBytes > RECENT_BYTES && this.recent.length - this.recentHead > 1)) {
-      this.recentBytes -= this.recentSizes[this.recentHead] ?? 0;
+      this.recentBytes -= this.recent[this.recentHead]?.size ?? 0;
       this.recentHead++;
     }
     if (this.recentHead > 1024 && this.recentHead * 2 > this.recent.length) {
       this.recent = this.recent.slice(this.recentHead);
-      this.recentSizes.splice(0, this.recentHead);
       this.recentHead = 0;
     }
   }
 
   private forgetRecent(): void {
     this.recent = [];
-    this.recentSizes.length = 0;
     this.recentHead = 0;
     this.recentBytes = 0;
   }
