@@ -166,3 +166,28 @@ describe('performance secondary write forwarding', () => {
     }
   });
 });
+
+describe('forwarded writes and the primary\'s DR secondaries', () => {
+  test('a forwarded write is answered only once the connected DR secondary holds it', async () => {
+    const [p, s, d] = await Promise.all([startTestNode(), startTestNode(), startTestNode()]);
+    try {
+      expect((await p.call('POST', 'sys/mounts/secret', KV2)).status).toBe(204);
+      await activatePair(p, s, 'perf-fwd', 'performance');
+      await activatePair(p, d, 'dr-fwd', 'dr');
+      await inSync(p, d, { streaming: true });
+      // The DR secondary applies slowly: each apply waits 400 ms before it starts.
+      const engine = d.node.engine;
+      const apply = engine.applyEntries.bind(engine);
+      engine.applyEntries = async (...args: Parameters<typeof apply>) => {
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        return apply(...args);
+      };
+      const w = await s.call('PUT', 'secret/data/fwd-dr', { data: { v: 'held by dr' } });
+      expect(w.status).toBe(200);
+      // At the answer, the DR secondary already holds every index the primary had committed.
+      expect(d.node.engine.lastGuard().index).toBeGreaterThanOrEqual(p.node.engine.lastGuard().index);
+    } finally {
+      await Promise.all([p.stop(), s.stop(), d.stop()]);
+    }
+  });
+});
