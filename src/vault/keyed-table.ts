@@ -8,6 +8,7 @@
  *   const MOUNTS = { prefix: 'core/mounts/', localPrefix: 'local/core/mounts/', legacy: 'core/mounts', legacyLocal: 'local/core/mounts' };
  *   const { entries, legacy } = await readTable<MountEntry>(store, MOUNTS, false);
  */
+import { InvalidRequest } from '../core/errors.js';
 import type { Op, Store } from '../storage/store.js';
 
 export interface TableLayout {
@@ -60,4 +61,34 @@ export function migrationOps(layout: TableLayout, entries: readonly TableEntry[]
     .map((e) => ({ type: 'put', key: entryKey(layout, e), value: encodeEntry(e) }));
   ops.push({ type: 'del', key: local ? layout.legacyLocal : layout.legacy });
   return ops;
+}
+
+/** Where an entry is mounted: its namespace, and its path with one trailing slash (`team/kv/`). */
+export interface MountedAt {
+  readonly namespace: string;
+  readonly path: string;
+}
+
+/** A mount path as tables store it: no leading slash, one trailing slash; `what` names it in the error. */
+export function mountPath(path: string, what: string): string {
+  const trimmed = path.replace(/^\/+|\/+$/g, '');
+  if (trimmed === '') throw new InvalidRequest(`${what} is required`);
+  return `${trimmed}/`;
+}
+
+/** The entry mounted at, above or below `path` in `namespace` (mounts may not nest). */
+export function clashing<E extends MountedAt>(entries: readonly E[], namespace: string, path: string): E | undefined {
+  return entries.find((e) => e.namespace === namespace && (e.path.startsWith(path) || path.startsWith(e.path)));
+}
+
+/** The longest entry whose path prefixes `path` in `namespace`, and the rest of `path` after it. */
+export function longestMount<E extends MountedAt>(entries: readonly E[], namespace: string, path: string): { entry: E; rest: string } | undefined {
+  const withSlash = path + '/';
+  let best: E | undefined;
+  for (const e of entries) {
+    if (e.namespace !== namespace || !withSlash.startsWith(e.path)) continue;
+    if (!best || e.path.length > best.path.length) best = e;
+  }
+  if (!best) return undefined;
+  return { entry: best, rest: path.slice(best.path.length).replace(/^\/+/, '') };
 }

@@ -15,7 +15,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { InvalidRequest } from '../core/errors.js';
 import { SerialReload } from '../core/serial-reload.js';
 import type { Op, Store } from '../storage/store.js';
-import { encodeEntry, entryKey as keyOf, migrationOps, readTable, type TableLayout } from './keyed-table.js';
+import { clashing, encodeEntry, entryKey as keyOf, longestMount, migrationOps, mountPath, readTable, type TableLayout } from './keyed-table.js';
 
 export const MOUNT_TABLE_PREFIX = 'core/mounts/';
 export const LOCAL_MOUNT_TABLE_PREFIX = 'local/core/mounts/';
@@ -109,14 +109,7 @@ export class Mounts {
 
   /** Longest mount whose path prefixes `path` in `namespace`. */
   resolve(namespace: string, path: string): { entry: MountEntry; rest: string } | undefined {
-    const withSlash = path + '/';
-    let best: MountEntry | undefined;
-    for (const e of this.entries) {
-      if (e.namespace !== namespace || !withSlash.startsWith(e.path)) continue;
-      if (!best || e.path.length > best.path.length) best = e;
-    }
-    if (!best) return undefined;
-    return { entry: best, rest: path.slice(best.path.length).replace(/^\/+/, '') };
+    return longestMount(this.entries, namespace, path);
   }
 
   async enable(namespace: string, path: string, input: EnableInput): Promise<MountEntry> {
@@ -134,7 +127,7 @@ export class Mounts {
       throw new InvalidRequest('options.version must be "1" or "2"');
     }
     if (RESERVED.some((r) => p.startsWith(r))) throw new InvalidRequest(`cannot mount at reserved path "${p}"`);
-    const clash = this.entries.find((e) => e.namespace === namespace && (e.path.startsWith(p) || p.startsWith(e.path)));
+    const clash = clashing(this.entries, namespace, p);
     if (clash) throw new InvalidRequest(`path is already in use at ${clash.path}`);
     const entry: MountEntry = {
       path: p,
@@ -209,7 +202,5 @@ export class Mounts {
 }
 
 function normalise(path: string): string {
-  const trimmed = path.replace(/^\/+|\/+$/g, '');
-  if (trimmed === '') throw new InvalidRequest('mount path is required');
-  return `${trimmed}/`;
+  return mountPath(path, 'mount path');
 }

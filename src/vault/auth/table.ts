@@ -17,7 +17,7 @@ import { hash, randomBytes, randomUUID } from 'node:crypto';
 import { InvalidRequest } from '../../core/errors.js';
 import { KeyedMutex } from '../../core/keyed-mutex.js';
 import type { Op, Store } from '../../storage/store.js';
-import { encodeEntry as encode, entryKey as keyOf, migrationOps as moveOps, readTable, type TableLayout } from '../keyed-table.js';
+import { clashing, encodeEntry as encode, entryKey as keyOf, longestMount, migrationOps as moveOps, mountPath, readTable, type TableLayout } from '../keyed-table.js';
 import type { EnableInput, MountEntry } from '../mounts.js';
 
 export const AUTH_TABLE_PREFIX = 'core/auth/';
@@ -95,14 +95,7 @@ export class AuthTable {
 
   /** The mount whose path prefixes `path` (relative to `auth/`) in `namespace`, and the rest. */
   async resolve(namespace: string, path: string): Promise<{ entry: AuthEntry; rest: string } | undefined> {
-    const withSlash = path + '/';
-    let best: AuthEntry | undefined;
-    for (const e of await this.#all()) {
-      if (e.namespace !== namespace || !withSlash.startsWith(e.path)) continue;
-      if (!best || e.path.length > best.path.length) best = e;
-    }
-    if (!best) return undefined;
-    return { entry: best, rest: path.slice(best.path.length).replace(/^\/+/, '') };
+    return longestMount(await this.#all(), namespace, path);
   }
 
   async enable(namespace: string, path: string, input: AuthEnableInput): Promise<AuthEntry> {
@@ -115,7 +108,7 @@ export class AuthTable {
     if (ttl.max_lease_ttl > 0 && ttl.default_lease_ttl > ttl.max_lease_ttl) throw new InvalidRequest('default lease TTL cannot be greater than max lease TTL');
     return this.#locks.run('table', async () => {
       const all = await this.#all();
-      const clash = all.find((e) => e.namespace === namespace && (e.path.startsWith(p) || p.startsWith(e.path)));
+      const clash = clashing(all, namespace, p);
       if (clash) throw new InvalidRequest(`path is already in use at auth/${clash.path}`);
       const entry: AuthEntry = {
         path: p,
@@ -157,7 +150,5 @@ export class AuthTable {
 }
 
 function normalise(path: string): string {
-  const trimmed = path.replace(/^\/+|\/+$/g, '');
-  if (trimmed === '') throw new InvalidRequest('auth mount path is required');
-  return `${trimmed}/`;
+  return mountPath(path, 'auth mount path');
 }
