@@ -40,7 +40,7 @@ import {
   unsealNode, waitFor, waitForStreaming, writeNodeConfig,
 } from './cluster.mjs';
 import { sampleMemory } from './bench-mem.mjs';
-import { percentile, table } from './bench-util.mjs';
+import { cpuMs, percentile, table } from './bench-util.mjs';
 
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const DR = 'sys/replication/dr';
@@ -178,8 +178,12 @@ async function measureDr({ seconds, catchupWrites, clients, throughputClients, p
       const base = { apiAddr: primary.apiAddr, token, clients: n, valueBytes: LOAD_VALUE_BYTES };
       await writers({ ...base, prefix: `bench-dr/warmup/n${n}`, until: timed(500) });
       const m = mem();
+      const cpu = async () => (await cpuMs(primary.pid)) + (await cpuMs(secondary.pid));
+      const cpu0 = await cpu();
       const w = await writers({ ...base, prefix: `bench-dr/throughput/n${n}`, until: timed(seconds * 1000) });
-      throughput.push({ clients: n, writes: w.writes, seconds: w.seconds, writesPerSec: w.writes / w.seconds, memory: await m.stop() });
+      const cpu1 = await cpu();
+      // Both nodes, every thread: comparable to PostgreSQL's primary + standby processes.
+      throughput.push({ clients: n, writes: w.writes, seconds: w.seconds, writesPerSec: w.writes / w.seconds, serverCpuUsPerWrite: ((cpu1 - cpu0) * 1000) / w.writes, memory: await m.stop() });
     }
 
     // (a) lag

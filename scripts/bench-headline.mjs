@@ -21,7 +21,7 @@ const sum = (...xs) => xs.reduce((a, b) => a + b, 0);
  * Rows of { figure, unit, pg, tessera, ratio, better, goal?, met? }; `pg` or `dr` may be undefined
  * (BENCH_NO_PG, BENCH_NO_DR), which leaves their cells NaN.
  */
-export function headlineRows({ pg, dr, ceiling }) {
+export function headlineRows({ pg, dr, ceiling, floor }) {
   const rows = [];
   const row = (figure, unit, p, t, better, goal) => {
     const r = { figure, unit, pg: p ?? NaN, tessera: t ?? NaN, ratio: (t ?? NaN) / (p ?? NaN), better };
@@ -30,6 +30,15 @@ export function headlineRows({ pg, dr, ceiling }) {
   };
   const tput = (src, n) => src?.throughput.find((x) => x.clients === n)?.writesPerSec;
   for (const n of [16, 4]) row(`durable ~1 KB writes/s, ${n} clients (replica attached)`, 'writes/s', tput(pg, n), tput(dr, n), 'higher');
+  const cpu = (src, n) => src?.throughput.find((x) => x.clients === n)?.serverCpuUsPerWrite;
+  for (const n of [16, 4]) row(`server CPU per write, primary + replica, every process and thread, ${n} clients`, 'us', cpu(pg, n), cpu(dr, n), 'lower');
+  // The HTTP floor (bench-floor.mjs): no-op servers under the same load generator. Their
+  // requests/s bound Tessera's writes/s on this machine; `ratio` is still theirs over PostgreSQL's.
+  const noop = (shell, n) => floor?.find((x) => x.shell === shell && x.clients === n)?.writesPerSec;
+  for (const n of [16, 4]) {
+    row(`floor: no-op node:http server, requests/s, ${n} clients (no storage)`, 'writes/s', tput(pg, n), noop('node', n), 'higher');
+    row(`floor: no-op express shell + LIST framer (Tessera's listener), ${n} clients`, 'writes/s', tput(pg, n), noop('express', n), 'higher');
+  }
   const pl = pg?.lagUnderLoad;
   const tl = dr?.lagUnderLoad;
   row('replica lag under 16-client load, ack -> visible p50', 'ms', pl?.p50Ms, tl?.p50Ms, 'lower');

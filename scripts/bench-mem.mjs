@@ -83,3 +83,32 @@ export function sampleMemory(targets, intervalMs = 250) {
     },
   };
 }
+
+/**
+ * CPU milliseconds (user + system) used by `pid` and every process it has started: its own
+ * threads, its live descendants, and (cutime, cstime) the children it has already reaped. For
+ * PostgreSQL's postmaster this includes backends that ran and exited. NaN off Linux.
+ */
+export async function treeCpuMs(pid) {
+  let ms = 0;
+  let seen = 0;
+  for (const p of await tree(pid)) {
+    try {
+      const stat = await readFile(`/proc/${p}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime, stime, cutime, cstime in USER_HZ (100 on Linux); a live child's own reaped
+      // children are in its cutime, and it is in ours only once reaped, so nothing counts twice.
+      ms += ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000) / 100;
+      seen++;
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return seen === 0 ? NaN : ms;
+}
+
+/** How many processes `pid` and its descendants are now. */
+export async function treeSize(pid) {
+  return (await tree(pid)).length;
+}
+

@@ -37,7 +37,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePorts } from './cluster.mjs';
-import { sampleMemory } from './bench-mem.mjs';
+import { sampleMemory, treeCpuMs, treeSize } from './bench-mem.mjs';
 import { pgConnect } from './bench-pg-wire.mjs';
 import { percentile } from './bench-util.mjs';
 
@@ -212,11 +212,17 @@ export async function benchPg({ seconds = 3, clients = [4, 16], loadClients = 16
 
     // (a) throughput with the standby attached
     const throughput = [];
+    const serverCpu = async () => (await treeCpuMs(pids.primary)) + (await treeCpuMs(pids.standby));
     for (const n of clients) {
       note(`PostgreSQL bench: pgbench upserts, ${n} clients, ${seconds} s...`);
       const m = mem();
+      const procs = await treeSize(pids.primary);
+      const cpu0 = await serverCpu();
       const row = await pgbench(scratch, pPort, n, seconds, 100 + n);
-      throughput.push({ ...row, memory: await m.stop() });
+      // Backends exit once pgbench disconnects; their CPU reaches the postmaster when reaped.
+      for (const deadline = Date.now() + 3000; (await treeSize(pids.primary)) > procs && Date.now() < deadline; ) await delay(20);
+      const cpu1 = await serverCpu();
+      throughput.push({ ...row, serverCpuUsPerWrite: ((cpu1 - cpu0) * 1000) / row.transactions, memory: await m.stop() });
     }
 
     // (b) lag

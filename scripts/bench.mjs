@@ -8,6 +8,8 @@
  *   BENCH_NO_DR=1 BENCH_NO_PERF=1 node scripts/bench.mjs          # without the DR (bench-dr.mjs) or
  *                                                                  # performance (bench-perf.mjs) parts
  *   BENCH_NO_PG=1 node scripts/bench.mjs                           # without the PostgreSQL reference
+ *   BENCH_NO_FLOOR=1 node scripts/bench.mjs                        # without the no-op HTTP floor
+ *                                                                  # (bench-floor.mjs)
  *
  * The headline (bench-headline.mjs, printed last): PostgreSQL 15 with an asynchronous standby
  * (bench-pg.mjs) and Tessera with a DR secondary (bench-dr.mjs), measured one after the other in
@@ -44,11 +46,12 @@ const WARMUP_MS = 500;
 
 /**
  * Starts `server -dev` with its temp dir inside `scratch`; resolves once the banner is complete.
- * `nodeArgs` go before the script (e.g. --cpu-prof); `script` defaults to dist/cli/main.js.
+ * `nodeArgs` go before the script (e.g. --cpu-prof); `script` defaults to dist/cli/main.js
+ * (bench-floor.mjs passes a stand-in server that prints the same banner); `env` is added.
  */
-export async function startDevNode(scratch, { nodeArgs = [], script = mainJs } = {}) {
+export async function startDevNode(scratch, { nodeArgs = [], script = mainJs, env = {} } = {}) {
   const proc = spawn(process.execPath, [...nodeArgs, script, 'server', '-dev', '-dev-listen-address', '127.0.0.1:0'], {
-    env: { ...process.env, TMPDIR: scratch },
+    env: { ...process.env, ...env, TMPDIR: scratch },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stderr = [];
@@ -250,15 +253,17 @@ async function main() {
   // PostgreSQL first, then Tessera's primary + DR secondary: never both at once.
   if (benchPg) process.stderr.write(`PostgreSQL 15 reference, ${SECONDS} s per phase...\n`);
   const pg = benchPg ? await benchPg.benchPg({ seconds: SECONDS }) : undefined;
+  // The HTTP floor: no-op servers under the same load generator (bench-floor.mjs).
+  const floor = process.env.BENCH_NO_FLOOR ? undefined : await (await import('./bench-floor.mjs')).benchFloor({ seconds: SECONDS });
   // Throughput with the secondary streaming, lag, catch-up, promote: bench-results/bench-dr.json
   const dr = process.env.BENCH_NO_DR ? undefined : await (await import('./bench-dr.mjs')).benchDr({ seconds: SECONDS });
   const loadAvg = { start: loadAvgStart, end: os.loadavg() };
   const mc = machine();
-  const headline = headlineRows({ pg, dr, ceiling });
+  const headline = headlineRows({ pg, dr, ceiling, floor });
   const headlineOut = `\n${headlineText(headline, { machine: mc, loadAvg })}\n${headlineNotes({ pg, dr }).join('\n')}`;
   const doc = {
     date: new Date().toISOString(),
-    command: `${['BENCH_SECONDS', 'BENCH_NO_DR', 'BENCH_NO_PG', 'BENCH_NO_PERF', 'BENCH_DR_CATCHUP_WRITES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}node scripts/bench.mjs`,
+    command: `${['BENCH_SECONDS', 'BENCH_NO_DR', 'BENCH_NO_PG', 'BENCH_NO_PERF', 'BENCH_NO_FLOOR', 'BENCH_DR_CATCHUP_WRITES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}node scripts/bench.mjs`,
     machine: mc,
     loadAvg,
     node: process.version,
@@ -269,6 +274,7 @@ async function main() {
     headline,
     http: rows,
     leveldbCeiling: ceiling,
+    httpFloor: floor,
     postgres: pg,
     tesseraDr: dr && { throughput: dr.throughput, lagIdle: dr.lagIdle, lagUnderLoad: dr.lagUnderLoad, promote: dr.promote, statusRoundTrip: dr.statusRoundTrip },
   };
