@@ -10,7 +10,7 @@ import { copyFileSync, mkdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { eventually, repoRoot, setPathsFilter, startCluster, useHarness, type StartedNode } from '../harness/index.js';
+import { eventually, repoRoot, setPathsFilter, startCluster, startWriter, useHarness, type StartedNode, type Writer } from '../harness/index.js';
 
 const h = useHarness();
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -77,9 +77,24 @@ test('the dashboard shows the topology live, and a paused DR secondary as discon
   await page.type('#token', primary.rootToken);
   await page.click('#token-form button[type="submit"]');
   await eventually(async () => expect((await kindView(page, 'performance')).rows[0]!.filter).toBe('deny: other'), { timeoutMs: 15_000, intervalMs: 250 });
-  expect(await page.evaluate(() => sessionStorage.getItem('tessera.dashboard.token'))).toBe(primary.rootToken);
+  const stored = await page.evaluate(() => (globalThis as unknown as { sessionStorage: { getItem(k: string): string | null } }).sessionStorage.getItem('tessera.dashboard.token'));
+  expect(stored).toBe(primary.rootToken);
   // The events section renders whatever the node has (a list, or that it has none), never an error.
   expect(await page.$eval('#events .body', (e) => e.textContent ?? '')).not.toMatch(/loading|status 5\d\d/);
+
+  // Under writes the page measures the primary's write rate, and WAL headroom becomes a time.
+  let writer: Writer | undefined = startWriter({ apiAddr: primary.apiAddr, token: primary.rootToken, clients: 2, path: (c, n) => `secret/data/w${c}/${n % 20}` });
+  try {
+    await eventually(async () => {
+      const rate = await page.$eval('section[data-kind="dr"] .write-rate .v', (e) => e.textContent ?? '');
+      expect(Number(/([\d.]+) entries\/s/.exec(rate)?.[1])).toBeGreaterThan(0);
+      const [row] = (await kindView(page, 'dr')).rows;
+      expect(row!.headroom).toMatch(/^\d+ entries \([\d.]+ (s|min|h|d)\)$/);
+    }, { timeoutMs: 15_000, intervalMs: 250 });
+  } finally {
+    await writer.stop();
+    writer = undefined;
+  }
 
   const shot = join(tmpdir(), `tessera-dashboard-${process.pid}.png`);
   await page.screenshot({ path: shot, fullPage: true });
@@ -88,6 +103,22 @@ test('the dashboard shows the topology live, and a paused DR secondary as discon
     mkdirSync(join(repoRoot, 'docs'), { recursive: true });
     copyFileSync(shot, join(repoRoot, 'docs', 'dashboard.png'));
   }
+
+  // The DR secondary's own page: its role, its id, and the primary it follows.
+  const own = await browser.newPage();
+  await own.goto(`${east!.apiAddr}/ui/`, { waitUntil: 'load' });
+  await eventually(async () => {
+    const v = await own.$eval('section[data-kind="dr"]', (s) => ({
+      mode: s.getAttribute('data-mode'),
+      id: s.querySelector('.secondary-id .v')?.textContent ?? '',
+      text: s.textContent ?? '',
+    }));
+    expect(v.mode).toBe('secondary');
+    expect(v.id).toBe('dr-east');
+    expect(v.text).toContain(primary.apiAddr);
+    expect(await own.$('section[data-kind="dr"] svg.sparkline')).not.toBeNull();
+  }, { timeoutMs: 15_000, intervalMs: 250 });
+  await own.close();
 
   // Paused, the DR secondary stops heartbeating: the page shows it disconnected, the other still connected.
   (east as StartedNode).proc.kill('SIGSTOP');

@@ -38,7 +38,8 @@ function el(tag, attrs, ...children) {
 }
 
 function fact(label, value, cls) {
-  return el('span', { class: cls || '' }, el('b', {}, label), value === undefined || value === '' ? '–' : value);
+  const v = value === undefined || value === '' ? '–' : value;
+  return el('span', { class: cls || '' }, el('b', {}, label), v instanceof Node ? v : el('span', { class: 'v' }, v));
 }
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -56,7 +57,7 @@ function sparkline(samples, title) {
   svg.append(t);
   for (const [key, cls] of [['entries', 'entries'], ['ms', 'ms']]) {
     const max = Math.max(1, ...samples.map((s) => s[key]));
-    const pts = samples.map((s, i) => `${((i / (HISTORY - 1)) * w).toFixed(1)},${(h - 1 - (s[key] / max) * (h - 2)).toFixed(1)}`);
+    const pts = samples.map((s, i) => `${((i / Math.max(1, samples.length - 1)) * w).toFixed(1)},${(h - 1 - (s[key] / max) * (h - 2)).toFixed(1)}`);
     const line = document.createElementNS(SVG, 'polyline');
     line.setAttribute('class', cls);
     line.setAttribute('points', pts.join(' '));
@@ -143,7 +144,7 @@ function renderPrimary(kind, st, now) {
     fact('cluster', st.cluster_id, 'mono'),
     fact('cluster address', st.primary_cluster_addr, 'mono'),
     fact('last WAL', lastWal),
-    fact('write rate', `${rate.toFixed(1)} entries/s`),
+    fact('write rate', `${rate.toFixed(1)} entries/s`, 'write-rate'),
     fact('WAL retained from', st.wal_first_retained),
     fact('WAL bound', st.wal_max_entries === undefined ? undefined : `${st.wal_max_entries} entries / ${Math.round(st.wal_max_bytes / 1048576)} MiB`),
   ));
