@@ -47,6 +47,11 @@ describe('/ui/', () => {
     const html = (await get('/ui/')).text;
     expect(html).toMatch(/<script src="app.js" defer><\/script>/);
     expect(html.match(/<script/g)).toHaveLength(1);
+    // Data from the node (secondary ids, error texts) goes in as text only, never parsed as markup.
+    const js = (await get('/ui/app.js')).text;
+    expect(js).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/);
+    // Nothing fetched from elsewhere (the SVG namespace is a name, not a fetch).
+    expect(js.replaceAll("'http://www.w3.org/2000/svg'", '')).not.toMatch(/https?:\/\//);
   });
 
   it('redirects /ui to /ui/ and answers HEAD with the headers only', async () => {
