@@ -22,11 +22,14 @@ import { dispatch, type Dispatched, type Services } from './dispatch.js';
 import { DEFAULT_TIMEOUTS, listAware, markResponded, type ConnectionTimeouts } from './list-method.js';
 import { toApiRequest } from './request.js';
 import type { Route } from './route.js';
+import { serveStatic, type StaticSite } from './static.js';
 import { errorReply } from './status.js';
 
 export interface HttpOptions {
   readonly services: Services;
   readonly routes: readonly Route[];
+  /** Pages outside `/v1/` (the dashboard at `/ui/`): static.ts. */
+  readonly statics?: readonly StaticSite[];
   /** host:port; port 0 picks a free one. */
   readonly address: string;
   readonly logger: Logger;
@@ -80,6 +83,33 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
 
   const timeouts: ConnectionTimeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
 
+  /** One `/v1/` request: dispatched and answered; its status. */
+  const answerApi = async (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    r: { id: string; method: string; url: string; tooLarge: boolean; chunks: Buffer[] },
+  ): Promise<number> => {
+    try {
+      if (r.tooLarge) throw new PayloadTooLarge(`request body larger than ${limit} bytes`);
+      const api = toApiRequest({
+        id: r.id,
+        method: r.method,
+        url: r.url,
+        headers: req.headers,
+        rawBody: r.chunks.length === 0 ? undefined : r.chunks.length === 1 ? r.chunks[0] : Buffer.concat(r.chunks),
+        remoteAddress: req.socket.remoteAddress ?? '',
+      });
+      const out = await dispatch(opts.services, opts.routes, api);
+      send(res, out);
+      return out.status;
+    } catch (e) {
+      const reply = errorReply(e);
+      if (reply.internal) opts.logger.error({ req_id: r.id, err: e }, 'internal error');
+      send(res, { status: reply.status, body: reply.body });
+      return reply.status;
+    }
+  };
+
   const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     res.once('finish', () => markResponded(req.socket));
     const started = process.hrtime.bigint();
@@ -96,25 +126,14 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
     });
     req.on('end', () => {
       void (async () => {
-        let status = 500;
-        try {
-          if (tooLarge) throw new PayloadTooLarge(`request body larger than ${limit} bytes`);
-          const api = toApiRequest({
-            id,
-            method,
-            url,
-            headers: req.headers,
-            rawBody: chunks.length === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks),
-            remoteAddress: req.socket.remoteAddress ?? '',
-          });
-          const out = await dispatch(opts.services, opts.routes, api);
-          status = out.status;
-          send(res, out);
-        } catch (e) {
-          const r = errorReply(e);
-          status = r.status;
-          if (r.internal) opts.logger.error({ req_id: id, err: e }, 'internal error');
-          send(res, { status: r.status, body: r.body });
+        const page = serveStatic(opts.statics ?? [], method, url);
+        let status: number;
+        if (page !== undefined) {
+          status = page.status;
+          res.writeHead(page.status, page.headers);
+          res.end(page.body);
+        } else {
+          status = await answerApi(req, res, { id, method, url, tooLarge, chunks });
         }
         const debug = opts.logger.isLevelEnabled('debug');
         if (opts.onRequest === undefined && !debug) return;

@@ -11,6 +11,7 @@ import { isMainThread } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { forwardedExecutor } from '../http/forwarded.js';
 import { startHttp, type HttpServer } from '../http/server.js';
+import { loadStaticSite } from '../http/static.js';
 import { describeLicense, hasFeature, loadLicense, type Feature, type LicenseStatus } from '../license/index.js';
 import type { ReplicationDriver } from '../replication/driver.js';
 import { SealManager } from '../seal/index.js';
@@ -21,7 +22,7 @@ import { wireGenerateRoot } from './generate-root.js';
 import { NodeMetrics } from './metrics.js';
 import { wireReplication } from './replication.js';
 import type { Route } from '../http/route.js';
-import { nodeRoutes } from './routes.js';
+import { dashboardSite, nodeRoutes } from './routes.js';
 
 export interface NodeConfig {
   readonly storagePath: string;
@@ -117,11 +118,14 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
   // As a performance primary, this node runs its secondaries' forwarded writes through the same routes.
   repl.executeForwarded(forwardedExecutor(core, routes, (e) => log.error({ err: e }, 'forwarded write failed')));
 
+  const dashboard = loadStaticSite(dashboardSite());
+  if (dashboard.missing.length > 0) log.warn({ missing: dashboard.missing }, 'dashboard files missing; /ui/ answers 404 for them');
   let http: HttpServer;
   try {
     http = await startHttp({
       services: core,
       routes,
+      statics: [dashboard],
       address: config.listenAddress,
       logger: log,
       ...(config.tls ? { tls: config.tls } : {}),

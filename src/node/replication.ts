@@ -193,7 +193,9 @@ export async function wireReplication(o: {
       return {
         storage_failed: failure !== undefined,
         ...(failure !== undefined ? { storage_error: failure.message } : {}),
-        ...(loaded && drivers[kind].isLoaded ? roleStatus(drivers[kind], engine.lastGuard().index, now()) : {}),
+        ...(loaded && drivers[kind].isLoaded ? roleStatus(drivers[kind], engine.lastGuard().index, now(), {
+          firstRetained: engine.firstRetainedIndex(), retainedBytes: engine.walRetainedBytes(), ...engine.walBounds(),
+        }) : {}),
       };
     },
   });

@@ -1,7 +1,9 @@
 /**
- * Every route of a node, in match order (specific before wildcard).
+ * Every route of a node, in match order (specific before wildcard), and its static pages.
  */
+import { fileURLToPath } from 'node:url';
 import type { Route } from '../http/route.js';
+import type { StaticSiteSpec } from '../http/static.js';
 import { authMethodRoutes } from '../http/routes/auth-methods.js';
 import { mountRoutes } from '../http/routes/mounts.js';
 import { namespaceRoutes } from '../http/routes/namespaces.js';
@@ -42,4 +44,22 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationR
     ...namespaceRoutes(core.namespaces, core.mounts, core.auth),
     ...mountRoutes(core.mounts),
   ];
+}
+
+/**
+ * The topology dashboard at `/ui/` (src/ui/static, copied to dist/ui/static by the build): three
+ * files, no framework, no CDN; it polls the status endpoints (and, with a token, what they do not
+ * show). Resolved beside this module so it works from src/ (tests) and dist/ alike.
+ */
+export function dashboardSite(): StaticSiteSpec {
+  return {
+    prefix: '/ui',
+    dir: fileURLToPath(new URL('../ui/static/', import.meta.url)),
+    files: {
+      '': { file: 'index.html', contentType: 'text/html' },
+      'index.html': { file: 'index.html', contentType: 'text/html' },
+      'app.js': { file: 'app.js', contentType: 'text/javascript' },
+      'style.css': { file: 'style.css', contentType: 'text/css' },
+    },
+  };
 }

@@ -21,7 +21,15 @@ function rfc3339(ms: number): string {
   return ms > 0 ? new Date(ms).toISOString() : '';
 }
 
-export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number): Record<string, unknown> {
+/** The primary's WAL retention, for WAL headroom (how long until a stopped secondary needs a Merkle sync). */
+export interface WalRetention {
+  readonly firstRetained: bigint;
+  readonly retainedBytes: number;
+  readonly maxEntries: number;
+  readonly maxBytes: number;
+}
+
+export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, wal?: WalRetention): Record<string, unknown> {
   const s = dr.state;
   const base = statusFields(s) as unknown as Record<string, unknown>;
   switch (s.mode) {
@@ -59,6 +67,8 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number):
         secondaries,
         lag_entries: secondaries.reduce((m, x) => Math.max(m, x.lag_entries), 0),
         lag_ms: String(secondaries.reduce((m, x) => Math.max(m, Number(x.lag_ms)), 0)),
+        // A secondary that needs an entry below wal_first_retained can only Merkle-sync.
+        ...(wal ? { wal_first_retained: Number(wal.firstRetained), wal_retained_bytes: wal.retainedBytes, wal_max_entries: wal.maxEntries, wal_max_bytes: wal.maxBytes } : {}),
         ...drainFields(dr),
       };
     }

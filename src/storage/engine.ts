@@ -319,6 +319,11 @@ export class StorageEngine implements RawStore, MerkleView {
     return this.tail.meta.bytes;
   }
 
+  /** The configured retention bounds (walMaxEntries, walMaxBytes). */
+  walBounds(): { maxEntries: number; maxBytes: number } {
+    return this.bounds();
+  }
+
   firstRetainedIndex(): bigint {
     return this.tail.meta.first;
   }
