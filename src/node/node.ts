@@ -93,6 +93,8 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
   const repl = await wireReplication({
     engine, seal, core, log, now, clusterListen: config.clusterAddr, apiAddr: () => apiAddr,
     ...(config.forwardWaitMs !== undefined ? { forwardWaitMs: config.forwardWaitMs } : {}),
+    walBounds: { maxEntries: config.walMaxEntries, maxBytes: config.walMaxBytes },
+    onForwarded: (f) => metrics!.observeForwarded(f),
   });
   metrics.bindReplication((kind) => repl.routes.status.status(kind));
   const facts = {
