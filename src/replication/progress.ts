@@ -79,8 +79,8 @@ export class ReplicationProgress {
     const list = Array.isArray(status.secondaries) ? (status.secondaries as Record<string, unknown>[]) : [];
     const secondaries = list.map((s) => {
       const entries = walHeadroomEntries({ ...wal, applied: Number(s.last_applied_wal ?? 0) });
-      // Null: nothing is being written, so no bound at the current rate.
-      return { ...s, wal_headroom_entries: entries, wal_headroom_seconds: rate > 0 ? Math.floor(entries / rate) : null };
+      // Null: nothing is being written, so no bound at the current rate (0 once it fell off).
+      return { ...s, wal_headroom_entries: entries, wal_headroom_seconds: entries === 0 ? 0 : rate > 0 ? Math.floor(entries / rate) : null };
     });
     return { ...status, write_rate_entries_per_sec: round2(rate), secondaries };
   }
