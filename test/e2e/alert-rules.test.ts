@@ -168,7 +168,7 @@ test('a DR pair and a performance secondary: healthy, nothing fires; a stopped s
   await expectAlerts(orphaned, 'TesseraReplicationPrimaryUnreachable', [{ labels: { kind: 'dr', instance: 'dr-east', job: 'tessera' } }]);
 }, 240_000);
 
-test('a 50-entry WAL and writes while its DR secondary is down: WAL headroom low; the secondary\'s mode change and a stalled merkle-sync fire theirs', async () => {
+test('a 50-entry WAL and writes while its DR secondary is down: WAL headroom low; the secondary\'s mode change and a stalled merkle-sync fire theirs; sealed, the node alert fires', async () => {
   const [p, s] = (await Promise.all([h.startNode({ ...SLOW_START, replication: { walMaxEntries: 50 } }), h.startNode(SLOW_START)])) as [StartedNode, StartedNode];
   const pk = await initAndUnseal(p.apiAddr, { shares: 3, threshold: 2 });
   const sk = await initAndUnseal(s.apiAddr);
@@ -209,4 +209,10 @@ test('a 50-entry WAL and writes while its DR secondary is down: WAL headroom low
   expect(Number(low.get(headroom))).toBeLessThan(900);
   expect(Number(low.get('tessera_replication_secondary_wal_headroom_entries{kind="dr",secondary_id="dr-west",instance="primary-small-wal",job="tessera"}'))).toBeLessThanOrEqual(10);
   await expectAlerts(low, 'TesseraReplicationWalHeadroomLow', [{ labels: { kind: 'dr', secondary_id: 'dr-west', instance: 'primary-small-wal', job: 'tessera' } }]);
+
+  // Sealed: the node answers, but refuses the scrape (503), so `up` is 0 and the node alert fires.
+  expect((await pv.put('sys/seal')).status).toBe(204);
+  expect((await vault(p.apiAddr, pk.rootToken).get('sys/metrics?format=prometheus')).status).toBe(503);
+  const sealed = await scrape('primary-small-wal', p.apiAddr, pk.rootToken);
+  await expectAlerts(sealed, 'TesseraNodeUnavailable', [{ labels: { instance: 'primary-small-wal', job: 'tessera' } }]);
 }, 240_000);
