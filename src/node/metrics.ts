@@ -22,6 +22,7 @@ export class NodeMetrics {
   private readonly batchTxns: Histogram;
   private readonly batchBytes: Histogram;
   private readonly merkleFlush: Histogram;
+  private readonly forwarded: Histogram<'kind' | 'side' | 'secondary_id' | 'outcome'>;
   private replicationStatus: StatusSource | undefined;
 
   constructor(sources: MetricSources) {
@@ -35,6 +36,12 @@ export class NodeMetrics {
     this.batchTxns = new Histogram({ name: 'tessera_group_commit_batch_transactions', help: 'Transactions per fsynced batch (group commit)', registers, buckets: [1, 2, 4, 8, 16, 32, 64, 128] });
     this.batchBytes = new Histogram({ name: 'tessera_group_commit_batch_bytes', help: 'Bytes per fsynced batch', registers, buckets: [1024, 4096, 16384, 65536, 262144, 1048576] });
     this.merkleFlush = new Histogram({ name: 'tessera_merkle_flush_pages', help: 'Merkle pages written per batch', registers, buckets: [1, 2, 4, 8, 16, 32, 64] });
+    this.forwarded = new Histogram({
+      name: 'tessera_replication_forwarded_write_duration_seconds',
+      help: 'Forwarded writes: side="forwarded" on the performance secondary (until the answer, its own apply included), side="executed" on the primary that ran it',
+      labelNames: ['kind', 'side', 'secondary_id', 'outcome'], registers,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    });
     new Gauge({ name: 'tessera_wal_last_index', help: 'Index of the last WAL entry (last_wal)', registers, collect() { this.set(sources.lastWal()); } });
     new Gauge({ name: 'tessera_wal_retained_entries', help: 'WAL entries retained', registers, collect() { this.set(sources.walRetainedEntries()); } });
     new Gauge({ name: 'tessera_wal_retained_bytes', help: 'WAL bytes retained', registers, collect() { this.set(sources.walRetainedBytes()); } });
@@ -55,6 +62,10 @@ export class NodeMetrics {
     this.batchTxns.observe(info.txns);
     this.batchBytes.observe(info.bytes);
     if (info.merklePages !== undefined) this.merkleFlush.observe(info.merklePages);
+  }
+
+  observeForwarded(f: { side: 'forwarded' | 'executed'; secondaryId: string; seconds: number; ok: boolean }): void {
+    this.forwarded.observe({ kind: 'performance', side: f.side, secondary_id: f.secondaryId, outcome: f.ok ? 'ok' : 'error' }, f.seconds);
   }
 
   render(): Promise<string> {

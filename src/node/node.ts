@@ -94,6 +94,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
   const repl = await wireReplication({
     engine, seal, core, log, now, clusterListen: config.clusterAddr, apiAddr: () => apiAddr,
     ...(config.forwardWaitMs !== undefined ? { forwardWaitMs: config.forwardWaitMs } : {}),
+    onForwarded: (f) => metrics!.observeForwarded(f),
   });
   metrics.bindReplication((kind) => repl.routes.status.status(kind));
   const facts = {

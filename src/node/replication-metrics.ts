@@ -7,21 +7,12 @@
  *   registerReplicationGauges(registry, () => statusOf);   // statusOf(kind) -> status `data`
  */
 import { Gauge, type Registry } from 'prom-client';
+import { num, registerProgressGauges, type Snapshot } from './replication-progress-metrics.js';
 
 export type ReplicationKind = 'dr' | 'performance';
 export type StatusSource = (kind: ReplicationKind) => Promise<Record<string, unknown>>;
 
 const KINDS: readonly ReplicationKind[] = ['dr', 'performance'];
-
-interface Snapshot {
-  readonly kind: ReplicationKind;
-  readonly data: Record<string, unknown>;
-}
-
-const num = (v: unknown): number | undefined => {
-  const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : NaN;
-  return Number.isFinite(n) ? n : undefined;
-};
 
 /**
  * Registers the gauges; `source()` answers undefined until replication is wired (the registry
@@ -86,4 +77,6 @@ export function registerReplicationGauges(registry: Registry, source: () => Stat
   perSecondary('tessera_replication_secondary_connected', 'Primary: 1 while the secondary streams, 0 otherwise', (s) => (s.connection_status === 'connected' ? 1 : 0));
   perSecondary('tessera_replication_secondary_lag_entries', 'Primary: WAL entries the secondary has not applied', (s) => num(s.lag_entries));
   perSecondary('tessera_replication_secondary_lag_ms', 'Primary: milliseconds the secondary is behind', (s) => num(s.lag_ms));
+  // Heartbeat age, WAL headroom, phase, progress and ETAs, reconcile counters (same snapshot).
+  registerProgressGauges(registry, read);
 }

@@ -15,6 +15,7 @@ import { ReplicationDriver, type CoreHooks } from '../replication/driver.js';
 import { roleStatus } from '../replication/status.js';
 import { isJwt, peekJwt } from '../replication/activation-token.js';
 import { LocalReplication } from '../replication/local.js';
+import { ReplicationProgress } from '../replication/progress.js';
 import { PathsFilters, readSecondaryDynamicFilter } from '../replication/paths-filters.js';
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
@@ -44,6 +45,14 @@ export interface WiredReplication {
   suspend(): Promise<void>;
   /** Binds the executor of writes performance secondaries forward to this node as their primary. */
   executeForwarded(run: ForwardExecutor): void;
+}
+
+/** One forwarded write: `forwarded` on the performance secondary that sent it, `executed` on the primary. */
+export interface ForwardedObservation {
+  readonly side: 'forwarded' | 'executed';
+  readonly secondaryId: string;
+  readonly seconds: number;
+  readonly ok: boolean;
 }
 
 export type ForwardExecutor = (secondaryId: string, req: ForwardRequest) => Promise<Omit<ForwardReply, 'commitIndex'>>;
@@ -77,6 +86,8 @@ export async function wireReplication(o: {
   apiAddr: () => string;
   /** How long a forwarded write's answer waits for the secondary to apply it (default 2000 ms). */
   forwardWaitMs?: number;
+  /** Each forwarded write's latency, on both ends (the metrics histogram). */
+  onForwarded?: (o: ForwardedObservation) => void;
 }): Promise<WiredReplication> {
   const { engine, seal, core, log, now } = o;
   const hooks = coreHooks(core);
@@ -90,18 +101,30 @@ export async function wireReplication(o: {
     const run = executor;
     if (!run) return undefined;
     return async (id, req) => {
-      const answer = await run(id, req);
-      // Every write of the request is committed by now: the last index covers them all.
-      const commitIndex = engine.lastGuard().index;
-      log.debug({ secondary_id: id, operation: req.operation, status: answer.status }, 'forwarded write executed');
-      // A forwarded write is acknowledged only once every connected DR secondary holds it, so a
-      // DR failover loses none (REPLICATION.md 8); a DR secondary that is partitioned stops
-      // counting at its heartbeat timeout, which bounds this wait.
-      if (answer.kind !== 'error' && !(await drivers.dr.secondariesApplied(commitIndex, FORWARD_DR_CONFIRM_MS))) {
-        log.warn({ secondary_id: id, commit_index: commitIndex.toString(), wait_ms: FORWARD_DR_CONFIRM_MS }, 'forwarded write acknowledged before a connected DR secondary confirmed it');
+      const started = performance.now();
+      let ok = false;
+      try {
+        const r = await executeForwarded(run, id, req);
+        ok = r.kind !== 'error';
+        return r;
+      } finally {
+        o.onForwarded?.({ side: 'executed', secondaryId: id, seconds: (performance.now() - started) / 1000, ok });
       }
-      return { ...answer, commitIndex };
     };
+  };
+  /** Runs one forwarded write, then holds its answer until connected DR secondaries hold it. */
+  const executeForwarded = async (run: ForwardExecutor, id: string, req: ForwardRequest): Promise<ForwardReply> => {
+    const answer = await run(id, req);
+    // Every write of the request is committed by now: the last index covers them all.
+    const commitIndex = engine.lastGuard().index;
+    log.debug({ secondary_id: id, operation: req.operation, status: answer.status }, 'forwarded write executed');
+    // A forwarded write is acknowledged only once every connected DR secondary holds it, so a
+    // DR failover loses none (REPLICATION.md 8); a DR secondary that is partitioned stops
+    // counting at its heartbeat timeout, which bounds this wait.
+    if (answer.kind !== 'error' && !(await drivers.dr.secondariesApplied(commitIndex, FORWARD_DR_CONFIRM_MS))) {
+      log.warn({ secondary_id: id, commit_index: commitIndex.toString(), wait_ms: FORWARD_DR_CONFIRM_MS }, 'forwarded write acknowledged before a connected DR secondary confirmed it');
+    }
+    return { ...answer, commitIndex };
   };
   /** Both layouts of mount tables become one key per mount (a paths filter drops mounts by key). */
   const migrateLegacyTables = async (): Promise<void> => {
@@ -180,8 +203,24 @@ export async function wireReplication(o: {
   const drMode = modeOf('dr');
   const performanceMode = modeOf('performance');
   core.drSecondaryCheck = () => drMode() === 'secondary';
-  core.forwardWrite = (req) => drivers.performance.forward(req);
+  core.forwardWrite = async (req) => {
+    const started = performance.now();
+    let ok = false;
+    try {
+      const out = await drivers.performance.forward(req);
+      ok = out.reply.kind !== 'error';
+      return out;
+    } finally {
+      const s = drivers.performance.isLoaded ? drivers.performance.state : undefined;
+      o.onForwarded?.({ side: 'forwarded', secondaryId: s?.mode === 'secondary' ? (s.secondaryId ?? '') : '', seconds: (performance.now() - started) / 1000, ok });
+    }
+  };
   core.visible = () => (drivers.performance.isLoaded ? drivers.performance.pendingVisibility() : undefined);
+
+  // Rates behind WAL headroom and the ETAs (replication/progress.ts), sampled once a second.
+  const progress = new ReplicationProgress({ engine, drivers });
+  const sampler = setInterval(() => progress.sample(now()), 1000);
+  sampler.unref();
 
   const local = new LocalReplication({
     engine,
@@ -193,9 +232,11 @@ export async function wireReplication(o: {
       return {
         storage_failed: failure !== undefined,
         ...(failure !== undefined ? { storage_error: failure.message } : {}),
-        ...(loaded && drivers[kind].isLoaded ? roleStatus(drivers[kind], engine.lastGuard().index, now(), {
-          firstRetained: engine.firstRetainedIndex(), retainedBytes: engine.walRetainedBytes(), ...engine.walBounds(),
-        }) : {}),
+        ...(loaded && drivers[kind].isLoaded
+          ? progress.decorate(kind, roleStatus(drivers[kind], engine.lastGuard().index, now(), {
+              firstRetained: engine.firstRetainedIndex(), retainedBytes: engine.walRetainedBytes(), ...engine.walBounds(),
+            }), now())
+          : {}),
       };
     },
   });
@@ -315,6 +356,7 @@ export async function wireReplication(o: {
     drMode,
     performanceMode,
     async suspend() {
+      clearInterval(sampler);
       await perf.suspend();
       await dr.suspend();
     },

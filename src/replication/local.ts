@@ -10,6 +10,7 @@
 import type { Logger } from 'pino';
 import { InvalidRequest } from '../core/errors.js';
 import { TREES, type CorruptionReport } from '../core/merkle.js';
+import { RateEstimator, etaSeconds } from '../core/rate.js';
 
 /** What this module needs from the storage engine. */
 export interface MerkleEngine {
@@ -29,7 +30,7 @@ interface Meta {
   corrupted: boolean;
 }
 
-type Reindex = { running: false } | { running: true; done: number; total: number; stage: string };
+type Reindex = { running: false } | { running: true; done: number; total: number; stage: string; rate: RateEstimator };
 
 export class LocalReplication {
   private meta: Meta = { lastReindexEpoch: 0, lastCorruptionCheckEpoch: 0, corrupted: false };
@@ -61,14 +62,16 @@ export class LocalReplication {
       last_corruption_check_epoch: String(this.meta.lastCorruptionCheckEpoch),
       primary_cluster_addr: '',
       reindex_in_progress: r.running,
-      ...(r.running ? { reindex_stage: r.stage, reindex_building_progress: r.done, reindex_building_total: r.total } : {}),
+      // The ETA is null until progress was reported twice (rebuildIndex reports every 1000 keys).
+      ...(r.running ? { reindex_stage: r.stage, reindex_building_progress: r.done, reindex_building_total: r.total, reindex_eta_seconds: r.total > 0 ? etaSeconds(r.total - r.done, r.rate.perSecond(this.opts.now())) : null } : {}),
       ...(this.opts.role?.(kind) ?? {}),
     };
   }
 
   async reindex(opts: { diff: boolean; force: boolean; skipFlush: boolean }): Promise<{ warnings: string[] }> {
     if (this.reindexState.running) throw new InvalidRequest('a reindex is already in progress');
-    const state = { running: true as const, done: 0, total: 0, stage: 'building' };
+    const state = { running: true as const, done: 0, total: 0, stage: 'building', rate: new RateEstimator({ windowMs: 30_000, minGapMs: 0 }) };
+    state.rate.sample(this.opts.now(), 0);
     this.reindexState = state;
     const log = this.opts.log.child({ op: 'reindex' });
     log.info({ diff: opts.diff, force: opts.force, skip_flush: opts.skipFlush }, 'reindex started');
@@ -82,6 +85,7 @@ export class LocalReplication {
           state.done = done;
           state.total = total;
           const now = this.opts.now();
+          state.rate.sample(now, done);
           if (now - lastLogged >= 1000 || done === total) {
             lastLogged = now;
             log.info({ done, total }, 'reindex progress');

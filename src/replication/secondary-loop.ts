@@ -62,6 +62,8 @@ export interface SecondaryProgress {
   syncTotal: number;
   syncDone: number;
   lastSync: { fetched: number; deleted: number } | undefined;
+  /** Since this loop started: merkle-syncs finished, and the keys they fetched and deleted (metrics counters). */
+  syncTotals: { syncs: number; fetched: number; deleted: number };
 }
 
 const HEARTBEAT_MS = 1000;
@@ -86,7 +88,7 @@ export class SecondaryLoop {
     this.progress = {
       state: 'idle', connection: 'idle', lastRemoteWal: this.applier.guard().index, primaryLastWal: 0n, primaryCommitTimeMs: 0,
       lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '',
-      syncTotal: 0, syncDone: 0, lastSync: undefined,
+      syncTotal: 0, syncDone: 0, lastSync: undefined, syncTotals: { syncs: 0, fetched: 0, deleted: 0 },
     };
   }
 
@@ -292,6 +294,8 @@ export class SecondaryLoop {
         },
       });
       this.progress.lastSync = { fetched: r.fetched, deleted: r.deleted };
+      const t = this.progress.syncTotals;
+      this.progress.syncTotals = { syncs: t.syncs + 1, fetched: t.fetched + r.fetched, deleted: t.deleted + r.deleted };
       this.progress.lastRemoteWal = r.guard.index;
       this.o.onApplied?.(r.guard.index);
       this.o.log.info({ fetched: r.fetched, deleted: r.deleted, keys_moved: r.fetched + r.deleted, pages: r.comparedPages, guard: r.guard.index.toString() }, 'merkle-sync finished; streaming');

@@ -82,7 +82,7 @@ test('the dashboard shows the topology live, and a paused DR secondary as discon
   // The events section renders whatever the node has (a list, or that it has none), never an error.
   expect(await page.$eval('#events .body', (e) => e.textContent ?? '')).not.toMatch(/loading|status 5\d\d/);
 
-  // Under writes the page measures the primary's write rate, and WAL headroom becomes a time.
+  // Under writes the primary reports its write rate, and WAL headroom becomes a time.
   let writer: Writer | undefined = startWriter({ apiAddr: primary.apiAddr, token: primary.rootToken, clients: 2, path: (c, n) => `secret/data/w${c}/${n % 20}` });
   try {
     await eventually(async () => {

@@ -15,8 +15,6 @@ const state = {
   token: sessionStorage.getItem(TOKEN_KEY) || '',
   // `${kind}/${id}` -> [{ t, entries, ms }], the last HISTORY samples.
   lag: new Map(),
-  // kind -> [{ t, wal }], the primary's last WAL index over the last HISTORY samples.
-  wal: new Map(),
   filters: new Map(),
   events: undefined,
   slowAt: 0,
@@ -107,38 +105,23 @@ function remember(map, key, sample) {
   return list;
 }
 
-/** Entries per second the primary's WAL grew over the kept samples (0 without writes). */
-function writeRate(kind) {
-  const s = state.wal.get(kind) || [];
-  if (s.length < 2) return 0;
-  const a = s[0];
-  const b = s[s.length - 1];
-  return b.t > a.t ? Math.max(0, (b.wal - a.wal) / ((b.t - a.t) / 1000)) : 0;
-}
-
 /**
- * WAL headroom of one secondary: how many more writes the primary can take before the entry
- * after the secondary's last applied one leaves the retained WAL (then only a Merkle sync brings
- * it back), and that as time at the current write rate. The retained range holds at most
- * wal_max_entries entries and wal_max_bytes bytes (by the average size of what is retained now).
+ * WAL headroom of one secondary, as the primary computes it (src/replication/progress.ts): how
+ * many more writes the primary can take before the entry after the secondary's last applied one
+ * leaves the retained WAL (then only a Merkle sync brings it back), and that as time at the
+ * primary's recent write rate (null seconds: nothing is being written).
  */
-function headroom(st, lastWal, sec, rate) {
-  if (st.wal_max_entries === undefined) return undefined;
-  const retained = Math.max(0, lastWal - st.wal_first_retained + 1);
-  let capacity = st.wal_max_entries;
-  if (retained > 0 && st.wal_retained_bytes > 0) capacity = Math.min(capacity, Math.floor(st.wal_max_bytes / (st.wal_retained_bytes / retained)));
-  const applied = sec.last_applied_wal;
-  if (applied + 1 < st.wal_first_retained && applied < lastWal) return { entries: 0, seconds: 0 };
-  const entries = Math.max(0, capacity - (lastWal - applied));
-  return { entries, seconds: rate > 0 ? entries / rate : Infinity };
+function headroom(sec) {
+  if (sec.wal_headroom_entries === undefined) return undefined;
+  const seconds = sec.wal_headroom_seconds;
+  return { entries: sec.wal_headroom_entries, seconds: seconds === null || seconds === undefined ? Infinity : seconds };
 }
 
 // ---- rendering ----
 
 function renderPrimary(kind, st, now) {
   const lastWal = Number(st.last_dr_wal ?? st.last_performance_wal ?? st.last_wal ?? 0);
-  remember(state.wal, kind, { t: now, wal: lastWal });
-  const rate = writeRate(kind);
+  const rate = Number(st.write_rate_entries_per_sec ?? 0);
   const box = el('div');
   box.append(el('div', { class: 'facts' },
     fact('cluster', st.cluster_id, 'mono'),
@@ -161,7 +144,7 @@ function renderPrimary(kind, st, now) {
     const id = sec.node_id;
     const lagMs = Number(sec.lag_ms);
     const samples = remember(state.lag, `${kind}/${id}`, { t: now, entries: sec.lag_entries, ms: lagMs });
-    const room = headroom(st, lastWal, sec, rate);
+    const room = headroom(sec);
     const tr = el('tr', { 'data-secondary-id': id },
       el('td', { class: 'secondary-id mono' }, id),
       el('td', { class: 'state' }, sec.state),
