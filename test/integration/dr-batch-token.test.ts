@@ -5,11 +5,11 @@
  * called. The runbook's "Pre-stage a DR operation batch token" commands run here through the CLI
  * (in-process `main`), as written in docs/failover-runbook.md.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../src/cli/testing/run-cli.js';
-import { eventually } from '../harness/index.js';
+import { eventually, repoRoot } from '../harness/index.js';
 import { DR, activatePair, drStatus, inSync } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
@@ -30,14 +30,27 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The runbook's policy, verbatim. */
-const DR_OPS_HCL = `path "sys/replication/dr/secondary/promote" {
-  capabilities = ["update"]
+/** The runbook's section, read from the file so that what it says is what runs here. */
+let RUNBOOK = '';
+let DR_OPS_HCL = '';
+beforeAll(async () => {
+  const doc = await readFile(join(repoRoot, 'docs/failover-runbook.md'), 'utf8');
+  const at = doc.indexOf('## Pre-stage a DR operation batch token');
+  expect(at).toBeGreaterThan(0);
+  RUNBOOK = doc.slice(at, doc.indexOf('\n## ', at + 1));
+  const hcl = /cat > dr-ops\.hcl <<'EOF'\n([\s\S]*?\n)EOF\n/.exec(RUNBOOK);
+  DR_OPS_HCL = hcl?.[1] ?? '';
+  expect(DR_OPS_HCL).toContain('path "sys/replication/dr/secondary/promote"');
+});
+
+/**
+ * A `tessera ...` command of the runbook's section, as written there (it must be), with $P, $S,
+ * $DRBT and the HCL file filled in; returns the arguments after `tessera`.
+ */
+function runbook(command: string, vars: Record<string, string>): string[] {
+  expect(RUNBOOK).toContain(command);
+  return command.split(' ').slice(1).map((arg) => arg.replace(/\$([A-Z]+)/g, (_, v: string) => vars[v] ?? `$${v}`).replace('@dr-ops.hcl', `@${vars['HCL'] ?? ''}`));
 }
-path "sys/replication/dr/secondary/update-primary" {
-  capabilities = ["update"]
-}
-`;
 
 /** `tessera <args>` with the runbook's environment (VAULT_TOKEN = the primary's root token). */
 async function tessera(args: string[], token: string): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -138,7 +151,7 @@ describe('batch tokens as DR operation tokens', () => {
 
     // (d) Revoked on the primary (the runbook's command): refused once the deny list replicated.
     expect((await call('merkle-check', revoked)).status).toBe(200);
-    const rv = await tessera(['write', `-address=${p.apiAddr}`, 'auth/token/revoke', `token=${revoked}`], p.rootToken);
+    const rv = await tessera(runbook('tessera write -address=$P auth/token/revoke token=$DRBT', { P: p.apiAddr, DRBT: revoked }), p.rootToken);
     expect(rv.code).toBe(0);
     await inSync(p, s);
     const r = await call('promote', revoked);
@@ -159,24 +172,23 @@ describe('batch tokens as DR operation tokens', () => {
     const p = await node();
     const s = await node();
     await activatePair(p, s, 's');
-    const P = `-address=${p.apiAddr}`;
-    const S = `-address=${s.apiAddr}`;
     const hcl = join(dir, 'dr-ops.hcl');
     await writeFile(hcl, DR_OPS_HCL);
+    const vars = { P: p.apiAddr, S: s.apiAddr, HCL: hcl };
     // The runbook, in order.
-    expect((await tessera(['write', P, 'sys/policies/acl/dr-ops', `policy=@${hcl}`], p.rootToken)).code).toBe(0);
-    const made = await tessera(['write', P, '-format=json', 'auth/token/create-orphan', 'type=batch', 'policies=dr-ops', 'ttl=720h'], p.rootToken);
+    expect((await tessera(runbook('tessera write -address=$P sys/policies/acl/dr-ops policy=@dr-ops.hcl', vars), p.rootToken)).code).toBe(0);
+    const made = await tessera(runbook('tessera write -address=$P -format=json auth/token/create-orphan type=batch policies=dr-ops no_default_policy=true ttl=720h', vars), p.rootToken);
     expect(made.code).toBe(0);
-    const drbt = JSON.parse(made.stdout).auth.client_token as string;
+    const drbt = JSON.parse(made.stdout).auth.client_token as string; // `| jq -r .auth.client_token`
     expect(drbt).toMatch(/^hvb\./);
-    const looked = await tessera(['write', P, '-format=json', 'auth/token/lookup', `token=${drbt}`], p.rootToken);
+    const looked = await tessera(runbook('tessera write -address=$P -format=json auth/token/lookup token=$DRBT', { ...vars, DRBT: drbt }), p.rootToken);
     expect(looked.code).toBe(0);
-    expect(JSON.parse(looked.stdout).data).toMatchObject({ type: 'batch', orphan: true, policies: ['default', 'dr-ops'], accessor: '' });
+    expect(JSON.parse(looked.stdout).data).toMatchObject({ type: 'batch', orphan: true, policies: ['dr-ops'], accessor: '' });
     await inSync(p, s);
     // The primary is gone; nobody holds shares; the batch token promotes.
     await p.stop();
     nodes.splice(nodes.indexOf(p), 1);
-    const promoted = await tessera(['write', S, 'sys/replication/dr/secondary/promote', `dr_operation_token=${drbt}`], '');
+    const promoted = await tessera(runbook('tessera write -address=$S sys/replication/dr/secondary/promote dr_operation_token=$DRBT', { ...vars, DRBT: drbt }), '');
     expect(promoted.code).toBe(0);
     await eventually(async () => expect((await drStatus(s)).mode).toBe('primary'), { timeoutMs: 15_000 });
     // The new primary takes writes (with the old primary's root token: tokens replicate to DR).
