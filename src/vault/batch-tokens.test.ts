@@ -94,8 +94,12 @@ describe('batch tokens', () => {
     const { tokens, rootView } = await setup();
     const t = (await tokens.create(rootView, { type: 'batch', policies: ['ops'] }, '')).client_token;
     const body = t.slice(4);
-    const flipped = `hvb.${body.slice(0, 20)}${body[20] === 'A' ? 'B' : 'A'}${body.slice(21)}`;
-    expect(await tokens.lookup(flipped)).toBeUndefined();
+    // One character changed anywhere: salt, nonce, sealed claims, tag.
+    for (const at of [3, 30, Math.floor(body.length / 2), body.length - 4]) {
+      const flipped = `hvb.${body.slice(0, at)}${body[at] === 'A' ? 'B' : 'A'}${body.slice(at + 1)}`;
+      expect(await tokens.lookup(flipped)).toBeUndefined();
+    }
+    expect(await tokens.lookup(t)).toBeDefined();
     const other = await setup();
     expect(await other.tokens.lookup(t)).toBeUndefined(); // no key at all there
     await other.tokens.create(other.rootView, { type: 'batch', policies: ['x'] }, '');

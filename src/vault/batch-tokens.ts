@@ -5,7 +5,7 @@
  * above all) verifies a token its primary made without ever having seen it.
  *
  *   const batch = new BatchTokens(store, { now, random, parentLive: (h) => ... });
- *   const { token, entry } = await batch.mint(draft);    // 'hvb.' + base64url(v1 || nonce || sealed || tag)
+ *   const { token, entry } = await batch.mint(draft);    // 'hvb.' + base64url(v1 || salt || nonce || sealed || tag)
  *   await batch.verify(token);                           // the entry, or undefined if forged/expired/denied
  *   await batch.deny(token);                             // onto the replicated deny list until it expires
  *
@@ -20,7 +20,7 @@
  * - The deny list holds `core/token/batch/revoked/<sha256 of token>` -> its expiry; entries past
  *   it are pruned in the same commit as the next denial (an expired token is refused anyway).
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { Internal } from '../core/errors.js';
 import { KeyedMutex } from '../core/keyed-mutex.js';
@@ -36,6 +36,8 @@ export const BATCH_KEY_RECORD = 'core/token/batch/key';
 export const BATCH_DENY_PREFIX = 'core/token/batch/revoked/';
 
 const FORMAT_VERSION = 1;
+/** Each token is sealed under its own key, HKDF(stored key, salt): no GCM nonce budget to watch. */
+const SALT_BYTES = 16;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 /** Binds the ciphertext to its purpose: no other sealed blob of ours opens as a batch token. */
@@ -99,11 +101,12 @@ export class BatchTokens {
       path: entry.path,
     };
     const key = await this.#key(true);
+    const salt = this.#random(SALT_BYTES);
     const nonce = this.#random(NONCE_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', key as Buffer, nonce);
+    const cipher = createCipheriv('aes-256-gcm', tokenKey(key as Buffer, salt), nonce);
     cipher.setAAD(AAD);
     const sealed = Buffer.concat([cipher.update(JSON.stringify(claims), 'utf8'), cipher.final()]);
-    const blob = Buffer.concat([Buffer.from([FORMAT_VERSION]), nonce, sealed, cipher.getAuthTag()]);
+    const blob = Buffer.concat([Buffer.from([FORMAT_VERSION]), salt, nonce, sealed, cipher.getAuthTag()]);
     const token = BATCH_TOKEN_PREFIX + blob.toString('base64url');
     return { token, entry: { ...entry, hash: hashToken(token) } };
   }
@@ -179,15 +182,17 @@ export class BatchTokens {
   async #open(text: string): Promise<Claims | undefined> {
     if (!/^[A-Za-z0-9_-]+$/.test(text)) return undefined;
     const blob = Buffer.from(text, 'base64url');
-    if (blob.length < 1 + NONCE_BYTES + TAG_BYTES + 2 || blob[0] !== FORMAT_VERSION) return undefined;
+    const head = 1 + SALT_BYTES + NONCE_BYTES;
+    if (blob.length < head + TAG_BYTES + 2 || blob[0] !== FORMAT_VERSION) return undefined;
     const key = await this.#key(false);
     if (key === undefined) return undefined;
-    const nonce = blob.subarray(1, 1 + NONCE_BYTES);
+    const salt = blob.subarray(1, 1 + SALT_BYTES);
+    const nonce = blob.subarray(1 + SALT_BYTES, head);
     const tag = blob.subarray(blob.length - TAG_BYTES);
-    const sealed = blob.subarray(1 + NONCE_BYTES, blob.length - TAG_BYTES);
+    const sealed = blob.subarray(head, blob.length - TAG_BYTES);
     let plain: Buffer;
     try {
-      const decipher = createDecipheriv('aes-256-gcm', key, nonce);
+      const decipher = createDecipheriv('aes-256-gcm', tokenKey(key, salt), nonce);
       decipher.setAAD(AAD);
       decipher.setAuthTag(tag);
       plain = Buffer.concat([decipher.update(sealed), decipher.final()]);
@@ -219,6 +224,10 @@ export class BatchTokens {
     if (key === undefined || key.length !== 32) throw new Internal('stored batch token key is malformed');
     return key;
   }
+}
+
+function tokenKey(key: Buffer, salt: Buffer): Buffer {
+  return Buffer.from(hkdfSync('sha256', key, salt, AAD, 32));
 }
 
 function safeJson<T>(schema: z.ZodType<T>, raw: Buffer): T | undefined {
