@@ -13,6 +13,10 @@
  * token of another namespace than `scope` or one below it is treated exactly as an unknown token,
  * so a child namespace can neither act on its parents' tokens nor learn that they exist.
  *
+ * Batch tokens (`hvb.`, `type: 'batch'` on create) are minted, verified and revoked by
+ * `this.batch` (batch-tokens.ts): lookup, validateForUse, revoke and revokeOrphan route a batch
+ * token there, so callers treat both types alike; nothing of a batch token is stored here.
+ *
  * TTLs of created tokens are bounded by the system limits (`limits`, token-create.ts). Revocation
  * never depends on a stored entry being well-formed: it deletes what it can find of it.
  *
