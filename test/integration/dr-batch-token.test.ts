@@ -8,6 +8,8 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { runCli } from '../../src/cli/testing/run-cli.js';
 import { eventually, repoRoot } from '../harness/index.js';
 import { DR, activatePair, drStatus, inSync } from '../support/dr.js';
@@ -15,8 +17,8 @@ import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const nodes: TestNode[] = [];
 let dir = '';
-async function node(): Promise<TestNode> {
-  const n = await startTestNode();
+async function node(logger?: pino.Logger): Promise<TestNode> {
+  const n = await startTestNode(logger ? { logger } : {});
   nodes.push(n);
   return n;
 }
@@ -123,8 +125,10 @@ describe('batch tokens on normal paths', () => {
 
 describe('batch tokens as DR operation tokens', () => {
   it('are refused on a DR secondary when the policy lacks the path, expired or revoked; nothing changes', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({ write: (chunk: Buffer, _enc, done) => { lines.push(chunk.toString('utf8')); done(); } });
     const p = await node();
-    const s = await node();
+    const s = await node(pino({ level: 'info' }, sink));
     await activatePair(p, s, 's');
     await policy(p, 'dr-ops', DR_OPS_HCL);
     await policy(p, 'dr-check', 'path "sys/replication/dr/secondary/merkle-check" { capabilities = ["update"] }');
@@ -163,6 +167,11 @@ describe('batch tokens as DR operation tokens', () => {
     // A token that is not ours at all, and one that cannot be deleted here.
     expect((await call('promote', 'hvb.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')).status).toBe(403);
     expect((await call('operation-token/delete', checkOnly)).status).toBe(400);
+    // Every use is in the audit trail, by type and path, and no token is in any log line.
+    const uses = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['op'] === 'dr/operation-token/use');
+    expect(uses).toContainEqual(expect.objectContaining({ outcome: 'refused', error_code: 'permission_denied', token_type: 'batch', path: `${DR}/secondary/promote` }));
+    expect(uses).toContainEqual(expect.objectContaining({ outcome: 'ok', token_type: 'batch', path: `${DR}/secondary/merkle-check` }));
+    for (const t of [checkOnly, expiring, revoked]) expect(lines.filter((l) => l.includes(t.slice(4, 40)))).toEqual([]);
     // The replication set is intact: the secondary still follows the primary.
     expect((await p.call('POST', 'sys/policies/acl/after', { policy: 'path "x" { capabilities = ["read"] }' })).status).toBe(204);
     await inSync(p, s, { streaming: true });
