@@ -25,6 +25,7 @@ import type { VaultCore } from '../vault/core.js';
 import type { DrService, KindService, PathsFilterService } from '../http/routes/replication-kind.js';
 import type { DrOperationTokenService } from '../http/routes/dr-operation-token.js';
 import { audited } from './replication-audit.js';
+import { batchOperationTokenCheck, isBatchToken } from './dr-batch-token.js';
 import type { ReplicationRoutes } from './routes.js';
 
 const OP_TOKEN_PREFIX = 'node/replication/dr-operation-token/';
@@ -302,9 +303,11 @@ export async function wireReplication(o: {
     }
     return gated as unknown as KindService;
   };
+  const checkBatchToken = batchOperationTokenCheck(core);
   const drService: DrService = {
     ...kindService(dr),
-    checkOperationToken: secondaryOnly(async (t: string) => {
+    checkOperationToken: secondaryOnly(async (t: string, path: string) => {
+      if (isBatchToken(t)) return checkBatchToken(t, path);
       if (!(await tokens.validate(t))) throw new PermissionDenied('invalid DR operation token');
     }),
     reindex: secondaryOnly((opts: { diff: boolean; force: boolean; skipFlush: boolean }) => local.reindex(opts)),
@@ -315,7 +318,10 @@ export async function wireReplication(o: {
     status: secondaryOnly(() => tokens.status()),
     cancel: secondaryOnly(() => tokens.cancel()),
     update: secondaryOnly((r: Parameters<OperationTokens['update']>[0]) => tokens.update(r)),
-    revoke: secondaryOnly((t: string) => tokens.revoke(t)),
+    revoke: secondaryOnly(async (t: string) => {
+      if (isBatchToken(t)) throw new InvalidRequest('a batch token is revoked on the primary (auth/token/revoke); the revocation replicates to this secondary');
+      return tokens.revoke(t);
+    }),
   };
   const reindexFlags = ([o]: [{ diff: boolean; force: boolean; skipFlush: boolean }]) => ({ diff: o.diff, force: o.force });
 
@@ -388,7 +394,7 @@ export async function wireReplication(o: {
       } as never),
       dr: audited(audit, drService, {
         ...(kindAudit('dr') as object),
-        checkOperationToken: { op: 'dr/operation-token/use' },
+        checkOperationToken: { op: 'dr/operation-token/use', detail: ([t, path]: [string, string]) => ({ token_type: isBatchToken(t) ? 'batch' : 'operation', path }) },
         reindex: { op: 'dr/secondary/reindex', detail: reindexFlags },
         merkleCheck: { op: 'dr/secondary/merkle-check' },
       }),

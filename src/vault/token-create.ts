@@ -24,6 +24,8 @@ export interface CreateTokenRequest {
   /** A chosen token instead of a random one. Needs a privileged parent. */
   readonly id?: string;
   readonly renewable?: boolean;
+  /** `service` (absent or '') or `batch` (batch-tokens.ts); anything else is refused. */
+  readonly type?: string;
 }
 
 export interface CreateTokenOptions {
@@ -51,6 +53,7 @@ export const DEFAULT_TTL_LIMITS: TtlLimits = { maxTtl: 768 * 3600, defaultTtl: 7
 
 /** Everything of an entry that is decided before minting, plus the latest allowed expiry. */
 export interface TokenDraft {
+  readonly type: 'service' | 'batch';
   readonly id: string | undefined;
   readonly policies: readonly string[];
   readonly ttl: number;
@@ -76,8 +79,11 @@ export function childDraft(
   opts: CreateTokenOptions,
   limits: TtlLimits,
 ): TokenDraft {
+  // Vault's order: a batch parent is refused before anything else (it has no tree to join).
+  if (parent.type === 'batch') throw new InvalidRequest('batch tokens cannot create more tokens');
   const parentIsRoot = parent.policies.includes(ROOT_POLICY);
   const privileged = opts.privileged === true || parentIsRoot;
+  const type = tokenType(req);
   // A use-limited token could otherwise escape its limit through children.
   if (parent.num_uses !== 0) throw new InvalidRequest('restricted use token cannot generate child tokens');
   if (!withinNamespace(ns, parent.namespace_path)) throw new PermissionDenied();
@@ -103,6 +109,9 @@ export function childDraft(
     if (!policies.every((p) => allowed.has(p))) throw new InvalidRequest('child policies must be subset of parent');
   }
 
+  // Batch tokens cannot be revoked like service tokens, so never root (Vault's rule and wording).
+  if (type === 'batch' && policies.includes(ROOT_POLICY)) throw new InvalidRequest('batch tokens cannot be root tokens');
+
   const meta = req.meta !== undefined && req.meta !== null && Object.keys(req.meta).length > 0 ? { ...req.meta } : null;
   const ttls = boundedTtls(
     parseDuration(req.ttl ?? 0, 'ttl'),
@@ -111,6 +120,7 @@ export function childDraft(
     limits,
   );
   return {
+    type,
     id,
     policies,
     ttl: ttls.ttl,
@@ -122,7 +132,7 @@ export function childDraft(
     meta,
     orphan,
     path: opts.path ?? 'auth/token/create',
-    renewable: req.renewable ?? true,
+    renewable: type === 'service' && (req.renewable ?? true),
     // Expiring revokes a token's tree, so a child never outlives its parent; orphans may.
     expireCap: orphan ? null : parent.expire_time,
     warnings: ttls.warnings,
@@ -158,6 +168,22 @@ export function boundedTtls(
   }
   if (explicit > 0 && (t === 0 || t > explicit)) t = explicit;
   return { ttl: t, explicitMaxTtl: explicit, warnings };
+}
+
+/**
+ * The requested type, with Vault's refusals of what a batch token cannot carry: a use limit, an
+ * explicit max TTL (its TTL is final anyway), and (our rule) a chosen id, which would be the
+ * sealed token itself.
+ */
+function tokenType(req: CreateTokenRequest): 'service' | 'batch' {
+  const t = req.type ?? '';
+  if (t === '' || t === 'service') return 'service';
+  if (t !== 'batch') throw new InvalidRequest("invalid 'token_type' value");
+  const explicit = req.explicit_max_ttl === undefined || req.explicit_max_ttl === '' ? 0 : parseDuration(req.explicit_max_ttl, 'explicit_max_ttl');
+  if (explicit !== 0) throw new InvalidRequest('batch tokens cannot have "explicit_max_ttl" set');
+  if (parseUses(req.num_uses) !== 0) throw new InvalidRequest('batch tokens cannot have "num_uses" set');
+  if (req.id !== undefined && req.id !== '') throw new InvalidRequest('batch tokens cannot have "id" set');
+  return 'batch';
 }
 
 /** Namespaces are `a/b/` or '' (root); a token may create tokens in its namespace and below. */

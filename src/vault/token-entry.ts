@@ -39,7 +39,8 @@ const entrySchema = z.object({
   display_name: z.string(),
   meta: z.record(z.string(), z.string()).nullable(),
   orphan: z.boolean(),
-  type: z.literal('service'),
+  /** Stored entries are always service tokens; batch entries exist only in memory (batch-tokens.ts). */
+  type: z.enum(['service', 'batch']),
   /** The path the token was created at, e.g. `auth/token/create`. */
   path: z.string(),
   explicit_max_ttl: count,
@@ -65,7 +66,7 @@ export type AuthBlock = {
   readonly lease_duration: number;
   readonly renewable: boolean;
   readonly entity_id: '';
-  readonly token_type: 'service';
+  readonly token_type: 'service' | 'batch';
   readonly orphan: boolean;
   readonly num_uses: number;
 };
@@ -140,7 +141,7 @@ export function authBlock(token: string, entry: TokenEntry): AuthBlock {
     lease_duration: entry.ttl,
     renewable: entry.renewable,
     entity_id: '',
-    token_type: 'service',
+    token_type: entry.type,
     orphan: entry.orphan,
     num_uses: entry.num_uses,
   };
@@ -169,6 +170,6 @@ export function lookupData(entry: TokenEntry, nowMs: number, id = ''): Record<st
     policies: entry.policies,
     renewable: entry.renewable,
     ttl,
-    type: 'service',
+    type: entry.type,
   };
 }

@@ -13,6 +13,10 @@
  * token of another namespace than `scope` or one below it is treated exactly as an unknown token,
  * so a child namespace can neither act on its parents' tokens nor learn that they exist.
  *
+ * Batch tokens (`hvb.`, `type: 'batch'` on create) are minted, verified and revoked by
+ * `this.batch` (batch-tokens.ts): lookup, validateForUse, revoke and revokeOrphan route a batch
+ * token there, so callers treat both types alike; nothing of a batch token is stored here.
+ *
  * TTLs of created tokens are bounded by the system limits (`limits`, token-create.ts). Revocation
  * never depends on a stored entry being well-formed: it deletes what it can find of it.
  *
@@ -39,6 +43,7 @@ import type { AuthBlock, TokenEntry, TokenEntryView } from './token-entry.js';
 import { TOKEN_ENTRY_PREFIX, entryDeletion, factsInScope, hashToken, isAccessor, isTokenHash, revocationFacts, tokenKeys } from './token-keys.js';
 import type { RevocationFacts } from './token-keys.js';
 import { KeyedMutex } from '../core/keyed-mutex.js';
+import { BatchTokens, isBatchToken } from './batch-tokens.js';
 
 export { hashToken } from './token-keys.js';
 export { DEFAULT_POLICY, ROOT_POLICY, WRAPPING_POLICY, lookupData, sanitizePolicies } from './token-entry.js';
@@ -111,17 +116,25 @@ export class TokenStore {
   readonly #locks = new KeyedMutex();
   /** Hashes being minted right now: two creates with the same chosen id must not both pass. */
   readonly #minting = new Set<string>();
+  /** `hvb.` tokens: sealed, never stored; lookups and revocations of one are routed there. */
+  readonly batch: BatchTokens;
 
   constructor(store: Store, opts: TokenStoreOptions = {}) {
     this.#store = store;
     this.#now = opts.now ?? Date.now;
     this.#random = opts.random ?? randomBytes;
     this.#limits = opts.limits ?? DEFAULT_TTL_LIMITS;
+    this.batch = new BatchTokens(store, {
+      now: this.#now,
+      random: this.#random,
+      parentLive: async (hash) => isTokenHash(hash) && (await this.#readLive(hash)) !== undefined,
+    });
   }
 
   /** A root token: policies ['root'], no TTL, orphan. `id` is `-dev-root-token-id`'s choice. */
   async createRoot(opts: { id?: string } = {}): Promise<{ token: string; accessor: string }> {
     const issued = await this.#mint({
+      type: 'service',
       id: opts.id === '' ? undefined : opts.id,
       policies: ['root'],
       ttl: 0,
@@ -161,11 +174,13 @@ export class TokenStore {
     ns: string,
     opts: CreateTokenOptions = {},
   ): Promise<Created> {
+    // A batch parent has no stored entry to re-read; childDraft refuses it with Vault's words.
+    if (parent.type === 'batch') childDraft(parent, req, ns, opts, this.#limits);
     const build = async (): Promise<Created> => {
       const live = await this.#readLive(parent.hash);
       if (live === undefined) throw new PermissionDenied();
       const draft = childDraft(live, req, ns, opts, this.#limits);
-      const issued = await this.#mint(draft);
+      const issued = draft.type === 'batch' ? await this.batch.mint(draft) : await this.#mint(draft);
       return { auth: authBlock(issued.token, issued.entry), warnings: draft.warnings };
     };
     return req.no_parent === true ? build() : this.#locks.run(parent.hash, build);
@@ -179,6 +194,7 @@ export class TokenStore {
     if (!Number.isSafeInteger(uses) || uses < 0) throw new InvalidRequest('num_uses must be a non-negative integer');
     return this.#mint(
       {
+        type: 'service',
         id: spec.id === '' ? undefined : spec.id,
         policies: sanitizePolicies(spec.policies, false),
         ttl,
@@ -200,6 +216,7 @@ export class TokenStore {
 
   /** The live entry of `token` if of `scope` or below; undefined if not, unknown, revoked or expired. Spends nothing. */
   async lookup(token: string, scope = ''): Promise<TokenEntryView | undefined> {
+    if (isBatchToken(token)) return inScope(await this.batch.verify(token), scope);
     return inScope(await this.#readLive(hashToken(token)), scope);
   }
 
@@ -219,6 +236,11 @@ export class TokenStore {
    * (and its tree) before this returns, so concurrent callers never overspend.
    */
   async validateForUse(token: string): Promise<TokenEntryView> {
+    if (isBatchToken(token)) {
+      const entry = await this.batch.verify(token);
+      if (entry === undefined) throw new PermissionDenied();
+      return entry;
+    }
     const hash = hashToken(token);
     const seen = await this.#readLive(hash);
     if (seen === undefined) throw new PermissionDenied();
@@ -247,6 +269,8 @@ export class TokenStore {
    * is not of `scope` or below. Children are always of their parent's namespace or below.
    */
   revoke(token: string, scope = ''): Promise<boolean> {
+    // A batch token has no tree: it goes onto the replicated deny list until it expires.
+    if (isBatchToken(token)) return this.batch.deny(token, scope);
     return this.revokeTree(hashToken(token), scope);
   }
 
@@ -269,6 +293,7 @@ export class TokenStore {
 
   /** Vault's revoke-orphan: revokes only `token` (if of `scope` or below); its children become orphans. */
   async revokeOrphan(token: string, scope = ''): Promise<boolean> {
+    if (isBatchToken(token)) return this.batch.deny(token, scope);
     const hash = hashToken(token);
     const releases = [await this.#locks.acquire(hash)];
     try {

@@ -34,8 +34,11 @@ export interface KindService {
 
 /** DR's additions: the operation token that authorizes secondary operations, and Merkle maintenance. */
 export interface DrService extends KindService {
-  /** Throws unless `token` is a valid DR operation token of this cluster. */
-  checkOperationToken(token: string): Promise<void>;
+  /**
+   * Throws unless `token` is a valid DR operation token of this cluster, or a batch token of its
+   * primary whose policies grant `update` on `path` (the DR secondary path being called).
+   */
+  checkOperationToken(token: string, path: string): Promise<void>;
   reindex(opts: { diff: boolean; force: boolean; skipFlush: boolean }): Promise<{ warnings: string[] }>;
   merkleCheck(): Promise<Record<string, unknown>>;
 }
@@ -103,7 +106,7 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
     pattern, access: 'body', scope: 'node', drSecondary: true, license: LICENSE,
     operations: {
       update: op(fields, async ({ fields: f }) => {
-        await dr.checkOperationToken(f.dr_operation_token);
+        await dr.checkOperationToken(f.dr_operation_token, pattern);
         return handler(f);
       }),
     },

@@ -2,6 +2,10 @@
  * The token auth method: auth/token/create, create-orphan, lookup, lookup-self, lookup-accessor,
  * revoke, revoke-self, revoke-accessor, revoke-orphan.
  *
+ * `type=batch` on create makes a batch token (vault/batch-tokens.ts): sealed, not stored, no
+ * accessor, not renewable. revoke (and revoke-orphan) of a batch token puts it on the replicated
+ * deny list; revoke-self of one is Vault's 400.
+ *
  * Endpoints naming another token or accessor act only on tokens of the request's namespace and
  * below (the dispatcher already holds that namespace within the caller's own). Any other token is
  * answered exactly as an unknown one: lookup 400 "bad token", lookup-accessor 400 "invalid
@@ -26,6 +30,7 @@ const CreateBody = z.object({
   no_default_policy: boolish.optional(),
   id: z.string().optional(),
   renewable: boolish.optional(),
+  type: z.string().optional(),
 });
 type CreateBody = z.infer<typeof CreateBody>;
 
@@ -54,6 +59,7 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
           ...(f.no_default_policy !== undefined ? { no_default_policy: f.no_default_policy } : {}),
           ...(f.id !== undefined ? { id: f.id } : {}),
           ...(f.renewable !== undefined ? { renewable: f.renewable } : {}),
+          ...(f.type !== undefined ? { type: f.type } : {}),
           no_parent: orphan || f.no_parent === true,
         },
         ctx.namespace,
@@ -109,7 +115,10 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
       access: 'token',
       operations: {
         update: op(empty, async (ctx) => {
-          await tokens.revoke(need(ctx).token);
+          const caller = need(ctx);
+          // As Vault: a batch token cannot end itself (auth/token/revoke puts one on the deny list).
+          if (caller.entry.type === 'batch') throw new InvalidRequest('batch tokens cannot be revoked');
+          await tokens.revoke(caller.token);
           return noContent();
         }),
       },
