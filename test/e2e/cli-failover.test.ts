@@ -6,18 +6,24 @@
  * secondary onto the new primary; a rerun is a no-op; `failback` rejoins the restarted old primary
  * as a DR secondary of the new one. `write -wait` waits for stream-wals on update-primary.
  */
+import { readFile } from 'node:fs/promises';
 import {
-  DR, PERF, drStatus, eventually, replStatus, runCli, startCluster, unseal, useHarness, vault, waitInSync, type StartedNode,
+  DR, PERF, drStatus, eventually, replStatus, runCli, startCluster, useHarness, vault, waitInSync, type StartedNode,
 } from '../harness/index.js';
 
 const h = useHarness();
 
 test('failover -plan changes nothing; failover promotes and moves the performance secondary; a rerun is a no-op; failback rejoins the old primary', async () => {
-  const { primary: old, dr: [s], performance: [ps] } = await startCluster(h, { mountKv2: true, dr: ['dr-east'], performance: ['perf-a'] });
+  // As `npm run cluster` (and so the runbook): 5 shares, threshold 3.
+  const { primary: old, dr: [s], performance: [ps] } = await startCluster(h, { mountKv2: true, primaryInit: { shares: 5, threshold: 3 }, dr: ['dr-east'], performance: ['perf-a'] });
   const root = old.rootToken;
-  const shares = `${old.unsealKeys[0]}\n${old.unsealKeys[1]}\n`;
-  const cli = (args: string[], stdin?: string) =>
-    runCli(args, 60_000, { env: { TESSERA_TOKEN: root }, ...(stdin !== undefined ? { stdin } : {}) });
+  const shares = old.unsealKeys.slice(0, 3).map((k) => `${k}\n`).join('');
+  /** Every CLI command run, to check the runbook against (see the end). */
+  const ran: { args: string[]; env: Record<string, string> }[] = [];
+  const cli = (args: string[], stdin?: string, env: Record<string, string> = { TESSERA_TOKEN: root }) => {
+    ran.push({ args, env });
+    return runCli(args, 60_000, { env, ...(stdin !== undefined ? { stdin } : {}) });
+  };
   // A performance secondary's enabling root token works again once its bootstrap is over.
   const perfToken = ps!.rootToken;
   await eventually(async () => expect((await vault(ps!.apiAddr, perfToken).get('auth/token/lookup-self')).status).toBe(200), { timeoutMs: 20_000 });
@@ -71,15 +77,16 @@ test('failover -plan changes nothing; failover promotes and moves the performanc
   expect(down.performance_secondaries.note).toMatch(/-perf-secondary/);
 
   // --- Failover with the primary's shares on stdin (the hidden prompt's non-terminal form).
-  const failover = await cli(['operator', 'dr', 'failover', `-address=${s!.apiAddr}`, `-perf-secondary=${ps!.apiAddr}`, `-perf-token=${perfToken}`, '-format=json'], shares);
-  expect({ code: failover.code, stderr: failover.stderr }).toMatchObject({ code: 0 });
-  const summary = JSON.parse(failover.stdout);
-  expect(summary.steps.map((x: { step: string; outcome: string }) => [x.step, x.outcome])).toEqual([['promote', 'done'], ['update-primary', 'done']]);
-  expect(summary.not_updated_ids).toEqual([]);
-  expect(failover.stderr).toMatch(/Progress: 1\/2/);
+  const failover = await cli(['operator', 'dr', 'failover', `-address=${s!.apiAddr}`, `-perf-secondary=${ps!.apiAddr}`, `-perf-token=${perfToken}`], shares);
+  expect(ok(failover)).toEqual({ code: 0, output: '' });
+  expect(failover.stderr).toMatch(/Progress: 2\/3/);
+  expect(failover.stderr).not.toMatch(/WARNING/);
   const newPerf = await replStatus(s!.apiAddr, 'performance');
+  expect(failover.stdout).toContain(`Failover summary: ${s!.apiAddr} is the primary (cluster address ${newPerf.primary_cluster_addr})`);
+  const stepRows = (out: string) => [...out.matchAll(/^(promote|revoke-token|update-primary|demote|stream) \S+\s+(\w+):/gm)].map((m) => [m[1], m[2]]);
+  expect(stepRows(failover.stdout)).toEqual([['promote', 'done'], ['update-primary', 'done']]);
   expect(await drStatus(s!.apiAddr)).toMatchObject({ mode: 'primary', state: 'running' });
-  expect(newPerf).toMatchObject({ mode: 'primary', known_secondaries: ['perf-a'], primary_cluster_addr: summary.primary_cluster_addr });
+  expect(newPerf).toMatchObject({ mode: 'primary', known_secondaries: ['perf-a'] });
   expect(await replStatus(ps!.apiAddr, 'performance')).toMatchObject({ mode: 'secondary', state: 'stream-wals', primary_cluster_addr: newPerf.primary_cluster_addr });
   // The new primary takes writes, and the performance secondary serves them.
   expect((await vault(s!.apiAddr, root).put('secret/data/after', { data: { value: 'v2' } })).status).toBe(200);
@@ -92,9 +99,9 @@ test('failover -plan changes nothing; failover promotes and moves the performanc
   expect(rerun.stdout).toMatch(/^update-primary \S+\s+skipped: perf-a: already streaming from /m);
 
   // --- write -wait: re-pointing the performance secondary at the same address waits for stream-wals.
-  const waited = await runCli(
+  const waited = await cli(
     ['write', '-wait', '-wait-timeout=30s', `-address=${ps!.apiAddr}`, `${PERF}/secondary/update-primary`, `update_primary_addrs=${newPerf.primary_cluster_addr}`],
-    60_000, { env: { TESSERA_TOKEN: perfToken } },
+    undefined, { TESSERA_TOKEN: perfToken },
   );
   expect(waited.code).toBe(0);
   expect(waited.stdout).toBe(`Success! Data written to: ${PERF}/secondary/update-primary\n`);
@@ -106,16 +113,50 @@ test('failover -plan changes nothing; failover promotes and moves the performanc
 
   // --- The old primary comes back (as a primary) and fails back as a DR secondary of the new one.
   const back = await h.startNode({ dataDir: old.dataDir });
-  for (const key of old.unsealKeys.slice(0, 2)) await unseal(back.apiAddr, key);
+  for (const key of old.unsealKeys.slice(0, 3)) expect((await cli(['operator', 'unseal', `-address=${back.apiAddr}`], `${key}\n`)).code).toBe(0);
   expect((await drStatus(back.apiAddr)).mode).toBe('primary');
-  const failback = await cli(['operator', 'dr', 'failback', `-address=${s!.apiAddr}`, `-old-primary=${back.apiAddr}`, '-format=json'], shares);
-  expect({ code: failback.code, stderr: failback.stderr }).toMatchObject({ code: 0 });
-  expect(JSON.parse(failback.stdout).steps.map((x: { step: string; outcome: string }) => [x.step, x.outcome])).toEqual([['demote', 'done'], ['update-primary', 'done'], ['stream', 'done']]);
+  const failback = await cli(['operator', 'dr', 'failback', `-address=${s!.apiAddr}`, `-old-primary=${back.apiAddr}`], shares);
+  expect(ok(failback)).toEqual({ code: 0, output: '' });
+  expect(stepRows(failback.stdout)).toEqual([['demote', 'done'], ['update-primary', 'done'], ['revoke-token', 'done'], ['stream', 'done']]);
   const newDr = await drStatus(s!.apiAddr);
   expect(await drStatus(back.apiAddr)).toMatchObject({ mode: 'secondary', state: 'stream-wals', primary_cluster_addr: newDr.primary_cluster_addr });
   await waitInSync(s!.apiAddr, back.apiAddr);
+  // The roles swapped: the plan on the old primary shows a streaming secondary of a reachable primary.
+  const swapped = await cli(['operator', 'dr', 'failover', `-address=${back.apiAddr}`, '-plan']);
+  expect(swapped.code).toBe(0);
+  expect(swapped.stdout).toMatch(/^Secondary State\s+stream-wals/m);
+  expect(swapped.stdout).toMatch(/^Lag\s+0 entries \(0 ms\)$/m);
+  expect(swapped.stdout).toMatch(new RegExp(`^Primary\\s+${s!.apiAddr} `, 'm'));
+  expect(swapped.stdout).toMatch(/^Primary Reachable\s+yes \(sys\/health 200, dr mode primary\)$/m);
   const again = await cli(['operator', 'dr', 'failback', `-address=${s!.apiAddr}`, `-old-primary=${back.apiAddr}`]);
   expect(again.code).toBe(0);
   expect(again.stdout).toMatch(/skipped: already streaming from /);
   expect((await vault(s!.apiAddr).get(`${DR}/status`)).body.data.known_secondaries).toHaveLength(1);
+
+  // Every `tessera` command of the runbook is one this test ran (values named as the runbook names them).
+  const names: [string, string][] = [
+    [s!.apiAddr, '$S'], [old.apiAddr, '$P'], [back.apiAddr, '$P'], [ps!.apiAddr, '$PS1'],
+    [perfToken, '$PERF_TOKEN'], [String(newPerf.primary_cluster_addr), '$NEW_CLUSTER_ADDR'],
+  ];
+  const named = (arg: string) => names.reduce((a, [value, name]) => (a === value ? name : a.endsWith(`=${value}`) ? `${a.slice(0, -value.length)}${name}` : a), arg);
+  const ranLines = new Set(ran.map((r) => ['tessera', ...r.args.map(named)].join(' ')));
+  const documented = runbookCommands(await readFile(new URL('../../docs/failover-runbook.md', import.meta.url), 'utf8'));
+  expect(documented.length).toBeGreaterThanOrEqual(8);
+  expect(documented.filter((c) => !ranLines.has(c))).toEqual([]);
 }, 120_000);
+
+/** The exit code, and the output only when it is not 0 (so a failure shows why). */
+function ok(r: { code: number | null; stdout: string; stderr: string }): { code: number | null; output: string } {
+  return { code: r.code, output: r.code === 0 ? '' : `${r.stdout}\n${r.stderr}` };
+}
+
+/** The `tessera ...` commands in the runbook's sh blocks, up to a pipe, `;`, `)` or comment, unquoted. */
+function runbookCommands(md: string): string[] {
+  const blocks = [...md.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  return blocks.flatMap((b) => b.split('\n')).flatMap((line) => {
+    const at = line.search(/(^|[\s|(])tessera /);
+    if (at < 0) return [];
+    const cmd = line.slice(at).trim().split(/ \| |;|\)| #/)[0]!;
+    return [cmd.replace(/["']/g, '').replace(/\$\{(\w+)\}/g, '$$$1').trim().split(/\s+/).join(' ')];
+  });
+}

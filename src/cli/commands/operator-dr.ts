@@ -106,7 +106,7 @@ export function register(parent: Command, ctx: Context): void {
         });
         if (opts.format === Format.json) ctx.out(json(summary));
         else ctx.out(`Failback summary: ${summary.secondary} is a DR secondary streaming from ${summary.primary} (${summary.primary_cluster_addr})\n\n${stepsTable(summary.steps)}`);
-        return 0;
+        return summary.steps.some((s) => s.outcome === Outcome.failed) ? 1 : 0;
       } catch (e) {
         return ctx.fail('failing back', e);
       }

@@ -16,7 +16,7 @@ import { Goal, waitForRole } from '../wait.js';
 import { tokenFromShares } from '../commands/token-generation.js';
 import { field, peer, str } from './peers.js';
 import { PROBE_TIMEOUT_MS } from './plan.js';
-import { Outcome, operationTokenEndpoints, type StepResult } from './run.js';
+import { Outcome, operationTokenEndpoints, revokeGenerated, type StepResult } from './run.js';
 
 /** Demote drains to connected secondaries for up to 30 s before it answers. */
 const DEMOTE_TIMEOUT_MS = 60_000;
@@ -71,10 +71,12 @@ export async function runFailback(ctx: Context, flags: ClientFlags, input: Failb
       const issued = await primary.write<Record<string, unknown>>('sys/replication/dr/primary/secondary-token', { id });
       const activation = issued?.wrap_info?.token ?? str(issued?.data?.['token']);
       if (activation === '') throw new StepRefused(`the new primary issued no secondary token for id ${id}`);
+      const generated = input.drToken === undefined;
       const drToken = input.drToken ?? (await tokenFromShares(ctx, operationTokenEndpoints(old), { name: 'generate-dr-token', what: 'DR operation token' }));
       display.note(`Pointing ${input.oldPrimary} at ${clusterAddr} (secondary id ${id})...`);
       await old.write('sys/replication/dr/secondary/update-primary', { dr_operation_token: drToken, token: activation });
       step('update-primary', Outcome.done, `joined as ${id}`);
+      if (generated) steps.push(await revokeGenerated(old, drToken));
     }
     await waitForRole(old, 'dr', { goal: Goal.streaming, primaryClusterAddrs: [clusterAddr] }, {
       timeoutMs: input.timeoutMs, intervalMs: ctx.io.pollIntervalMs ?? 500, display, label: 'old primary (dr)',

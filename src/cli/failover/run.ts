@@ -60,6 +60,7 @@ export async function runFailover(ctx: Context, flags: ClientFlags, input: Failo
     if (before.mode === 'primary') {
       steps.push({ step: 'promote', target: client.addr, outcome: Outcome.skipped, detail: 'already a DR primary' });
     } else if (before.mode === 'secondary') {
+      const generated = input.drToken === undefined;
       const token = input.drToken ?? (await tokenFromShares(ctx, operationTokenEndpoints(client), { name: 'generate-dr-token', what: 'DR operation token' }));
       display.note(`Promoting ${client.addr}${input.force ? ' (force)' : ''}...`);
       try {
@@ -71,6 +72,9 @@ export async function runFailover(ctx: Context, flags: ClientFlags, input: Failo
         throw e;
       }
       steps.push({ step: 'promote', target: client.addr, outcome: Outcome.done, detail: input.force ? 'promoted with force' : 'promoted' });
+      // A token made from shares here is never shown to anyone; it cannot be revoked now (a
+      // primary refuses operation-token/delete), and no one holds it.
+      if (generated) display.note('The DR operation token made from the shares was used once and never shown.');
     } else {
       throw new StepRefused(`${client.addr} is neither a DR secondary nor a DR primary (dr mode: ${before.mode}); nothing to fail over to`);
     }
@@ -109,6 +113,16 @@ function operationTokenEndpoints(client: TesseraClient) {
 }
 
 export { operationTokenEndpoints };
+
+/** Revokes a DR operation token this run generated; a failure is reported, not thrown. */
+export async function revokeGenerated(client: TesseraClient, token: string): Promise<StepResult> {
+  try {
+    await client.replication.operationTokenDelete(token);
+    return { step: 'revoke-token', target: client.addr, outcome: Outcome.done, detail: 'the DR operation token made from shares was revoked' };
+  } catch (e) {
+    return { step: 'revoke-token', target: client.addr, outcome: Outcome.failed, detail: `could not revoke the DR operation token made from shares: ${oneLine(e)}` };
+  }
+}
 
 async function waitActive(client: TesseraClient, timeoutMs: number, intervalMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
