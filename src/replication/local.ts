@@ -35,7 +35,7 @@ export class LocalReplication {
   private meta: Meta = { lastReindexEpoch: 0, lastCorruptionCheckEpoch: 0, corrupted: false };
   private reindexState: Reindex = { running: false };
 
-  constructor(private readonly opts: { engine: MerkleEngine; now: () => number; log: Logger; role?: (kind: 'dr' | 'performance') => Record<string, unknown> | undefined }) {}
+  constructor(private readonly opts: { engine: MerkleEngine; now: () => number; log: Logger; role?: (kind: 'dr' | 'performance') => Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined> }) {}
 
   async load(): Promise<void> {
     const raw = await this.opts.engine.getSystem(META);
@@ -62,7 +62,7 @@ export class LocalReplication {
       primary_cluster_addr: '',
       reindex_in_progress: r.running,
       ...(r.running ? { reindex_stage: r.stage, reindex_building_progress: r.done, reindex_building_total: r.total } : {}),
-      ...(this.opts.role?.(kind) ?? {}),
+      ...((await this.opts.role?.(kind)) ?? {}),
     };
   }
 

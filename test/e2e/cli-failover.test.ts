@@ -71,10 +71,17 @@ test('failover -plan changes nothing; failover promotes and moves the performanc
     primary: { reachable: false },
     promote: { passes_without_force: true },
     rpo: { known_entries: 0 },
-    performance_secondaries: { source: 'command line', secondaries: [{ api_address: ps!.apiAddr }] },
+    // The ids come from the performance role the DR secondary holds; the address from the flag, matched by id.
+    performance_secondaries: { source: 'dr secondary and command line', secondaries: [{ id: 'perf-a', api_address: ps!.apiAddr }] },
   });
   expect(down.rpo.primary_entries).toBeUndefined();
-  expect(down.performance_secondaries.note).toMatch(/-perf-secondary/);
+  expect(down.performance_secondaries.note).toBeUndefined();
+  // Without the flag the plan still names who must follow, and says what it lacks.
+  const downText = await cli(['operator', 'dr', 'failover', `-address=${s!.apiAddr}`, '-plan']);
+  expect(downText.stdout).toMatch(/^Primary Reachable\s+no \(/m);
+  expect(downText.stdout).toMatch(/^Performance Secondaries\s+1 \(source: dr secondary\)$/m);
+  expect(downText.stdout).toMatch(/^\s+perf-a\s+address unknown$/m);
+  expect(downText.stdout).toMatch(/^Note: no address known for perf-a .*-perf-secondary=ADDR$/m);
 
   // --- Failover with the primary's shares on stdin (the hidden prompt's non-terminal form).
   const failover = await cli(['operator', 'dr', 'failover', `-address=${s!.apiAddr}`, `-perf-secondary=${ps!.apiAddr}`, `-perf-token=${perfToken}`], shares);

@@ -7,7 +7,7 @@
  *   ctx.out(renderPlan(plan));
  */
 import { promoteRefusal } from '../../core/replication/index.js';
-import type { KindStatus } from '../../api/index.js';
+import type { KindStatus, TesseraClient } from '../../api/index.js';
 import type { ClientFlags, Context } from '../context.js';
 import { table } from '../output.js';
 import { field, num, peer, probeHealth, statusOrUndefined, str, type HealthProbe } from './peers.js';
@@ -53,7 +53,8 @@ export interface FailoverPlan {
     readonly primary_entries?: number;
     readonly note: string;
   };
-  readonly performance_secondaries: { readonly source: 'primary' | 'command line' | 'primary and command line' | 'none'; readonly note?: string; readonly secondaries: readonly PerfSecondary[] };
+  /** `source`: where the list came from, 'primary', 'dr secondary' (its held role: ids), 'command line', joined by ' and '; or 'none'. */
+  readonly performance_secondaries: { readonly source: string; readonly note?: string; readonly secondaries: readonly PerfSecondary[] };
   readonly warnings: readonly string[];
   readonly commands: readonly string[];
 }
@@ -114,18 +115,7 @@ export async function makePlan(ctx: Context, flags: ClientFlags & { readonly add
         : `as far as this secondary knows: writes the primary took after the last heartbeat (${lastHeartbeat || 'never'}) are not counted`,
   };
 
-  const fromPrimary: PerfSecondary[] = primaryPerf?.mode === 'primary'
-    ? ((field(primaryPerf, 'secondaries') as { node_id: string; api_address: string; connection_status: string }[] | undefined) ?? []).map((s) => ({ id: s.node_id, api_address: s.api_address, connection_status: s.connection_status }))
-    : [];
-  const given = input.perfSecondaries.filter((a) => !fromPrimary.some((s) => s.api_address === a)).map((a) => ({ id: '', api_address: a }));
-  const source = fromPrimary.length > 0 && given.length > 0 ? 'primary and command line' : fromPrimary.length > 0 ? 'primary' : given.length > 0 ? 'command line' : 'none';
-  const performance_secondaries = {
-    source,
-    ...(primaryPerf === undefined
-      ? { note: 'the primary does not answer and a DR secondary does not report the performance secondaries it holds: give each one with -perf-secondary=ADDR (after promote, the new primary lists their ids in its performance known_secondaries)' }
-      : {}),
-    secondaries: [...fromPrimary, ...given],
-  } as const;
+  const performance_secondaries = await perfSecondaries(ctx, flags, client, primaryPerf, input.perfSecondaries);
 
   const warnings: string[] = [];
   if (primary.reachable && primary.mode === 'primary' && primary.health_status === 200) {
@@ -141,7 +131,7 @@ export async function makePlan(ctx: Context, flags: ClientFlags & { readonly add
 function commandsFor(s: string, p: FailoverPlan['primary'], promote: FailoverPlan['promote'], perf: readonly PerfSecondary[]): string[] {
   const out: string[] = [];
   if (p.reachable && p.mode === 'primary') out.push(`tessera write -address=${p.api_address} sys/replication/dr/primary/demote`);
-  const perfFlags = perf.map((x) => ` -perf-secondary=${x.api_address}`).join('');
+  const perfFlags = perf.filter((x) => x.api_address !== '').map((x) => ` -perf-secondary=${x.api_address}`).join('');
   const force = promote.already_primary || promote.passes_without_force ? '' : ' -force';
   out.push(`tessera operator dr failover -address=${s}${perfFlags}${force}`);
   out.push(`tessera operator dr failback -address=${s} -old-primary=${p.api_address || '<old primary address>'}`);
@@ -166,7 +156,7 @@ export function renderPlan(plan: FailoverPlan): string {
     ...(plan.rpo.primary_entries !== undefined ? [['RPO (primary answered)', `${plan.rpo.primary_entries} entries`] as [string, string]] : []),
     ['RPO Note', plan.rpo.note],
     ['Performance Secondaries', `${plan.performance_secondaries.secondaries.length} (source: ${plan.performance_secondaries.source})`],
-    ...plan.performance_secondaries.secondaries.map((x) => [`  ${x.id || '-'}`, `${x.api_address}${x.connection_status ? ` (${x.connection_status})` : ''}`] as [string, string]),
+    ...plan.performance_secondaries.secondaries.map((x) => [`  ${x.id || '-'}`, `${x.api_address || 'address unknown'}${x.connection_status ? ` (${x.connection_status})` : ''}`] as [string, string]),
   ];
   if (s.last_error) rows.push(['Last Error', s.last_error]);
   let text = `Failover plan (nothing was changed)\n\n${table(rows)}`;
@@ -174,4 +164,44 @@ export function renderPlan(plan: FailoverPlan): string {
   for (const w of plan.warnings) text += `\nWARNING: ${w}\n`;
   text += `\nCommands:\n${plan.commands.map((c) => `  ${c}`).join('\n')}\n`;
   return text;
+}
+
+/**
+ * Who must follow: the primary's performance secondaries when it answers (ids and addresses);
+ * else the ids the DR secondary holds in its replicated performance role (`held_role`); plus the
+ * addresses given with -perf-secondary, matched to ids by asking each one its status.
+ */
+async function perfSecondaries(
+  ctx: Context, flags: ClientFlags, client: TesseraClient, primaryPerf: KindStatus | undefined, given: readonly string[],
+): Promise<FailoverPlan['performance_secondaries']> {
+  const sources: string[] = [];
+  const list: PerfSecondary[] = [];
+  if (primaryPerf?.mode === 'primary') {
+    sources.push('primary');
+    for (const s of (field(primaryPerf, 'secondaries') as { node_id: string; api_address: string; connection_status: string }[] | undefined) ?? []) {
+      list.push({ id: s.node_id, api_address: s.api_address, connection_status: s.connection_status });
+    }
+  } else {
+    const held = field(await statusOrUndefined(client, 'performance'), 'held_role') as { mode?: string; known_secondaries?: string[] } | undefined;
+    if (held?.mode === 'primary') {
+      sources.push('dr secondary');
+      for (const id of held.known_secondaries ?? []) list.push({ id, api_address: '' });
+    }
+  }
+  const fromFlags = given.filter((a) => !list.some((s) => s.api_address === a));
+  if (fromFlags.length > 0) sources.push('command line');
+  for (const addr of fromFlags) {
+    const id = str(field(await statusOrUndefined(peer(ctx, flags, addr, PROBE_TIMEOUT_MS), 'performance'), 'secondary_id'));
+    const known = id === '' ? -1 : list.findIndex((s) => s.id === id && s.api_address === '');
+    if (known >= 0) list[known] = { id, api_address: addr };
+    else list.push({ id, api_address: addr });
+  }
+  const unaddressed = list.filter((s) => s.api_address === '').map((s) => s.id);
+  const note =
+    unaddressed.length > 0
+      ? `no address known for ${unaddressed.join(', ')} (the primary does not answer; a DR secondary holds only their ids): give each with -perf-secondary=ADDR`
+      : primaryPerf === undefined && sources.length === 0
+        ? 'the primary does not answer and this DR secondary holds no performance role: give any performance secondary with -perf-secondary=ADDR'
+        : undefined;
+  return { source: sources.length > 0 ? sources.join(' and ') : 'none', ...(note !== undefined ? { note } : {}), secondaries: list };
 }
