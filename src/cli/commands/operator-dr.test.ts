@@ -65,6 +65,13 @@ describe('operator dr failover -plan', () => {
     expect(r.stdout).toMatch(/^Promote Without Force\s+refused: a merkle-sync is in progress$/m);
     expect(r.stdout).toMatch(/^Primary Reachable\s+no \(/m);
   });
+
+  it('never asks for wrapped answers, whatever -wrap-ttl or TESSERA_WRAP_TTL say', async () => {
+    fake.on('GET', `${DR}/status`, { status: 200, body: envelope(secondary()) });
+    const r = await runCli(['operator', 'dr', 'failover', '-plan', '-wrap-ttl=5m'], { env: { TESSERA_ADDR: fake.addr, TESSERA_WRAP_TTL: '5m' } });
+    expect(r.code).toBe(0);
+    expect(fake.requests.map((x) => x.headers['x-vault-wrap-ttl'])).toEqual(fake.requests.map(() => undefined));
+  });
 });
 
 describe('operator dr failover', () => {

@@ -38,7 +38,7 @@ export interface FailbackSummary {
 }
 
 export async function runFailback(ctx: Context, flags: ClientFlags, input: FailbackInput): Promise<FailbackSummary> {
-  const primary = ctx.client(flags);
+  const primary = ctx.client(flags).withWrapTtl(undefined);
   const ps = await primary.replication.kindStatus('dr');
   if (ps.mode !== 'primary') throw new StepRefused(`${primary.addr} is not a DR primary (dr mode: ${ps.mode}); run the failback against the new primary`);
   const clusterAddr = str(field(ps, 'primary_cluster_addr'));

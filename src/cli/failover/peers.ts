@@ -15,7 +15,8 @@ export function peer(ctx: Context, flags: ClientFlags, address: string, timeoutM
   const options = connectionOptions({ ...flags, address }, ctx.io.env);
   const base: typeof fetch = ctx.io.fetchImpl ?? (address.startsWith('https:') ? tlsFetch(options.tls) : fetch);
   const timed: typeof fetch = (input, init) => base(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-  return new TesseraClient({ ...options, ...(token !== undefined ? { token } : {}), fetchImpl: timed });
+  // Steps read answers as they come: no response wrapping, whatever -wrap-ttl or TESSERA_WRAP_TTL say.
+  return new TesseraClient({ ...options, wrapTtl: undefined, ...(token !== undefined ? { token } : {}), fetchImpl: timed });
 }
 
 export interface HealthProbe {

@@ -60,7 +60,7 @@ export interface FailoverPlan {
 }
 
 export async function makePlan(ctx: Context, flags: ClientFlags & { readonly address?: string }, input: PlanInput): Promise<FailoverPlan> {
-  const client = ctx.client(flags);
+  const client = ctx.client(flags).withWrapTtl(undefined);
   const st = await client.replication.kindStatus('dr');
   const primaries = (field(st, 'primaries') as { api_address?: string; cluster_address?: string; last_heartbeat?: string }[] | undefined) ?? [];
   const p0 = primaries[0] ?? {};

@@ -50,7 +50,7 @@ export interface FailoverSummary {
 }
 
 export async function runFailover(ctx: Context, flags: ClientFlags, input: FailoverInput): Promise<FailoverSummary> {
-  const client = ctx.client(flags);
+  const client = ctx.client(flags).withWrapTtl(undefined);
   const steps: StepResult[] = [];
   const display = statusDisplay(ctx.io.stderr);
   const poll = { timeoutMs: input.timeoutMs, intervalMs: ctx.io.pollIntervalMs ?? 500, display };
