@@ -18,3 +18,17 @@ export class AttemptInProgress extends TesseraError {
     super(ErrorCode.invalidRequest, message);
   }
 }
+
+/** A `-wait` (or a failover step's wait) reached its deadline before the node got there; exit 1. */
+export class WaitTimedOut extends TesseraError {
+  constructor(message: string) {
+    super(ErrorCode.unavailable, message);
+  }
+}
+
+/** A failover or failback step could not be done (the node is in a role the step cannot act on); exit 1. */
+export class StepRefused extends TesseraError {
+  constructor(message: string) {
+    super(ErrorCode.invalidRequest, message);
+  }
+}

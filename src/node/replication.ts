@@ -12,7 +12,7 @@ import { InvalidRequest, PermissionDenied } from '../core/errors.js';
 import { KIND_POLICY, type Kind, type Mode } from '../core/replication/index.js';
 import { OperationTokens } from '../replication/operation-token.js';
 import { ReplicationDriver, type CoreHooks } from '../replication/driver.js';
-import { roleStatus } from '../replication/status.js';
+import { heldRoleStatus, roleStatus } from '../replication/status.js';
 import { isJwt, peekJwt } from '../replication/activation-token.js';
 import { LocalReplication } from '../replication/local.js';
 import { ReplicationProgress } from '../replication/progress.js';
@@ -228,8 +228,9 @@ export async function wireReplication(o: {
     now,
     log,
     // Every status block says whether this node's storage has failed closed (see storage/fault-guard.ts).
-    role: (kind) => {
+    role: async (kind) => {
       const failure = engine.failure();
+      const held = loaded && kind === 'performance' && !perf.isLoaded && drIsSecondary();
       return {
         storage_failed: failure !== undefined,
         ...(failure !== undefined ? { storage_error: failure.message } : {}),
@@ -238,6 +239,8 @@ export async function wireReplication(o: {
               firstRetained: engine.firstRetainedIndex(), retainedBytes: engine.walRetainedBytes(), ...engine.walBounds(),
             }), now())
           : {}),
+        // A DR secondary's performance block: the role it holds for its primary (status.ts).
+        ...(held ? await heldRoleStatus(core.store(), 'performance').catch(() => ({})) : {}),
       };
     },
   });

@@ -36,7 +36,7 @@ export class LocalReplication {
   private meta: Meta = { lastReindexEpoch: 0, lastCorruptionCheckEpoch: 0, corrupted: false };
   private reindexState: Reindex = { running: false };
 
-  constructor(private readonly opts: { engine: MerkleEngine; now: () => number; log: Logger; role?: (kind: 'dr' | 'performance') => Record<string, unknown> | undefined }) {}
+  constructor(private readonly opts: { engine: MerkleEngine; now: () => number; log: Logger; role?: (kind: 'dr' | 'performance') => Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined> }) {}
 
   async load(): Promise<void> {
     const raw = await this.opts.engine.getSystem(META);
@@ -64,7 +64,7 @@ export class LocalReplication {
       reindex_in_progress: r.running,
       // The ETA is null until progress was reported twice (rebuildIndex reports every 1000 keys).
       ...(r.running ? { reindex_stage: r.stage, reindex_building_progress: r.done, reindex_building_total: r.total, reindex_eta_seconds: r.total > 0 ? etaSeconds(r.total - r.done, r.rate.perSecond(this.opts.now())) : null } : {}),
-      ...(this.opts.role?.(kind) ?? {}),
+      ...((await this.opts.role?.(kind)) ?? {}),
     };
   }
 

@@ -6,7 +6,9 @@
  * its upstream guard (for a performance secondary, not its own WAL's index).
  */
 import { KIND_POLICY, statusFields } from '../core/replication/index.js';
+import type { Store } from '../storage/store.js';
 import type { ReplicationDriver } from './driver.js';
+import { loadRecord } from './role-record.js';
 
 const CONNECTED_WITHIN_MS = 3000;
 
@@ -115,4 +117,17 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
       };
     }
   }
+}
+
+/**
+ * On a DR secondary, the performance role it holds for its primary (local class, replicated to
+ * it; it runs only once the node is promoted): `held_role` in the performance status, so a
+ * failover plan can name the performance secondaries that will have to follow while the primary
+ * is unreachable. Ids only: their addresses are known only to the primary's open streams.
+ */
+export async function heldRoleStatus(store: Store, kind: 'performance'): Promise<Record<string, unknown>> {
+  const s = (await loadRecord(store, kind)).state;
+  if (s.mode !== 'primary') return { held_role: { mode: s.mode } };
+  const known = Object.keys(s.secondaries).filter((id) => s.secondaries[id]?.status !== 'revoked').sort();
+  return { held_role: { mode: 'primary', cluster_id: s.clusterId, known_secondaries: known } };
 }

@@ -1,6 +1,7 @@
 /** `tessera operator ...`: node lifecycle and maintenance commands. */
 import type { Command } from 'commander';
 import type { Context } from '../context.js';
+import { register as registerDr } from './operator-dr.js';
 import { register as registerGenerateDrToken } from './operator-generate-dr-token.js';
 import { register as registerGenerateRoot } from './operator-generate-root.js';
 import { register as registerInit } from './operator-init.js';
@@ -16,4 +17,5 @@ export function register(parent: Command, ctx: Context): void {
   registerReindex(operator, ctx);
   registerGenerateRoot(operator, ctx);
   registerGenerateDrToken(operator, ctx);
+  registerDr(operator, ctx);
 }

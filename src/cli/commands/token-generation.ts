@@ -307,3 +307,29 @@ async function readPgpKeyFile(path: string): Promise<string> {
   if (text.startsWith('-----BEGIN')) throw new UsageError('the PGP key file is ASCII-armored; give the binary key (gpg --export) or its base64');
   return content.toString('base64');
 }
+
+/**
+ * The whole flow in one call, for commands that need a token to go on (`operator dr failover`):
+ * starts an attempt with a node-generated OTP, takes shares (a hidden prompt per share on a
+ * terminal, else one per line of stdin) until the token is issued, and resolves with it decoded.
+ * An attempt already in progress is never joined (AttemptInProgress names it); input that ends
+ * first cancels the attempt this call started and throws AttemptInProgress.
+ */
+export async function tokenFromShares(ctx: Context, api: GenerationEndpoints, spec: Pick<GenerationCommand, 'name' | 'what'>): Promise<string> {
+  const current = await api.status();
+  if (current.started) throw new AttemptInProgress(inProgress(current, spec as GenerationCommand));
+  let attempt = await api.start({});
+  const otp = attempt.otp;
+  const nonce = attempt.nonce;
+  ctx.err(`Enter ${attempt.required} unseal key shares of the primary to make the ${spec.what} (one per line).\n`);
+  for await (const share of ctx.io.stdin.isTTY ? prompted(ctx) : lines(ctx.io.stdin)) {
+    attempt = await api.update(share, nonce);
+    if (attempt.complete) break;
+    ctx.err(`Progress: ${attempt.progress}/${attempt.required}\n`);
+  }
+  if (!attempt.complete || !attempt.encoded_token) {
+    await api.cancel();
+    throw new AttemptInProgress(`the input ended after ${attempt.progress}/${attempt.required} shares: no ${spec.what} was issued (the attempt was canceled)`);
+  }
+  return decodeToken(attempt.encoded_token, otp, spec.what);
+}

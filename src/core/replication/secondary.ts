@@ -7,6 +7,7 @@
 import { badRequest, kindLabel, wrongMode } from './describe.js';
 import type {
   Activation,
+  Behind,
   Bootstrapping,
   Disabled,
   Effect,
@@ -95,15 +96,24 @@ export function stepSecondary(s: Secondary, e: Event): StepResult {
   }
 }
 
+/**
+ * Why promote would refuse without `force`, or null when it would pass: the secondary knows it
+ * is behind (`behind`), or is mid merkle-diff / merkle-sync. The one rule, shared by the state
+ * machine and by anything that predicts its verdict (the CLI's `failover -plan`).
+ */
+export function promoteRefusal(state: string, behind: Behind | null): string | null {
+  if (behind !== null && behind.primaryLast > behind.applied) {
+    return (
+      `the primary last reported WAL index ${behind.primaryLast} but this secondary has applied ${behind.applied} ` +
+      `(${behind.primaryLast - behind.applied} entries behind)`
+    );
+  }
+  return state === 'merkle-diff' || state === 'merkle-sync' ? `a ${state} is in progress` : null;
+}
+
 function promote(s: Secondary, e: Extract<Event, { type: 'promote' }>): StepResult {
   if (!e.force) {
-    const b = e.behind;
-    const reason = b !== null
-      ? `the primary last reported WAL index ${b.primaryLast} but this secondary has applied ${b.applied} ` +
-        `(${b.primaryLast - b.applied} entries behind)`
-      : s.state === 'merkle-diff' || s.state === 'merkle-sync'
-        ? `a ${s.state} is in progress`
-        : null;
+    const reason = promoteRefusal(s.state, e.behind);
     if (reason !== null) {
       return {
         ok: false,
