@@ -95,8 +95,9 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileResult> {
     let comparedPages = 0;
     for (const tree of o.applier.trees) {
       const d = await diffTree(o, snap, tree, rx);
-      fetch.push(...d.fetch);
-      remove.push(...d.remove);
+      // Not push(...d.fetch): spreading a million keys as arguments overflows the stack.
+      for (const k of d.fetch) fetch.push(k);
+      for (const k of d.remove) remove.push(k);
       comparedPages += d.pages;
     }
     o.onPhase?.('merkle-sync');
