@@ -24,7 +24,8 @@
  *     its last_wal equals the primary's. The WAL bound is set above N so it streams.
  * (c) Failover: DR operation token, SIGTERM the primary, promote, then PUT with the old root token,
  *     retrying on 503/400, until a 200.
- * Results: a table on stdout and bench-results/bench-dr.json.
+ * Results: a table on stdout and bench-results/bench-dr.json. The load and lag helpers are
+ * exported for scripts/bench-scale.mjs.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -47,15 +48,15 @@ const DR = 'sys/replication/dr';
 const LOAD_VALUE_BYTES = 1024;
 const CATCHUP_VALUE_BYTES = 64;
 
-const summary = (xs) => {
+export const summary = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { n: s.length, p50Ms: percentile(s, 50), p99Ms: percentile(s, 99), maxMs: s.at(-1) ?? NaN };
 };
-const agent = () => new http.Agent({ keepAlive: true, maxSockets: 1 });
+export const agent = () => new http.Agent({ keepAlive: true, maxSockets: 1 });
 const note = (s) => process.stderr.write(`${s}\n`);
 
 /** Sequential writers on their own connections until `until()` says stop; resolves with the count. */
-async function writers({ apiAddr, token, clients, valueBytes, prefix, until }) {
+export async function writers({ apiAddr, token, clients, valueBytes, prefix, until }) {
   const value = randomBytes(valueBytes).toString('base64url').slice(0, valueBytes);
   const agents = Array.from({ length: clients }, agent);
   let next = 0;
@@ -76,7 +77,7 @@ async function writers({ apiAddr, token, clients, valueBytes, prefix, until }) {
 }
 
 /** Round trips of an idle status call on the secondary: the floor of every lag figure. */
-async function statusFloor(secondaryAddr, samples = 300) {
+export async function statusFloor(secondaryAddr, samples = 300) {
   const a = agent();
   const times = [];
   for (let i = 0; i < samples; i++) {
@@ -107,7 +108,7 @@ async function lagSample(ctx, i) {
   }
 }
 
-async function lagPhase(ctx, phase, seconds) {
+export async function lagPhase(ctx, phase, seconds) {
   const lags = [];
   let polls = 0;
   const end = performance.now() + seconds * 1000;
@@ -120,7 +121,7 @@ async function lagPhase(ctx, phase, seconds) {
 }
 
 /** `fn` with fresh keep-alive agents for the probe write, the primary's status and the polls. */
-async function withProbe(base, fn) {
+export async function withProbe(base, fn) {
   const ctx = { ...base, writeAgent: agent(), primaryAgent: agent(), pollAgent: agent() };
   try {
     return await fn(ctx);

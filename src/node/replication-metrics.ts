@@ -60,6 +60,7 @@ export function registerReplicationGauges(registry: Registry, source: () => Stat
   perKind('tessera_replication_last_remote_wal', 'Secondary: last WAL index of the primary applied here', (d) => (d.mode === 'secondary' ? num(d.last_remote_wal) : undefined));
   perKind('tessera_replication_lag_entries', 'Secondary: entries behind its primary; primary: the largest lag of its secondaries', (d) => num(d.lag_entries));
   perKind('tessera_replication_lag_ms', 'Secondary: milliseconds behind its primary; primary: the largest lag of its secondaries', (d) => num(d.lag_ms));
+  perKind('tessera_replication_last_merkle_sync_bytes', 'Secondary: payload bytes the last Merkle reconcile received from the primary', (d) => num(d.last_merkle_sync_bytes));
   const perSecondary = (name: string, help: string, pick: (s: Record<string, unknown>) => number | undefined) =>
     new Gauge({
       name, help, labelNames: ['kind', 'secondary_id'], registers,

@@ -6,18 +6,25 @@
  *
  *   const r = await reconcile({ client, engine, applier, secondaryId, onPhase, onProgress });
  *   r.fetched // keys whose values were fetched; r.deleted // keys removed
+ *   r.bytes   // payload received from the primary: hashes, leaves, keys and values
  */
 import type { Tree } from '../core/merkle.js';
 import type { WalOp } from '../core/wal.js';
 import type { StorageEngine } from '../storage/engine.js';
 import type { Applier } from './applier.js';
-import type { PrimaryClient, SnapshotInfo } from './transport.js';
+import type { KeyValue, LeafInfo, PrimaryClient, SnapshotInfo } from './transport.js';
 
 export interface ReconcileResult {
   readonly guard: SnapshotInfo['guard'];
   readonly fetched: number;
   readonly deleted: number;
   readonly comparedPages: number;
+  /**
+   * Payload bytes received from the primary: snapshot roots, page and subpage hashes, leaves (key
+   * UTF-8 + value hash + a 4-byte subpage number), fetched keys and values. gRPC/TLS framing is
+   * not counted; it is what makes "cost follows the difference" checkable (bench-scale.mjs).
+   */
+  readonly bytes: number;
 }
 
 export interface ReconcileOptions {
@@ -38,6 +45,21 @@ export interface ReconcileOptions {
   readonly alsoFetch?: readonly string[];
 }
 
+const utf8 = (s: string): number => Buffer.byteLength(s, 'utf8');
+const hashBytes = (hs: readonly Buffer[]): number => hs.reduce((n, h) => n + h.length, 0);
+const leafBytes = (ls: readonly LeafInfo[]): number => ls.reduce((n, l) => n + utf8(l.key) + l.valueHash.length + 4, 0);
+const valueBytes = (kvs: readonly KeyValue[]): number => kvs.reduce((n, kv) => n + utf8(kv.key) + (kv.value?.length ?? 0), 0);
+const snapshotBytes = (s: SnapshotInfo): number => s.root.length + hashBytes(s.subtreeRoots) + s.guard.hash.length + 8;
+
+/** Counts what the primary sends back through it. */
+class Received {
+  bytes = 0;
+  add<T>(value: T, size: (v: T) => number): T {
+    this.bytes += size(value);
+    return value;
+  }
+}
+
 function differing(a: readonly Buffer[], b: readonly Buffer[]): number[] {
   const out: number[] = [];
   for (let i = 0; i < a.length; i++) if (!(a[i] as Buffer).equals(b[i] as Buffer)) out.push(i);
@@ -45,15 +67,15 @@ function differing(a: readonly Buffer[], b: readonly Buffer[]): number[] {
 }
 
 /** Conflicting keys of one subtree: present only on the primary, only here, or different. */
-async function diffTree(o: ReconcileOptions, snap: SnapshotInfo, tree: Tree): Promise<{ fetch: string[]; remove: string[]; pages: number }> {
+async function diffTree(o: ReconcileOptions, snap: SnapshotInfo, tree: Tree, rx: Received): Promise<{ fetch: string[]; remove: string[]; pages: number }> {
   const fetch: string[] = [];
   const remove: string[] = [];
   if (o.engine.subtreeRoot(tree).equals(snap.subtreeRoots[tree - 1] as Buffer)) return { fetch, remove, pages: 0 };
-  const pages = differing(await o.client.pageHashes(snap.snapshotId, tree), o.engine.pageHashes(tree));
+  const pages = differing(rx.add(await o.client.pageHashes(snap.snapshotId, tree), hashBytes), o.engine.pageHashes(tree));
   for (const page of pages) {
-    const subs = differing(await o.client.subpageHashes(snap.snapshotId, tree, page), o.engine.subpageHashes(tree, page));
+    const subs = differing(rx.add(await o.client.subpageHashes(snap.snapshotId, tree, page), hashBytes), o.engine.subpageHashes(tree, page));
     if (subs.length === 0) continue;
-    const remote = new Map((await o.client.leaves(snap.snapshotId, tree, page, subs)).map((l) => [l.key, l.valueHash]));
+    const remote = new Map(rx.add(await o.client.leaves(snap.snapshotId, tree, page, subs), leafBytes).map((l) => [l.key, l.valueHash]));
     const local = new Map<string, Buffer>();
     for (const s of subs) for (const l of await o.engine.leaves(tree, page, s)) local.set(l.key, l.valueHash);
     for (const [key, hash] of remote) if (!local.get(key)?.equals(hash)) fetch.push(key);
@@ -65,15 +87,17 @@ async function diffTree(o: ReconcileOptions, snap: SnapshotInfo, tree: Tree): Pr
 export async function reconcile(o: ReconcileOptions): Promise<ReconcileResult> {
   const chunk = o.chunk ?? 1000;
   o.onPhase?.('merkle-diff');
-  const snap = await o.client.openSnapshot(o.secondaryId);
+  const rx = new Received();
+  const snap = rx.add(await o.client.openSnapshot(o.secondaryId), snapshotBytes);
   try {
     const fetch: string[] = [];
     const remove: string[] = [];
     let comparedPages = 0;
     for (const tree of o.applier.trees) {
-      const d = await diffTree(o, snap, tree);
-      fetch.push(...d.fetch);
-      remove.push(...d.remove);
+      const d = await diffTree(o, snap, tree, rx);
+      // Not push(...d.fetch): spreading a million keys as arguments overflows the stack.
+      for (const k of d.fetch) fetch.push(k);
+      for (const k of d.remove) remove.push(k);
       comparedPages += d.pages;
     }
     o.onPhase?.('merkle-sync');
@@ -84,7 +108,7 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileResult> {
     // Values come from the pinned snapshot, so every chunk belongs to the same guard W; chunks are
     // installed without a guard and the last one moves the guard, in one atomic step.
     for (let i = 0; i < fetch.length; i += chunk) {
-      const values = await o.client.fetchValues(snap.snapshotId, fetch.slice(i, i + chunk));
+      const values = rx.add(await o.client.fetchValues(snap.snapshotId, fetch.slice(i, i + chunk)), valueBytes);
       for (const kv of values) pending.push(kv.value === undefined ? { type: 'del', key: kv.key } : { type: 'put', key: kv.key, value: kv.value });
       if (pending.length >= chunk && i + chunk < fetch.length) {
         await o.applier.installChunk(pending);
@@ -95,12 +119,12 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileResult> {
     }
     const n = pending.length;
     if (o.alsoFetch && o.alsoFetch.length > 0) {
-      for (const kv of await o.client.fetchValues(snap.snapshotId, o.alsoFetch)) if (kv.value !== undefined) pending.push({ type: 'put', key: kv.key, value: kv.value });
+      for (const kv of rx.add(await o.client.fetchValues(snap.snapshotId, o.alsoFetch), valueBytes)) if (kv.value !== undefined) pending.push({ type: 'put', key: kv.key, value: kv.value });
     }
     await o.applier.installSnapshot(pending, snap.guard);
     done += n;
     o.onProgress?.({ total, done });
-    return { guard: snap.guard, fetched: fetch.length, deleted: remove.length, comparedPages };
+    return { guard: snap.guard, fetched: fetch.length, deleted: remove.length, comparedPages, bytes: rx.bytes };
   } finally {
     await o.client.closeSnapshot(snap.snapshotId).catch(() => undefined);
   }

@@ -64,6 +64,8 @@ export interface SecondaryProgress {
   lastSync: { fetched: number; deleted: number } | undefined;
   /** Since this loop started: merkle-syncs finished, and the keys they fetched and deleted (metrics counters). */
   syncTotals: { syncs: number; fetched: number; deleted: number };
+  /** Payload bytes the last reconcile received from the primary (reconcile.ts `bytes`); 0 before any. */
+  lastSyncBytes: number;
 }
 
 const HEARTBEAT_MS = 1000;
@@ -88,7 +90,7 @@ export class SecondaryLoop {
     this.progress = {
       state: 'idle', connection: 'idle', lastRemoteWal: this.applier.guard().index, primaryLastWal: 0n, primaryCommitTimeMs: 0,
       lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '',
-      syncTotal: 0, syncDone: 0, lastSync: undefined, syncTotals: { syncs: 0, fetched: 0, deleted: 0 },
+      syncTotal: 0, syncDone: 0, lastSync: undefined, syncTotals: { syncs: 0, fetched: 0, deleted: 0 }, lastSyncBytes: 0,
     };
   }
 
@@ -296,9 +298,10 @@ export class SecondaryLoop {
       this.progress.lastSync = { fetched: r.fetched, deleted: r.deleted };
       const t = this.progress.syncTotals;
       this.progress.syncTotals = { syncs: t.syncs + 1, fetched: t.fetched + r.fetched, deleted: t.deleted + r.deleted };
+      this.progress.lastSyncBytes = r.bytes;
       this.progress.lastRemoteWal = r.guard.index;
       this.o.onApplied?.(r.guard.index);
-      this.o.log.info({ fetched: r.fetched, deleted: r.deleted, keys_moved: r.fetched + r.deleted, pages: r.comparedPages, guard: r.guard.index.toString() }, 'merkle-sync finished; streaming');
+      this.o.log.info({ fetched: r.fetched, deleted: r.deleted, keys_moved: r.fetched + r.deleted, bytes: r.bytes, pages: r.comparedPages, guard: r.guard.index.toString() }, 'merkle-sync finished; streaming');
       this.progress.state = 'idle';
       // Not awaited: this runs inside the apply chain, and the stream's batches queue on it.
       void this.openStream();

@@ -113,6 +113,8 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         lag_ms: String(lagMs),
         ...(state === 'merkle-sync' || state === 'merkle-diff' ? { merkle_sync_progress: { sync_total_keys: p?.syncTotal ?? 0, sync_progress: p?.syncDone ?? 0 } } : {}),
         ...(p?.lastSync ? { last_merkle_sync: { fetched_keys: p.lastSync.fetched, deleted_keys: p.lastSync.deleted } } : {}),
+        // Beside last_merkle_sync, not in it: that object's shape is documented (failover runbook).
+        ...(p?.lastSync ? { last_merkle_sync_bytes: p.lastSyncBytes } : {}),
         ...(p?.lastError ? { last_error: p.lastError } : {}),
       };
     }

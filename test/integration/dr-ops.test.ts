@@ -147,6 +147,8 @@ it('demotes a primary that rejoins by token without a wipe, and refuses addresse
   const sa = await status(a);
   expect(sa.last_merkle_sync.fetched_keys).toBeGreaterThan(0);
   expect(sa.last_merkle_sync.deleted_keys).toBeGreaterThan(0);
+  // Beside it, the payload that reconcile received (hashes, leaves, values): more than the hashes alone.
+  expect(sa.last_merkle_sync_bytes).toBeGreaterThan(2 * 256 * 32);
   await b.call('PUT', 'kv/after-rejoin', { v: 3 }, { token: a.rootToken });
   await inSync(b, a);
   expect((await status(a)).state).toBe('stream-wals');

@@ -4,6 +4,7 @@
  * each on real storage engines.
  */
 import pino from 'pino';
+import { HASH_LEN, PAGES, SUBPAGES, locate, type Tree } from '../../src/core/merkle.js';
 import { StorageEngine } from '../../src/storage/engine.js';
 import { testCipher } from '../../src/storage/engine.fixtures.js';
 import { MemoryBackend } from '../../src/storage/memory.js';
@@ -105,6 +106,46 @@ describe('reconciliation', () => {
     await put(p.store, 'after/sync', 'z');
     await inSync(p.engine, s.engine);
     expect(loop.progress.state).toBe('stream-wals');
+    await loop.stop();
+    await service.close();
+  });
+
+  it('counts the payload a reconcile receives: for 1 changed key among 3,000, one page of hashes, one subpage of leaves and one value', async () => {
+    const p = await node(20);
+    const s = await node();
+    const service = primaryOf(p.engine);
+    for (let b = 0; b < 10; b++) {
+      await p.store.commit(Array.from({ length: 300 }, (_, i) => ({ type: 'put' as const, key: `base/${b * 300 + i}`, value: Buffer.from('v0') })));
+    }
+    let { loop } = secondaryOf(s.engine, service);
+    loop.start();
+    await inSync(p.engine, s.engine);
+    await loop.stop();
+    expect(loop.progress.lastSyncBytes).toBe(0);
+
+    for (let round = 0; round < 25; round++) await put(p.store, 'base/7', `r${round}`);
+    expect(p.engine.firstRetainedIndex()).toBeGreaterThan(s.engine.lastGuard().index + 1n);
+    ({ loop } = secondaryOf(s.engine, service));
+    loop.start();
+    await inSync(p.engine, s.engine);
+    expect(loop.progress.lastSync).toEqual({ fetched: 1, deleted: 0 });
+
+    // What the primary sends: the snapshot (root, 2 subtree roots, guard hash + index), the 256
+    // page hashes of the one differing subtree, the 256 subpage hashes of the one differing page,
+    // the leaves of the one differing subpage, and the key with its ciphertext.
+    const { page, subpage } = locate('base/7');
+    let tree: Tree = 1;
+    let leaves = await p.engine.leaves(1, page, subpage);
+    if (!leaves.some((l) => l.key === 'base/7')) {
+      tree = 2;
+      leaves = await p.engine.leaves(tree, page, subpage);
+    }
+    expect(leaves.map((l) => l.key)).toContain('base/7');
+    const leafBytes = leaves.reduce((n, l) => n + Buffer.byteLength(l.key) + l.valueHash.length + 4, 0);
+    const value = (await p.engine.readRaw('base/7')) as Buffer;
+    const expected = 4 * HASH_LEN + 8 + PAGES * HASH_LEN + SUBPAGES * HASH_LEN + leafBytes + 'base/7'.length + value.length;
+    expect(loop.progress.lastSyncBytes).toBe(expected);
+    expect(loop.progress.lastSyncBytes).toBeLessThan(20_000);
     await loop.stop();
     await service.close();
   });
