@@ -21,6 +21,7 @@ import type { StorageEngine } from '../storage/engine.js';
 import { SecondaryViews, type LastSeenStore, type SecondaryView } from './secondary-views.js';
 import { servePolicy, type ServePolicy } from './serve-policy.js';
 import { DYNAMIC_FILTER_KEY } from './applier.js';
+import type { EmitEvent } from './events.js';
 import { filterChangedIn } from './paths-filters.js';
 import { filterEntries, filteredView, servedRoot, servedTrees, withDynamicFilter, type FilteredView, type FilterSource } from './filtered-view.js';
 import type {
@@ -115,6 +116,8 @@ export class PrimaryStreamer implements PrimaryService {
        * late by the node); absent, Forward answers Unavailable.
        */
       forwarded?: () => ((secondaryId: string, req: ForwardRequest) => Promise<ForwardReply>) | undefined;
+      /** Replication events (events.ts): a secondary's first stream opened, its last one ended. */
+      emit?: EmitEvent;
     },
   ) {
     this.policy = servePolicy(o.kind);
@@ -217,6 +220,7 @@ export class PrimaryStreamer implements PrimaryService {
     // Connected from here (before the secondary can see `ok`): the open stream is the truth, and
     // its opening is the first heartbeat.
     const ended = this.views.streamOpened(peer.secondaryId, req.guard);
+    if (this.views.get(peer.secondaryId)?.streams === 1) this.o.emit?.('secondary-connected', { secondary_id: peer.secondaryId, applied_wal: Number(req.guard.index) });
     let kf = await this.keyFilterOf(peer.secondaryId);
     let next = req.guard.index + 1n;
     let wake: (() => void) | undefined;
@@ -279,6 +283,7 @@ export class PrimaryStreamer implements PrimaryService {
       unsubscribe();
       this.wakers.delete(wakeMe);
       ended();
+      if ((this.views.get(peer.secondaryId)?.streams ?? 0) === 0) this.o.emit?.('secondary-disconnected', { secondary_id: peer.secondaryId });
     }
     if (!sink.closed) sink.end();
   }

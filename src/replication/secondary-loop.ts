@@ -12,6 +12,7 @@ import type { Behind } from '../core/replication/index.js';
 import { VERSION } from '../core/version.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { applierFor, DYNAMIC_FILTER_KEY, type Applier } from './applier.js';
+import type { EmitEvent } from './events.js';
 import { reconcile } from './reconcile.js';
 import type { LastSeenStore } from './secondary-views.js';
 import type { BootstrapInfo, ConnectionState, PrimaryClient, StreamHandle } from './transport.js';
@@ -44,6 +45,8 @@ export interface SecondaryLoopOptions {
   readonly lastSeen?: LastSeenStore;
   /** Least time between two persists of the last heartbeat. Default 30 s. */
   readonly persistEveryMs?: number;
+  /** Replication events (events.ts): connection lost and regained, Merkle diff and sync. */
+  readonly emit?: EmitEvent;
 }
 
 export interface SecondaryProgress {
@@ -78,6 +81,8 @@ export class SecondaryLoop {
   private done: Promise<void> = Promise.resolve();
   private lastPersistMs = 0;
   private persisting: Promise<void> = Promise.resolve();
+  /** The connection as events last told it: one event per change, not one per failed retry. */
+  private told: 'up' | 'down' | undefined;
 
   private readonly applier: Applier;
 
@@ -154,8 +159,16 @@ export class SecondaryLoop {
     return this.progress.state === 'merkle-diff' || this.progress.state === 'merkle-sync';
   }
 
+  /** One event per change of the connection (the first failure after start counts as one). */
+  private tell(now: 'up' | 'down', detail: Record<string, unknown> = {}): void {
+    if (this.told === now) return;
+    this.told = now;
+    this.o.emit?.(now === 'up' ? 'connected' : 'disconnected', detail);
+  }
+
   private retry(reason: string): void {
     if (!this.running) return;
+    this.tell('down', { reason: reason.slice(0, 256) });
     this.progress.lastError = reason;
     this.progress.state = 'idle';
     this.progress.connection = 'transient_failure';
@@ -224,6 +237,7 @@ export class SecondaryLoop {
                   this.progress.state = 'stream-wals';
                   this.progress.connection = 'ready';
                   this.backoffMs = 100;
+                  this.tell('up', { primary_last_wal: Number(m.lastWal) });
                   // The first heartbeat goes out as the stream opens, so both ends report it at once.
                   void this.beat();
                 } else {
@@ -275,6 +289,7 @@ export class SecondaryLoop {
     // (a primary whose filter for us changed tells us mid-stream, and waits for us to hang up).
     this.progress.state = 'merkle-diff';
     this.stream?.cancel();
+    this.o.emit?.('merkle-diff-started', { guard: Number(this.applier.guard().index) });
     try {
       const r = await reconcile({
         client,
@@ -284,6 +299,7 @@ export class SecondaryLoop {
         // A secondary with its own WAL (performance) keeps the dynamic filter it was served with.
         ...(this.applier.ownWal ? { alsoFetch: [DYNAMIC_FILTER_KEY] } : {}),
         onPhase: (p) => {
+          if (p === 'merkle-sync' && this.progress.state !== 'merkle-sync') this.o.emit?.('merkle-sync-started', {});
           this.progress.state = p;
         },
         onProgress: ({ total, done }) => {
@@ -295,10 +311,12 @@ export class SecondaryLoop {
       this.progress.lastRemoteWal = r.guard.index;
       this.o.onApplied?.(r.guard.index);
       this.o.log.info({ fetched: r.fetched, deleted: r.deleted, keys_moved: r.fetched + r.deleted, pages: r.comparedPages, guard: r.guard.index.toString() }, 'merkle-sync finished; streaming');
+      this.o.emit?.('merkle-sync-finished', { fetched_keys: r.fetched, deleted_keys: r.deleted, keys_moved: r.fetched + r.deleted, guard: Number(r.guard.index) });
       this.progress.state = 'idle';
       // Not awaited: this runs inside the apply chain, and the stream's batches queue on it.
       void this.openStream();
     } catch (e) {
+      this.o.emit?.('merkle-sync-failed', { reason: (e instanceof Error ? e.message : String(e)).slice(0, 256) });
       this.retry(`reconcile failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   }
