@@ -81,6 +81,11 @@ export class ReplicationEvents {
     return this.ring.filter((e) => e.id > after);
   }
 
+  /** Live subscribers (open streams), for tests and diagnostics. */
+  get subscriberCount(): number {
+    return this.subscribers.size;
+  }
+
   subscribe(fn: (e: ReplicationEvent) => void): () => void {
     this.subscribers.add(fn);
     return () => this.subscribers.delete(fn);
