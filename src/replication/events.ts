@@ -24,7 +24,7 @@ export interface ReplicationEvent {
 }
 
 /** What an emitter of one kind needs (the driver, its loop, its streamer). */
-export type EmitEvent = (type: string, detail?: Record<string, unknown>) => void;
+export type EmitEvent = (type: string, detail?: Record<string, unknown>, level?: 'info' | 'warn' | 'error') => void;
 
 /** What `follow` yields: an event, or a heartbeat when nothing happened for `heartbeatMs`. */
 export type FollowItem = { readonly event: ReplicationEvent } | { readonly heartbeat: true };
@@ -73,7 +73,7 @@ export class ReplicationEvents {
 
   /** An emitter bound to one kind. */
   emitter(kind: EventKind): EmitEvent {
-    return (type, detail) => void this.emit(kind, type, detail);
+    return (type, detail, level) => void this.emit(kind, type, detail, level);
   }
 
   /** The history, oldest first; only events after `after` when given. */

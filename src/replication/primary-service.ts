@@ -22,6 +22,7 @@ import { SecondaryViews, type LastSeenStore, type SecondaryView } from './second
 import { servePolicy, type ServePolicy } from './serve-policy.js';
 import { DYNAMIC_FILTER_KEY } from './applier.js';
 import type { EmitEvent } from './events.js';
+import { replicatedRoot } from './verification.js';
 import { filterChangedIn } from './paths-filters.js';
 import { filterEntries, filteredView, servedRoot, servedTrees, withDynamicFilter, type FilteredView, type FilterSource } from './filtered-view.js';
 import type {
@@ -229,8 +230,13 @@ export class PrimaryStreamer implements PrimaryService {
     const unsubscribe = engine.onCommit(wakeMe);
     sink.onClose(wakeMe);
     const maxBatch = Math.max(1, Math.min(req.maxBatchEntries || MAX_BATCH, MAX_BATCH));
-    const beat = (ack = false): Promise<void> =>
-      sink.send({ type: 'heartbeat', lastWal: engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, sentAtMs: this.now(), ...(this.draining ? { draining: true } : {}), ...(ack ? { ack: true } : {}) });
+    const beat = (ack = false): Promise<void> => {
+      const verify = this.verification(next - 1n, kf);
+      return sink.send({
+        type: 'heartbeat', lastWal: engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, sentAtMs: this.now(),
+        ...(this.draining ? { draining: true } : {}), ...(ack ? { ack: true } : {}), ...(verify ? { verify } : {}),
+      });
+    };
     // Everything sent up to this index is covered by an ack request already.
     let acked = req.guard.index;
     try {
@@ -286,6 +292,18 @@ export class PrimaryStreamer implements PrimaryService {
       if ((this.views.get(peer.secondaryId)?.streams ?? 0) === 0) this.o.emit?.('secondary-disconnected', { secondary_id: peer.secondaryId });
     }
     if (!sink.closed) sink.end();
+  }
+
+  /**
+   * Continuous verification (verification.ts): the root of what this secondary replicates, as of
+   * our last index, when that is the last index it has been sent (the pair is read in one tick, so
+   * the root is the one at that index). None for a secondary with a paths filter: its root is over
+   * the allowed keys only, which costs a scan of every key (filtered-view.ts) — not per heartbeat.
+   */
+  private verification(sentThrough: bigint, kf: KeyFilter | undefined): { wal: bigint; root: Buffer } | undefined {
+    const last = this.o.engine.lastGuard().index;
+    if (sentThrough !== last || last === 0n || kf !== undefined) return undefined;
+    return { wal: last, root: replicatedRoot(this.o.engine, this.o.kind) };
   }
 
   /** Waits (bounded) for a secondary told to reconcile to hang up; commits and close wake it. */

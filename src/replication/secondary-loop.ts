@@ -14,6 +14,7 @@ import type { StorageEngine } from '../storage/engine.js';
 import { applierFor, DYNAMIC_FILTER_KEY, type Applier } from './applier.js';
 import type { EmitEvent } from './events.js';
 import { reconcile } from './reconcile.js';
+import { Verifier, type VerificationStatus } from './verification.js';
 import type { LastSeenStore } from './secondary-views.js';
 import type { BootstrapInfo, ConnectionState, PrimaryClient, StreamHandle } from './transport.js';
 
@@ -85,9 +86,11 @@ export class SecondaryLoop {
   private told: 'up' | 'down' | undefined;
 
   private readonly applier: Applier;
+  private readonly verifier: Verifier;
 
   constructor(private readonly o: SecondaryLoopOptions) {
     this.applier = o.applier ?? applierFor('dr', o.engine);
+    this.verifier = new Verifier({ kind: o.kind, engine: o.engine, now: () => this.now(), log: o.log, ...(o.emit ? { emit: o.emit } : {}) });
     this.progress = {
       state: 'idle', connection: 'idle', lastRemoteWal: this.applier.guard().index, primaryLastWal: 0n, primaryCommitTimeMs: 0,
       lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '',
@@ -128,6 +131,11 @@ export class SecondaryLoop {
     await this.applying.catch(() => undefined);
     this.persistLastSeen(true);
     await this.persisting;
+  }
+
+  /** Continuous verification against the roots the primary's heartbeats carry (verification.ts). */
+  get verification(): VerificationStatus {
+    return this.verifier.status;
   }
 
   /** Behind the primary as of the last message or heartbeat from it. */
@@ -269,6 +277,17 @@ export class SecondaryLoop {
                 // A draining primary, or one holding a forwarded write's answer, waits for our
                 // confirmation: send it once what came before is applied.
                 if (m.draining || m.ack) this.applying = this.applying.then(() => this.beat());
+                // Compared once everything received before it is applied: the index is then ours too.
+                if (m.verify) {
+                  const v = m.verify;
+                  this.applying = this.applying.then(() => {
+                    try {
+                      this.verifier.check(v, this.applier.guard().index);
+                    } catch (e) {
+                      this.o.log.warn({ err: (e as Error).message }, 'replication verification could not compare roots');
+                    }
+                  });
+                }
                 return;
             }
           },

@@ -7,6 +7,7 @@
  */
 import { KIND_POLICY, statusFields } from '../core/replication/index.js';
 import type { ReplicationDriver } from './driver.js';
+import type { VerificationStatus } from './verification.js';
 
 const CONNECTED_WITHIN_MS = 3000;
 
@@ -15,6 +16,19 @@ function drainFields(dr: ReplicationDriver): Record<string, unknown> {
   const d = dr.drainProgress;
   if (!d) return {};
   return { demote_drain: { last_wal: Number(d.lastWal), pending: d.pending.map((x) => ({ id: x.id, last_applied_wal: Number(x.applied) })) } };
+}
+
+/**
+ * Continuous verification (verification.ts): the last WAL index at which this secondary's Merkle
+ * root matched its primary's, when, and whether the latest comparison found them different.
+ */
+function verificationFields(v: VerificationStatus | undefined): Record<string, unknown> {
+  return {
+    last_verified_wal: Number(v?.lastVerifiedWal ?? 0n),
+    last_verified_at: rfc3339(v?.lastVerifiedAtMs ?? 0),
+    verification_mismatch: v?.mismatch ?? false,
+    ...(v?.mismatch ? { verification_mismatch_wal: Number(v.mismatchWal) } : {}),
+  };
 }
 
 function rfc3339(ms: number): string {
@@ -102,6 +116,7 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number):
         ...(state === 'merkle-sync' || state === 'merkle-diff' ? { merkle_sync_progress: { sync_total_keys: p?.syncTotal ?? 0, sync_progress: p?.syncDone ?? 0 } } : {}),
         ...(p?.lastSync ? { last_merkle_sync: { fetched_keys: p.lastSync.fetched, deleted_keys: p.lastSync.deleted } } : {}),
         ...(p?.lastError ? { last_error: p.lastError } : {}),
+        ...verificationFields(loop?.verification),
       };
     }
   }
