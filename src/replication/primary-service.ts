@@ -119,6 +119,8 @@ export class PrimaryStreamer implements PrimaryService {
       forwarded?: () => ((secondaryId: string, req: ForwardRequest) => Promise<ForwardReply>) | undefined;
       /** Replication events (events.ts): a secondary's first stream opened, its last one ended. */
       emit?: EmitEvent;
+      /** Least time between two verification roots of a filtered secondary (a scan each). Default 10 s. */
+      filteredVerifyMinMs?: number;
     },
   ) {
     this.policy = servePolicy(o.kind);
@@ -230,8 +232,10 @@ export class PrimaryStreamer implements PrimaryService {
     const unsubscribe = engine.onCommit(wakeMe);
     sink.onClose(wakeMe);
     const maxBatch = Math.max(1, Math.min(req.maxBatchEntries || MAX_BATCH, MAX_BATCH));
-    const beat = (ack = false): Promise<void> => {
-      const verify = this.verification(next - 1n, kf);
+    // A filtered secondary's root costs a scan of every key: at most one per interval (see below).
+    const filtered = { atMs: 0, costMs: 0 };
+    const beat = async (ack = false, idle = false): Promise<void> => {
+      const verify = kf === undefined ? this.verification(next - 1n) : idle && !this.draining ? await this.filteredVerification(peer.secondaryId, next - 1n, filtered) : undefined;
       return sink.send({
         type: 'heartbeat', lastWal: engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, sentAtMs: this.now(),
         ...(this.draining ? { draining: true } : {}), ...(ack ? { ack: true } : {}), ...(verify ? { verify } : {}),
@@ -242,7 +246,7 @@ export class PrimaryStreamer implements PrimaryService {
     try {
       await sink.send({ type: 'start', outcome: 'ok', firstRetained: first, lastWal });
       // The secondary learns the primary's position (and clock) at once, not a second later.
-      await beat();
+      await beat(false, true);
       while (!sink.closed) {
         // Someone waits for an index this secondary has been sent: ask it to confirm at once.
         if (this.ackWanted > acked && next > this.ackWanted) {
@@ -259,7 +263,7 @@ export class PrimaryStreamer implements PrimaryService {
           });
           wake = undefined;
           if (sink.closed) break;
-          if (next > engine.lastGuard().index) await beat();
+          if (next > engine.lastGuard().index) await beat(false, true);
           continue;
         }
         // Throws WalNotRetained if the bound dropped what this secondary needs: it reconnects and reconciles.
@@ -297,13 +301,36 @@ export class PrimaryStreamer implements PrimaryService {
   /**
    * Continuous verification (verification.ts): the root of what this secondary replicates, as of
    * our last index, when that is the last index it has been sent (the pair is read in one tick, so
-   * the root is the one at that index). None for a secondary with a paths filter: its root is over
-   * the allowed keys only, which costs a scan of every key (filtered-view.ts) — not per heartbeat.
+   * the root is the one at that index). For a secondary without a paths filter.
    */
-  private verification(sentThrough: bigint, kf: KeyFilter | undefined): { wal: bigint; root: Buffer } | undefined {
+  private verification(sentThrough: bigint): { wal: bigint; root: Buffer } | undefined {
     const last = this.o.engine.lastGuard().index;
-    if (sentThrough !== last || last === 0n || kf !== undefined) return undefined;
+    if (sentThrough !== last || last === 0n) return undefined;
     return { wal: last, root: replicatedRoot(this.o.engine, this.o.kind) };
+  }
+
+  /**
+   * A filtered secondary's verification: the root of tree 1 over the keys its filter allows, from
+   * a pinned snapshot at the last index it has been sent (the view reconciliation compares, built
+   * by a scan of every key of tree 1). At most once per `filteredVerifyMinMs` (default 10 s), and
+   * never more than 1% of the time (100 times the last scan's duration apart); only on idle beats.
+   */
+  private async filteredVerification(id: string, sentThrough: bigint, clock: { atMs: number; costMs: number }): Promise<{ wal: bigint; root: Buffer } | undefined> {
+    const filters = this.filters;
+    const due = clock.atMs === 0 || this.now() - clock.atMs >= Math.max(this.o.filteredVerifyMinMs ?? 10_000, 100 * clock.costMs);
+    if (!filters || !due || sentThrough === 0n || sentThrough !== this.o.engine.lastGuard().index) return undefined;
+    const started = this.now();
+    const snap = await this.o.engine.snapshot();
+    try {
+      // A commit between the check and the pin: the root would be of an index not yet sent.
+      if (snap.guard.index !== sentThrough) return undefined;
+      const view = await filteredView(snap, filters, id);
+      return { wal: sentThrough, root: Buffer.from(servedTrees(snap, view)[1].root) };
+    } finally {
+      clock.atMs = this.now();
+      clock.costMs = clock.atMs - started;
+      await snap.close();
+    }
   }
 
   /** Waits (bounded) for a secondary told to reconcile to hang up; commits and close wake it. */
