@@ -110,4 +110,16 @@ it('performance with a paths filter: verified against the root of the keys its f
   const st = await verifiedAt(p, s, 'performance');
   expect(st.last_verified_wal).toBeGreaterThan(0);
   expect(s.node.events.history().map((e) => e.type)).not.toContain('verification-mismatch');
+
+  // The filter change and the reconcile it caused are events too (issue item 7), keys moved included.
+  const onP = p.node.events.history().filter((e) => e.type === 'primary/paths-filter/write');
+  expect(onP.at(-1)).toMatchObject({ kind: 'performance', outcome: 'ok', secondary_id: 'east', mode: 'deny', paths: 1 });
+  const sync = s.node.events.history().filter((e) => e.kind === 'performance' && /^merkle-/.test(e.type)).map((e) => e.type);
+  expect(sync.lastIndexOf('merkle-diff-started')).toBeGreaterThanOrEqual(0);
+  expect(sync.lastIndexOf('merkle-sync-finished')).toBeGreaterThan(sync.lastIndexOf('merkle-diff-started'));
+  expect(sync).not.toContain('merkle-sync-failed');
+  const finished = s.node.events.history().filter((e) => e.type === 'merkle-sync-finished').at(-1);
+  expect(finished).toMatchObject({ kind: 'performance', fetched_keys: 0 });
+  expect(finished?.keys_moved).toBe(finished?.deleted_keys);
+  expect(finished?.keys_moved as number).toBeGreaterThan(0);
 });
