@@ -177,6 +177,8 @@ export async function wireReplication(o: {
     loaded = true;
   });
   core.onSealing.push(async () => {
+    // Event streams were authorized by tokens a sealed node cannot check: they end (clients reconnect with Last-Event-ID).
+    events.endFollowers();
     sealedMode.dr = dr.state.mode;
     sealedMode.performance = perf.isLoaded ? perf.state.mode : sealedMode.performance;
     loaded = false;

@@ -77,4 +77,23 @@ describe('ReplicationEvents', () => {
     expect(await run).toEqual([]);
     expect(Date.now() - started).toBeLessThan(5_000);
   });
+
+  it('endFollowers ends every open follow; a later follow still streams', async () => {
+    const ev = new ReplicationEvents({ now: clock });
+    const abort = new AbortController();
+    const run = (async () => {
+      let n = 0;
+      for await (const _ of ev.follow({ signal: abort.signal, heartbeatMs: 60_000 })) n++;
+      return n;
+    })();
+    ev.record('dr', 'one');
+    await new Promise((r) => setImmediate(r));
+    expect(ev.subscriberCount).toBe(1);
+    ev.endFollowers();
+    expect(await run).toBe(1);
+    expect(ev.subscriberCount).toBe(0);
+    const later = ev.follow({ signal: abort.signal, heartbeatMs: 60_000 });
+    expect((await later.next()).value).toMatchObject({ event: { type: 'one' } });
+    abort.abort();
+  });
 });

@@ -38,6 +38,8 @@ export class ReplicationEvents {
   private readonly ring: ReplicationEvent[] = [];
   private nextId = 1;
   private readonly subscribers = new Set<(e: ReplicationEvent) => void>();
+  /** Ends every open `follow` (the node seals: its streams were authorized by tokens it can no longer check). */
+  private readonly enders = new Set<() => void>();
   readonly capacity: number;
 
   constructor(private readonly o: { log?: Logger; now: () => number; capacity?: number }) {
@@ -81,6 +83,11 @@ export class ReplicationEvents {
     return this.ring.filter((e) => e.id > after);
   }
 
+  /** Ends every open `follow`; later ones are unaffected. */
+  endFollowers(): void {
+    for (const end of [...this.enders]) end();
+  }
+
   /** Live subscribers (open streams), for tests and diagnostics. */
   get subscriberCount(): number {
     return this.subscribers.size;
@@ -95,6 +102,7 @@ export class ReplicationEvents {
    * The history after `after`, then live events as they happen, with a heartbeat after every
    * `heartbeatMs` of silence; ends when `signal` aborts. Events recorded while the history is
    * replayed are not lost (the subscription starts first) and never repeated (ids only grow).
+   * Also ends at `endFollowers()`.
    */
   async *follow(o: { after?: number; signal: AbortSignal; heartbeatMs: number }): AsyncGenerator<FollowItem> {
     const queue: ReplicationEvent[] = [];
@@ -103,16 +111,23 @@ export class ReplicationEvents {
       queue.push(e);
       wake?.();
     });
+    let ended = false;
     const onAbort = (): void => wake?.();
+    const end = (): void => {
+      ended = true;
+      wake?.();
+    };
     o.signal.addEventListener('abort', onAbort);
+    this.enders.add(end);
+    const over = (): boolean => ended || o.signal.aborted;
     try {
       let last = o.after ?? 0;
       for (const e of this.history(last)) {
-        if (o.signal.aborted) return;
+        if (over()) return;
         last = e.id;
         yield { event: e };
       }
-      while (!o.signal.aborted) {
+      while (!over()) {
         const next = queue.shift();
         if (next !== undefined) {
           if (next.id <= last) continue;
@@ -128,10 +143,11 @@ export class ReplicationEvents {
           };
         });
         wake = undefined;
-        if (beat && !o.signal.aborted) yield { heartbeat: true };
+        if (beat && !over()) yield { heartbeat: true };
       }
     } finally {
       unsubscribe();
+      this.enders.delete(end);
       o.signal.removeEventListener('abort', onAbort);
     }
   }

@@ -125,6 +125,18 @@ it('replays from Last-Event-ID (or ?after=), then streams live, and the client m
   await again.waitFor(has(['dr:primary/revoke-secondary:ok']));
 });
 
+it('ends open streams when the node seals (their tokens can no longer be checked)', async () => {
+  const p = await node();
+  const open = await sse(p);
+  expect(open.status).toBe(200);
+  await eventually(() => expect(p.node.events.subscriberCount).toBe(1));
+  expect((await p.call('PUT', 'sys/seal', {})).status).toBe(204);
+  await eventually(() => expect(open.ended()).toBe(true));
+  expect(p.node.events.subscriberCount).toBe(0);
+  // Sealed, the endpoint refuses like every token route.
+  expect((await p.call('GET', 'sys/replication/events?format=json')).status).toBe(503);
+});
+
 it('refuses a token without sudo, a namespace, and a malformed Last-Event-ID, in Vault\'s error shape', async () => {
   const p = await node();
   expect((await p.call('PUT', 'sys/policies/acl/events-read', { policy: 'path "sys/replication/events" { capabilities = ["read"] }' })).status).toBe(204);
