@@ -234,8 +234,10 @@ export class PrimaryStreamer implements PrimaryService {
     const maxBatch = Math.max(1, Math.min(req.maxBatchEntries || MAX_BATCH, MAX_BATCH));
     // A filtered secondary's root costs a scan of every key: at most one per interval (see below).
     const filtered = { atMs: 0, costMs: 0 };
+    let verifiedAtMs = 0;
     const beat = async (ack = false, idle = false): Promise<void> => {
       const verify = kf === undefined ? this.verification(next - 1n) : idle && !this.draining ? await this.filteredVerification(peer.secondaryId, next - 1n, filtered) : undefined;
+      if (verify) verifiedAtMs = this.now();
       return sink.send({
         type: 'heartbeat', lastWal: engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, sentAtMs: this.now(),
         ...(this.draining ? { draining: true } : {}), ...(ack ? { ack: true } : {}), ...(verify ? { verify } : {}),
@@ -288,6 +290,9 @@ export class PrimaryStreamer implements PrimaryService {
         }
         // Draining: say the index is final as soon as this secondary has been sent everything.
         if (this.draining && next > engine.lastGuard().index) await beat();
+        // Under a steady load the stream never idles for a heartbeat: when a batch leaves this
+        // secondary caught up, its root goes with a beat, at most once per heartbeat interval.
+        else if (kf === undefined && next > engine.lastGuard().index && this.now() - verifiedAtMs >= (this.o.heartbeatMs ?? HEARTBEAT_MS)) await beat();
       }
     } finally {
       unsubscribe();

@@ -49,6 +49,30 @@ it.each(['dr', 'performance'] as const)('%s: last_verified_wal follows the prima
   expect(after.verification_mismatch_wal).toBeUndefined();
 });
 
+it('dr: verification advances under a steady write load too (the primary never idles for a heartbeat)', async () => {
+  const p = await node();
+  const s = await node();
+  await activatePair(p, s, 'east');
+  const start = (await verifiedAt(p, s, 'dr')).last_verified_wal as number;
+  let writing = true;
+  let written = 0;
+  const writer = (async () => {
+    while (writing) await writePolicy(p, `load-${written++}`);
+  })();
+  try {
+    // Verified past where the load began while it still runs.
+    await eventually(async () => {
+      const st = await replStatus(s, 'dr');
+      expect(st.verification_mismatch).toBe(false);
+      expect(st.last_verified_wal).toBeGreaterThan(start + 5);
+    }, { timeoutMs: 15_000, intervalMs: 200 });
+  } finally {
+    writing = false;
+    await writer;
+  }
+  expect(written).toBeGreaterThan(5);
+});
+
 it('dr: a secondary altered behind replication\'s back reports the mismatch in status, as an event and a metric; and the match once repaired', async () => {
   const p = await node();
   const s = await node();
