@@ -22,7 +22,7 @@ import { SecondaryViews, type LastSeenStore, type SecondaryView } from './second
 import { servePolicy, type ServePolicy } from './serve-policy.js';
 import { DYNAMIC_FILTER_KEY } from './applier.js';
 import type { EmitEvent } from './events.js';
-import { replicatedRoot } from './verification.js';
+import { filteredRootToVerify, rootToVerify } from './verification.js';
 import { filterChangedIn } from './paths-filters.js';
 import { filterEntries, filteredView, servedRoot, servedTrees, withDynamicFilter, type FilteredView, type FilterSource } from './filtered-view.js';
 import type {
@@ -236,7 +236,11 @@ export class PrimaryStreamer implements PrimaryService {
     const filtered = { atMs: 0, costMs: 0 };
     let verifiedAtMs = 0;
     const beat = async (ack = false, idle = false): Promise<void> => {
-      const verify = kf === undefined ? this.verification(next - 1n) : idle && !this.draining ? await this.filteredVerification(peer.secondaryId, next - 1n, filtered) : undefined;
+      const verify = kf === undefined
+        ? rootToVerify(engine, this.o.kind, next - 1n)
+        : idle && !this.draining && this.filters
+          ? await filteredRootToVerify({ engine, filters: this.filters, secondaryId: peer.secondaryId, sentThrough: next - 1n, clock: filtered, now: () => this.now(), ...(this.o.filteredVerifyMinMs !== undefined ? { minMs: this.o.filteredVerifyMinMs } : {}) })
+          : undefined;
       if (verify) verifiedAtMs = this.now();
       return sink.send({
         type: 'heartbeat', lastWal: engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, sentAtMs: this.now(),
@@ -301,41 +305,6 @@ export class PrimaryStreamer implements PrimaryService {
       if ((this.views.get(peer.secondaryId)?.streams ?? 0) === 0) this.o.emit?.('secondary-disconnected', { secondary_id: peer.secondaryId });
     }
     if (!sink.closed) sink.end();
-  }
-
-  /**
-   * Continuous verification (verification.ts): the root of what this secondary replicates, as of
-   * our last index, when that is the last index it has been sent (the pair is read in one tick, so
-   * the root is the one at that index). For a secondary without a paths filter.
-   */
-  private verification(sentThrough: bigint): { wal: bigint; root: Buffer } | undefined {
-    const last = this.o.engine.lastGuard().index;
-    if (sentThrough !== last || last === 0n) return undefined;
-    return { wal: last, root: replicatedRoot(this.o.engine, this.o.kind) };
-  }
-
-  /**
-   * A filtered secondary's verification: the root of tree 1 over the keys its filter allows, from
-   * a pinned snapshot at the last index it has been sent (the view reconciliation compares, built
-   * by a scan of every key of tree 1). At most once per `filteredVerifyMinMs` (default 10 s), and
-   * never more than 1% of the time (100 times the last scan's duration apart); only on idle beats.
-   */
-  private async filteredVerification(id: string, sentThrough: bigint, clock: { atMs: number; costMs: number }): Promise<{ wal: bigint; root: Buffer } | undefined> {
-    const filters = this.filters;
-    const due = clock.atMs === 0 || this.now() - clock.atMs >= Math.max(this.o.filteredVerifyMinMs ?? 10_000, 100 * clock.costMs);
-    if (!filters || !due || sentThrough === 0n || sentThrough !== this.o.engine.lastGuard().index) return undefined;
-    const started = this.now();
-    const snap = await this.o.engine.snapshot();
-    try {
-      // A commit between the check and the pin: the root would be of an index not yet sent.
-      if (snap.guard.index !== sentThrough) return undefined;
-      const view = await filteredView(snap, filters, id);
-      return { wal: sentThrough, root: Buffer.from(servedTrees(snap, view)[1].root) };
-    } finally {
-      clock.atMs = this.now();
-      clock.costMs = clock.atMs - started;
-      await snap.close();
-    }
   }
 
   /** Waits (bounded) for a secondary told to reconcile to hang up; commits and close wake it. */
