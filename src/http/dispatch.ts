@@ -17,7 +17,7 @@ import type { LogicalResponse, Operation } from '../vault/logical.js';
 import type { ForwardRequest } from '../replication/transport.js';
 import type { ApiRequest } from './request.js';
 import { parseFields } from './fields.js';
-import { envelope, type Reply } from './reply.js';
+import { envelope, type Reply, type StreamSource } from './reply.js';
 import { findRoute, type Match, type Route } from './route.js';
 
 /** What the HTTP layer needs from the node; implemented by the vault core. */
@@ -46,6 +46,8 @@ export interface Dispatched {
   readonly status: number;
   readonly body: unknown;
   readonly contentType?: string;
+  /** A streamed reply (reply.ts `streamed`): written chunk by chunk instead of `body`. */
+  readonly stream?: StreamSource;
 }
 
 const CAPABILITY: Readonly<Record<Operation, readonly string[]>> = {
@@ -82,6 +84,8 @@ async function render(services: Services, req: ApiRequest, fullPath: string, rep
   switch (reply.kind) {
     case 'none':
       return { status: 204, body: undefined };
+    case 'stream':
+      return { status: 200, body: undefined, contentType: reply.contentType, stream: reply.open };
     case 'bare':
       return reply.contentType === undefined ? { status: reply.status, body: reply.body } : { status: reply.status, body: reply.body, contentType: reply.contentType };
     case 'envelope': {

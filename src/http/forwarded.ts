@@ -7,6 +7,7 @@
  *   const run = forwardedExecutor(services, routes, (e) => log.error({ err: e }, 'forwarded write failed'));
  *   const { kind, status, body } = await run('perf-east', forwardRequest);
  */
+import { Internal } from '../core/errors.js';
 import type { ForwardReply, ForwardRequest } from '../replication/transport.js';
 import { dispatchForwarded, type Services } from './dispatch.js';
 import type { Route } from './route.js';
@@ -30,6 +31,9 @@ export function forwardedExecutor(
           return { kind: 'bare', status: reply.status, body: reply.body !== null && typeof reply.body === 'object' ? (reply.body as Record<string, unknown>) : {} };
         case 'envelope':
           return { kind: 'envelope', status: 200, body: { data: reply.data, warnings: reply.warnings ?? [], auth: reply.auth ?? null } };
+        case 'stream':
+          // Only node routes stream, and those never run for a forwarding secondary.
+          throw new Internal('a streamed reply cannot be forwarded');
       }
     } catch (e) {
       const r = errorReply(e);

@@ -4,12 +4,21 @@
  *   return ok({ keys: [...] });          // 200 with the standard envelope
  *   return noContent();                  // 204
  *   return bare(200, { sealed: false }); // sys/init, seal-status, health, generate-* answer bare objects
+ *   return streamed('text/event-stream', (signal) => lines(signal)); // stays open until the source ends or the client leaves
  */
 export type Reply =
   | { readonly kind: 'envelope'; readonly data: Record<string, unknown> | null; readonly warnings?: string[];
       readonly auth?: Record<string, unknown> | null; readonly wrapInfo?: Record<string, unknown> | null }
   | { readonly kind: 'none' }
-  | { readonly kind: 'bare'; readonly status: number; readonly body: unknown; readonly contentType?: string };
+  | { readonly kind: 'bare'; readonly status: number; readonly body: unknown; readonly contentType?: string }
+  | { readonly kind: 'stream'; readonly contentType: string; readonly open: StreamSource };
+
+/**
+ * A reply written as it is produced (server-sent events): 200 with `contentType`, no length, each
+ * chunk written as the source yields it. `signal` aborts when the client goes away (or the
+ * listener closes); the source must then end promptly, and release what it holds.
+ */
+export type StreamSource = (signal: AbortSignal) => AsyncIterable<string>;
 
 export const ok = (data: Record<string, unknown> | null, extra: { warnings?: string[]; auth?: Record<string, unknown> } = {}): Reply => ({
   kind: 'envelope',
@@ -17,6 +26,7 @@ export const ok = (data: Record<string, unknown> | null, extra: { warnings?: str
   ...extra,
 });
 export const noContent = (): Reply => ({ kind: 'none' });
+export const streamed = (contentType: string, open: StreamSource): Reply => ({ kind: 'stream', contentType, open });
 export const bare = (status: number, body: unknown, contentType?: string): Reply =>
   contentType === undefined ? { kind: 'bare', status, body } : { kind: 'bare', status, body, contentType };
 

@@ -25,6 +25,8 @@ export interface ApiRequest {
   /** Seconds, from X-Vault-Wrap-TTL. */
   readonly wrapTTL: number | undefined;
   readonly remoteAddress: string;
+  /** From Last-Event-ID: where a server-sent event stream's client left off (absent elsewhere). */
+  readonly lastEventId?: string;
 }
 
 export interface RawRequest {
@@ -141,6 +143,7 @@ export function toApiRequest(raw: RawRequest): ApiRequest {
   const bearer = authz?.startsWith('Bearer ') ? authz.slice(7).trim() : undefined;
   const token = header(raw.headers, 'x-vault-token') || bearer || undefined;
   const wrap = header(raw.headers, 'x-vault-wrap-ttl');
+  const lastEventId = header(raw.headers, 'last-event-id');
 
   return {
     id: raw.id,
@@ -154,6 +157,7 @@ export function toApiRequest(raw: RawRequest): ApiRequest {
     token,
     wrapTTL: wrap === undefined || wrap === '' ? undefined : parseDuration(wrap, 'X-Vault-Wrap-TTL'),
     remoteAddress: raw.remoteAddress,
+    ...(lastEventId !== undefined ? { lastEventId } : {}),
   };
 }
 

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { z } from 'zod';
 import { InvalidRequest } from '../core/errors.js';
 import type { Services } from './dispatch.js';
-import { bare, noContent, ok } from './reply.js';
+import { bare, noContent, ok, streamed } from './reply.js';
 import { op, type Route } from './route.js';
 import { startHttp, type HttpServer } from './server.js';
 
@@ -35,6 +35,24 @@ const routes: Route[] = [
   { pattern: 'sys/metrics', access: 'public', operations: { read: op(any, async () => bare(200, 'm 1\n', 'text/plain; version=0.0.4')) } },
   { pattern: 'sys/nothing', access: 'public', operations: { delete: op(any, async () => noContent()) } },
   {
+    pattern: 'sys/stream/:n',
+    access: 'public',
+    operations: {
+      read: op(any, async ({ params }) =>
+        streamed('text/event-stream', async function* (signal) {
+          // n chunks then the end; 'forever' waits for the client to leave and records that it did.
+          if (params.n === 'forever') {
+            yield 'open\n';
+            await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+            streamAborted = true;
+            return;
+          }
+          for (let i = 0; i < Number(params.n); i++) yield `chunk ${i}\n`;
+        }),
+      ),
+    },
+  },
+  {
     pattern: 'sys/fail',
     access: 'public',
     operations: {
@@ -46,6 +64,7 @@ const routes: Route[] = [
 ];
 
 let server: HttpServer;
+let streamAborted = false;
 let agent: http.Agent;
 
 beforeAll(async () => {
@@ -113,6 +132,34 @@ describe('HTTP listener', () => {
     expect(listed.status).toBe(200);
     expect(JSON.parse(listed.text).data).toEqual({ keys: ['list'] });
     expect(JSON.parse((await call('PUT', 'sys/echo/b', '{}')).text).data.operation).toBe('update');
+  });
+
+  it('writes a streamed reply chunk by chunk without a length, and ends it when the source ends', async () => {
+    const r = await call('GET', 'sys/stream/3');
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type']).toBe('text/event-stream');
+    expect(r.headers['content-length']).toBeUndefined();
+    expect(r.headers['cache-control']).toBe('no-cache');
+    expect(r.text).toBe('chunk 0\nchunk 1\nchunk 2\n');
+    // The keep-alive connection is usable again after it.
+    expect((await call('PUT', 'sys/echo/after-stream', '{}')).status).toBe(200);
+  });
+
+  it('aborts a streamed reply\'s source when the client goes away', async () => {
+    streamAborted = false;
+    await new Promise<void>((resolve, reject) => {
+      const req = http.request(`${server.url}/v1/sys/stream/forever`, (res) => {
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    const deadline = Date.now() + 5_000;
+    while (!streamAborted && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(streamAborted).toBe(true);
   });
 
   it('answers a TLS ClientHello on its plain port with 400 and closes, instead of waiting', async () => {

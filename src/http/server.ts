@@ -54,6 +54,44 @@ function routeLabel(url: string): string {
   return segs[0] === 'sys' ? segs.slice(0, 3).join('/') : (segs[0] ?? '');
 }
 
+/**
+ * A streamed reply (reply.ts `streamed`): headers at once (no length; no caching or proxy
+ * buffering), then each chunk as the source yields it, waiting for the socket to drain. The
+ * source's signal aborts when the client goes away or the listener closes; the response ends when
+ * the source does. Runs detached from the request's bookkeeping (metrics count the open).
+ */
+function pump(res: http.ServerResponse, out: Dispatched & { stream: NonNullable<Dispatched['stream']> }, log: Logger): void {
+  const abort = new AbortController();
+  res.once('close', () => abort.abort());
+  res.statusCode = out.status;
+  res.setHeader('Content-Type', out.contentType ?? 'application/octet-stream');
+  res.setHeader('Cache-Control', 'no-cache');
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.flushHeaders();
+  void (async () => {
+    try {
+      for await (const chunk of out.stream(abort.signal)) {
+        if (abort.signal.aborted) break;
+        if (!res.write(chunk)) {
+          await new Promise<void>((resolve) => {
+            const done = (): void => {
+              res.off('drain', done);
+              abort.signal.removeEventListener('abort', done);
+              resolve();
+            };
+            res.once('drain', done);
+            abort.signal.addEventListener('abort', done);
+          });
+        }
+      }
+    } catch (e) {
+      log.warn({ err: (e as Error).message }, 'streamed reply failed');
+    } finally {
+      if (!res.writableEnded) res.end();
+    }
+  })();
+}
+
 /** Writes a reply as express's res.json / res.send / res.end did. */
 function send(res: http.ServerResponse, out: Dispatched): void {
   res.statusCode = out.status;
@@ -100,7 +138,8 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
         remoteAddress: req.socket.remoteAddress ?? '',
       });
       const out = await dispatch(opts.services, opts.routes, api);
-      send(res, out);
+      if (out.stream) pump(res, { ...out, stream: out.stream }, opts.logger);
+      else send(res, out);
       return out.status;
     } catch (e) {
       const reply = errorReply(e);

@@ -14,6 +14,7 @@ import { startHttp, type HttpServer } from '../http/server.js';
 import { loadStaticSite } from '../http/static.js';
 import { describeLicense, hasFeature, loadLicense, type Feature, type LicenseStatus } from '../license/index.js';
 import type { ReplicationDriver } from '../replication/driver.js';
+import type { ReplicationEvents } from '../replication/events.js';
 import { SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
 import { openLevelBackend } from '../storage/leveldb.js';
@@ -51,6 +52,8 @@ export interface RunningNode {
   readonly metrics: NodeMetrics;
   readonly dr: ReplicationDriver;
   readonly performance: ReplicationDriver;
+  /** Replication events of this node (sys/replication/events). */
+  readonly events: ReplicationEvents;
   /** The route declarations the listener serves (tests generate their cases from them). */
   readonly routes: readonly Route[];
   stop(): Promise<void>;
@@ -155,6 +158,7 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     metrics,
     dr: repl.dr,
     performance: repl.performance,
+    events: repl.events,
     routes,
     async stop() {
       clearInterval(tidy);

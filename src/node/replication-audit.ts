@@ -7,9 +7,14 @@
  *
  *   const dr = audited(log, service, { enablePrimary: { op: 'dr/primary/enable' } });
  *   await dr.enablePrimary('');   // {"audit":"replication","op":"dr/primary/enable","outcome":"ok"}
+ *
+ * Given `events`, each call is also a replication event (events.ts) of the op's kind (`dr` unless
+ * the op starts with `performance/`) and type (the op without its kind), with the same outcome and
+ * detail; its fields go on the same audit line, so an operation is still one log line.
  */
 import type { Logger } from 'pino';
 import { isTesseraError } from '../core/errors.js';
+import { logFields, type EventKind, type ReplicationEvents } from '../replication/events.js';
 
 type AnyFn = (...args: any[]) => Promise<unknown>;
 
@@ -21,8 +26,19 @@ export interface AuditSpec<F extends AnyFn> {
 
 export type AuditSpecs<S> = { readonly [K in keyof S]?: S[K] extends AnyFn ? AuditSpec<S[K]> : never };
 
+/** The event kind and type of an audited op: `performance/primary/enable` -> performance, primary/enable. */
+export function eventOfOp(op: string): { kind: EventKind; type: string } {
+  if (op.startsWith('performance/')) return { kind: 'performance', type: op.slice('performance/'.length) };
+  return { kind: 'dr', type: op.startsWith('dr/') ? op.slice(3) : op };
+}
+
 /** Logs one line per call of each method named in `specs`; other methods pass through unlogged. */
-export function audited<S extends object>(log: Logger, service: S, specs: AuditSpecs<S>): S {
+export function audited<S extends object>(log: Logger, service: S, specs: AuditSpecs<S>, events?: ReplicationEvents): S {
+  const line = (op: string, fields: Record<string, unknown>): Record<string, unknown> => {
+    if (!events) return fields;
+    const { kind, type } = eventOfOp(op);
+    return { ...logFields(events.record(kind, type, fields)), ...fields };
+  };
   const wrapped = new Map<PropertyKey, AnyFn>();
   for (const [name, spec] of Object.entries(specs) as [string, AuditSpec<AnyFn> | undefined][]) {
     const fn = (service as Record<string, unknown>)[name];
@@ -30,11 +46,11 @@ export function audited<S extends object>(log: Logger, service: S, specs: AuditS
     wrapped.set(name, async (...args: unknown[]) => {
       try {
         const result = await (fn as AnyFn).apply(service, args);
-        log.info({ audit: 'replication', op: spec.op, outcome: 'ok', ...spec.detail?.(args as never, result as never) }, `replication ${spec.op}: ok`);
+        log.info({ audit: 'replication', op: spec.op, ...line(spec.op, { outcome: 'ok', ...spec.detail?.(args as never, result as never) }) }, `replication ${spec.op}: ok`);
         return result;
       } catch (e) {
         const code = isTesseraError(e) ? e.code : 'internal';
-        log.info({ audit: 'replication', op: spec.op, outcome: 'refused', error_code: code, ...spec.detail?.(args as never, undefined) }, `replication ${spec.op}: refused (${code})`);
+        log.info({ audit: 'replication', op: spec.op, ...line(spec.op, { outcome: 'refused', error_code: code, ...spec.detail?.(args as never, undefined) }) }, `replication ${spec.op}: refused (${code})`);
         throw e;
       }
     });

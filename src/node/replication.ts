@@ -16,6 +16,7 @@ import { heldRoleStatus, roleStatus } from '../replication/status.js';
 import { isJwt, peekJwt } from '../replication/activation-token.js';
 import { LocalReplication } from '../replication/local.js';
 import { ReplicationProgress } from '../replication/progress.js';
+import { ReplicationEvents } from '../replication/events.js';
 import { PathsFilters, readSecondaryDynamicFilter } from '../replication/paths-filters.js';
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
@@ -39,6 +40,8 @@ export interface WiredReplication {
   readonly routes: ReplicationRoutes;
   readonly dr: ReplicationDriver;
   readonly performance: ReplicationDriver;
+  /** Every replication operation and state change of this node (sys/replication/events). */
+  readonly events: ReplicationEvents;
   drMode(): string;
   performanceMode(): string;
   clusterId(): string;
@@ -89,8 +92,14 @@ export async function wireReplication(o: {
   forwardWaitMs?: number;
   /** Each forwarded write's latency, on both ends (the metrics histogram). */
   onForwarded?: (o: ForwardedObservation) => void;
+  /** Heartbeat interval of the sys/replication/events stream (default 15 s). */
+  eventsHeartbeatMs?: number;
 }): Promise<WiredReplication> {
   const { engine, seal, core, log, now } = o;
+  // Operations are logged by the audit trail (one line each, with the event's fields); state and
+  // connection changes by the events themselves.
+  const audit = log.child({ component: 'replication' });
+  const events = new ReplicationEvents({ log: audit, now });
   const hooks = coreHooks(core);
   const drivers = {} as Record<Kind, ReplicationDriver>;
   // One listener on the cluster port for every kind this node is primary of: it starts with the
@@ -167,6 +176,7 @@ export async function wireReplication(o: {
       now,
       otherMode: () => liveMode(other),
       forwarded,
+      emit: events.emitter(kind),
       ...(o.forwardWaitMs !== undefined ? { forwardWaitMs: o.forwardWaitMs } : {}),
       ...(kind === 'performance' ? { pathsFilter: filters } : {}),
     });
@@ -191,6 +201,8 @@ export async function wireReplication(o: {
     loaded = true;
   });
   core.onSealing.push(async () => {
+    // Event streams were authorized by tokens a sealed node cannot check: they end (clients reconnect with Last-Event-ID).
+    events.endFollowers();
     sealedMode.dr = dr.state.mode;
     sealedMode.performance = perf.isLoaded ? perf.state.mode : sealedMode.performance;
     loaded = false;
@@ -264,7 +276,6 @@ export async function wireReplication(o: {
     requireSecondary();
     return fn(...a);
   };
-  const audit = log.child({ component: 'replication' });
 
   /** The kind's operations; after each DR one, the rule across kinds is applied again. */
   const kindService = (d: ReplicationDriver): KindService => {
@@ -376,31 +387,33 @@ export async function wireReplication(o: {
       const s = dr.state;
       return s.mode === 'disabled' ? '' : s.clusterId;
     },
+    events,
     // The one place replication operations are logged for operators (never a token).
     routes: {
       status: audited(audit, local, {
         reindex: { op: 'reindex', detail: reindexFlags },
         merkleCheck: { op: 'merkle-check' },
-      }),
+      }, events),
       drTokens: audited(audit, tokenService, {
         start: { op: 'dr/generate-operation-token/attempt' },
         cancel: { op: 'dr/generate-operation-token/cancel' },
         update: { op: 'dr/generate-operation-token/update', detail: (_a, r) => (r ? { progress: r.progress, required: r.required, token_created: r.complete } : {}) },
         revoke: { op: 'dr/operation-token/delete' },
-      }),
+      }, events),
       // An activation JWT names its kind; the primary of that kind verifies it (DR when unnamed).
       resolveWrappingToken: (t) => drivers[activationKindOf(t)].resolveActivationJwt(t),
-      performance: audited(audit, perfService, kindAudit('performance') as never),
+      performance: audited(audit, perfService, kindAudit('performance') as never, events),
       pathsFilters: audited(audit, pathsFilters, {
         set: { op: 'performance/primary/paths-filter/write', detail: ([id, b]: [string, { mode: string; paths: readonly string[] }]) => ({ secondary_id: id.slice(0, 128), mode: b.mode, paths: b.paths.length }) },
         remove: { op: 'performance/primary/paths-filter/delete', detail: ([id]: [string]) => ({ secondary_id: id.slice(0, 128) }) },
-      } as never),
+      } as never, events),
       dr: audited(audit, drService, {
         ...(kindAudit('dr') as object),
         checkOperationToken: { op: 'dr/operation-token/use', detail: ([t, path]: [string, string]) => ({ token_type: isBatchToken(t) ? 'batch' : 'operation', path }) },
         reindex: { op: 'dr/secondary/reindex', detail: reindexFlags },
         merkleCheck: { op: 'dr/secondary/merkle-check' },
-      }),
+      }, events),
+      events: { history: (after) => events.history(after), follow: (f) => events.follow(f), capacity: events.capacity, heartbeatMs: o.eventsHeartbeatMs ?? 15_000 },
     },
   };
 }

@@ -12,6 +12,7 @@ import { drOperationTokenRoutes, type DrOperationTokenService } from '../http/ro
 import { generateRootRoutes, type GenerationService } from '../http/routes/generate-root.js';
 import { pathsFilterRoutes, replicationKindRoutes, type DrService, type KindService, type PathsFilterService } from '../http/routes/replication-kind.js';
 import { replicationRoutes, type ReplicationService } from '../http/routes/replication.js';
+import { replicationEventsRoutes, type EventsService } from '../http/routes/replication-events.js';
 import { sealRoutes, type NodeFacts } from '../http/routes/seal.js';
 import { systemRoutes, type SystemService } from '../http/routes/system.js';
 import { tokenRoutes } from '../http/routes/tokens.js';
@@ -25,6 +26,7 @@ export interface ReplicationRoutes {
   readonly pathsFilters: PathsFilterService;
   readonly drTokens: DrOperationTokenService;
   readonly resolveWrappingToken: (presented: string) => Promise<string>;
+  readonly events: EventsService;
 }
 
 export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationRoutes, sys: SystemService, generateRoot: GenerationService): Route[] {
@@ -32,6 +34,7 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationR
     ...sealRoutes(core, facts),
     ...generateRootRoutes(generateRoot),
     ...replicationRoutes(repl.status),
+    ...replicationEventsRoutes(repl.events),
     ...drOperationTokenRoutes(repl.drTokens),
     ...replicationKindRoutes('dr', repl.dr),
     ...replicationKindRoutes('performance', repl.performance),

@@ -25,6 +25,7 @@ import { BUNDLE_VERSION, type Bundle } from './bundle.js';
 import { applierFor, type Applier } from './applier.js';
 import { composeRecord, loadRecord, saveRecord, workbenchOf, type SecondaryMaterial, type Workbench } from './role-record.js';
 import { DemoteDrain, type DemoteReport } from './drain.js';
+import type { EmitEvent } from './events.js';
 import { WriteForwarder } from './forwarder.js';
 import { lastSeenRecord } from './last-seen.js';
 import { issueLeaf } from './pki.js';
@@ -92,6 +93,8 @@ export interface DriverOptions {
   readonly forwarded?: () => ((secondaryId: string, req: ForwardRequest) => Promise<ForwardReply>) | undefined;
   /** How long a forwarded write's answer waits for this secondary to apply it. Default 2000 ms. */
   readonly forwardWaitMs?: number;
+  /** Replication events of this kind (events.ts): state changes here, connections in the loop and streamer. */
+  readonly emit?: EmitEvent;
 }
 
 /** Operator intents, as the rules across kinds see them; facts are never refused there. */
@@ -290,13 +293,24 @@ export class ReplicationDriver {
     this.refuseAcrossKinds(event);
     const r = step(this.record.state, event);
     if (!r.ok) throw refusalError(r.error);
+    const from = this.record.state.mode;
     this.record = { ...this.record, state: r.state };
+    this.stateEvents(event, from);
     try {
       for (const e of r.effects) await this.perform(e, ctx);
     } finally {
       this.gateReplicatedWrites();
       this.prepareSpare();
     }
+  }
+
+  /** The events of an adopted step: a mode change, and a secondary's activation on its primary. */
+  private stateEvents(event: Event, from: Mode): void {
+    const emit = this.o.emit;
+    if (!emit) return;
+    const to = this.record.state.mode;
+    if (to !== from) emit('mode-changed', { from, to, cause: event.type });
+    if (event.type === 'secondaryActivated') emit('secondary-activated', { secondary_id: event.id });
   }
 
   private refuseAcrossKinds(event: Event): void {
@@ -439,6 +453,7 @@ export class ReplicationDriver {
       ...(this.o.now ? { now: this.o.now } : {}),
       ...timingOf(this.o.timing),
       lastSeen: lastSeenRecord(() => this.o.core.store(), this.policy.lastSeen.secondaries),
+      ...(this.o.emit ? { emit: this.o.emit } : {}),
       onPersistError: (e) => this.o.log.warn({ err: (e as Error).message }, 'could not persist secondaries\' last heartbeats'),
     });
     await streamer.load().catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not load secondaries\' last heartbeats'));
@@ -518,6 +533,7 @@ export class ReplicationDriver {
       ...(this.o.now ? { now: this.o.now } : {}),
       ...(this.o.timing?.heartbeatMs !== undefined ? { heartbeatMs: this.o.timing.heartbeatMs } : {}),
       lastSeen: lastSeenRecord(() => this.o.core.store(), this.policy.lastSeen.primary),
+      ...(this.o.emit ? { emit: this.o.emit } : {}),
       onBootstrap: () => {
         if (this.record.state.mode === 'bootstrapping') {
           void this.exclusive(async () => {
@@ -550,6 +566,7 @@ export class ReplicationDriver {
     await this.restoreEnabler();
     this.record = { ...this.record, lastError: why };
     await this.run({ type: 'activationFailed' }, {});
+    this.o.emit?.('activation-failed', { reason: why });
     this.o.log.warn({ reason: why }, `${this.policy.label} activation failed after the wipe; the cluster is disabled and needs a new activation token`);
   }
 

@@ -21,6 +21,8 @@ import type { StorageEngine } from '../storage/engine.js';
 import { SecondaryViews, type LastSeenStore, type SecondaryView } from './secondary-views.js';
 import { servePolicy, type ServePolicy } from './serve-policy.js';
 import { DYNAMIC_FILTER_KEY } from './applier.js';
+import type { EmitEvent } from './events.js';
+import { filteredRootToVerify, rootToVerify } from './verification.js';
 import { filterChangedIn } from './paths-filters.js';
 import { filterEntries, filteredView, servedRoot, servedTrees, withDynamicFilter, type FilteredView, type FilterSource } from './filtered-view.js';
 import type {
@@ -115,6 +117,10 @@ export class PrimaryStreamer implements PrimaryService {
        * late by the node); absent, Forward answers Unavailable.
        */
       forwarded?: () => ((secondaryId: string, req: ForwardRequest) => Promise<ForwardReply>) | undefined;
+      /** Replication events (events.ts): a secondary's first stream opened, its last one ended. */
+      emit?: EmitEvent;
+      /** Least time between two verification roots of a filtered secondary (a scan each). Default 10 s. */
+      filteredVerifyMinMs?: number;
     },
   ) {
     this.policy = servePolicy(o.kind);
@@ -217,6 +223,7 @@ export class PrimaryStreamer implements PrimaryService {
     // Connected from here (before the secondary can see `ok`): the open stream is the truth, and
     // its opening is the first heartbeat.
     const ended = this.views.streamOpened(peer.secondaryId, req.guard);
+    if (this.views.get(peer.secondaryId)?.streams === 1) this.o.emit?.('secondary-connected', { secondary_id: peer.secondaryId, applied_wal: Number(req.guard.index) });
     let kf = await this.keyFilterOf(peer.secondaryId);
     let next = req.guard.index + 1n;
     let wake: (() => void) | undefined;
@@ -225,14 +232,27 @@ export class PrimaryStreamer implements PrimaryService {
     const unsubscribe = engine.onCommit(wakeMe);
     sink.onClose(wakeMe);
     const maxBatch = Math.max(1, Math.min(req.maxBatchEntries || MAX_BATCH, MAX_BATCH));
-    const beat = (ack = false): Promise<void> =>
-      sink.send({ type: 'heartbeat', lastWal: engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, sentAtMs: this.now(), ...(this.draining ? { draining: true } : {}), ...(ack ? { ack: true } : {}) });
+    // A filtered secondary's root costs a scan of every key: at most one per interval (see below).
+    const filtered = { atMs: 0, costMs: 0 };
+    let verifiedAtMs = 0;
+    const beat = async (ack = false, idle = false): Promise<void> => {
+      const verify = kf === undefined
+        ? rootToVerify(engine, this.o.kind, next - 1n)
+        : idle && !this.draining && this.filters
+          ? await filteredRootToVerify({ engine, filters: this.filters, secondaryId: peer.secondaryId, sentThrough: next - 1n, clock: filtered, now: () => this.now(), ...(this.o.filteredVerifyMinMs !== undefined ? { minMs: this.o.filteredVerifyMinMs } : {}) })
+          : undefined;
+      if (verify) verifiedAtMs = this.now();
+      return sink.send({
+        type: 'heartbeat', lastWal: engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, sentAtMs: this.now(),
+        ...(this.draining ? { draining: true } : {}), ...(ack ? { ack: true } : {}), ...(verify ? { verify } : {}),
+      });
+    };
     // Everything sent up to this index is covered by an ack request already.
     let acked = req.guard.index;
     try {
       await sink.send({ type: 'start', outcome: 'ok', firstRetained: first, lastWal });
       // The secondary learns the primary's position (and clock) at once, not a second later.
-      await beat();
+      await beat(false, true);
       while (!sink.closed) {
         // Someone waits for an index this secondary has been sent: ask it to confirm at once.
         if (this.ackWanted > acked && next > this.ackWanted) {
@@ -249,7 +269,7 @@ export class PrimaryStreamer implements PrimaryService {
           });
           wake = undefined;
           if (sink.closed) break;
-          if (next > engine.lastGuard().index) await beat();
+          if (next > engine.lastGuard().index) await beat(false, true);
           continue;
         }
         // Throws WalNotRetained if the bound dropped what this secondary needs: it reconnects and reconciles.
@@ -274,11 +294,15 @@ export class PrimaryStreamer implements PrimaryService {
         }
         // Draining: say the index is final as soon as this secondary has been sent everything.
         if (this.draining && next > engine.lastGuard().index) await beat();
+        // Under a steady load the stream never idles for a heartbeat: when a batch leaves this
+        // secondary caught up, its root goes with a beat, at most once per heartbeat interval.
+        else if (kf === undefined && next > engine.lastGuard().index && this.now() - verifiedAtMs >= (this.o.heartbeatMs ?? HEARTBEAT_MS)) await beat();
       }
     } finally {
       unsubscribe();
       this.wakers.delete(wakeMe);
       ended();
+      if ((this.views.get(peer.secondaryId)?.streams ?? 0) === 0) this.o.emit?.('secondary-disconnected', { secondary_id: peer.secondaryId });
     }
     if (!sink.closed) sink.end();
   }

@@ -12,7 +12,9 @@ import type { Behind } from '../core/replication/index.js';
 import { VERSION } from '../core/version.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { applierFor, DYNAMIC_FILTER_KEY, type Applier } from './applier.js';
+import type { EmitEvent } from './events.js';
 import { reconcile } from './reconcile.js';
+import { Verifier, type VerificationStatus } from './verification.js';
 import type { LastSeenStore } from './secondary-views.js';
 import type { BootstrapInfo, ConnectionState, PrimaryClient, StreamHandle } from './transport.js';
 
@@ -44,6 +46,8 @@ export interface SecondaryLoopOptions {
   readonly lastSeen?: LastSeenStore;
   /** Least time between two persists of the last heartbeat. Default 30 s. */
   readonly persistEveryMs?: number;
+  /** Replication events (events.ts): connection lost and regained, Merkle diff and sync. */
+  readonly emit?: EmitEvent;
 }
 
 export interface SecondaryProgress {
@@ -82,11 +86,15 @@ export class SecondaryLoop {
   private done: Promise<void> = Promise.resolve();
   private lastPersistMs = 0;
   private persisting: Promise<void> = Promise.resolve();
+  /** The connection as events last told it: one event per change, not one per failed retry. */
+  private told: 'up' | 'down' | undefined;
 
   private readonly applier: Applier;
+  private readonly verifier: Verifier;
 
   constructor(private readonly o: SecondaryLoopOptions) {
     this.applier = o.applier ?? applierFor('dr', o.engine);
+    this.verifier = new Verifier({ kind: o.kind, engine: o.engine, now: () => this.now(), log: o.log, ...(o.emit ? { emit: o.emit } : {}) });
     this.progress = {
       state: 'idle', connection: 'idle', lastRemoteWal: this.applier.guard().index, primaryLastWal: 0n, primaryCommitTimeMs: 0,
       lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '',
@@ -129,6 +137,11 @@ export class SecondaryLoop {
     await this.persisting;
   }
 
+  /** Continuous verification against the roots the primary's heartbeats carry (verification.ts). */
+  get verification(): VerificationStatus {
+    return this.verifier.status;
+  }
+
   /** Behind the primary as of the last message or heartbeat from it. */
   behind(): boolean {
     return this.behindBy() !== null;
@@ -158,8 +171,16 @@ export class SecondaryLoop {
     return this.progress.state === 'merkle-diff' || this.progress.state === 'merkle-sync';
   }
 
+  /** One event per change of the connection (the first failure after start counts as one). */
+  private tell(now: 'up' | 'down', detail: Record<string, unknown> = {}): void {
+    if (this.told === now) return;
+    this.told = now;
+    this.o.emit?.(now === 'up' ? 'connected' : 'disconnected', detail);
+  }
+
   private retry(reason: string): void {
     if (!this.running) return;
+    this.tell('down', { reason: reason.slice(0, 256) });
     this.progress.lastError = reason;
     this.progress.state = 'idle';
     this.progress.connection = 'transient_failure';
@@ -228,6 +249,7 @@ export class SecondaryLoop {
                   this.progress.state = 'stream-wals';
                   this.progress.connection = 'ready';
                   this.backoffMs = 100;
+                  this.tell('up', { primary_last_wal: Number(m.lastWal) });
                   // The first heartbeat goes out as the stream opens, so both ends report it at once.
                   void this.beat();
                 } else {
@@ -259,6 +281,17 @@ export class SecondaryLoop {
                 // A draining primary, or one holding a forwarded write's answer, waits for our
                 // confirmation: send it once what came before is applied.
                 if (m.draining || m.ack) this.applying = this.applying.then(() => this.beat());
+                // Compared once everything received before it is applied: the index is then ours too.
+                if (m.verify) {
+                  const v = m.verify;
+                  this.applying = this.applying.then(() => {
+                    try {
+                      this.verifier.check(v, this.applier.guard().index);
+                    } catch (e) {
+                      this.o.log.warn({ err: (e as Error).message }, 'replication verification could not compare roots');
+                    }
+                  });
+                }
                 return;
             }
           },
@@ -279,6 +312,7 @@ export class SecondaryLoop {
     // (a primary whose filter for us changed tells us mid-stream, and waits for us to hang up).
     this.progress.state = 'merkle-diff';
     this.stream?.cancel();
+    this.o.emit?.('merkle-diff-started', { guard: Number(this.applier.guard().index) });
     try {
       const r = await reconcile({
         client,
@@ -288,6 +322,7 @@ export class SecondaryLoop {
         // A secondary with its own WAL (performance) keeps the dynamic filter it was served with.
         ...(this.applier.ownWal ? { alsoFetch: [DYNAMIC_FILTER_KEY] } : {}),
         onPhase: (p) => {
+          if (p === 'merkle-sync' && this.progress.state !== 'merkle-sync') this.o.emit?.('merkle-sync-started', {});
           this.progress.state = p;
         },
         onProgress: ({ total, done }) => {
@@ -302,10 +337,12 @@ export class SecondaryLoop {
       this.progress.lastRemoteWal = r.guard.index;
       this.o.onApplied?.(r.guard.index);
       this.o.log.info({ fetched: r.fetched, deleted: r.deleted, keys_moved: r.fetched + r.deleted, bytes: r.bytes, pages: r.comparedPages, guard: r.guard.index.toString() }, 'merkle-sync finished; streaming');
+      this.o.emit?.('merkle-sync-finished', { fetched_keys: r.fetched, deleted_keys: r.deleted, keys_moved: r.fetched + r.deleted, bytes: r.bytes, guard: Number(r.guard.index) });
       this.progress.state = 'idle';
       // Not awaited: this runs inside the apply chain, and the stream's batches queue on it.
       void this.openStream();
     } catch (e) {
+      this.o.emit?.('merkle-sync-failed', { reason: (e instanceof Error ? e.message : String(e)).slice(0, 256) });
       this.retry(`reconcile failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   }

@@ -9,6 +9,7 @@ import { KIND_POLICY, statusFields } from '../core/replication/index.js';
 import type { Store } from '../storage/store.js';
 import type { ReplicationDriver } from './driver.js';
 import { loadRecord } from './role-record.js';
+import type { VerificationStatus } from './verification.js';
 
 const CONNECTED_WITHIN_MS = 3000;
 
@@ -17,6 +18,19 @@ function drainFields(dr: ReplicationDriver): Record<string, unknown> {
   const d = dr.drainProgress;
   if (!d) return {};
   return { demote_drain: { last_wal: Number(d.lastWal), pending: d.pending.map((x) => ({ id: x.id, last_applied_wal: Number(x.applied) })) } };
+}
+
+/**
+ * Continuous verification (verification.ts): the last WAL index at which this secondary's Merkle
+ * root matched its primary's, when, and whether the latest comparison found them different.
+ */
+function verificationFields(v: VerificationStatus | undefined): Record<string, unknown> {
+  return {
+    last_verified_wal: Number(v?.lastVerifiedWal ?? 0n),
+    last_verified_at: rfc3339(v?.lastVerifiedAtMs ?? 0),
+    verification_mismatch: v?.mismatch ?? false,
+    ...(v?.mismatch ? { verification_mismatch_wal: Number(v.mismatchWal) } : {}),
+  };
 }
 
 function rfc3339(ms: number): string {
@@ -116,6 +130,7 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         // Beside last_merkle_sync, not in it: that object's shape is documented (failover runbook).
         ...(p?.lastSync ? { last_merkle_sync_bytes: p.lastSyncBytes } : {}),
         ...(p?.lastError ? { last_error: p.lastError } : {}),
+        ...verificationFields(loop?.verification),
       };
     }
   }

@@ -58,8 +58,13 @@ export type StreamMessage =
    * secondary answers with a heartbeat as soon as it has applied it, so the demote can confirm it.
    * `ack`: the primary waits for this secondary's applied index; the secondary answers with a
    * heartbeat as soon as everything received before this message is applied.
+   * `verify`: the primary's Merkle root of what this secondary replicates as of WAL index `wal`
+   * (continuous verification; the secondary compares its own when it has applied exactly `wal`).
    */
-  | { readonly type: 'heartbeat'; readonly lastWal: bigint; readonly lastCommitTimeMs: number; readonly sentAtMs: number; readonly draining?: boolean; readonly ack?: boolean };
+  | {
+      readonly type: 'heartbeat'; readonly lastWal: bigint; readonly lastCommitTimeMs: number; readonly sentAtMs: number; readonly draining?: boolean; readonly ack?: boolean;
+      readonly verify?: { readonly wal: bigint; readonly root: Buffer };
+    };
 
 export interface HeartbeatRequest {
   readonly secondaryId: string;

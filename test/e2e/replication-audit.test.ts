@@ -95,6 +95,20 @@ test('every replication operation writes one info line with its outcome, and no 
   expect(count(onS, { op: 'dr/generate-operation-token/update', outcome: 'ok' })).toBe(2);
   expect(count(onS, { op: 'dr/operation-token/use', outcome: 'ok' })).toBe(2);
 
+  // Each line is also a replication event (sys/replication/events): operations on their audit
+  // line, state and connection changes on their own, with ids that grow by one per node.
+  for (const [lines, modes] of [[p.stderrLines, ['disabled->primary', 'primary->secondary']], [s.stderrLines, ['disabled->bootstrapping', 'bootstrapping->secondary', 'secondary->primary', 'primary->disabled']]] as const) {
+    const parsed = lines.filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = parsed.filter((e) => e.event === 'replication');
+    expect(parsed.filter((e) => e.audit === 'replication').every((e) => e.event === 'replication' && typeof e.event_id === 'number')).toBe(true);
+    const ids = events.map((e) => e.event_id as number);
+    expect(ids).toEqual(ids.map((_, i) => 1 + i));
+    const changes = events.filter((e) => e.event_type === 'mode-changed').map((e) => `${e.from as string}->${e.to as string}`);
+    expect(changes).toEqual(expect.arrayContaining([...modes]));
+  }
+  expect(s.stderrLines.some((l) => l.includes('"event_type":"connected"'))).toBe(true);
+  expect(p.stderrLines.some((l) => l.includes('"event_type":"secondary-connected"'))).toBe(true);
+
   for (const [name, value] of Object.entries(secrets)) {
     expect(typeof value === 'string' && value.length >= 16).toBe(true);
     const leaks = [...p.stderrLines, ...p.stdoutLines, ...s.stderrLines, ...s.stdoutLines].filter((line) => line.includes(value));

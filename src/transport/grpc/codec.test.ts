@@ -39,6 +39,10 @@ const message: fc.Arbitrary<StreamMessage> = fc.oneof(
   }),
   fc.record({ type: fc.constant('batch' as const), entries: fc.array(entry, { maxLength: 4 }), primaryLastWal: u64, primaryCommitTimeMs: ms }),
   fc.record({ type: fc.constant('heartbeat' as const), lastWal: u64, lastCommitTimeMs: ms, sentAtMs: ms }),
+  fc.record({
+    type: fc.constant('heartbeat' as const), lastWal: u64, lastCommitTimeMs: ms, sentAtMs: ms,
+    verify: fc.record({ wal: u64, root: fc.uint8Array({ minLength: 32, maxLength: 32 }).map((a) => Buffer.from(a)) }),
+  }),
 );
 
 describe('codec round trips through protobuf bytes', () => {
@@ -123,6 +127,8 @@ describe('decode refuses what the proto cannot', () => {
     ['a forwarded reply of an unknown kind', () => decode.forwardReply({ kind: 'partial', status: 200, body: Buffer.from('{}'), commitIndex: '1' })],
     ['a forwarded reply with no HTTP status', () => encode.forwardReply({ kind: 'none', status: 0, body: {}, commitIndex: 1n })],
     ['a fractional time to send', () => encode.streamMessage({ type: 'heartbeat', lastWal: 0n, lastCommitTimeMs: 1.5, sentAtMs: 0 })],
+    ['a verified root that is not 32 bytes', () => decode.streamMessage({ heartbeat: { lastWal: '1', lastCommitTimeMs: '0', sentAtMs: '0', draining: false, ack: false, verifyWal: '1', verifyRoot: Buffer.alloc(31) } })],
+    ['a verified root to send that is not 32 bytes', () => encode.streamMessage({ type: 'heartbeat', lastWal: 1n, lastCommitTimeMs: 0, sentAtMs: 0, verify: { wal: 1n, root: Buffer.alloc(33) } })],
   ])('%s', (_what, fn) => {
     expect(fn).toThrow(MalformedMessage);
   });

@@ -104,6 +104,17 @@ const decodeEntry = (e: wire.WalEntry): WalEntry => ({
 
 const REPLY_KINDS: readonly ForwardReply['kind'][] = ['envelope', 'none', 'bare', 'error'];
 
+/** A Merkle root on the wire: exactly 32 bytes (an empty field means none). */
+function rootOut(root: Buffer): Buffer {
+  if (root.length !== 32) throw new MalformedMessage(`verifyRoot: a Merkle root is 32 bytes, got ${root.length}`);
+  return root;
+}
+
+function rootIn(raw: Buffer): Buffer {
+  if (raw.length !== 32) throw new MalformedMessage(`verifyRoot: a Merkle root is 32 bytes, got ${raw.length}`);
+  return Buffer.from(raw);
+}
+
 function jsonOut(value: Readonly<Record<string, unknown>>, what: string): Buffer {
   try {
     return Buffer.from(JSON.stringify(value), 'utf8');
@@ -162,6 +173,8 @@ export const encode = {
             sentAtMs: msOut(m.sentAtMs, 'sentAtMs'),
             draining: m.draining === true,
             ack: m.ack === true,
+            verifyWal: u64(m.verify?.wal ?? 0n, 'verifyWal'),
+            verifyRoot: m.verify ? rootOut(m.verify.root) : Buffer.alloc(0),
           },
         };
     }
@@ -267,6 +280,7 @@ export const decode = {
         sentAtMs: msIn(h.sentAtMs, 'sentAtMs'),
         ...(h.draining ? { draining: true } : {}),
         ...(h.ack ? { ack: true } : {}),
+        ...(h.verifyRoot.length > 0 ? { verify: { wal: big(h.verifyWal, 'verifyWal'), root: rootIn(h.verifyRoot) } } : {}),
       };
     }
     throw new MalformedMessage('stream message carries no body');

@@ -27,7 +27,7 @@ export interface WalOp { delete: boolean; key: string; value: Buffer }
 export interface WalEntry { index: U64; epoch: number; timeMs: U64; ops: WalOp[]; hash: Buffer }
 export interface StreamStart { outcome: string; firstRetained: U64; lastWal: U64 }
 export interface WalBatch { entries: WalEntry[]; primaryLastWal: U64; primaryCommitTimeMs: U64 }
-export interface PrimaryBeat { lastWal: U64; lastCommitTimeMs: U64; sentAtMs: U64; draining: boolean; ack: boolean }
+export interface PrimaryBeat { lastWal: U64; lastCommitTimeMs: U64; sentAtMs: U64; draining: boolean; ack: boolean; verifyWal: U64; verifyRoot: Buffer }
 export type StreamMessage =
   | { start: StreamStart; body?: 'start' }
   | { batch: WalBatch; body?: 'batch' }
