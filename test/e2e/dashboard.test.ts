@@ -79,8 +79,11 @@ test('the dashboard shows the topology live, and a paused DR secondary as discon
   await eventually(async () => expect((await kindView(page, 'performance')).rows[0]!.filter).toBe('deny: other'), { timeoutMs: 15_000, intervalMs: 250 });
   const stored = await page.evaluate(() => (globalThis as unknown as { sessionStorage: { getItem(k: string): string | null } }).sessionStorage.getItem('tessera.dashboard.token'));
   expect(stored).toBe(primary.rootToken);
-  // The events section renders whatever the node has (a list, or that it has none), never an error.
-  expect(await page.$eval('#events .body', (e) => e.textContent ?? '')).not.toMatch(/loading|status 5\d\d/);
+  // With the token the event history shows too: the enable and each secondary's stream opening.
+  await eventually(async () => {
+    const events = await page.$$eval('#events li', (items) => items.map((li) => li.querySelector('b')?.textContent ?? ''));
+    expect(events).toEqual(expect.arrayContaining(['primary/enable', 'secondary-connected']));
+  }, { timeoutMs: 15_000, intervalMs: 250 });
 
   // Under writes the primary reports its write rate, and WAL headroom becomes a time.
   let writer: Writer | undefined = startWriter({ apiAddr: primary.apiAddr, token: primary.rootToken, clients: 2, path: (c, n) => `secret/data/w${c}/${n % 20}` });
@@ -116,6 +119,8 @@ test('the dashboard shows the topology live, and a paused DR secondary as discon
     expect(v.mode).toBe('secondary');
     expect(v.id).toBe('dr-east');
     expect(v.text).toContain(primary.apiAddr);
+    // Continuous verification: the primary's root matched at some WAL index.
+    expect(v.text).toMatch(/Verified against the primary's Merkle root at WAL \d+/);
     expect(await own.$('section[data-kind="dr"] svg.sparkline')).not.toBeNull();
   }, { timeoutMs: 15_000, intervalMs: 250 });
   await own.close();

@@ -72,6 +72,11 @@ function duration(seconds) {
   return `${(seconds / 86400).toFixed(1)} d`;
 }
 
+/** An ETA from status (null: unknown, or the gap is not closing). */
+function eta(seconds) {
+  return seconds === null || seconds === undefined ? 'ETA unknown' : `ETA ${duration(seconds)}`;
+}
+
 function age(rfc3339, now) {
   if (!rfc3339) return 'never';
   const ms = now - Date.parse(rfc3339);
@@ -205,11 +210,16 @@ function renderSecondary(kind, st, now) {
   const sync = st.merkle_sync_progress;
   if (sync) {
     const p = el('progress', { max: String(Math.max(1, sync.sync_total_keys)), value: String(sync.sync_progress) });
-    box.append(el('p', { class: 'merkle-sync' }, 'Merkle sync: ', p, ` ${sync.sync_progress} / ${sync.sync_total_keys} keys`));
+    box.append(el('p', { class: 'merkle-sync' }, 'Merkle sync: ', p, ` ${sync.sync_progress} / ${sync.sync_total_keys} keys, ${eta(sync.eta_seconds)}`));
   }
+  const cu = st.catch_up;
+  if (cu) box.append(el('p', { class: 'catch-up' },
+    `Catching up: ${cu.entries_behind} entries behind at ${Number(cu.rate_entries_per_sec || 0).toFixed(1)} entries/s, ${eta(cu.eta_seconds)}`));
   if (st.last_merkle_sync) box.append(el('p', { class: 'last-merkle-sync' },
     `Last Merkle sync: ${st.last_merkle_sync.fetched_keys} keys fetched, ${st.last_merkle_sync.deleted_keys} deleted`));
-  if (st.last_verified_wal !== undefined) box.append(el('p', {}, `Verified against the primary's Merkle root at WAL ${st.last_verified_wal} (${age(st.last_verified_at, now)})`));
+  if (st.verification_mismatch === true) box.append(el('p', { class: 'error verification-mismatch' },
+    `Merkle root differs from the primary's at WAL ${st.verification_mismatch_wal ?? '?'}: run merkle-check`));
+  if (st.last_verified_wal !== undefined) box.append(el('p', { class: 'verified' }, `Verified against the primary's Merkle root at WAL ${st.last_verified_wal} (${age(st.last_verified_at, now)})`));
   return box;
 }
 
@@ -225,6 +235,11 @@ function renderKind(kind, r, now) {
     body.append(el('p', {}, 'This node: ', el('span', { class: 'role' }, role), st.state ? ` (${st.state})` : ''));
     if (st.mode === 'primary') body.append(renderPrimary(kind, st, now));
     else if (st.mode === 'secondary' || st.mode === 'bootstrapping') body.append(renderSecondary(kind, st, now));
+    if (st.reindex_in_progress === true) {
+      const total = Math.max(1, Number(st.reindex_building_total || 0));
+      body.append(el('p', { class: 'reindex' }, 'Reindex: ', el('progress', { max: String(total), value: String(st.reindex_building_progress || 0) }),
+        ` ${st.reindex_building_progress || 0} / ${st.reindex_building_total || 0} keys, ${eta(st.reindex_eta_seconds)}`));
+    }
     if (st.storage_failed) body.append(el('p', { class: 'error' }, `storage failed: ${st.storage_error || ''}`));
     if (st.last_error) body.append(el('p', { class: 'error last-error' }, `last error: ${st.last_error}`));
   }
