@@ -7,7 +7,8 @@
  *   registerReplicationGauges(registry, () => statusOf);   // statusOf(kind) -> status `data`
  */
 import { Gauge, type Registry } from 'prom-client';
-import { num, registerProgressGauges, type Snapshot } from './replication-progress-metrics.js';
+import { registerProgressGauges } from './replication-progress-metrics.js';
+import { num, statusGauges, type Snapshot } from './status-gauges.js';
 
 export type ReplicationKind = 'dr' | 'performance';
 export type StatusSource = (kind: ReplicationKind) => Promise<Record<string, unknown>>;
@@ -38,17 +39,7 @@ export function registerReplicationGauges(registry: Registry, source: () => Stat
     })().finally(() => queueMicrotask(() => (pending = undefined)));
     return pending;
   };
-  const perKind = (name: string, help: string, pick: (d: Record<string, unknown>) => number | undefined, extra: string[] = []) =>
-    new Gauge({
-      name, help, labelNames: ['kind', ...extra], registers,
-      async collect() {
-        this.reset();
-        for (const { kind, data } of await read()) {
-          const v = pick(data);
-          if (v !== undefined) this.set({ kind }, v);
-        }
-      },
-    });
+  const { perKind, perSecondary } = statusGauges(registry, read);
   new Gauge({
     name: 'tessera_replication_mode', help: 'Replication role of this node per kind (1 for the mode it is in)', labelNames: ['kind', 'mode'], registers,
     async collect() {
@@ -63,20 +54,6 @@ export function registerReplicationGauges(registry: Registry, source: () => Stat
   perKind('tessera_replication_last_merkle_sync_bytes', 'Secondary: payload bytes the last Merkle reconcile received from the primary', (d) => num(d.last_merkle_sync_bytes));
   perKind('tessera_replication_verification_mismatch', 'Secondary: 1 when its Merkle root differed from its primary\'s at the same WAL index at the latest comparison', (d) => (d.mode === 'secondary' ? (d.verification_mismatch === true ? 1 : 0) : undefined));
   perKind('tessera_replication_last_verified_wal', 'Secondary: last WAL index at which its Merkle root matched its primary\'s (0: never)', (d) => (d.mode === 'secondary' ? num(d.last_verified_wal) : undefined));
-  const perSecondary = (name: string, help: string, pick: (s: Record<string, unknown>) => number | undefined) =>
-    new Gauge({
-      name, help, labelNames: ['kind', 'secondary_id'], registers,
-      async collect() {
-        this.reset();
-        for (const { kind, data } of await read()) {
-          const list = Array.isArray(data.secondaries) ? (data.secondaries as Record<string, unknown>[]) : [];
-          for (const s of list) {
-            const v = pick(s);
-            if (v !== undefined) this.set({ kind, secondary_id: String(s.node_id ?? '') }, v);
-          }
-        }
-      },
-    });
   perSecondary('tessera_replication_secondary_connected', 'Primary: 1 while the secondary streams, 0 otherwise', (s) => (s.connection_status === 'connected' ? 1 : 0));
   perSecondary('tessera_replication_secondary_lag_entries', 'Primary: WAL entries the secondary has not applied', (s) => num(s.lag_entries));
   perSecondary('tessera_replication_secondary_lag_ms', 'Primary: milliseconds the secondary is behind', (s) => num(s.lag_ms));

@@ -9,15 +9,7 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 
-export interface Snapshot {
-  readonly kind: 'dr' | 'performance';
-  readonly data: Record<string, unknown>;
-}
-
-export const num = (v: unknown): number | undefined => {
-  const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : NaN;
-  return Number.isFinite(n) ? n : undefined;
-};
+import { num, statusGauges, type Snapshot } from './status-gauges.js';
 
 /** Seconds since an RFC 3339 time; undefined when never (''). */
 const ageSeconds = (v: unknown, now: number): number | undefined => {
@@ -33,31 +25,7 @@ const isSecondary = (d: Record<string, unknown>): boolean => d.mode === 'seconda
 
 export function registerProgressGauges(registry: Registry, read: () => Promise<Snapshot[]>, now: () => number = Date.now): void {
   const registers = [registry];
-  const perKind = (name: string, help: string, pick: (d: Record<string, unknown>) => number | undefined) =>
-    new Gauge({
-      name, help, labelNames: ['kind'], registers,
-      async collect() {
-        this.reset();
-        for (const { kind, data } of await read()) {
-          const v = pick(data);
-          if (v !== undefined) this.set({ kind }, v);
-        }
-      },
-    });
-  const perSecondary = (name: string, help: string, pick: (s: Record<string, unknown>) => number | undefined) =>
-    new Gauge({
-      name, help, labelNames: ['kind', 'secondary_id'], registers,
-      async collect() {
-        this.reset();
-        for (const { kind, data } of await read()) {
-          const list = Array.isArray(data.secondaries) ? (data.secondaries as Record<string, unknown>[]) : [];
-          for (const s of list) {
-            const v = pick(s);
-            if (v !== undefined) this.set({ kind, secondary_id: String(s.node_id ?? '') }, v);
-          }
-        }
-      },
-    });
+  const { perKind, perSecondary } = statusGauges(registry, read);
   const syncCounter = (name: string, help: string, field: 'count' | 'fetched_keys' | 'deleted_keys') =>
     new Counter({
       name, help, labelNames: ['kind'], registers,

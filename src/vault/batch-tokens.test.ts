@@ -1,26 +1,11 @@
 import { InvalidRequest } from '../core/errors.js';
 import { classify } from '../storage/keyspace.js';
-import { MapStore } from '../storage/store.js';
-import type { Op } from '../storage/store.js';
 import { BATCH_DENY_PREFIX, BATCH_KEY_RECORD } from './batch-tokens.js';
 import { TokenStore } from './tokens.js';
 import type { TokenEntryView } from './tokens.js';
+import { SlowStore } from '../../test/support/slow-store.js';
 
 const T0 = Date.UTC(2024, 4, 1, 12, 0, 0);
-
-/** Yields before every operation, so two first mints really interleave. */
-class SlowStore extends MapStore {
-  commits: Op[][] = [];
-  override async get(key: string): Promise<Buffer | undefined> {
-    await new Promise((r) => setImmediate(r));
-    return super.get(key);
-  }
-  override async commit(ops: readonly Op[]): Promise<void> {
-    await new Promise((r) => setImmediate(r));
-    this.commits.push([...ops]);
-    return super.commit(ops);
-  }
-}
 
 async function setup() {
   const clock = { ms: T0 };

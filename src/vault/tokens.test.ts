@@ -1,33 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
 import { MapStore } from '../storage/store.js';
-import type { Op } from '../storage/store.js';
 import { randomBase62 } from './token-entry.js';
 import { hashToken, tokenKeys } from './token-keys.js';
 import { parseDuration } from '../core/duration.js';
 import { TokenStore } from './tokens.js';
 import type { TokenEntryView } from './tokens.js';
+import { SlowStore } from '../../test/support/slow-store.js';
 
 const T0 = Date.UTC(2024, 4, 1, 12, 0, 0);
 const TOKEN_RE = /^hvs\.[0-9A-Za-z]{24}$/;
-
-/** Yields to the event loop before every operation, so interleavings that a real disk allows happen. */
-class SlowStore extends MapStore {
-  commits: Op[][] = [];
-  override async get(key: string): Promise<Buffer | undefined> {
-    await new Promise((r) => setImmediate(r));
-    return super.get(key);
-  }
-  override async list(prefix: string): Promise<string[]> {
-    await new Promise((r) => setImmediate(r));
-    return super.list(prefix);
-  }
-  override async commit(ops: readonly Op[]): Promise<void> {
-    await new Promise((r) => setImmediate(r));
-    this.commits.push([...ops]);
-    return super.commit(ops);
-  }
-}
 
 function setup() {
   const clock = { ms: T0 };

@@ -1,25 +1,12 @@
 import { InvalidRequest, PermissionDenied, isTesseraError } from '../core/errors.js';
 import { MapStore } from '../storage/store.js';
-import type { Op } from '../storage/store.js';
 import { hashToken, tokenKeys } from './token-keys.js';
 import { TokenStore } from './tokens.js';
 import { Wrapping } from './wrapping.js';
+import { SlowStore } from '../../test/support/slow-store.js';
 
 const T0 = Date.UTC(2024, 4, 1, 12, 0, 0);
 const INVALID = 'wrapping token is not valid or does not exist';
-
-class SlowStore extends MapStore {
-  commits: Op[][] = [];
-  override async get(key: string): Promise<Buffer | undefined> {
-    await new Promise((r) => setImmediate(r));
-    return super.get(key);
-  }
-  override async commit(ops: readonly Op[]): Promise<void> {
-    await new Promise((r) => setImmediate(r));
-    this.commits.push([...ops]);
-    return super.commit(ops);
-  }
-}
 
 function setup() {
   const clock = { ms: T0 };
