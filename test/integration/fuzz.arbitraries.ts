@@ -135,19 +135,19 @@ function body(fields: readonly string[]): fc.Arbitrary<string | Buffer | undefin
   );
 }
 
-const contentType = fc.constantFrom<string | undefined>(undefined, 'application/json', 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/octet-stream', 'garbage/;;');
+const contentType = fc.constantFrom<string | undefined>(undefined, undefined, 'application/json', 'application/json', 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/octet-stream', 'garbage/;;');
 
 const tokenChoice: fc.Arbitrary<TokenChoice> = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom<TokenChoice>('none', 'root', 'limited', 'other-ns', 'revoked') },
+  { weight: 6, arbitrary: fc.constantFrom<TokenChoice>('none', 'root', 'root', 'root', 'limited', 'limited', 'other-ns', 'revoked') },
   { weight: 1, arbitrary: fc.oneof(fc.stringMatching(/^hvs\.[A-Za-z0-9]{24}$/), fc.string({ minLength: 1, maxLength: 30 }).map((s) => s.trim()).filter((s) => s !== '' && s !== 'root' && s !== 'none')).map((literal) => ({ literal })) },
 );
 
 /** X-Vault-Namespace values (undefined: no header). */
-const namespaceHeader = fc.constantFrom<string | undefined>(undefined, undefined, undefined, 'ns1', 'ns1/', '/ns1/', 'ns1/child', 'nosuch', 'root', '/', '..', 'ns1/../x', '%2e%2e', 'a b', 'x'.repeat(200));
+const namespaceHeader = fc.constantFrom<string | undefined>(...Array<undefined>(12).fill(undefined), 'ns1', 'ns1', 'ns1/', '/ns1/', 'ns1/child', 'nosuch', 'root', '/', '..', 'ns1/../x', '%2e%2e', 'a b', 'x'.repeat(200));
 /** A namespace prefix on the path itself. */
-const pathPrefix = fc.constantFrom('', '', '', '', 'ns1/', 'nosuch/', 'ns1/ns1/');
+const pathPrefix = fc.constantFrom(...Array<string>(12).fill(''), 'ns1/', 'ns1/', 'nosuch/', 'ns1/ns1/');
 
-const wrapTtl = fc.constantFrom<string | undefined>(undefined, undefined, undefined, undefined, '1h', '30m', '0', '-1s', 'abc', '99999999999h', '');
+const wrapTtl = fc.constantFrom<string | undefined>(...Array<undefined>(20).fill(undefined), '1h', '1h', '30m', '0', '-1s', 'abc', '99999999999h', '');
 
 const TARGETS = fc.constantFrom<Target>('primary', 'dr', 'perf');
 
@@ -177,7 +177,7 @@ function routeRequest(shapes: readonly RouteShape[], kind: string): fc.Arbitrary
         method: fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...s.methods) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'LIST', 'HEAD', 'OPTIONS') }),
         path: fill(s.pattern),
         prefix: pathPrefix,
-        query: fc.constantFrom('', '', '', '', '?list=true', '?version=abc', '?version=1', '?a=%ZZ', '?standbyok=true&perfstandbyok=true', '?help=1'),
+        query: fc.constantFrom(...Array<string>(16).fill(''), '?list=true', '?version=abc', '?version=1', '?a=%ZZ', '?standbyok=true&perfstandbyok=true', '?help=1'),
         token: tokenChoice,
         tokenHeader: fc.constantFrom('x-vault-token' as const, 'x-vault-token' as const, 'bearer' as const),
         namespace: namespaceHeader,
