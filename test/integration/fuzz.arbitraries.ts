@@ -26,6 +26,8 @@ export type TokenChoice = 'none' | 'root' | 'limited' | 'other-ns' | 'revoked' |
 export interface FuzzRequest {
   /** 'route', 'mounted', 'unknown' or `bad-input:<kind>`. */
   readonly kind: string;
+  /** The declared (or mounted) pattern the path was generated from, for 'route' and 'mounted'. */
+  readonly pattern?: string;
   readonly target: Target;
   readonly method: string;
   /** Sent verbatim (path and query), starting with '/'. */
@@ -173,6 +175,7 @@ function routeRequest(shapes: readonly RouteShape[], kind: string): fc.Arbitrary
     .constantFrom(...shapes)
     .chain((s) =>
       fc.record({
+        pattern: fc.constant(s.pattern),
         target: TARGETS,
         method: fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...s.methods) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'LIST', 'HEAD', 'OPTIONS') }),
         path: fill(s.pattern),
@@ -196,7 +199,7 @@ function routeRequest(shapes: readonly RouteShape[], kind: string): fc.Arbitrary
       if (r.wrapTtl !== undefined) headers['X-Vault-Wrap-TTL'] = r.wrapTtl;
       const valid = r.token === 'root' || r.token === 'limited' || r.token === 'other-ns';
       const token: TokenChoice = valid && destructive(method, path) ? { literal: 'garbage-for-a-destructive-route' } : r.token;
-      return { kind, target: r.target, method, path, token, tokenHeader: r.tokenHeader, headers, ...(r.body !== undefined ? { body: r.body } : {}), mustRefuse: false };
+      return { kind, pattern: r.pattern, target: r.target, method, path, token, tokenHeader: r.tokenHeader, headers, ...(r.body !== undefined ? { body: r.body } : {}), mustRefuse: false };
     });
 }
 
