@@ -158,7 +158,8 @@ const TARGETS = fc.constantFrom<Target>('primary', 'dr', 'perf');
  * the replication modes, the fixtures) or that take a node out of service: seal and step-down;
  * replication enable, disable, demote, promote, update-primary, revoke-secondary, reindex,
  * paths filters; generate-root and DR operation tokens; revoke-self; and writes or deletes on the
- * fixtures (the secret/ mount, the canary secret, namespace ns1, the limited policy, the auth
+ * fixtures (the secret/ mount and its config, whose delete_version_after would expire the
+ * canary, the canary secret, namespace ns1, the limited policy, the auth
  * mounts). Such requests are sent with a garbage token instead.
  */
 export function destructive(method: string, path: string): boolean {
@@ -167,7 +168,7 @@ export function destructive(method: string, path: string): boolean {
   if (/sys\/replication\/(dr|performance)\/(primary|secondary)\/(enable|disable|demote|promote|update-primary|revoke-secondary|reindex|paths-filter)/.test(p)) return true;
   if (/sys\/replication\/reindex|generate-root|generate-operation-token|operation-token\/delete|auth\/token\/revoke-self/.test(p)) return true;
   const write = !['GET', 'LIST', 'HEAD', 'GET?list=true'].includes(method);
-  return write && /sys\/(mounts\/secret|namespaces\/ns1|policies\/acl\/fuzz-limited|policy\/fuzz-limited|auth\/(userpass|approle|token))(\/|$)|secret\/[a-z]+\/canary(\/|$)/.test(p);
+  return write && /sys\/(mounts\/secret|namespaces\/ns1|policies\/acl\/fuzz-limited|policy\/fuzz-limited|auth\/(userpass|approle|token))(\/|$)|secret\/([a-z]+\/canary|config)(\/|$)/.test(p);
 }
 
 function routeRequest(shapes: readonly RouteShape[], kind: string): fc.Arbitrary<FuzzRequest> {
