@@ -288,6 +288,18 @@ test('regression: a namespace named like a mount is refused, and the mount stays
   expect(await canaryOn('primary')).toBe('intact');
 });
 
+test('regression: a mount at the path of a child namespace is refused (it could never be reached)', async () => {
+  const before = await state();
+  for (const path of ['ns1', 'ns1/', 'ns1/kv']) {
+    const r = await nodes.primary.vault().post(`sys/mounts/${path}`, { type: 'kv' });
+    expect({ path, status: r.status, errors: r.body?.errors }).toEqual({ path, status: 400, errors: [expect.stringMatching(/namespace "ns1\/" takes that path/)] });
+  }
+  expect(await state()).toEqual(before);
+  // A mount whose name merely starts like the namespace is fine.
+  expect((await nodes.primary.vault().post('sys/mounts/ns1x', { type: 'kv' })).status).toBe(204);
+  await settle();
+});
+
 test(`${REQUESTS} generated requests over every route, both kinds, every role (seed ${SEED}): no 5xx, Vault's error shape, refusals change nothing`, async () => {
   const shapes = routeShapes(nodes.primary.node.routes);
   const seen = { patterns: new Set<string>(), kinds: new Map<string, number>(), statuses: new Map<number, number>(), targets: new Set<string>(), methods: new Set<string>(), errors: new Map<string, number>() };
