@@ -12,7 +12,12 @@
  * - a batch in which nothing was accepted (every answer >= 400, or a plain read) leaves every
  *   node's Merkle roots, WAL position and both replication modes exactly as before. A batch with an
  *   accepted write changes state legitimately: the suite waits until the secondaries hold it and
- *   takes a new baseline. Valid tokens never reach destructive endpoints (`destructive`).
+ *   takes a new baseline, after checking that the DR secondary holds exactly the primary's data
+ *   and the canary secret is intact. Valid tokens never reach destructive endpoints (`destructive`).
+ * - sys/health's documented 472 (DR secondary) carries the health status, not an error; a
+ *   404 may be `{"errors": []}` as in Vault.
+ *
+ * Defects the fuzz found are kept as `regression:` tests with their inputs.
  *
  * The seed is fixed in CI and random elsewhere, and always in the test's name; FUZZ_SEED=<n>
  * reproduces a run, FUZZ_REQUESTS=<n> changes the count. On a failure the batch's offending
