@@ -9,7 +9,7 @@
  *
  *   const { status, body } = await dispatch(services, routes, apiRequest);
  */
-import { DrSecondaryPathDisabled, NotFound, PermissionDenied, ReplicatedWriteRefused, RootNamespaceOnly, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
+import { DrSecondaryPathDisabled, InvalidRequest, NotFound, PermissionDenied, ReplicatedWriteRefused, RootNamespaceOnly, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
 import type { ForwardOutcome } from './forwarding.js';
 import { forwardRequestOf, replyOfForwarded } from './forwarding.js';
 import type { Caller } from '../vault/caller.js';
@@ -146,6 +146,8 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
 
   // Gates that do not need the barrier come first: a sealed DR secondary must still say 400/503 correctly.
   if (drSecondary && !match?.route.drSecondary) throw new DrSecondaryPathDisabled();
+  // Wrapping stores a token: a DR secondary stores only what its primary sends (its Merkle root would diverge).
+  if (drSecondary && req.wrapTTL !== undefined && req.wrapTTL > 0) throw new InvalidRequest('response wrapping is not available on a DR secondary');
   if (!match?.route.whileSealed) {
     if (!(await services.initialized())) throw new NotInitialized();
     if (services.sealed()) throw new Sealed();

@@ -28,12 +28,12 @@ export interface Tokens {
 
 const ROOT = 'root';
 
-const notString = fc.oneof(fc.integer(), fc.boolean(), fc.constant([1]), fc.constant({ a: 1 }));
-const notInt = fc.constantFrom<unknown>('abc', 1.5, true, [], {}, '1x', '');
-const notDuration = fc.constantFrom<unknown>('abc', '10 parsecs', true, [], {}, 'h', '1hh');
-const notBool = fc.constantFrom<unknown>('maybe', 2, [], {}, 'yes', 'no');
-const notStringList = fc.constantFrom<unknown>(5, true, {}, [1], [null], [{}]);
-const notStringMap = fc.constantFrom<unknown>('x', 5, [1], { a: {} }, { a: [1] }, { a: null });
+export const notString = fc.oneof(fc.integer(), fc.boolean(), fc.constant([1]), fc.constant({ a: 1 }));
+export const notInt = fc.constantFrom<unknown>('abc', 1.5, true, [], {}, '1x', '');
+export const notDuration = fc.constantFrom<unknown>('abc', '10 parsecs', true, [], {}, 'h', '1hh');
+export const notBool = fc.constantFrom<unknown>('maybe', 2, [], {}, 'yes', 'no');
+export const notStringList = fc.constantFrom<unknown>(5, true, {}, [1], [null], [{}]);
+export const notStringMap = fc.constantFrom<unknown>('x', 5, [1], { a: {} }, { a: [1] }, { a: null });
 /** KV v2 `data`: also a string, but never one that holds a JSON object (the node accepts that). */
 const notMap = fc.constantFrom<unknown>(5, true, [1], 'abc', '[1]', '"s"', 0);
 

@@ -2,8 +2,9 @@
  * sys/mounts: list, enable, read, disable, and tune secrets engines in the caller's namespace.
  */
 import { z } from 'zod';
-import { NotFound } from '../../core/errors.js';
+import { InvalidRequest, NotFound } from '../../core/errors.js';
 import type { MountEntry, Mounts } from '../../vault/mounts.js';
+import type { Namespaces } from '../../vault/namespaces.js';
 import { boolish, duration, empty, parseFields, stringMap } from '../fields.js';
 import { noContent, ok } from '../reply.js';
 import { op, type Route } from '../route.js';
@@ -49,7 +50,11 @@ const TuneBody = z.object({
 /** The bodies `sys/mounts/*path` validates, chosen by path (enable, or `.../tune`). */
 export const mountBodies = { enable: EnableBody, tune: TuneBody } as const;
 
-export function mountRoutes(mounts: Mounts): Route[] {
+/**
+ * `namespaces`: a path resolves its namespace prefix before any mount, so a mount whose first
+ * segment names a child namespace would never be reached: refused (the mirror of namespaces.ts).
+ */
+export function mountRoutes(mounts: Mounts, namespaces: Pick<Namespaces, 'exists'>): Route[] {
   const tuneView = (e: MountEntry) => ({
     description: e.description,
     default_lease_ttl: e.config.default_lease_ttl,
@@ -93,6 +98,8 @@ export function mountRoutes(mounts: Mounts): Route[] {
             return warnings.length > 0 ? ok(null, { warnings: [...warnings] }) : noContent();
           }
           const { data: b, warnings } = parseFields(EnableBody, req.body, { warnUnknown: true });
+          const first = path.replace(/^\/+/, '').split('/')[0] ?? '';
+          if (first !== '' && namespaces.exists(`${namespace}${first}/`)) throw new InvalidRequest(`cannot mount at "${path}": namespace "${namespace}${first}/" takes that path`);
           await mounts.enable(namespace, path, {
             type: b.type,
             ...(b.description !== undefined ? { description: b.description } : {}),
