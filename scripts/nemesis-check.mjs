@@ -1,12 +1,17 @@
 /**
  * The nemesis checker: pure functions over a recorded history (scripts/nemesis.mjs) and the data
- * read from the nodes after the final heal. No I/O here, so a saved history (JSON lines) can be
- * checked again: `checkHistory(ops, finalPrimaryData)`.
+ * read from the nodes after the final heal. No I/O here, so a saved history can be checked again.
  *
  * An operation: { id, client, kind: 'write'|'read', node, mount, key, value, start, end,
- * outcome: 'ok'|'error'|'unknown', status, version }. `error` means the write was certainly not
- * applied (refused: 4xx, connection refused); `unknown` means it may have been (timeout, reset,
- * 5xx): the checker accepts its value as the final one but never requires it.
+ * outcome: 'ok'|'error'|'unknown', status, version, served }. `error` means the write was certainly
+ * not applied (refused: 4xx, connection refused); `unknown` means it may have been (timeout,
+ * reset, 5xx): the checker accepts its value as the final one but never requires it.
+ *
+ * A failover gives a loss window: { from, until: { node: ms } }. A write sent to one of those
+ * nodes (the old primary, or a performance secondary forwarding to it) that was acknowledged at or
+ * after `from` and started before that node's `until` may be lost with the old primary: it is
+ * counted as the failover's data loss (its RPO), never as a violation. `from` is the moment the
+ * old primary failed minus the RPO bound the harness allows for asynchronous replication.
  */
 
 /** mulberry32: a small seeded PRNG; the same seed gives the same fault schedule. */
@@ -22,32 +27,54 @@ export function prng(seed) {
   return { next, int: (lo, hi) => lo + Math.floor(next() * (hi - lo + 1)), pick: (xs) => xs[Math.floor(next() * xs.length)] };
 }
 
-export const FAULTS = ['kill', 'pause', 'partition', 'partition-primary', 'wal-behind'];
+export const FAULTS = ['kill', 'pause', 'partition', 'partition-primary', 'wal-behind', 'failover', 'filter'];
 
 /**
  * The fault of every cycle, from the seed alone (same seed, same schedule): { type, target,
- * holdMs }. Nodes: a is the primary; b the DR secondary; c, d the performance secondaries. Only a
- * pause or a partition from all touches the primary (SIGKILL of the primary belongs with a failover).
+ * holdMs, variant? }. Targets are roles, resolved when the fault runs (a failover swaps them):
+ * `primary`, `dr` (the DR secondary), `c` and `d` (the performance secondaries).
+ * - kill: SIGKILL of the target, restart, unseal.  pause: SIGSTOP, SIGCONT.
+ * - partition: every link of one secondary cut.  partition-primary: the primary cut from all.
+ * - wal-behind: a secondary cut until the primary has written past its WAL bound; it must reconcile.
+ * - failover: the primary fails (variant `kill`, or `partition`: it stays up and keeps taking
+ *   writes from clients that have not moved), the DR secondary is promoted, the performance
+ *   secondaries follow, the old primary comes back, is demoted and rejoins as the DR secondary.
+ *   The next failover is the failback.
+ * - filter: a performance secondary is killed, its paths filter changed on the primary, restarted.
+ * `types` narrows the draw to some of FAULTS (`--faults`); the schedule depends on it too.
  */
-export function faultSchedule(seed, cycles, cycleMs) {
+export function faultSchedule(seed, cycles, cycleMs, types = FAULTS) {
   const rng = prng(seed);
+  const targets = {
+    kill: ['primary', 'dr', 'c', 'd'], pause: ['primary', 'dr', 'c', 'd'], partition: ['dr', 'c', 'd'], 'partition-primary': ['primary'],
+    'wal-behind': ['dr', 'c', 'd'], failover: ['primary'], filter: ['c', 'd'],
+  };
   return Array.from({ length: cycles }, () => {
-    const type = rng.pick(FAULTS);
-    const target = type === 'pause' ? rng.pick(['a', 'b', 'c', 'd']) : type === 'partition-primary' ? 'a' : rng.pick(['b', 'c', 'd']);
-    return { type, target, holdMs: rng.int(Math.floor(cycleMs / 4), Math.floor(cycleMs / 2)) };
+    const type = rng.pick(types);
+    const fault = { type, target: rng.pick(targets[type]), holdMs: rng.int(Math.floor(cycleMs / 4), Math.floor(cycleMs / 2)) };
+    return type === 'failover' ? { ...fault, variant: rng.pick(['kill', 'partition']) } : fault;
   });
 }
 
 const keyOf = (op) => `${op.mount}/${op.key}`;
 
+/** Whether `op` falls in a failover's loss window (see the header). */
+export const inLossWindow = (op, windows) => windows.some((w) => w.until[op.node] !== undefined && op.end >= w.from && op.start <= w.until[op.node]);
+
 /**
- * Every acknowledged write present with its latest acknowledged value on the final primary.
- * `finalData`: { 'mount/key': { value, version } }. Writes to one key come from one client, in
- * sequence, so "latest" is well defined; a later write of unknown outcome may legitimately win.
- * `oldPrimaries`: [{ node, replacedAt }]: writes a replaced primary acknowledged after `replacedAt`
- * (ms) are failover loss, reported apart and never required.
+ * Every acknowledged write present with its latest acknowledged value on the final primary, and
+ * none silently lost on the way. `finalData`: { 'mount/key': { value, version } }. Writes to one
+ * key come from one client, in sequence, so "latest" is well defined; a later write of unknown
+ * outcome may legitimately win.
+ *
+ * KV v2 versions make a loss visible even when the key was overwritten since: a write that was
+ * acknowledged with version v and kept makes every write that starts after it ends get a higher
+ * version. A later acknowledged write with a version <= v means the earlier one was lost.
+ *
+ * A write in a failover's loss window that was lost is the failover's loss (`failoverLoss`, ids;
+ * `lossPerWindow`, the RPO in writes); any other lost write is a violation (`lost`).
  */
-export function checkAcknowledged(ops, finalData, { oldPrimaries = [] } = {}) {
+export function checkAcknowledged(ops, finalData, { lossWindows = [] } = {}) {
   const byKey = new Map();
   for (const op of ops) {
     if (op.kind !== 'write') continue;
@@ -57,52 +84,91 @@ export function checkAcknowledged(ops, finalData, { oldPrimaries = [] } = {}) {
   }
   const lost = [];
   const failoverLoss = [];
+  const lossPerWindow = lossWindows.map(() => 0);
   let acknowledged = 0;
   for (const [k, writes] of byKey) {
     writes.sort((x, y) => x.start - y.start);
-    const isFailoverLoss = (w) => oldPrimaries.some((o) => w.node === o.node && w.end > o.replacedAt);
     const acked = writes.filter((w) => w.outcome === 'ok');
     acknowledged += acked.length;
-    const counted = acked.filter((w) => !isFailoverLoss(w));
-    const last = counted.at(-1);
     const got = finalData[k];
-    const later = writes.filter((w) => w.outcome !== 'error' && (!last || w.start >= last.start)).map((w) => w.value);
-    if (last && !later.includes(got?.value)) {
-      // Which acknowledged writes went missing: those after the value found (all when none found).
-      const at = acked.findIndex((w) => w.value === got?.value);
-      const missing = acked.slice(at + 1).filter((w) => !isFailoverLoss(w));
-      lost.push({ key: k, expected: last.value, expected_version: last.version ?? null, found: got ?? null, missing: missing.length });
+    const finalAt = writes.findIndex((w) => w.value === got?.value);
+    // Suffix minimum of acknowledged versions, by start: the lowest version a later write got.
+    const versioned = acked.filter((w) => typeof w.version === 'number');
+    const suffixMin = new Array(versioned.length + 1).fill(Infinity);
+    for (let i = versioned.length - 1; i >= 0; i--) suffixMin[i] = Math.min(versioned[i].version, suffixMin[i + 1]);
+    const firstStartingAfter = (t) => {
+      let lo = 0;
+      let hi = versioned.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (versioned[mid].start > t) hi = mid;
+        else lo = mid + 1;
+      }
+      return lo;
+    };
+    const indexOf = new Map(writes.map((w, i) => [w, i]));
+    for (const w of acked) {
+      const shadowed = typeof w.version === 'number' && suffixMin[firstStartingAfter(w.end)] <= w.version;
+      // Gone from the final state: neither it nor any write after it is what the primary holds.
+      const gone = finalAt < indexOf.get(w);
+      if (!shadowed && !gone) continue;
+      if (inLossWindow(w, lossWindows)) {
+        failoverLoss.push(w.id);
+        lossWindows.forEach((win, i) => { if (inLossWindow(w, [win])) lossPerWindow[i]++; });
+      } else {
+        lost.push({ key: k, id: w.id, value: w.value, version: w.version ?? null, node: w.node, found: got ?? null, reason: shadowed ? 'a later write got a version not above it' : 'not on the final primary' });
+      }
     }
-    if (last && got && typeof last.version === 'number' && typeof got.version === 'number' && got.version < last.version) {
-      lost.push({ key: k, expected_version: last.version, found: got, reason: 'version went backwards' });
-    }
-    failoverLoss.push(...acked.filter(isFailoverLoss).filter((w) => w.value !== got?.value).map((w) => w.id));
   }
-  return { acknowledged, lost, lostWrites: lost.reduce((n, l) => n + (l.missing ?? 1), 0), failoverLoss };
+  return { acknowledged, lost, lostWrites: lost.length, failoverLoss, lossPerWindow };
 }
 
-/** Reads on one node never go backwards: for two ok reads of a key, one ended before the other began. */
-export function checkMonotonicReads(ops) {
+/**
+ * Reads on one node never go backwards: for two ok reads of a key on one node, the later one
+ * (started after the earlier ended) returns a version at least as high. A higher version that was
+ * a failover-window write (`exemptValues`) may be taken back by the failover: such a step back is
+ * counted, not a violation.
+ */
+export function checkMonotonicReads(ops, { exemptValues = new Set() } = {}) {
   const violations = [];
-  const seen = new Map();
+  let exempted = 0;
+  const best = new Map();
   const reads = ops.filter((op) => op.kind === 'read' && op.outcome === 'ok' && typeof op.version === 'number').sort((x, y) => x.start - y.start);
+  const done = [];
   for (const r of reads) {
-    const k = `${r.node}|${keyOf(r)}`;
-    const prev = seen.get(k) ?? [];
-    for (const p of prev) {
-      if (p.end < r.start && r.version < p.version) violations.push({ node: r.node, key: keyOf(r), earlier: { id: p.id, version: p.version }, later: { id: r.id, version: r.version } });
+    // Reads that ended before this one started become visible to it, in end order.
+    done.sort((x, y) => x.end - y.end);
+    while (done.length > 0 && done[0].end < r.start) {
+      const p = done.shift();
+      const k = `${p.node}|${keyOf(p)}`;
+      const b = best.get(k);
+      if (!b || p.version > b.version) best.set(k, p);
     }
-    // Only the highest completed read matters for the next ones.
-    const best = prev.reduce((b, p) => (p.version > (b?.version ?? -1) ? p : b), undefined);
-    seen.set(k, best && best.version > r.version ? [best, r] : [r]);
+    const b = best.get(`${r.node}|${keyOf(r)}`);
+    if (b && r.version < b.version) {
+      if (exemptValues.has(b.value)) {
+        exempted++;
+        best.delete(`${r.node}|${keyOf(r)}`); // the failover took it back: start over from here
+      } else {
+        violations.push({ node: r.node, key: keyOf(r), earlier: { id: b.id, version: b.version }, later: { id: r.id, version: r.version } });
+      }
+    }
+    done.push(r);
   }
-  return violations;
+  return { violations, exempted };
 }
 
-/** No performance secondary serves a key of a mount outside its filter. */
-export function checkFilterLeaks(ops, allowedMounts) {
+/**
+ * No performance secondary serves a key of a mount outside its filter. `timeline[node]`: the
+ * filters it had, [{ mounts, from, to }] (ms; `to` undefined for the one in force). A filter
+ * change takes effect when the secondary has reconnected and reconciled, so the old and new
+ * filters overlap in between; a read is a leak only when no filter in force during it allows the
+ * mount.
+ */
+export function checkFilterLeaks(ops, timeline) {
   return ops
-    .filter((op) => op.kind === 'read' && allowedMounts[op.node] !== undefined && !allowedMounts[op.node].includes(op.mount) && op.status === 200)
+    .filter((op) => op.kind === 'read' && timeline[op.node] !== undefined && op.status === 200)
+    .filter((op) => !timeline[op.node].some((f) => f.from <= op.end && (f.to === undefined || f.to >= op.start) && f.mounts.includes(op.mount)))
     .map((op) => ({ node: op.node, key: keyOf(op), id: op.id }));
 }
 
@@ -115,4 +181,27 @@ export function tally(ops) {
     if (op.kind === 'write' && op.forwarded && op.outcome === 'ok') t.forwarded_writes_ok++;
   }
   return t;
+}
+
+/**
+ * The whole verdict over a history: `finalData` read from the final primary, `lossWindows` and
+ * `filterTimeline` as recorded by the harness. Used by the harness and to re-check a saved run.
+ */
+export function checkHistory(ops, finalData, { lossWindows = [], filterTimeline = {} } = {}) {
+  const acked = checkAcknowledged(ops, finalData, { lossWindows });
+  const exemptValues = new Set(ops.filter((op) => op.kind === 'write' && inLossWindow(op, lossWindows)).map((op) => op.value));
+  const monotonic = checkMonotonicReads(ops, { exemptValues });
+  const leaks = checkFilterLeaks(ops, filterTimeline);
+  return {
+    acknowledged: acked.acknowledged,
+    lost: acked.lostWrites,
+    failoverLoss: acked.failoverLoss,
+    lossPerWindow: acked.lossPerWindow,
+    readsTakenBackByFailover: monotonic.exempted,
+    violations: [
+      ...acked.lost.map((l) => ({ type: 'lost-acknowledged-write', ...l })),
+      ...monotonic.violations.map((v) => ({ type: 'read-went-backwards', ...v })),
+      ...leaks.map((v) => ({ type: 'filter-leak', ...v })),
+    ],
+  };
 }

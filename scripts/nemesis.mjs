@@ -6,23 +6,25 @@
  *
  * Topology, real processes on 127.0.0.1: a (primary), b (DR secondary), c (performance secondary,
  * filter allow secret/), d (performance secondary, filter allow other/). Every ordered pair of
- * nodes has a TCP proxy (scripts/tcp-proxy.mjs); each secondary reaches the primary's cluster port
- * only through its own proxy (update-primary update_primary_addrs), so a partition is a cut.
- * The primary keeps few WAL entries (--wal-max, default 64): a secondary held back past them must
- * reconcile by Merkle diff.
+ * nodes has a TCP proxy (scripts/tcp-proxy.mjs); each secondary reaches its primary's cluster
+ * port only through its own proxy (update-primary with update_primary_addrs), so a partition is a
+ * cut. The primaries keep few WAL entries (--wal-max, default 64): a secondary held back past them
+ * must reconcile by Merkle diff.
  *
- * Workload: clients write KV v2 values (unique) through the primary and through c and d
- * (forwarded), and read through c and d (including the mount outside each one's filter); every
- * operation is recorded (start, end, node, key, value, outcome ok | error | unknown).
- * Faults, one per cycle, drawn from a PRNG seeded with --seed: SIGKILL + restart + unseal of a
- * secondary, SIGSTOP/SIGCONT of any node, a partition of one secondary, of the primary from all,
- * a secondary held back past the WAL bound. Then a final heal, a bounded wait for convergence, and
- * the checker (scripts/nemesis-check.mjs). The history goes to OUT/nemesis-<seed>.jsonl, the
- * summary to OUT/nemesis-<seed>.summary.json and stdout; the exit code is 1 on any violation.
- * Node data and logs are in a temp dir, removed on success unless --keep.
+ * Workload: clients write KV v2 values (each unique) through the primary and through c and d
+ * (forwarded), and read through the primary, c and d (sometimes the mount outside a filter,
+ * which must never be served); every operation is recorded (start, end, node, key, value,
+ * outcome ok | error | unknown). Faults, one per cycle, drawn from a PRNG seeded with --seed
+ * (nemesis-check.mjs, faultSchedule): SIGKILL + restart, SIGSTOP/SIGCONT, partitions, a secondary
+ * held back past the WAL bound, a DR failover through the operator CLI (and, the next time, the
+ * failback), a filter change while a performance secondary is down. Then a final heal, a bounded
+ * wait for convergence, merkle-check on every node, and the checker. The history goes to
+ * OUT/nemesis-<seed>.jsonl, the summary to OUT/nemesis-<seed>.summary.json and stdout; the exit
+ * code is 1 on any violation. Node data and logs are in a temp dir, removed on success unless --keep.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -32,16 +34,22 @@ import {
   activateSecondary, call, drOperationToken, drStatus, ensureLicense, freePorts, initNode, mainJs, must, perfStatus, repoRoot,
   startNode, unsealNode, waitFor, waitForStreaming, writeNodeConfig,
 } from './cluster.mjs';
-import { checkAcknowledged, checkFilterLeaks, checkMonotonicReads, faultSchedule, prng, tally } from './nemesis-check.mjs';
+import { checkHistory, FAULTS, faultSchedule, prng, tally } from './nemesis-check.mjs';
 import { startTcpProxy } from './tcp-proxy.mjs';
 
 const DR = 'sys/replication/dr';
 const PERF = 'sys/replication/performance';
 const MOUNTS = ['secret', 'other'];
-/** Performance secondaries and the mounts their filter allows. */
-const FILTERS = { c: ['secret'], d: ['other'] };
-const SECONDARIES = ['b', 'c', 'd'];
+const PERF_SECONDARIES = ['c', 'd'];
+/** Each performance secondary's own mount: always in its filter; the filter fault adds or removes the other one. */
+const HOME_MOUNT = { c: 'secret', d: 'other' };
 const OP_TIMEOUT_MS = 3_000;
+/**
+ * DR replication is asynchronous: a write the primary acknowledged this long before it failed may
+ * not have reached the DR secondary. Such a write missing after the failover is the failover's
+ * loss (RPO), reported; an older one missing is a violation.
+ */
+const RPO_BOUND_MS = 2_000;
 
 /** `call` with a deadline: resolves { status, body } or { timeout: true } or { netError }. */
 async function timedCall(addr, method, path, opts) {
@@ -54,16 +62,38 @@ async function timedCall(addr, method, path, opts) {
   }
 }
 
+/** Runs the built CLI; resolves { code, stdout, stderr }. */
+function cli(args, { stdin, token, timeoutMs = 180_000 } = {}) {
+  return new Promise((resolve) => {
+    const proc = spawn(process.execPath, [mainJs, ...args], { cwd: repoRoot, env: { ...process.env, NO_COLOR: '1', ...(token ? { TESSERA_TOKEN: token } : {}) }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (c) => { stdout += c; });
+    proc.stderr.on('data', (c) => { stderr += c; });
+    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+    proc.once('exit', (code, signal) => { clearTimeout(timer); resolve({ code: code ?? signal, stdout, stderr }); });
+    proc.stdin.end(stdin ?? '');
+  });
+}
+
 class Topology {
   constructor(dir, license, walMax) {
     Object.assign(this, { dir, license, walMax, nodes: {}, ports: {}, proxies: {}, keys: [], tokens: {} });
+    /** Roles now: a failover swaps them. */
+    this.roles = { primary: 'a', dr: 'b' };
+    this.filters = { c: ['secret'], d: ['other'] };
+    /** [{ mounts, from, to }] per performance secondary, for the checker. */
+    this.filterTimeline = { c: [{ mounts: ['secret'], from: 0 }], d: [{ mounts: ['other'], from: 0 }] };
+    this.lossWindows = [];
+    this.failovers = [];
   }
 
   async start() {
     const ports = await freePorts(8);
     ['a', 'b', 'c', 'd'].forEach((n, i) => { this.ports[n] = { apiPort: ports[2 * i], clusterPort: ports[2 * i + 1] }; });
     for (const n of Object.keys(this.ports)) {
-      await writeNodeConfig(join(this.dir, n), { ...this.ports[n], license: this.license, walMaxEntries: n === 'a' ? this.walMax : 100_000, logLevel: 'warn' });
+      // a and b take turns as primary: both keep the short WAL.
+      await writeNodeConfig(join(this.dir, n), { ...this.ports[n], license: this.license, walMaxEntries: n === 'a' || n === 'b' ? this.walMax : 100_000, logLevel: 'info' });
     }
     await Promise.all(Object.keys(this.ports).map((n) => this.boot(n)));
     // A proxy for every ordered pair: proxies[x][y] is how x reaches y's cluster port.
@@ -74,34 +104,47 @@ class Topology {
     const a = this.api('a');
     const init = await initNode(a, 3, 2);
     this.keys = init.keys;
-    this.tokens.a = init.root_token;
+    this.root = init.root_token;
     await unsealNode(a, this.keys);
-    for (const m of MOUNTS) await must(a, 'POST', `sys/mounts/${m}`, { token: this.tokens.a, body: { type: 'kv', options: { version: '2' } } });
-    await must(a, 'POST', `${DR}/primary/enable`, { token: this.tokens.a, body: {} });
-    await must(a, 'POST', `${PERF}/primary/enable`, { token: this.tokens.a, body: {} });
-    for (const n of SECONDARIES) {
+    for (const m of MOUNTS) await must(a, 'POST', `sys/mounts/${m}`, { token: this.root, body: { type: 'kv', options: { version: '2' } } });
+    await must(a, 'POST', `${DR}/primary/enable`, { token: this.root, body: {} });
+    await must(a, 'POST', `${PERF}/primary/enable`, { token: this.root, body: {} });
+    for (const n of ['b', ...PERF_SECONDARIES]) {
       const own = await initNode(this.api(n), 1, 1);
       await unsealNode(this.api(n), own.keys);
-      this.tokens[n] = own.root_token; // a performance secondary keeps its own tokens; a DR secondary has none
       const kind = n === 'b' ? 'dr' : 'performance';
-      await activateSecondary({ kind, primaryAddr: a, rootToken: this.tokens.a, secondaryAddr: this.api(n), secondaryToken: own.root_token, id: `nemesis-${n}` });
-      if (kind === 'performance') {
-        await must(a, 'POST', `${PERF}/primary/paths-filter/nemesis-${n}`, { token: this.tokens.a, body: { mode: 'allow', paths: FILTERS[n] } });
-      }
+      if (kind === 'performance') this.tokens[n] = own.root_token; // a performance secondary keeps its own tokens
+      await activateSecondary({ kind, primaryAddr: a, rootToken: this.root, secondaryAddr: this.api(n), secondaryToken: own.root_token, id: `nemesis-${n}` });
+      if (kind === 'performance') await this.setFilter(n, this.filters[n]);
     }
-    for (const n of SECONDARIES) await this.followThroughProxy(n, 'a');
+    for (const n of ['b', ...PERF_SECONDARIES]) await this.followThroughProxy(n);
   }
 
   api(n) { return `http://127.0.0.1:${this.ports[n].apiPort}`; }
+  /** The token for client requests on node n: the primary cluster's root, or a performance secondary's own. */
+  token(n) { return this.tokens[n] ?? this.root; }
+  get primary() { return this.roles.primary; }
+  get dr() { return this.roles.dr; }
+  resolve(role) { return this.roles[role] ?? role; }
 
   async boot(n) {
     this.nodes[n] = await startNode({ name: n, home: join(this.dir, n), ...this.ports[n], logFile: join(this.dir, `${n}.log`) });
   }
 
-  /** Points secondary `n` at `primary` through the proxy n -> primary, and waits for it to stream. */
-  async followThroughProxy(n, primary) {
-    const addrs = [this.proxies[n][primary].address];
-    if (n === 'b') {
+  async restart(n) {
+    await this.boot(n);
+    await unsealNode(this.api(n), this.keys);
+  }
+
+  async setFilter(n, mounts) {
+    await must(this.api(this.primary), 'POST', `${PERF}/primary/paths-filter/nemesis-${n}`, { token: this.root, body: { mode: 'allow', paths: mounts.map((m) => `${m}/`) } });
+  }
+
+  /** Points secondary `n` at the current primary through the proxy n -> primary, and waits for it to stream. */
+  async followThroughProxy(n) {
+    const addrs = [this.proxies[n][this.primary].address];
+    const kind = PERF_SECONDARIES.includes(n) ? 'performance' : 'dr';
+    if (kind === 'dr') {
       await waitForStreaming(this.api(n), 60_000, 'dr');
       const op = await drOperationToken(this.api(n), this.keys);
       await must(this.api(n), 'POST', `${DR}/secondary/update-primary`, { body: { dr_operation_token: op, update_primary_addrs: addrs } });
@@ -109,14 +152,26 @@ class Topology {
       await waitFor(`${n} to accept its token`, async () => ((await call(this.api(n), 'GET', 'auth/token/lookup-self', { token: this.tokens[n] })).status === 200 ? true : undefined));
       await must(this.api(n), 'POST', `${PERF}/secondary/update-primary`, { token: this.tokens[n], body: { update_primary_addrs: addrs } });
     }
-    await waitForStreaming(this.api(n), 60_000, n === 'b' ? 'dr' : 'performance');
+    await waitFor(`${n} to stream from the primary through its proxy`, async () => {
+      const s = kind === 'dr' ? await drStatus(this.api(n)) : await perfStatus(this.api(n));
+      return s.mode === 'secondary' && s.state === 'stream-wals' && s.primary_cluster_addr === addrs[0] ? true : undefined;
+    }, { timeoutMs: 90_000, intervalMs: 100 });
   }
 
+  /** Every link to and from node n. */
   proxiesOf(n) {
     return Object.entries(this.proxies).flatMap(([x, to]) => Object.entries(to).filter(([y]) => x === n || y === n).map(([, p]) => p));
   }
 
   healAll() { for (const to of Object.values(this.proxies)) for (const p of Object.values(to)) p.heal(); }
+
+  /** Every secondary streaming: the steady state a fault starts from. */
+  async steady(timeoutMs = 90_000) {
+    await Promise.all([this.dr, ...PERF_SECONDARIES].map((n) => waitFor(`${n} to stream`, async () => {
+      const s = n === this.dr ? await drStatus(this.api(n)) : await perfStatus(this.api(n));
+      return s.mode === 'secondary' && s.state === 'stream-wals' ? true : undefined;
+    }, { timeoutMs, intervalMs: 100 })));
+  }
 
   async stopAll() {
     for (const n of Object.values(this.nodes)) if (n.isRunning()) try { process.kill(n.pid, 'SIGCONT'); } catch { /* gone */ }
@@ -130,49 +185,122 @@ function startWorkload(topo, history, rnd) {
   let stopped = false;
   let nextId = 0;
   const KEYS = 8;
+  // Writers: two through whichever node is primary when the request starts, one through each performance secondary.
   const writers = [
-    { client: 'wa0', node: 'a', mount: 'secret' }, { client: 'wa1', node: 'a', mount: 'other' },
-    { client: 'wc', node: 'c', mount: 'secret' }, { client: 'wd', node: 'd', mount: 'other' },
+    { client: 'wp0', role: 'primary', mount: 'secret' }, { client: 'wp1', role: 'primary', mount: 'other' },
+    { client: 'wc', role: 'c', mount: 'secret' }, { client: 'wd', role: 'd', mount: 'other' },
   ];
   const keysOf = (mount) => writers.filter((w) => w.mount === mount).flatMap((w) => Array.from({ length: KEYS }, (_, i) => `${w.client}-${i}`));
-  const record = (op) => { history.push(op); };
-  const writer = async ({ client, node, mount }) => {
+  const writer = async ({ client, role, mount }) => {
     for (let seq = 0; !stopped; seq++) {
+      const node = topo.resolve(role);
       const key = `${client}-${seq % KEYS}`;
       const value = `${client}-${seq}`;
       const start = Date.now();
-      const r = await timedCall(topo.api(node), 'POST', `${mount}/data/${key}`, { token: topo.tokens[node], body: { data: { value } } });
+      const r = await timedCall(topo.api(node), 'POST', `${mount}/data/${key}`, { token: topo.token(node), body: { data: { value } } });
       const outcome = r.status === 200 ? 'ok' : r.status !== undefined && r.status < 500 ? 'error' : r.netError === 'ECONNREFUSED' ? 'error' : 'unknown';
-      record({ id: nextId++, client, kind: 'write', node, forwarded: node !== 'a', mount, key, value, start, end: Date.now(), outcome, status: r.status ?? (r.timeout ? 'timeout' : r.netError), version: r.body?.data?.version });
+      history.push({ id: nextId++, client, kind: 'write', node, forwarded: role !== 'primary', mount, key, value, start, end: Date.now(), outcome, status: r.status ?? (r.timeout ? 'timeout' : r.netError), version: r.body?.data?.version });
       await delay(outcome === 'ok' ? 15 : 100);
     }
   };
-  const reader = async (client, node) => {
+  const reader = async (client, role) => {
     while (!stopped) {
-      // Mostly the node's own mount, sometimes the other one (must never be served).
-      const mount = rnd() < 0.85 ? FILTERS[node][0] : MOUNTS.find((m) => m !== FILTERS[node][0]);
+      const node = topo.resolve(role);
+      // Mostly a mount the node serves, sometimes the other one (a performance secondary must not serve it).
+      const home = HOME_MOUNT[node] ?? MOUNTS[Math.floor(rnd() * MOUNTS.length)];
+      const mount = rnd() < 0.8 ? home : MOUNTS.find((m) => m !== home);
       const key = keysOf(mount)[Math.floor(rnd() * keysOf(mount).length)];
       const start = Date.now();
-      const r = await timedCall(topo.api(node), 'GET', `${mount}/data/${key}`, { token: topo.tokens[node] });
-      const version = r.status === 200 ? r.body?.data?.metadata?.version : r.status === 404 ? 0 : undefined;
-      record({ id: nextId++, client, kind: 'read', node, mount, key, value: r.body?.data?.data?.value, start, end: Date.now(), outcome: version !== undefined ? 'ok' : r.timeout ? 'unknown' : 'error', status: r.status ?? (r.timeout ? 'timeout' : r.netError), version });
+      const r = await timedCall(topo.api(node), 'GET', `${mount}/data/${key}`, { token: topo.token(node) });
+      // 404 with no errors: the key is not there (version 0); 404 with errors: the mount is not served here.
+      const notFound = r.status === 404 && Array.isArray(r.body?.errors) && r.body.errors.length === 0;
+      const version = r.status === 200 ? r.body?.data?.metadata?.version : notFound ? 0 : undefined;
+      const outcome = version !== undefined || r.status === 404 ? 'ok' : r.timeout ? 'unknown' : 'error';
+      history.push({ id: nextId++, client, kind: 'read', node, mount, key, value: r.body?.data?.data?.value, start, end: Date.now(), outcome, status: r.status ?? (r.timeout ? 'timeout' : r.netError), version });
       await delay(15);
     }
   };
-  const running = [...writers.map(writer), reader('rc', 'c'), reader('rd', 'd')];
+  const running = [...writers.map(writer), reader('rp', 'primary'), reader('rc', 'c'), reader('rd', 'd')];
   return { stop: async () => { stopped = true; await Promise.all(running); } };
 }
 
+/**
+ * A DR failover through the operator CLI, then the old primary's return as the DR secondary: the
+ * procedure docs/failover-runbook.md gives an operator. Records the loss window for the checker.
+ */
+async function failover(topo, { variant, holdMs }, log) {
+  const [oldP, newP] = [topo.primary, topo.dr];
+  await topo.steady();
+  const cutAt = Date.now();
+  if (variant === 'kill') {
+    process.kill(topo.nodes[oldP].pid, 'SIGKILL');
+    await topo.nodes[oldP].exited;
+  } else {
+    for (const p of topo.proxiesOf(oldP)) p.cut();
+  }
+  const shares = `${topo.keys.join('\n')}\n`;
+  const args = ['operator', 'dr', 'failover', `-address=${topo.api(newP)}`];
+  let run = await cli(args, { stdin: shares });
+  let forced = false;
+  if (run.code !== 0 && /-force/.test(run.stderr + run.stdout)) {
+    // The secondary knows it is behind: the operator reads the plan and accepts the RPO.
+    forced = true;
+    run = await cli([...args, '-force'], { stdin: shares });
+  }
+  if (run.code !== 0) throw new Error(`failover ${oldP} -> ${newP} failed (${run.code}): ${run.stderr.slice(-1500)}`);
+  topo.roles = { primary: newP, dr: oldP };
+  const switchedAt = Date.now();
+  const until = { [oldP]: Infinity };
+  await Promise.all(PERF_SECONDARIES.map(async (n) => {
+    await topo.followThroughProxy(n);
+    until[n] = Date.now();
+  }));
+  log(`failover ${oldP} -> ${newP} (${variant}${forced ? ', forced' : ''}): writes on ${newP} after ${switchedAt - cutAt} ms; performance secondaries moved`);
+  await delay(holdMs);
+  if (variant === 'kill') await topo.restart(oldP);
+  else topo.healAll();
+  // Failback path for the old primary: demote it and rejoin it as the new primary's DR secondary.
+  const back = await cli(['operator', 'dr', 'failback', `-address=${topo.api(newP)}`, `-old-primary=${topo.api(oldP)}`, `-secondary-id=nemesis-${oldP}-${Date.now().toString(36)}`], { stdin: shares, token: topo.root });
+  if (back.code !== 0) throw new Error(`failback of ${oldP} onto ${newP} failed (${back.code}): ${back.stderr.slice(-1500)}`);
+  until[oldP] = Date.now();
+  await topo.followThroughProxy(oldP);
+  topo.lossWindows.push({ from: cutAt - RPO_BOUND_MS, until });
+  topo.failovers.push({ from: oldP, to: newP, variant, forced, cutAt, switchedAt, rejoinedAt: until[oldP], writes_on_new_primary_after_ms: switchedAt - cutAt });
+  log(`  ${oldP} demoted and rejoined as the DR secondary of ${newP}`);
+}
+
+/** A performance secondary is down while its filter changes on the primary. */
+async function filterChange(topo, n, holdMs, log) {
+  process.kill(topo.nodes[n].pid, 'SIGKILL');
+  await topo.nodes[n].exited;
+  const other = MOUNTS.find((m) => m !== HOME_MOUNT[n]);
+  const next = topo.filters[n].includes(other) ? [HOME_MOUNT[n]] : [HOME_MOUNT[n], other];
+  const changedAt = Date.now();
+  await topo.setFilter(n, next);
+  topo.filters[n] = next;
+  // From now both filters may be in force on n, until it has reconnected and reconciled.
+  const line = topo.filterTimeline[n];
+  line.push({ mounts: next, from: changedAt });
+  await delay(holdMs);
+  await topo.restart(n);
+  // The new filter holds once the secondary has reconnected and its data matches the filtered primary.
+  const took = await converge(topo, [n], 90_000);
+  if (typeof took[n] !== 'number') throw new Error(`${n} did not converge to its new filter: ${took[n].error}`);
+  line.at(-2).to = Date.now();
+  log(`filter of ${n} now ${next.join(', ')}`);
+}
+
 /** One fault of the schedule, applied for a while and then undone. */
-async function runFault(topo, { type, target, holdMs }, log) {
-  log(`fault ${type} ${target} ${holdMs}ms`);
+async function runFault(topo, fault, log) {
+  const { type, holdMs } = fault;
+  const target = topo.resolve(fault.target);
+  log(`fault ${type} ${fault.target}=${target}${fault.variant ? ` (${fault.variant})` : ''} ${holdMs}ms`);
   const node = topo.nodes[target];
   if (type === 'kill') {
     process.kill(node.pid, 'SIGKILL');
     await node.exited;
     await delay(holdMs);
-    await topo.boot(target);
-    await unsealNode(topo.api(target), topo.keys);
+    await topo.restart(target);
   } else if (type === 'pause') {
     process.kill(node.pid, 'SIGSTOP');
     await delay(holdMs);
@@ -181,19 +309,26 @@ async function runFault(topo, { type, target, holdMs }, log) {
     for (const p of topo.proxiesOf(target)) p.cut();
     await delay(holdMs);
     topo.healAll();
-  } else {
+  } else if (type === 'wal-behind') {
     // Held back: cut until the primary wrote more than its WAL keeps past the secondary's position.
-    const from = (await drStatus(topo.api('a'))).last_wal;
+    await topo.steady();
+    const from = (await drStatus(topo.api(topo.primary))).last_wal;
     for (const p of topo.proxiesOf(target)) p.cut();
-    await waitFor('the primary to move past its WAL bound', async () => ((await drStatus(topo.api('a'))).last_wal - from > topo.walMax + 8 ? true : undefined), { timeoutMs: 30_000, intervalMs: 100 });
+    await waitFor('the primary to move past its WAL bound', async () => ((await drStatus(topo.api(topo.primary))).last_wal - from > topo.walMax + 8 ? true : undefined), { timeoutMs: 60_000, intervalMs: 100 });
     topo.healAll();
+  } else if (type === 'failover') {
+    await failover(topo, fault, log);
+  } else if (type === 'filter') {
+    await filterChange(topo, target, holdMs, log);
+  } else {
+    throw new Error(`unknown fault ${type}`);
   }
 }
 
 /** Every KV v2 value of `mount` on a node: { 'mount/key': { value, version } }, or null when not served. */
 async function readMount(addr, token, mount) {
   const listed = await call(addr, 'LIST', `${mount}/metadata/`, { token });
-  if (listed.status === 404 && !listed.body?.data) return listed.body?.errors?.length === 0 ? {} : null;
+  if (listed.status === 404) return Array.isArray(listed.body?.errors) && listed.body.errors.length === 0 ? {} : null;
   if (listed.status !== 200) throw new Error(`LIST ${mount}/metadata/ on ${addr} answered ${listed.status}`);
   const out = {};
   for (const key of listed.body.data.keys) {
@@ -203,27 +338,27 @@ async function readMount(addr, token, mount) {
   return out;
 }
 
-/** Waits (bounded) until every secondary holds what the primary holds; resolves the times taken. */
-async function converge(topo, timeoutMs) {
+/** Waits (bounded) until each of `nodes` holds what the primary holds; resolves the ms each took. */
+async function converge(topo, nodes, timeoutMs) {
   const t0 = Date.now();
   const times = {};
-  const a = topo.api('a');
-  await Promise.all(SECONDARIES.map(async (n) => {
+  const p = topo.api(topo.primary);
+  await Promise.all(nodes.map(async (n) => {
     try {
       await waitFor(`${n} to converge`, async () => {
-        if (n === 'b') {
-          const [p, s] = await Promise.all([drStatus(a), drStatus(topo.api(n))]);
-          return s.state === 'stream-wals' && s.last_wal === p.last_wal && s.merkle_root === p.merkle_root ? true : undefined;
+        if (n === topo.dr) {
+          const [ps, s] = await Promise.all([drStatus(p), drStatus(topo.api(n))]);
+          return s.state === 'stream-wals' && s.last_wal === ps.last_wal && s.merkle_root === ps.merkle_root ? true : undefined;
         }
-        const [p, s] = await Promise.all([perfStatus(a), perfStatus(topo.api(n))]);
-        if (s.state !== 'stream-wals' || s.last_remote_wal !== p.last_wal) return undefined;
+        const s = await perfStatus(topo.api(n));
+        if (s.state !== 'stream-wals') return undefined;
         for (const m of MOUNTS) {
-          const want = FILTERS[n].includes(m) ? await readMount(a, topo.tokens.a, m) : null;
+          const want = topo.filters[n].includes(m) ? await readMount(p, topo.root, m) : null;
           const got = await readMount(topo.api(n), topo.tokens[n], m);
           if (JSON.stringify(got) !== JSON.stringify(want)) return undefined;
         }
         return true;
-      }, { timeoutMs, intervalMs: 200 });
+      }, { timeoutMs, intervalMs: 100 });
       times[n] = Date.now() - t0;
     } catch (e) {
       times[n] = { error: e.message };
@@ -236,56 +371,61 @@ async function merkleChecks(topo) {
   const out = {};
   const clean = (r) => {
     const rep = r?.data?.merkle_corruption_report;
-    return rep && !rep.corrupted_root && Object.values(rep.corrupted_tree_map).every((t) => !t.corrupted_subtree_root && !t.corrupted_index_tuples_map);
+    return Boolean(rep) && !rep.corrupted_root && Object.values(rep.corrupted_tree_map).every((t) => !t.corrupted_subtree_root && !t.corrupted_index_tuples_map);
   };
-  for (const n of ['a', 'c', 'd']) out[n] = clean(await call(topo.api(n), 'POST', 'sys/replication/merkle-check', { token: topo.tokens[n], body: {} }).then((r) => r.body));
-  const op = await drOperationToken(topo.api('b'), topo.keys);
-  out.b = clean((await call(topo.api('b'), 'POST', `${DR}/secondary/merkle-check`, { body: { dr_operation_token: op } })).body);
+  for (const n of [topo.primary, ...PERF_SECONDARIES]) out[n] = clean((await call(topo.api(n), 'POST', 'sys/replication/merkle-check', { token: topo.token(n), body: {} })).body);
+  const op = await drOperationToken(topo.api(topo.dr), topo.keys);
+  out[topo.dr] = clean((await call(topo.api(topo.dr), 'POST', `${DR}/secondary/merkle-check`, { body: { dr_operation_token: op } })).body);
   return out;
 }
 
-export async function runNemesis({ cycles = 5, seed = 1, cycleMs = 2_500, walMax = 64, convergeMs = 60_000, out = join(repoRoot, 'bench-results'), keep = false, log = console.log } = {}) {
+export async function runNemesis({ cycles = 5, seed = 1, faults = FAULTS, cycleMs = 2_500, walMax = 64, convergeMs = 60_000, out = join(repoRoot, 'bench-results'), keep = false, log = console.log } = {}) {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
   const dir = await mkdtemp(join(tmpdir(), 'tessera-nemesis-'));
   const license = await ensureLicense(join(dir, 'license'));
   const topo = new Topology(dir, license, walMax);
   const history = [];
-  const schedule = faultSchedule(seed, cycles, cycleMs);
+  const schedule = faultSchedule(seed, cycles, cycleMs, faults);
   const workRng = prng(seed ^ 0x5bd1e995);
+  const t0 = Date.now();
   let summary;
+  let failure;
   try {
-    const t0 = Date.now();
     await topo.start();
     log(`topology up in ${Date.now() - t0} ms (data and logs in ${dir})`);
     const work = startWorkload(topo, history, workRng.next);
-    for (let i = 0; i < cycles; i++) {
-      await delay(Math.floor(cycleMs / 4));
-      await runFault(topo, schedule[i], (m) => log(`cycle ${i + 1}/${cycles}: ${m}`));
-      await delay(Math.floor(cycleMs / 4));
+    try {
+      for (let i = 0; i < cycles; i++) {
+        await delay(Math.floor(cycleMs / 4));
+        await runFault(topo, schedule[i], (m) => log(`cycle ${i + 1}/${cycles}: ${m}`));
+        await delay(Math.floor(cycleMs / 4));
+      }
+    } catch (e) {
+      failure = e;
     }
     topo.healAll();
     await work.stop();
-    const convergence = await converge(topo, convergeMs);
+    const convergence = failure ? {} : await converge(topo, [topo.dr, ...PERF_SECONDARIES], convergeMs);
     const finalData = {};
-    for (const m of MOUNTS) Object.assign(finalData, await readMount(topo.api('a'), topo.tokens.a, m));
-    const acked = checkAcknowledged(history, finalData);
-    const monotonic = checkMonotonicReads(history);
-    const leaks = checkFilterLeaks(history, FILTERS);
-    const merkle = await merkleChecks(topo);
+    for (const m of MOUNTS) Object.assign(finalData, await readMount(topo.api(topo.primary), topo.root, m));
+    const verdict = checkHistory(history, finalData, { lossWindows: topo.lossWindows, filterTimeline: topo.filterTimeline });
+    const merkle = failure ? {} : await merkleChecks(topo);
     const violations = [
-      ...acked.lost.map((l) => ({ type: 'lost-acknowledged-write', ...l })),
-      ...monotonic.map((v) => ({ type: 'read-went-backwards', ...v })),
-      ...leaks.map((v) => ({ type: 'filter-leak', ...v })),
+      ...(failure ? [{ type: 'harness-step-failed', error: failure instanceof Error ? failure.message : String(failure) }] : []),
+      ...verdict.violations,
       ...Object.entries(convergence).filter(([, t]) => typeof t !== 'number').map(([node, t]) => ({ type: 'no-convergence', node, ...t })),
       ...Object.entries(merkle).filter(([, okay]) => !okay).map(([node]) => ({ type: 'merkle-check', node })),
     ];
     const byType = {};
     for (const f of schedule) byType[f.type] = (byType[f.type] ?? 0) + 1;
     summary = {
-      seed, cycles, faults: byType, ...tally(history), acknowledged: acked.acknowledged, lost: acked.lostWrites,
-      failover_loss: acked.failoverLoss.length, failover_rpo_writes: null,
+      seed, cycles, faults: byType, ...tally(history), acknowledged: verdict.acknowledged, lost: verdict.lost,
+      failover_loss: verdict.failoverLoss.length,
+      failovers: topo.failovers.map((f, i) => ({ ...f, rpo_writes: verdict.lossPerWindow[i] })),
+      failover_rpo_writes: verdict.lossPerWindow.length ? Math.max(...verdict.lossPerWindow) : null,
+      reads_taken_back_by_failover: verdict.readsTakenBackByFailover,
       convergence_ms: convergence, max_convergence_ms: Math.max(0, ...Object.values(convergence).filter((t) => typeof t === 'number')),
-      merkle_check_clean: merkle, violations, schedule, history: null, duration_ms: Date.now() - t0,
+      merkle_check_clean: merkle, final_roles: { ...topo.roles }, filters: topo.filterTimeline, violations, schedule, history: null, duration_ms: Date.now() - t0,
     };
   } finally {
     await topo.stopAll().catch(() => undefined);
@@ -300,13 +440,15 @@ export async function runNemesis({ cycles = 5, seed = 1, cycleMs = 2_500, walMax
   return summary;
 }
 
-function render(s) {
+export function render(s) {
+  const rpo = s.failovers.length ? `${s.failover_rpo_writes} writes at most (${s.failovers.map((f) => `${f.from}->${f.to} ${f.variant}${f.forced ? ' forced' : ''}: ${f.rpo_writes}`).join('; ')})` : 'n/a (no failover)';
   return [
     `nemesis seed ${s.seed}: ${s.cycles} cycles in ${(s.duration_ms / 1000).toFixed(1)} s`,
     `  faults        ${Object.entries(s.faults).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     `  operations    ${s.operations} (${s.writes} writes, ${s.reads} reads; ok ${s.ok}, error ${s.error}, unknown ${s.unknown})`,
     `  acknowledged  ${s.acknowledged} writes (${s.forwarded_writes_ok} forwarded by a performance secondary)`,
-    `  lost          ${s.lost}   failover loss ${s.failover_loss}   failover RPO ${s.failover_rpo_writes ?? 'n/a (no failover)'}`,
+    `  lost          ${s.lost}   failover loss ${s.failover_loss}`,
+    `  failover RPO  ${rpo}`,
     `  convergence   max ${s.max_convergence_ms} ms  ${JSON.stringify(s.convergence_ms)}`,
     `  merkle-check  ${JSON.stringify(s.merkle_check_clean)}`,
     `  violations    ${s.violations.length}${s.violations.length ? `: ${JSON.stringify(s.violations.slice(0, 5))}` : ''}`,
@@ -317,20 +459,29 @@ function render(s) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({
     options: {
-      cycles: { type: 'string', default: '5' }, seed: { type: 'string', default: '1' }, out: { type: 'string' }, 'cycle-ms': { type: 'string', default: '2500' },
+      cycles: { type: 'string', default: '5' }, seed: { type: 'string', default: '1' }, faults: { type: 'string', default: FAULTS.join(',') }, out: { type: 'string' }, 'cycle-ms': { type: 'string', default: '2500' },
       'wal-max': { type: 'string', default: '64' }, 'converge-ms': { type: 'string', default: '60000' }, keep: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
-    console.log('usage: node scripts/nemesis.mjs [--cycles N] [--seed S] [--out DIR] [--cycle-ms MS] [--wal-max N] [--converge-ms MS] [--keep]');
+    console.log(`usage: node scripts/nemesis.mjs [--cycles N] [--seed S] [--faults ${FAULTS.join(',')}] [--out DIR] [--cycle-ms MS] [--wal-max N] [--converge-ms MS] [--keep]`);
     process.exit(0);
   }
   const num = (k) => {
     const v = Number(values[k]);
-    if (!Number.isInteger(v) || v < 0) throw new Error(`--${k} must be a non-negative integer, got ${values[k]}`);
+    if (!Number.isInteger(v) || v < 0) {
+      console.error(`--${k} must be a non-negative integer, got ${values[k]}`);
+      process.exit(2);
+    }
     return v;
   };
-  runNemesis({ cycles: num('cycles'), seed: num('seed'), cycleMs: num('cycle-ms'), walMax: num('wal-max'), convergeMs: num('converge-ms'), keep: values.keep, ...(values.out ? { out: values.out } : {}) })
+  const faults = values.faults.split(',').map((f) => f.trim()).filter(Boolean);
+  const unknown = faults.filter((f) => !FAULTS.includes(f));
+  if (faults.length === 0 || unknown.length > 0) {
+    console.error(`--faults takes some of ${FAULTS.join(', ')}; got ${values.faults}`);
+    process.exit(2);
+  }
+  runNemesis({ faults, cycles: num('cycles'), seed: num('seed'), cycleMs: num('cycle-ms'), walMax: num('wal-max'), convergeMs: num('converge-ms'), keep: values.keep, ...(values.out ? { out: values.out } : {}) })
     .then((s) => {
       console.log(render(s));
       process.exit(s.violations.length === 0 ? 0 : 1);
