@@ -284,8 +284,8 @@ async function filterChange(topo, n, holdMs, log) {
   await delay(holdMs);
   await topo.restart(n);
   // The new filter holds once the secondary has reconnected and its data matches the filtered primary.
-  const took = await converge(topo, [n], 90_000);
-  if (typeof took[n] !== 'number') throw new Error(`${n} did not converge to its new filter: ${took[n].error}`);
+  const { times } = await converge(topo, [n], 90_000);
+  if (typeof times[n] !== 'number') throw new Error(`${n} did not converge to its new filter: ${times[n].error}`);
   line.at(-2).to = Date.now();
   log(`filter of ${n} now ${next.join(', ')}`);
 }
@@ -338,10 +338,17 @@ async function readMount(addr, token, mount) {
   return out;
 }
 
-/** Waits (bounded) until each of `nodes` holds what the primary holds; resolves the ms each took. */
-async function converge(topo, nodes, timeoutMs) {
+/**
+ * Waits (bounded) until each of `nodes` holds what the primary holds; resolves the ms each took.
+ * The DR secondary: same last WAL index and Merkle root. A performance secondary: the same values
+ * for exactly the mounts its filter allows, read through both; with `verifyRoots`, also its
+ * filtered Merkle root verified against the primary's at the primary's last index (continuous
+ * verification, which for a filtered secondary runs at most every 10 s): `verified_ms`.
+ */
+async function converge(topo, nodes, timeoutMs, { verifyRoots = false } = {}) {
   const t0 = Date.now();
   const times = {};
+  const verified = {};
   const p = topo.api(topo.primary);
   await Promise.all(nodes.map(async (n) => {
     try {
@@ -360,11 +367,19 @@ async function converge(topo, nodes, timeoutMs) {
         return true;
       }, { timeoutMs, intervalMs: 100 });
       times[n] = Date.now() - t0;
+      if (verifyRoots && n !== topo.dr) {
+        await waitFor(`${n}'s filtered Merkle root to be verified`, async () => {
+          const [ps, s] = await Promise.all([perfStatus(p), perfStatus(topo.api(n))]);
+          if (s.verification_mismatch) throw Object.assign(new Error(`${n} reports a Merkle root mismatch at WAL ${s.verification_mismatch_wal}`), { fatal: true });
+          return s.last_verified_wal >= ps.last_wal ? true : undefined;
+        }, { timeoutMs: Math.max(0, timeoutMs - (Date.now() - t0)), intervalMs: 200 });
+        verified[n] = Date.now() - t0;
+      }
     } catch (e) {
       times[n] = { error: e.message };
     }
   }));
-  return times;
+  return verifyRoots ? { times, verified } : { times };
 }
 
 async function merkleChecks(topo) {
@@ -405,7 +420,7 @@ export async function runNemesis({ cycles = 5, seed = 1, faults = FAULTS, cycleM
     }
     topo.healAll();
     await work.stop();
-    const convergence = failure ? {} : await converge(topo, [topo.dr, ...PERF_SECONDARIES], convergeMs);
+    const { times: convergence, verified = {} } = failure ? { times: {} } : await converge(topo, [topo.dr, ...PERF_SECONDARIES], convergeMs, { verifyRoots: true });
     const finalData = {};
     for (const m of MOUNTS) Object.assign(finalData, await readMount(topo.api(topo.primary), topo.root, m));
     const verdict = checkHistory(history, finalData, { lossWindows: topo.lossWindows, filterTimeline: topo.filterTimeline });
@@ -424,7 +439,7 @@ export async function runNemesis({ cycles = 5, seed = 1, faults = FAULTS, cycleM
       failovers: topo.failovers.map((f, i) => ({ ...f, rpo_writes: verdict.lossPerWindow[i] })),
       failover_rpo_writes: verdict.lossPerWindow.length ? Math.max(...verdict.lossPerWindow) : null,
       reads_taken_back_by_failover: verdict.readsTakenBackByFailover,
-      convergence_ms: convergence, max_convergence_ms: Math.max(0, ...Object.values(convergence).filter((t) => typeof t === 'number')),
+      convergence_ms: convergence, root_verified_ms: verified, max_convergence_ms: Math.max(0, ...Object.values(convergence).filter((t) => typeof t === 'number')),
       merkle_check_clean: merkle, final_roles: { ...topo.roles }, filters: topo.filterTimeline, violations, schedule, history: null, duration_ms: Date.now() - t0,
     };
   } finally {
@@ -449,7 +464,7 @@ export function render(s) {
     `  acknowledged  ${s.acknowledged} writes (${s.forwarded_writes_ok} forwarded by a performance secondary)`,
     `  lost          ${s.lost}   failover loss ${s.failover_loss}`,
     `  failover RPO  ${rpo}`,
-    `  convergence   max ${s.max_convergence_ms} ms  ${JSON.stringify(s.convergence_ms)}`,
+    `  convergence   max ${s.max_convergence_ms} ms  ${JSON.stringify(s.convergence_ms)}; filtered roots verified ${JSON.stringify(s.root_verified_ms)}`,
     `  merkle-check  ${JSON.stringify(s.merkle_check_clean)}`,
     `  violations    ${s.violations.length}${s.violations.length ? `: ${JSON.stringify(s.violations.slice(0, 5))}` : ''}`,
     `  history       ${s.history}${s.node_dir ? `\n  node data     ${s.node_dir}` : ''}`,
