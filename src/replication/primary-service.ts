@@ -18,6 +18,7 @@ import type { WalEntry } from '../core/wal.js';
 import { compareVersions, VERSION } from '../core/version.js';
 import { treeHashes, type PinnedSnapshot } from '../storage/merkle-view.js';
 import type { StorageEngine } from '../storage/engine.js';
+import { CatchUpHolds } from './catch-up-holds.js';
 import { SecondaryViews, type LastSeenStore, type SecondaryView } from './secondary-views.js';
 import { servePolicy, type ServePolicy } from './serve-policy.js';
 import { DYNAMIC_FILTER_KEY } from './applier.js';
@@ -80,6 +81,8 @@ const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 
 export class PrimaryStreamer implements PrimaryService {
   readonly views: SecondaryViews;
+  /** WAL kept for secondaries catching up after a reconcile (catch-up-holds.ts). */
+  readonly holds: CatchUpHolds;
   /** The kind's policy without a paths filter (calls that serve no keys). */
   private readonly policy: ServePolicy;
   private readonly snapshots = new Map<string, OpenSnapshot>();
@@ -130,6 +133,7 @@ export class PrimaryStreamer implements PrimaryService {
       ...(o.lastSeen ? { lastSeen: o.lastSeen } : {}),
       ...(o.onPersistError ? { onPersistError: o.onPersistError } : {}),
     });
+    this.holds = new CatchUpHolds({ engine: o.engine });
     this.unsubscribe = o.engine.onCommit(() => {
       this.lastCommitMs = this.now();
     });
@@ -192,6 +196,7 @@ export class PrimaryStreamer implements PrimaryService {
   /** Forget a secondary (revoked or its token reissued). */
   forget(id: string): void {
     this.views.forget(id);
+    this.holds.end(id);
     for (const [sid, s] of this.snapshots) if (s.owner === id) void this.closeSnapshot({ secondaryId: id, fingerprint: '', address: '' }, sid);
   }
 
@@ -223,6 +228,7 @@ export class PrimaryStreamer implements PrimaryService {
     // Connected from here (before the secondary can see `ok`): the open stream is the truth, and
     // its opening is the first heartbeat.
     const ended = this.views.streamOpened(peer.secondaryId, req.guard);
+    this.holds.sent(peer.secondaryId, req.guard.index);
     if (this.views.get(peer.secondaryId)?.streams === 1) this.o.emit?.('secondary-connected', { secondary_id: peer.secondaryId, applied_wal: Number(req.guard.index) });
     let kf = await this.keyFilterOf(peer.secondaryId);
     let next = req.guard.index + 1n;
@@ -286,6 +292,7 @@ export class PrimaryStreamer implements PrimaryService {
           if (this.filters && touchesCatalog(entries.flatMap((e) => e.ops))) withDynamicFilter(served, await this.filters.dynamicFor(peer.secondaryId));
           await sink.send({ type: 'batch', entries: served, primaryLastWal: engine.lastGuard().index, primaryCommitTimeMs: this.lastCommitMs });
           next = (entries.at(-1)?.index ?? next - 1n) + 1n;
+          this.holds.sent(peer.secondaryId, next - 1n);
         }
         if (cut !== undefined) {
           await sink.send({ type: 'start', outcome: 'non_matching_guard', firstRetained: engine.firstRetainedIndex(), lastWal: engine.lastGuard().index });
@@ -350,6 +357,7 @@ export class PrimaryStreamer implements PrimaryService {
       const [entry] = await this.o.engine.readWal(next, 1).catch(() => []);
       lagMs = entry ? Math.max(0, received - entry.time) : -1;
     }
+    this.holds.progress(peer.secondaryId, req.applied.index);
     this.views.heartbeat(peer.secondaryId, (view) => {
       view.lastHeartbeatMs = received;
       view.applied = req.applied;
@@ -427,6 +435,8 @@ export class PrimaryStreamer implements PrimaryService {
       throw e;
     }
     const id = randomUUID();
+    // The secondary streams from the snapshot's guard once it has synced: keep those entries.
+    this.holds.start(peer.secondaryId, snap.guard.index + 1n);
     // A snapshot abandoned by a crashed secondary is closed after ten minutes.
     const timer = setTimeout(() => void this.closeSnapshot(peer, id), 600_000);
     timer.unref();
@@ -500,6 +510,7 @@ export class PrimaryStreamer implements PrimaryService {
 
   async close(): Promise<void> {
     this.unsubscribe();
+    this.holds.endAll();
     await this.views.flush();
     for (const id of [...this.snapshots.keys()]) await this.closeSnapshot({ secondaryId: '', fingerprint: '', address: '' }, id);
   }

@@ -53,7 +53,8 @@ import {
 } from './merkle-store.js';
 import { PinnedSnapshot, readValue, treeHashes, type MerkleView } from './merkle-view.js';
 import { ReadCache } from './read-cache.js';
-import { WalTail, type TailPlan } from './wal-tail.js';
+import { HOLD_BYTES_FACTOR, WalHolds, type WalHold } from './wal-holds.js';
+import { WalTail, type TailPlan, type WalBounds } from './wal-tail.js';
 
 export interface EngineOptions {
   readonly walMaxEntries: number;
@@ -237,8 +238,21 @@ export class StorageEngine implements RawStore, MerkleView {
     this.idleFlush.unref();
   }
 
-  private bounds(): { maxEntries: number; maxBytes: number } {
-    return { maxEntries: this.opts.walMaxEntries, maxBytes: this.opts.walMaxBytes };
+  private readonly walHolds = new WalHolds();
+
+  /** The retention bounds a commit trims to: the configured ones, widened by live holds. */
+  private bounds(): WalBounds {
+    const keepFrom = this.walHolds.keepFrom();
+    const configured = { maxEntries: this.opts.walMaxEntries, maxBytes: this.opts.walMaxBytes };
+    return keepFrom === undefined ? configured : { ...configured, keepFrom, holdMaxBytes: HOLD_BYTES_FACTOR * this.opts.walMaxBytes };
+  }
+
+  /**
+   * Keeps WAL entries from `from` on past the retention bounds until the hold moves on or is
+   * released, up to HOLD_BYTES_FACTOR × walMaxBytes (src/storage/wal-holds.ts).
+   */
+  holdWal(from: bigint): WalHold {
+    return this.walHolds.hold(from);
   }
 
   /**
@@ -321,7 +335,7 @@ export class StorageEngine implements RawStore, MerkleView {
 
   /** The configured retention bounds (walMaxEntries, walMaxBytes). */
   walBounds(): { maxEntries: number; maxBytes: number } {
-    return this.bounds();
+    return { maxEntries: this.opts.walMaxEntries, maxBytes: this.opts.walMaxBytes };
   }
 
   firstRetainedIndex(): bigint {

@@ -17,6 +17,10 @@ export interface WalBounds {
   /** Retain at most this many entries (at least 1: the last entry is never deleted). */
   readonly maxEntries: number;
   readonly maxBytes: number;
+  /** Entries from this index on are kept past the two bounds above (wal-holds.ts)... */
+  readonly keepFrom?: bigint;
+  /** ...while the tail holds at most this many bytes. */
+  readonly holdMaxBytes?: number;
 }
 
 export interface TailItem {
@@ -105,7 +109,8 @@ export class WalTail {
     let baseHash = m.baseHash;
     const ops: BatchOp[] = [];
     let dropped = 0;
-    while (count > 1 && (count > bounds.maxEntries || bytes > bounds.maxBytes)) {
+    const held = (index: bigint): boolean => bounds.keepFrom !== undefined && index >= bounds.keepFrom && bytes <= (bounds.holdMaxBytes ?? Infinity);
+    while (count > 1 && (count > bounds.maxEntries || bytes > bounds.maxBytes) && !held(first)) {
       const item = first <= m.last ? this.items[this.head + Number(first - m.first)] : appended[Number(first - m.last - 1n)];
       if (item === undefined) throw new Internal(`WAL tail has no entry ${first}`);
       ops.push({ type: 'del', key: Keys.wal(first) });

@@ -13,6 +13,7 @@ import { PrimaryStreamer } from '../../src/replication/primary-service.js';
 import { SecondaryLoop } from '../../src/replication/secondary-loop.js';
 import { eventually } from '../harness/eventually.js';
 import { loopback } from '../support/loopback.js';
+import type { PrimaryClient } from '../../src/replication/transport.js';
 
 const log = pino({ level: 'silent' });
 const cipher = testCipher();
@@ -146,6 +147,66 @@ describe('reconciliation', () => {
     const expected = 4 * HASH_LEN + 8 + PAGES * HASH_LEN + SUBPAGES * HASH_LEN + leafBytes + 'base/7'.length + value.length;
     expect(loop.progress.lastSyncBytes).toBe(expected);
     expect(loop.progress.lastSyncBytes).toBeLessThan(20_000);
+    await loop.stop();
+    await service.close();
+  });
+
+  it('a reconcile that lasts longer than the primary takes to pass its WAL bound ends in streaming after one merkle-sync (nemesis seed 2)', async () => {
+    const p = await node(20);
+    const s = await node();
+    const service = primaryOf(p.engine);
+    for (let i = 0; i < 100; i++) await put(p.store, `base/${i}`, 'v0');
+    let { loop } = secondaryOf(s.engine, service);
+    loop.start();
+    await inSync(p.engine, s.engine);
+    await loop.stop();
+    for (let i = 0; i < 60; i++) await put(p.store, `base/${i % 10}`, `gap${i}`);
+
+    // Writes land while the secondary reconciles: 50 entries (2.5 times the bound) on each of its
+    // first three value fetches, after the snapshot was pinned and before the stream opens.
+    const link = loopback(service, 's1');
+    let fetches = 0;
+    const busy = (): PrimaryClient => {
+      const c = link.client();
+      return {
+        ...c,
+        fetchValues: async (id, keys) => {
+          if (fetches++ < 3) for (let i = 0; i < 50; i++) await put(p.store, `during/${i}`, `f${fetches}`);
+          return c.fetchValues(id, keys);
+        },
+      };
+    };
+    loop = new SecondaryLoop({ engine: s.engine, connect: busy, secondaryId: 's1', kind: 'dr', apiAddr: () => 'http://s', clusterAddr: () => 's:8201', log });
+    loop.start();
+    await inSync(p.engine, s.engine);
+    expect(loop.progress.state).toBe('stream-wals');
+    expect(loop.progress.syncTotals.syncs).toBe(1);
+    // The primary kept the entries the secondary streamed after its sync, past the 20-entry bound.
+    expect(fetches).toBe(1);
+    await put(p.store, 'after', 'z');
+    await inSync(p.engine, s.engine);
+    await loop.stop();
+    await service.close();
+  });
+
+  it('tells the node a sync landed before it releases the snapshot, so caches never show the new data through the old catalog (nemesis seed 7)', async () => {
+    const p = await node(20);
+    const s = await node();
+    const service = primaryOf(p.engine);
+    for (let i = 0; i < 60; i++) await put(p.store, `base/${i}`, `v${i}`);
+    const link = loopback(service, 's1');
+    const order: string[] = [];
+    const watched = (): PrimaryClient => {
+      const c = link.client();
+      return { ...c, closeSnapshot: async (id) => { order.push('closeSnapshot'); return c.closeSnapshot(id); } };
+    };
+    const loop = new SecondaryLoop({
+      engine: s.engine, connect: watched, secondaryId: 's1', kind: 'dr', apiAddr: () => 'http://s', clusterAddr: () => 's:8201', log,
+      onApplied: (index) => order.push(`applied ${index}`),
+    });
+    loop.start();
+    await inSync(p.engine, s.engine);
+    expect(order.slice(0, 2)).toEqual([`applied ${p.engine.lastGuard().index}`, 'closeSnapshot']);
     await loop.stop();
     await service.close();
   });
