@@ -43,6 +43,12 @@ export interface ReconcileOptions {
    * (a performance secondary's dynamic filter); not counted as fetched keys.
    */
   readonly alsoFetch?: readonly string[];
+  /**
+   * Called as soon as the sync's last step is durable, before the snapshot is released (a round
+   * trip): the node makes the new data visible (caches) at once, so no read sees the installed
+   * data through stale caches, e.g. a mount's keys gone while the mount is still served.
+   */
+  readonly onInstalled?: (guard: SnapshotInfo['guard']) => void;
 }
 
 const utf8 = (s: string): number => Buffer.byteLength(s, 'utf8');
@@ -66,20 +72,42 @@ function differing(a: readonly Buffer[], b: readonly Buffer[]): number[] {
   return out;
 }
 
-/** Conflicting keys of one subtree: present only on the primary, only here, or different. */
+/** Pages compared at once: the diff is bound by round trips, not by either side's CPU. */
+const PAGES_IN_FLIGHT = 16;
+
+/** Conflicting keys of one differing page: present only on the primary, only here, or different. */
+async function diffPage(o: ReconcileOptions, snap: SnapshotInfo, tree: Tree, page: number, rx: Received): Promise<{ fetch: string[]; remove: string[] }> {
+  const fetch: string[] = [];
+  const remove: string[] = [];
+  const subs = differing(rx.add(await o.client.subpageHashes(snap.snapshotId, tree, page), hashBytes), o.engine.subpageHashes(tree, page));
+  if (subs.length === 0) return { fetch, remove };
+  const remote = new Map(rx.add(await o.client.leaves(snap.snapshotId, tree, page, subs), leafBytes).map((l) => [l.key, l.valueHash]));
+  const local = new Map<string, Buffer>();
+  for (const s of subs) for (const l of await o.engine.leaves(tree, page, s)) local.set(l.key, l.valueHash);
+  for (const [key, hash] of remote) if (!local.get(key)?.equals(hash)) fetch.push(key);
+  for (const key of local.keys()) if (!remote.has(key)) remove.push(key);
+  return { fetch, remove };
+}
+
+/** Conflicting keys of one subtree, pages compared PAGES_IN_FLIGHT at a time, results in page order. */
 async function diffTree(o: ReconcileOptions, snap: SnapshotInfo, tree: Tree, rx: Received): Promise<{ fetch: string[]; remove: string[]; pages: number }> {
   const fetch: string[] = [];
   const remove: string[] = [];
   if (o.engine.subtreeRoot(tree).equals(snap.subtreeRoots[tree - 1] as Buffer)) return { fetch, remove, pages: 0 };
   const pages = differing(rx.add(await o.client.pageHashes(snap.snapshotId, tree), hashBytes), o.engine.pageHashes(tree));
-  for (const page of pages) {
-    const subs = differing(rx.add(await o.client.subpageHashes(snap.snapshotId, tree, page), hashBytes), o.engine.subpageHashes(tree, page));
-    if (subs.length === 0) continue;
-    const remote = new Map(rx.add(await o.client.leaves(snap.snapshotId, tree, page, subs), leafBytes).map((l) => [l.key, l.valueHash]));
-    const local = new Map<string, Buffer>();
-    for (const s of subs) for (const l of await o.engine.leaves(tree, page, s)) local.set(l.key, l.valueHash);
-    for (const [key, hash] of remote) if (!local.get(key)?.equals(hash)) fetch.push(key);
-    for (const key of local.keys()) if (!remote.has(key)) remove.push(key);
+  const results: { fetch: string[]; remove: string[] }[] = new Array(pages.length);
+  let nextPage = 0;
+  const worker = async (): Promise<void> => {
+    while (nextPage < pages.length) {
+      const i = nextPage++;
+      results[i] = await diffPage(o, snap, tree, pages[i] as number, rx);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PAGES_IN_FLIGHT, pages.length) }, worker));
+  for (const r of results) {
+    // Not push(...r.fetch): spreading many keys as arguments can overflow the stack.
+    for (const k of r.fetch) fetch.push(k);
+    for (const k of r.remove) remove.push(k);
   }
   return { fetch, remove, pages: pages.length };
 }
@@ -122,6 +150,7 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileResult> {
       for (const kv of rx.add(await o.client.fetchValues(snap.snapshotId, o.alsoFetch), valueBytes)) if (kv.value !== undefined) pending.push({ type: 'put', key: kv.key, value: kv.value });
     }
     await o.applier.installSnapshot(pending, snap.guard);
+    o.onInstalled?.(snap.guard);
     done += n;
     o.onProgress?.({ total, done });
     return { guard: snap.guard, fetched: fetch.length, deleted: remove.length, comparedPages, bytes: rx.bytes };

@@ -329,13 +329,15 @@ export class SecondaryLoop {
           this.progress.syncTotal = total;
           this.progress.syncDone = done;
         },
+        onInstalled: (guard) => {
+          this.progress.lastRemoteWal = guard.index;
+          this.o.onApplied?.(guard.index);
+        },
       });
       this.progress.lastSync = { fetched: r.fetched, deleted: r.deleted };
       const t = this.progress.syncTotals;
       this.progress.syncTotals = { syncs: t.syncs + 1, fetched: t.fetched + r.fetched, deleted: t.deleted + r.deleted };
       this.progress.lastSyncBytes = r.bytes;
-      this.progress.lastRemoteWal = r.guard.index;
-      this.o.onApplied?.(r.guard.index);
       this.o.log.info({ fetched: r.fetched, deleted: r.deleted, keys_moved: r.fetched + r.deleted, bytes: r.bytes, pages: r.comparedPages, guard: r.guard.index.toString() }, 'merkle-sync finished; streaming');
       this.o.emit?.('merkle-sync-finished', { fetched_keys: r.fetched, deleted_keys: r.deleted, keys_moved: r.fetched + r.deleted, bytes: r.bytes, guard: Number(r.guard.index) });
       this.progress.state = 'idle';
