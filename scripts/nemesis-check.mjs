@@ -10,8 +10,9 @@
  * A failover gives a loss window: { from, until: { node: ms } }. A write sent to one of those
  * nodes (the old primary, or a performance secondary forwarding to it) that was acknowledged at or
  * after `from` and started before that node's `until` may be lost with the old primary: it is
- * counted as the failover's data loss (its RPO), never as a violation. `from` is the moment the
- * old primary failed minus the RPO bound the harness allows for asynchronous replication.
+ * counted as the failover's data loss (its RPO), never as a violation. `from` is the last moment
+ * the harness saw the DR secondary caught up: it read the primary's last index then and waited
+ * until the secondary had applied it, so every write acknowledged before `from` must survive.
  */
 
 /** mulberry32: a small seeded PRNG; the same seed gives the same fault schedule. */
