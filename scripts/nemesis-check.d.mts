@@ -40,3 +40,4 @@ export function checkHistory(
   finalData: Record<string, { value: string; version: number }>,
   opts?: { lossWindows?: readonly LossWindow[]; filterTimeline?: Record<string, readonly FilterSpan[]> },
 ): { acknowledged: number; lost: number; failoverLoss: number[]; lossPerWindow: number[]; readsTakenBackByFailover: number; violations: Record<string, unknown>[] };
+export function recheck(summaryPath: string): ReturnType<typeof checkHistory> extends infer R ? Promise<R> : never;

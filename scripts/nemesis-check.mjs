@@ -7,6 +7,9 @@
  * not applied (refused: 4xx, connection refused); `unknown` means it may have been (timeout,
  * reset, 5xx): the checker accepts its value as the final one but never requires it.
  *
+ * Judging a saved run again (after changing the checker, say):
+ *   node scripts/nemesis-check.mjs bench-results/nemesis-7.summary.json
+ *
  * A failover gives a loss window: { from, until: { node: ms } }. A write sent to one of those
  * nodes (the old primary, or a performance secondary forwarding to it) that was acknowledged at or
  * after `from` and started before that node's `until` may be lost with the old primary: it is
@@ -14,6 +17,9 @@
  * the harness saw the DR secondary caught up: it read the primary's last index then and waited
  * until the secondary had applied it, so every write acknowledged before `from` must survive.
  */
+
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 
 /** mulberry32: a small seeded PRNG; the same seed gives the same fault schedule. */
 export function prng(seed) {
@@ -205,4 +211,29 @@ export function checkHistory(ops, finalData, { lossWindows = [], filterTimeline 
       ...leaks.map((v) => ({ type: 'filter-leak', ...v })),
     ],
   };
+}
+
+/** The saved run of `summaryPath` (its history next to it) judged again; resolves the verdict. */
+export async function recheck(summaryPath) {
+  const summary = JSON.parse(await readFile(summaryPath, 'utf8'));
+  const ops = (await readFile(summary.history, 'utf8')).trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  // JSON has no Infinity: a window still open when the run ended was saved as null.
+  const lossWindows = (summary.loss_windows ?? []).map((w) => ({ from: w.from, until: Object.fromEntries(Object.entries(w.until).map(([n, t]) => [n, t ?? Infinity])) }));
+  return checkHistory(ops, summary.final_data ?? {}, { lossWindows, filterTimeline: summary.filters ?? {} });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const path = process.argv[2];
+  if (!path) {
+    console.error('usage: node scripts/nemesis-check.mjs OUT/nemesis-<seed>.summary.json');
+    process.exit(2);
+  }
+  recheck(path).then((v) => {
+    console.log(`acknowledged ${v.acknowledged}, lost ${v.lost}, failover loss ${v.failoverLoss.length}, violations ${v.violations.length}`);
+    for (const x of v.violations.slice(0, 20)) console.log(`  ${JSON.stringify(x)}`);
+    process.exit(v.violations.length === 0 ? 0 : 1);
+  }, (e) => {
+    console.error(e instanceof Error ? e.message : e);
+    process.exit(2);
+  });
 }

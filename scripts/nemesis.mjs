@@ -442,6 +442,8 @@ export async function runNemesis({ cycles = 5, seed = 1, faults = FAULTS, cycleM
       reads_taken_back_by_failover: verdict.readsTakenBackByFailover,
       convergence_ms: convergence, root_verified_ms: verified, max_convergence_ms: Math.max(0, ...Object.values(convergence).filter((t) => typeof t === 'number')),
       merkle_check_clean: merkle, final_roles: { ...topo.roles }, filters: topo.filterTimeline, violations, schedule, history: null, duration_ms: Date.now() - t0,
+      // What `node scripts/nemesis-check.mjs SUMMARY` needs to judge the history again offline.
+      final_data: finalData, loss_windows: topo.lossWindows,
     };
   } finally {
     await topo.stopAll().catch(() => undefined);

@@ -12,12 +12,12 @@
  * from loss, or a clean run would prove nothing.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { checkAcknowledged, checkFilterLeaks, checkHistory, checkMonotonicReads, faultSchedule, type Op } from '../../scripts/nemesis-check.mjs';
+import { checkAcknowledged, checkFilterLeaks, checkHistory, checkMonotonicReads, faultSchedule, recheck, type Op } from '../../scripts/nemesis-check.mjs';
 
 const run = promisify(execFile);
 const SEED = 2;
@@ -102,6 +102,14 @@ test(`nemesis seed ${SEED}, ${CYCLES} cycles: zero violations, every acknowledge
     const history = (await readFile(join(out, `nemesis-${SEED}.jsonl`), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Op);
     expect(history).toHaveLength(summary.operations);
     expect(new Set(history.map((o) => o.node))).toEqual(new Set(['a', 'b', 'c', 'd']));
+    // The saved run judges the same offline; with an acknowledged value taken out of the final data, it is a loss.
+    const saved = join(out, `nemesis-${SEED}.summary.json`);
+    expect(await recheck(saved)).toMatchObject({ acknowledged: summary.acknowledged, lost: 0, violations: [] });
+    const [dropped] = Object.keys(summary.final_data);
+    await writeFile(saved, JSON.stringify({ ...summary, final_data: { ...summary.final_data, [dropped as string]: undefined } }));
+    const tampered = (await recheck(saved)).violations;
+    expect(tampered.length).toBeGreaterThan(0);
+    expect(tampered.every((v) => v['type'] === 'lost-acknowledged-write' && v['key'] === dropped)).toBe(true);
   } finally {
     await rm(out, { recursive: true, force: true });
   }
