@@ -16,7 +16,7 @@ export interface Op {
   version?: number;
 }
 export type FaultType = 'kill' | 'pause' | 'partition' | 'partition-primary' | 'wal-behind' | 'failover' | 'filter';
-export interface Fault { type: FaultType; target: string; holdMs: number; variant?: 'kill' | 'partition' }
+export interface Fault { type: FaultType; target: string; holdMs: number; variant?: 'kill' | 'partition' | 'allow' | 'deny' }
 export interface LossWindow { from: number; until: Record<string, number> }
 export interface FilterSpan { mounts: string[]; from: number; to?: number }
 export const FAULTS: readonly FaultType[];

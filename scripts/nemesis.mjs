@@ -130,8 +130,11 @@ class Topology {
     await unsealNode(this.api(n), this.keys);
   }
 
-  async setFilter(n, mounts) {
-    await must(this.api(this.primary), 'POST', `${PERF}/primary/paths-filter/nemesis-${n}`, { token: this.root, body: { mode: 'allow', paths: mounts.map((m) => `${m}/`) } });
+  /** Lets n keep `mounts`: as an allow list, or (`deny`, when that says the same) as a deny list of the others. */
+  async setFilter(n, mounts, form = 'allow') {
+    const others = MOUNTS.filter((m) => !mounts.includes(m));
+    const body = form === 'deny' && others.length > 0 ? { mode: 'deny', paths: others.map((m) => `${m}/`) } : { mode: 'allow', paths: mounts.map((m) => `${m}/`) };
+    await must(this.api(this.primary), 'POST', `${PERF}/primary/paths-filter/nemesis-${n}`, { token: this.root, body });
   }
 
   /** Points secondary `n` at the current primary through the proxy n -> primary, and waits for it to stream. */
@@ -271,13 +274,13 @@ async function failover(topo, { variant, holdMs }, log) {
 }
 
 /** A performance secondary is down while its filter changes on the primary. */
-async function filterChange(topo, n, holdMs, log) {
+async function filterChange(topo, n, { holdMs, variant = 'allow' }, log) {
   process.kill(topo.nodes[n].pid, 'SIGKILL');
   await topo.nodes[n].exited;
   const other = MOUNTS.find((m) => m !== HOME_MOUNT[n]);
   const next = topo.filters[n].includes(other) ? [HOME_MOUNT[n]] : [HOME_MOUNT[n], other];
   const changedAt = Date.now();
-  await topo.setFilter(n, next);
+  await topo.setFilter(n, next, variant);
   topo.filters[n] = next;
   // From now both filters may be in force on n, until it has reconnected and reconciled.
   const line = topo.filterTimeline[n];
@@ -288,7 +291,7 @@ async function filterChange(topo, n, holdMs, log) {
   const { times } = await converge(topo, [n], 90_000);
   if (typeof times[n] !== 'number') throw new Error(`${n} did not converge to its new filter: ${times[n].error}`);
   line.at(-2).to = Date.now();
-  log(`filter of ${n} now ${next.join(', ')}`);
+  log(`filter of ${n} now keeps ${next.join(', ')} (written as ${next.length < MOUNTS.length ? variant : 'allow'})`);
 }
 
 /** One fault of the schedule, applied for a while and then undone. */
@@ -320,7 +323,7 @@ async function runFault(topo, fault, log) {
   } else if (type === 'failover') {
     await failover(topo, fault, log);
   } else if (type === 'filter') {
-    await filterChange(topo, target, holdMs, log);
+    await filterChange(topo, target, fault, log);
   } else {
     throw new Error(`unknown fault ${type}`);
   }

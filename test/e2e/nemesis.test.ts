@@ -77,6 +77,8 @@ describe('nemesis checker', () => {
     expect(faultSchedule(SEED, 20, CYCLE_MS)).not.toEqual(faultSchedule(SEED + 1, 20, CYCLE_MS));
     expect(new Set(faultSchedule(SEED, 50, CYCLE_MS, ['pause', 'kill']).map((f) => f.type))).toEqual(new Set(['pause', 'kill']));
     expect(faultSchedule(SEED, CYCLES, CYCLE_MS).map((f) => f.type)).toEqual(['failover', 'filter', 'partition', 'failover', 'wal-behind']);
+    // Filter changes are written both ways over a long schedule.
+    expect(new Set(faultSchedule(SEED, 200, CYCLE_MS, ['filter']).map((f) => f.variant))).toEqual(new Set(['allow', 'deny']));
   });
 });
 
