@@ -32,9 +32,14 @@ function primaryOf(engine: StorageEngine): PrimaryStreamer {
   });
 }
 
-function secondaryOf(engine: StorageEngine, service: PrimaryStreamer): { loop: SecondaryLoop; link: ReturnType<typeof loopback> } {
+/** A DR secondary loop over a loopback link; `wrap` instruments the client it connects with. */
+function secondaryOf(
+  engine: StorageEngine, service: PrimaryStreamer,
+  o: { wrap?: (c: PrimaryClient) => PrimaryClient; onApplied?: (index: bigint) => void } = {},
+): { loop: SecondaryLoop; link: ReturnType<typeof loopback> } {
   const link = loopback(service, 's1');
-  const loop = new SecondaryLoop({ engine, connect: link.client, secondaryId: 's1', kind: 'dr', apiAddr: () => 'http://s', clusterAddr: () => 's:8201', log });
+  const connect = o.wrap ? () => (o.wrap as (c: PrimaryClient) => PrimaryClient)(link.client()) : link.client;
+  const loop = new SecondaryLoop({ engine, connect, secondaryId: 's1', kind: 'dr', apiAddr: () => 'http://s', clusterAddr: () => 's:8201', log, ...(o.onApplied ? { onApplied: o.onApplied } : {}) });
   return { loop, link };
 }
 
@@ -164,19 +169,16 @@ describe('reconciliation', () => {
 
     // Writes land while the secondary reconciles: 50 entries (2.5 times the bound) on each of its
     // first three value fetches, after the snapshot was pinned and before the stream opens.
-    const link = loopback(service, 's1');
     let fetches = 0;
-    const busy = (): PrimaryClient => {
-      const c = link.client();
-      return {
+    ({ loop } = secondaryOf(s.engine, service, {
+      wrap: (c) => ({
         ...c,
         fetchValues: async (id, keys) => {
           if (fetches++ < 3) for (let i = 0; i < 50; i++) await put(p.store, `during/${i}`, `f${fetches}`);
           return c.fetchValues(id, keys);
         },
-      };
-    };
-    loop = new SecondaryLoop({ engine: s.engine, connect: busy, secondaryId: 's1', kind: 'dr', apiAddr: () => 'http://s', clusterAddr: () => 's:8201', log });
+      }),
+    }));
     loop.start();
     await inSync(p.engine, s.engine);
     expect(loop.progress.state).toBe('stream-wals');
@@ -194,14 +196,9 @@ describe('reconciliation', () => {
     const s = await node();
     const service = primaryOf(p.engine);
     for (let i = 0; i < 60; i++) await put(p.store, `base/${i}`, `v${i}`);
-    const link = loopback(service, 's1');
     const order: string[] = [];
-    const watched = (): PrimaryClient => {
-      const c = link.client();
-      return { ...c, closeSnapshot: async (id) => { order.push('closeSnapshot'); return c.closeSnapshot(id); } };
-    };
-    const loop = new SecondaryLoop({
-      engine: s.engine, connect: watched, secondaryId: 's1', kind: 'dr', apiAddr: () => 'http://s', clusterAddr: () => 's:8201', log,
+    const { loop } = secondaryOf(s.engine, service, {
+      wrap: (c) => ({ ...c, closeSnapshot: async (id) => { order.push('closeSnapshot'); return c.closeSnapshot(id); } }),
       onApplied: (index) => order.push(`applied ${index}`),
     });
     loop.start();
