@@ -426,17 +426,22 @@ export class PrimaryStreamer implements PrimaryService {
   }
 
   async openSnapshot(peer: Peer): Promise<SnapshotInfo> {
-    const snap = await this.o.engine.snapshot();
+    // The secondary streams from the snapshot's guard once it has synced: keep those entries. Held
+    // before the snapshot is taken (its guard can only be later), so commits during the pinning
+    // and a filtered view's scan cannot trim them; then narrowed to the snapshot's own guard.
+    this.holds.start(peer.secondaryId, this.o.engine.lastGuard().index + 1n);
+    let snap: PinnedSnapshot | undefined;
     let filter: FilteredView | undefined;
     try {
+      snap = await this.o.engine.snapshot();
       if (this.filters) filter = await filteredView(snap, this.filters, peer.secondaryId);
     } catch (e) {
-      await snap.close();
+      this.holds.end(peer.secondaryId);
+      await snap?.close();
       throw e;
     }
-    const id = randomUUID();
-    // The secondary streams from the snapshot's guard once it has synced: keep those entries.
     this.holds.start(peer.secondaryId, snap.guard.index + 1n);
+    const id = randomUUID();
     // A snapshot abandoned by a crashed secondary is closed after ten minutes.
     const timer = setTimeout(() => void this.closeSnapshot(peer, id), 600_000);
     timer.unref();

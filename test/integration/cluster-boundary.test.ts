@@ -140,6 +140,33 @@ describe('a valid secondary certificate on the cluster port', () => {
     expect(all.includes(recordCiphertext!.subarray(0, 48))).toBe(false);
   });
 
+  it('a reconcile snapshot holds the WAL from before it is pinned: commits during a filtered view\'s scan cannot trim its guard', async () => {
+    const engine = await StorageEngine.open(new MemoryBackend(), { walMaxEntries: 8, walMaxBytes: 1 << 20 });
+    for (let i = 0; i < 20; i++) await engine.commitRaw([{ type: 'put', key: `logical/m1/k${i}`, value: Buffer.from('v') }]);
+    const allowAll = { verdict: () => 'allow' as const, keyAllowed: () => true, opAllowed: () => true };
+    const svc = new PrimaryStreamer({
+      engine, kind: 'performance', registry: { check: () => 'active' },
+      info: { clusterId: () => 'c', nodeId: () => 'n', apiAddr: () => '', clusterAddr: () => '' },
+      // A filter source that is slow the way a big catalog is: 30 commits (past the 8-entry bound) land while it answers.
+      pathsFilter: {
+        keyFilter: async () => {
+          for (let i = 0; i < 30; i++) await engine.commitRaw([{ type: 'put', key: `logical/m1/during${i}`, value: Buffer.from('w') }]);
+          return allowAll;
+        },
+        dynamicFor: async () => ({ dynamic_filtered_mounts: [], dynamic_filtered_namespaces: [] }),
+      },
+    });
+    const peer = { secondaryId: 'perf', fingerprint: 'f', address: 'a' };
+    try {
+      const snap = await svc.openSnapshot(peer);
+      // The secondary streams from guard + 1 after its sync: still retained, 30 commits later.
+      expect(engine.firstRetainedIndex()).toBeLessThanOrEqual(snap.guard.index + 1n);
+      expect(engine.lastGuard().index - snap.guard.index).toBeGreaterThanOrEqual(30n);
+    } finally {
+      await svc.close();
+    }
+  });
+
   it('a performance secondary is served the replicated class only (the policy per kind)', async () => {
     const engine = await StorageEngine.open(new MemoryBackend(), { walMaxEntries: 100, walMaxBytes: 1 << 20 });
     await engine.commitRaw([
