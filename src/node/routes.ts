@@ -45,7 +45,7 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationR
     ...authMethodRoutes(core.auth),
     ...policyRoutes(core.policies),
     ...namespaceRoutes(core.namespaces, core.mounts, core.auth),
-    ...mountRoutes(core.mounts, core.namespaces),
+    ...mountRoutes(core.mounts),
   ];
 }
 

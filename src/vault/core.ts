@@ -60,8 +60,9 @@ export class VaultCore {
   constructor(private readonly opts: CoreOptions) {
     this.seal = opts.seal;
     const store = () => this.store();
-    this.namespaces = new Namespaces(store);
-    this.mounts = new Mounts(store);
+    // Each refuses a path the other takes (see their constructors).
+    this.namespaces = new Namespaces(store, (parent, name) => this.mounts.list(parent).find((m) => m.path.startsWith(name))?.path);
+    this.mounts = new Mounts(store, (path) => this.namespaces.exists(path));
     this.policies = new Policies(store);
     const lazy: Store = {
       get: (k) => this.store().get(k),

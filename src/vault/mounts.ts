@@ -67,7 +67,14 @@ export class Mounts {
   /** Per class, whether a legacy array table is still stored (the next write of that class moves it). */
   private legacy = { replicated: false, local: false };
 
-  constructor(private readonly store: () => Store) {}
+  /**
+   * `isNamespace(path)`: whether a namespace exists at `path`. A mount whose first segment names a
+   * child namespace could never be reached (the namespace prefix resolves first): refused.
+   */
+  constructor(
+    private readonly store: () => Store,
+    private readonly isNamespace: (path: string) => boolean = () => false,
+  ) {}
 
   /** Loads serialized, and read again when a local change landed meanwhile (core/serial-reload.ts). */
   private readonly reload = new SerialReload(
@@ -127,6 +134,8 @@ export class Mounts {
       throw new InvalidRequest('options.version must be "1" or "2"');
     }
     if (RESERVED.some((r) => p.startsWith(r))) throw new InvalidRequest(`cannot mount at reserved path "${p}"`);
+    const child = `${namespace}${p.split('/')[0]}/`;
+    if (this.isNamespace(child)) throw new InvalidRequest(`cannot mount at "${path}": namespace "${child}" takes that path`);
     const clash = clashing(this.entries, namespace, p);
     if (clash) throw new InvalidRequest(`path is already in use at ${clash.path}`);
     const entry: MountEntry = {

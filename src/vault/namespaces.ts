@@ -41,7 +41,15 @@ export async function readNamespaceEntries(store: Store): Promise<NamespaceEntry
 export class Namespaces {
   private byPath = new Map<string, NamespaceEntry>();
 
-  constructor(private readonly store: () => Store) {}
+  /**
+   * `mountHidden(parent, name)`: the path of a mount of `parent` that a child namespace `name`
+   * (as `name/`) would hide, if any. Paths resolve their namespace prefix before any mount, so such
+   * a namespace would make the mount's data unreachable: creating it is refused.
+   */
+  constructor(
+    private readonly store: () => Store,
+    private readonly mountHidden: (parent: string, name: string) => string | undefined = () => undefined,
+  ) {}
 
   /** Loads serialized, and read again when a local change landed meanwhile (core/serial-reload.ts). */
   private readonly reload = new SerialReload(
@@ -102,6 +110,8 @@ export class Namespaces {
     }
     const up = segs.length > 1 ? segs.slice(0, -1).join('/') + '/' : '';
     if (!this.exists(up)) throw new InvalidRequest(`parent namespace "${up}" does not exist`);
+    const hidden = this.mountHidden(up, path.slice(up.length));
+    if (hidden !== undefined) throw new InvalidRequest(`cannot create namespace "${path}": it would hide the mount "${up}${hidden}"`);
     const existing = this.byPath.get(path);
     if (existing) return existing;
     const entry: NamespaceEntry = { id: randomBytes(3).toString('base64url').slice(0, 5), path, custom_metadata: customMetadata };

@@ -4,7 +4,6 @@
 import { z } from 'zod';
 import { InvalidRequest, NotFound } from '../../core/errors.js';
 import type { MountEntry, Mounts } from '../../vault/mounts.js';
-import type { Namespaces } from '../../vault/namespaces.js';
 import { boolish, duration, empty, parseFields, stringMap } from '../fields.js';
 import { noContent, ok } from '../reply.js';
 import { op, type Route } from '../route.js';
@@ -50,11 +49,7 @@ const TuneBody = z.object({
 /** The bodies `sys/mounts/*path` validates, chosen by path (enable, or `.../tune`). */
 export const mountBodies = { enable: EnableBody, tune: TuneBody } as const;
 
-/**
- * `namespaces`: a path resolves its namespace prefix before any mount, so a mount whose first
- * segment names a child namespace would never be reached: refused (the mirror of namespaces.ts).
- */
-export function mountRoutes(mounts: Mounts, namespaces: Pick<Namespaces, 'exists'>): Route[] {
+export function mountRoutes(mounts: Mounts): Route[] {
   const tuneView = (e: MountEntry) => ({
     description: e.description,
     default_lease_ttl: e.config.default_lease_ttl,
@@ -98,8 +93,6 @@ export function mountRoutes(mounts: Mounts, namespaces: Pick<Namespaces, 'exists
             return warnings.length > 0 ? ok(null, { warnings: [...warnings] }) : noContent();
           }
           const { data: b, warnings } = parseFields(EnableBody, req.body, { warnUnknown: true });
-          const first = path.replace(/^\/+/, '').split('/')[0] ?? '';
-          if (first !== '' && namespaces.exists(`${namespace}${first}/`)) throw new InvalidRequest(`cannot mount at "${path}": namespace "${namespace}${first}/" takes that path`);
           await mounts.enable(namespace, path, {
             type: b.type,
             ...(b.description !== undefined ? { description: b.description } : {}),

@@ -12,20 +12,6 @@ import { op, type Route } from '../route.js';
 
 const view = (e: NamespaceEntry) => ({ id: e.id, path: e.path, custom_metadata: e.custom_metadata });
 
-/**
- * A namespace takes its path before any mount (paths resolve the namespace prefix first), so a
- * namespace named like a mount of its parent would make that mount's data unreachable: refused.
- */
-function refuseShadowing(mounts: Mounts, namespace: string, rel: string): void {
-  const trimmed = rel.replace(/^\/+|\/+$/g, '');
-  if (trimmed === '') return;
-  const full = `${namespace}${trimmed}/`;
-  const parent = full.slice(0, full.slice(0, -1).lastIndexOf('/') + 1);
-  const name = full.slice(parent.length);
-  const shadowed = mounts.list(parent).find((m) => m.path.startsWith(name));
-  if (shadowed) throw new InvalidRequest(`cannot create namespace "${full}": it would hide the mount "${parent}${shadowed.path}"`);
-}
-
 export function namespaceRoutes(namespaces: Namespaces, mounts: Mounts, auth: AuthMethods): Route[] {
   const list = op(empty, async ({ namespace }) => {
     const kids = namespaces.children(namespace);
@@ -40,10 +26,9 @@ export function namespaceRoutes(namespaces: Namespaces, mounts: Mounts, auth: Au
       access: 'token',
       operations: {
         read: op(empty, async ({ params, namespace }) => ok(view(namespaces.read(namespace, params.path ?? '')))),
-        update: op(z.object({ custom_metadata: stringMap.optional() }), async ({ params, namespace, fields }) => {
-          refuseShadowing(mounts, namespace, params.path ?? '');
-          return ok(view(await namespaces.create(namespace, params.path ?? '', fields.custom_metadata ?? {})));
-        }),
+        update: op(z.object({ custom_metadata: stringMap.optional() }), async ({ params, namespace, fields }) =>
+          ok(view(await namespaces.create(namespace, params.path ?? '', fields.custom_metadata ?? {}))),
+        ),
         delete: op(empty, async ({ params, namespace }) => {
           const target = `${namespace}${(params.path ?? '').replace(/^\/+|\/+$/g, '')}/`;
           if (mounts.list(target).length > 0) throw new InvalidRequest(`namespace "${target}" still has mounts; disable them first`);
