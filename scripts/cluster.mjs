@@ -225,10 +225,12 @@ export async function drOperationToken(secondaryAddr, keys) {
   return Buffer.from(enc.map((b, i) => b ^ otp.charCodeAt(i))).toString('utf8');
 }
 
-export async function waitForStreaming(secondaryAddr, timeoutMs = 60_000, kind = 'dr') {
-  return waitFor(`${secondaryAddr} to reach state stream-wals`, async () => {
+/** Resolves the status once the secondary streams (from `primaryClusterAddr`, when given). */
+export async function waitForStreaming(secondaryAddr, timeoutMs = 60_000, kind = 'dr', primaryClusterAddr = undefined) {
+  return waitFor(`${secondaryAddr} to reach state stream-wals${primaryClusterAddr ? ` from ${primaryClusterAddr}` : ''}`, async () => {
     const s = await (kind === 'dr' ? drStatus : perfStatus)(secondaryAddr);
-    return s.mode === 'secondary' && s.state === 'stream-wals' ? s : undefined;
+    const from = primaryClusterAddr === undefined || s.primary_cluster_addr === primaryClusterAddr;
+    return s.mode === 'secondary' && s.state === 'stream-wals' && from ? s : undefined;
   }, { timeoutMs, intervalMs: 100 });
 }
 

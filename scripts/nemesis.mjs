@@ -120,6 +120,8 @@ class Topology {
   get primary() { return this.roles.primary; }
   get dr() { return this.roles.dr; }
   resolve(role) { return this.roles[role] ?? role; }
+  /** The replication kind node n is a secondary of. */
+  kindOf(n) { return PERF_SECONDARIES.includes(n) ? 'performance' : 'dr'; }
 
   async boot(n) {
     this.nodes[n] = await startNode({ name: n, home: join(this.dir, n), ...this.ports[n], logFile: join(this.dir, `${n}.log`) });
@@ -140,7 +142,7 @@ class Topology {
   /** Points secondary `n` at the current primary through the proxy n -> primary, and waits for it to stream. */
   async followThroughProxy(n) {
     const addrs = [this.proxies[n][this.primary].address];
-    const kind = PERF_SECONDARIES.includes(n) ? 'performance' : 'dr';
+    const kind = this.kindOf(n);
     if (kind === 'dr') {
       await waitForStreaming(this.api(n), 60_000, 'dr');
       const op = await drOperationToken(this.api(n), this.keys);
@@ -149,10 +151,7 @@ class Topology {
       await waitFor(`${n} to accept its token`, async () => ((await call(this.api(n), 'GET', 'auth/token/lookup-self', { token: this.tokens[n] })).status === 200 ? true : undefined));
       await must(this.api(n), 'POST', `${PERF}/secondary/update-primary`, { token: this.tokens[n], body: { update_primary_addrs: addrs } });
     }
-    await waitFor(`${n} to stream from the primary through its proxy`, async () => {
-      const s = kind === 'dr' ? await drStatus(this.api(n)) : await perfStatus(this.api(n));
-      return s.mode === 'secondary' && s.state === 'stream-wals' && s.primary_cluster_addr === addrs[0] ? true : undefined;
-    }, { timeoutMs: 90_000, intervalMs: 100 });
+    await waitForStreaming(this.api(n), 90_000, kind, addrs[0]);
   }
 
   /** Every link to and from node n. */
@@ -164,10 +163,7 @@ class Topology {
 
   /** Every secondary streaming: the steady state a fault starts from. */
   async steady(timeoutMs = 90_000) {
-    await Promise.all([this.dr, ...PERF_SECONDARIES].map((n) => waitFor(`${n} to stream`, async () => {
-      const s = n === this.dr ? await drStatus(this.api(n)) : await perfStatus(this.api(n));
-      return s.mode === 'secondary' && s.state === 'stream-wals' ? true : undefined;
-    }, { timeoutMs, intervalMs: 100 })));
+    await Promise.all([this.dr, ...PERF_SECONDARIES].map((n) => waitForStreaming(this.api(n), timeoutMs, this.kindOf(n))));
   }
 
   async stopAll() {

@@ -23,7 +23,6 @@ export interface CatchUpHoldsOptions {
 
 interface Held {
   readonly hold: WalHold;
-  from: bigint;
   timer: NodeJS.Timeout;
 }
 
@@ -35,20 +34,19 @@ export class CatchUpHolds {
   /** `secondaryId` streams from `from` next: keep entries from there on. Replaces its earlier hold. */
   start(secondaryId: string, from: bigint): void {
     this.end(secondaryId);
-    const h: Held = { hold: this.o.engine.holdWal(from), from, timer: this.idleTimer(secondaryId) };
+    const h: Held = { hold: this.o.engine.holdWal(from), timer: this.idleTimer(secondaryId) };
     this.held.set(secondaryId, h);
   }
 
   /** A heartbeat: the secondary applied up to `applied`. Moves its hold, or ends it once that is close. */
   progress(secondaryId: string, applied: bigint): void {
     const h = this.held.get(secondaryId);
-    if (h === undefined || applied + 1n <= h.from) return;
+    if (h === undefined || applied + 1n <= h.hold.from) return;
     if (this.close(applied)) {
       this.end(secondaryId);
       return;
     }
-    h.from = applied + 1n;
-    h.hold.move(h.from);
+    h.hold.move(applied + 1n);
     clearTimeout(h.timer);
     h.timer = this.idleTimer(secondaryId);
   }
@@ -72,11 +70,6 @@ export class CatchUpHolds {
 
   endAll(): void {
     for (const id of [...this.held.keys()]) this.end(id);
-  }
-
-  /** The secondaries holding the WAL now, and from which index. */
-  active(): { secondaryId: string; from: bigint }[] {
-    return [...this.held].map(([secondaryId, h]) => ({ secondaryId, from: h.from }));
   }
 
   /** Within half the entry bound of the last index. */

@@ -243,7 +243,7 @@ export class StorageEngine implements RawStore, MerkleView {
   /** The retention bounds a commit trims to: the configured ones, widened by live holds. */
   private bounds(): WalBounds {
     const keepFrom = this.walHolds.keepFrom();
-    const configured = { maxEntries: this.opts.walMaxEntries, maxBytes: this.opts.walMaxBytes };
+    const configured = this.walBounds();
     return keepFrom === undefined ? configured : { ...configured, keepFrom, holdMaxBytes: HOLD_BYTES_FACTOR * this.opts.walMaxBytes };
   }
 

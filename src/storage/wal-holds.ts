@@ -12,6 +12,8 @@
 export const HOLD_BYTES_FACTOR = 4;
 
 export interface WalHold {
+  /** The first index kept. */
+  readonly from: bigint;
   /** Keep entries from `from` on instead (a hold only moves forward). */
   move(from: bigint): void;
   release(): void;
@@ -23,7 +25,11 @@ export class WalHolds {
   hold(from: bigint): WalHold {
     const id = Symbol('wal-hold');
     this.held.set(id, from);
+    const held = this.held;
     return {
+      get from() {
+        return held.get(id) ?? from;
+      },
       move: (next) => {
         const cur = this.held.get(id);
         if (cur !== undefined && next > cur) this.held.set(id, next);
@@ -38,9 +44,5 @@ export class WalHolds {
     let min: bigint | undefined;
     for (const v of this.held.values()) if (min === undefined || v < min) min = v;
     return min;
-  }
-
-  get size(): number {
-    return this.held.size;
   }
 }
