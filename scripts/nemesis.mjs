@@ -75,9 +75,8 @@ class Topology {
     Object.assign(this, { dir, license, walMax, nodes: {}, ports: {}, proxies: {}, keys: [], tokens: {} });
     /** Roles now: a failover swaps them. */
     this.roles = { primary: 'a', dr: 'b' };
-    this.filters = { c: ['secret'], d: ['other'] };
-    /** [{ mounts, from, to }] per performance secondary, for the checker. */
-    this.filterTimeline = { c: [{ mounts: ['secret'], from: 0 }], d: [{ mounts: ['other'], from: 0 }] };
+    /** [{ mounts, from, to }] per performance secondary, for the checker; the last is the filter now. */
+    this.filterTimeline = Object.fromEntries(PERF_SECONDARIES.map((n) => [n, [{ mounts: [HOME_MOUNT[n]], from: 0 }]]));
     this.lossWindows = [];
     this.failovers = [];
   }
@@ -109,7 +108,7 @@ class Topology {
       const kind = n === 'b' ? 'dr' : 'performance';
       if (kind === 'performance') this.tokens[n] = own.root_token; // a performance secondary keeps its own tokens
       await activateSecondary({ kind, primaryAddr: a, rootToken: this.root, secondaryAddr: this.api(n), secondaryToken: own.root_token, id: `nemesis-${n}` });
-      if (kind === 'performance') await this.setFilter(n, this.filters[n]);
+      if (kind === 'performance') await this.setFilter(n, this.filterOf(n));
     }
     for (const n of ['b', ...PERF_SECONDARIES]) await this.followThroughProxy(n);
   }
@@ -122,6 +121,8 @@ class Topology {
   resolve(role) { return this.roles[role] ?? role; }
   /** The replication kind node n is a secondary of. */
   kindOf(n) { return PERF_SECONDARIES.includes(n) ? 'performance' : 'dr'; }
+  /** The mounts performance secondary n's filter keeps now. */
+  filterOf(n) { return this.filterTimeline[n].at(-1).mounts; }
 
   async boot(n) {
     this.nodes[n] = await startNode({ name: n, home: join(this.dir, n), ...this.ports[n], logFile: join(this.dir, `${n}.log`) });
@@ -274,10 +275,9 @@ async function filterChange(topo, n, { holdMs, variant = 'allow' }, log) {
   process.kill(topo.nodes[n].pid, 'SIGKILL');
   await topo.nodes[n].exited;
   const other = MOUNTS.find((m) => m !== HOME_MOUNT[n]);
-  const next = topo.filters[n].includes(other) ? [HOME_MOUNT[n]] : [HOME_MOUNT[n], other];
+  const next = topo.filterOf(n).includes(other) ? [HOME_MOUNT[n]] : [HOME_MOUNT[n], other];
   const changedAt = Date.now();
   await topo.setFilter(n, next, variant);
-  topo.filters[n] = next;
   // From now both filters may be in force on n, until it has reconnected and reconciled.
   const line = topo.filterTimeline[n];
   line.push({ mounts: next, from: changedAt });
@@ -360,7 +360,7 @@ async function converge(topo, nodes, timeoutMs, { verifyRoots = false } = {}) {
         const s = await perfStatus(topo.api(n));
         if (s.state !== 'stream-wals') return undefined;
         for (const m of MOUNTS) {
-          const want = topo.filters[n].includes(m) ? await readMount(p, topo.root, m) : null;
+          const want = topo.filterOf(n).includes(m) ? await readMount(p, topo.root, m) : null;
           const got = await readMount(topo.api(n), topo.tokens[n], m);
           if (JSON.stringify(got) !== JSON.stringify(want)) return undefined;
         }
