@@ -4,6 +4,7 @@
  *
  *   stepPrimary(s, { type: 'issueToken', id: 'dc2', now, ttlMs: 30 * 60_000 })
  */
+import { goDuration } from '../duration.js';
 import { badRequest, wrongMode } from './describe.js';
 import {
   lookupSecondary,
@@ -17,6 +18,13 @@ import {
 } from './types.js';
 
 type PrimaryEvent = Extract<Event, { type: 'enablePrimary' }>;
+
+/**
+ * The longest an activation token may stay redeemable: 768h, Vault's default maximum token TTL
+ * (and this node's default `max_lease_ttl`). A token is a credential to the primary's data and
+ * keyring until it is used, so it must not be valid for years.
+ */
+export const MAX_ACTIVATION_TTL_MS = 768 * 3600 * 1000;
 
 export function enablePrimary(s: Disabled, e: PrimaryEvent): StepResult {
   if (e.clusterId === '') return badRequest(e.type, 'the new cluster id is empty');
@@ -58,6 +66,9 @@ export function stepPrimary(s: Primary, e: Event): StepResult {
     case 'issueToken': {
       if (e.id === '') return badRequest(e.type, 'id must not be empty');
       if (!Number.isFinite(e.ttlMs) || e.ttlMs <= 0) return badRequest(e.type, 'ttl must be a positive duration');
+      if (e.ttlMs > MAX_ACTIVATION_TTL_MS) {
+        return badRequest(e.type, `ttl ${goDuration(e.ttlMs / 1000)} is longer than the ${goDuration(MAX_ACTIVATION_TTL_MS / 1000)} an activation token may live; ask for a shorter one`);
+      }
       const used = lookupSecondary(s.secondaries, e.id);
       if (used !== undefined) {
         return badRequest(e.type, `the id "${e.id}" was already used (status ${used.status}); ids are unique, revoked ones included`);

@@ -270,6 +270,7 @@ const refusals: ReadonlyArray<[string, State, Event, 'invalid_request', RegExp]>
   ],
   ['an empty token id', primary(), { type: 'issueToken', id: '', now: T0, ttlMs: MIN }, 'invalid_request', /id must not be empty/],
   ['a zero ttl', primary(), { type: 'issueToken', id: 'b', now: T0, ttlMs: 0 }, 'invalid_request', /ttl must be a positive/],
+  ['a ttl past 768h', primary(), { type: 'issueToken', id: 'b', now: T0, ttlMs: 768 * 3_600_000 + 1000 }, 'invalid_request', /ttl 768h0m1s is longer than the 768h0m0s/],
   ['revoke-secondary of an unknown id', primary(), { type: 'revokeSecondary', id: 'zz' }, 'invalid_request', /no secondary token was issued with id "zz"/],
   [
     'revoke-secondary of an id inherited from Object.prototype',
