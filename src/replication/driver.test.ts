@@ -4,7 +4,8 @@
  * (no sockets, no gRPC; mTLS identity still checked), with the clock injected. Every scenario runs
  * for both kinds; what differs is what each kind's policy says, and the table states it.
  */
-import { ReplicatedWriteRefused } from '../core/errors.js';
+import { InvalidRequest, ReplicatedWriteRefused } from '../core/errors.js';
+import { VERSION } from '../core/version.js';
 import { KIND_POLICY, lookupSecondary, type Kind } from '../core/replication/index.js';
 import { eventually } from '../../test/harness/eventually.js';
 import { driverNode, testClock, type DriverNode, type TestClock } from '../../test/support/driver-node.js';
@@ -230,6 +231,24 @@ describe.each(CASES)('ReplicationDriver ($kind)', (c) => {
     expect(s.driver.state.mode).toBe('disabled');
     expect(await s.get('logical/m1/own')).toBe('kept');
     expect(await s.core.tokens.lookup(s.rootToken)).toBeDefined();
+  });
+
+  it('a secondary older than its primary is refused before the wipe (a 400 saying why), and its data stays', async () => {
+    const p = await node('p');
+    const s = await driverNode(c.kind, 's', net, clock, { version: '0.9.0' });
+    nodes.push(s);
+    await p.driver.enablePrimary('');
+    await s.put({ 'logical/m1/own': 'kept' });
+    const pub = await s.driver.generatePublicKey();
+    const { token } = await p.driver.secondaryToken({ id: 'old', ttlSeconds: 60, secondaryPublicKey: pub });
+    const refused = s.driver.enableSecondary({ token: token!, primaryApiAddr: '', caFile: '', caPath: '', restoreToken: s.rootToken });
+    await expect(refused).rejects.toBeInstanceOf(InvalidRequest);
+    await expect(refused).rejects.toThrow(new RegExp(`the primary runs ${VERSION.replace(/\./g, '\\.')} but this node runs 0\\.9\\.0: upgrade this node first.*nothing was wiped`));
+    expect(s.driver.state.mode).toBe('disabled');
+    expect(await s.get('logical/m1/own')).toBe('kept');
+    expect(await s.core.tokens.lookup(s.rootToken)).toBeDefined();
+    // The primary still holds the id as issued, not active: nothing bootstrapped.
+    expect(lookupSecondary((p.driver.state as { secondaries: Parameters<typeof lookupSecondary>[0] }).secondaries, 'old')?.status).toBe('token-issued');
   });
 
   it('an activation token of the other kind is refused before anything is spent', async () => {

@@ -32,6 +32,8 @@ import { issueLeaf } from './pki.js';
 import { SpareMaterial } from './primary-material.js';
 import { PrimaryStreamer, type FilterSource } from './primary-service.js';
 import { redeem } from './redeem.js';
+import { confirmWithPrimary } from './activation-check.js';
+import { VERSION } from '../core/version.js';
 import { SecondaryLoop } from './secondary-loop.js';
 import type { ForwardOutcome, ForwardReply, ForwardRequest, PrimaryClient, PrimaryService, ReplicationServer, TlsMaterial } from './transport.js';
 
@@ -95,6 +97,8 @@ export interface DriverOptions {
   readonly forwardWaitMs?: number;
   /** Replication events of this kind (events.ts): state changes here, connections in the loop and streamer. */
   readonly emit?: EmitEvent;
+  /** The version this node runs in the replication handshake; VERSION unless given (tests of mixed versions). */
+  readonly version?: string;
 }
 
 /** Operator intents, as the rules across kinds see them; facts are never refused there. */
@@ -166,6 +170,10 @@ export class ReplicationDriver {
 
   private now(): number {
     return (this.o.now ?? Date.now)();
+  }
+
+  private version(): string {
+    return this.o.version ?? VERSION;
   }
 
   get state(): State {
@@ -397,6 +405,8 @@ export class ReplicationDriver {
         if (bundle.expires_at !== undefined && bundle.expires_at <= this.now()) {
           throw new InvalidRequest(`the activation token for "${bundle.secondary_id}" expired at ${new Date(bundle.expires_at).toISOString()}; ask the primary for a new one`);
         }
+        // Activation wipes this node: the primary confirms first that it would accept this secondary.
+        if (this.record.state.mode === 'disabled') await confirmWithPrimary({ bundle, connect: (o) => this.o.transport.connect(o), version: this.version() });
         ctx.bundle = bundle;
         const apiAddr = ctx.primaryApiAddr || bundle.primary_api_addr;
         return this.run(
@@ -527,6 +537,7 @@ export class ReplicationDriver {
       connect: () => this.o.transport.connect({ address: clusterAddr, tls }),
       secondaryId: s.secondaryId,
       kind: this.kind,
+      version: this.version(),
       apiAddr: this.o.apiAddr,
       clusterAddr: () => this.o.clusterListen,
       log: this.o.log.child({ role: `${this.kind}-secondary` }),

@@ -30,6 +30,8 @@ export interface SecondaryLoopOptions {
   readonly connect: () => PrimaryClient;
   readonly secondaryId: string;
   readonly kind: 'dr' | 'performance';
+  /** The version sent in the handshake; VERSION unless given. */
+  readonly version?: string;
   readonly apiAddr: () => string;
   readonly clusterAddr: () => string;
   readonly log: Logger;
@@ -207,7 +209,7 @@ export class SecondaryLoop {
         this.progress.lastAppliedCommitMs = entry?.time ?? 0;
       }
       this.client = this.o.connect();
-      const info = await this.client.bootstrap({ secondaryId: this.o.secondaryId, version: VERSION, kind: this.o.kind, apiAddr: this.o.apiAddr(), clusterAddr: this.o.clusterAddr() });
+      const info = await this.client.bootstrap({ secondaryId: this.o.secondaryId, version: this.o.version ?? VERSION, kind: this.o.kind, apiAddr: this.o.apiAddr(), clusterAddr: this.o.clusterAddr() });
       this.progress.primaryLastWal = info.lastWal;
       this.o.onBootstrap?.(info);
       await this.openStream();

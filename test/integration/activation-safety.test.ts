@@ -1,6 +1,7 @@
 /**
  * Activation safety of both kinds (issue 17 items 7, 8 and 19): an activation token's ttl is
- * bounded. In-process nodes over real gRPC/mTLS and real LevelDB.
+ * bounded; a token the primary would refuse is refused before the node wipes its data.
+ * In-process nodes over real gRPC/mTLS and real LevelDB.
  */
 import { base, replStatus, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
@@ -13,7 +14,40 @@ beforeAll(async () => {
   for (const kind of KINDS) expect((await p.call('POST', `${base(kind)}/primary/enable`, {})).status).toBe(204);
 }, 30_000);
 
+/** A standalone node holding a KV v2 secret, to prove a refused activation left it alone. */
+async function nodeWithData(): Promise<TestNode> {
+  const c = await startTestNode();
+  expect((await c.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
+  expect((await c.call('PUT', 'secret/data/mine', { data: { keep: 'me' } })).status).toBe(200);
+  return c;
+}
+
+async function untouched(c: TestNode, kind: Kind): Promise<void> {
+  expect((await replStatus(c, kind)).mode).toBe('disabled');
+  const r = await c.call('GET', 'secret/data/mine');
+  expect(r.status).toBe(200);
+  expect(r.body.data.data).toEqual({ keep: 'me' });
+}
+
 describe.each(KINDS)('%s', (kind) => {
+  test('a sealed activation token revoked at the primary is refused before the wipe: 400 saying why, data untouched, token not spent', async () => {
+    const c = await nodeWithData();
+    const key = await c.call('POST', `${base(kind)}/secondary/generate-public-key`, {});
+    expect(key.status).toBe(200);
+    const id = `revoked-sealed-${kind}`;
+    const issued = await p.call('POST', `${base(kind)}/primary/secondary-token`, { id, secondary_public_key: key.body.data.secondary_public_key });
+    expect(issued.status).toBe(200);
+    expect((await p.call('POST', `${base(kind)}/primary/revoke-secondary`, { id })).status).toBe(204);
+    const r = await c.call('POST', `${base(kind)}/secondary/enable`, { token: issued.body.data.token });
+    expect(r.status).toBe(400);
+    expect(r.body.errors[0]).toMatch(new RegExp(`refused secondary "${id}": .*revoked.*; nothing was wiped`));
+    await untouched(c, kind);
+    // Nothing was spent either: the node's key pair is still there, so a fresh sealed token for it activates.
+    const fresh = await p.call('POST', `${base(kind)}/primary/secondary-token`, { id: `${id}-fresh`, secondary_public_key: key.body.data.secondary_public_key });
+    expect((await c.call('POST', `${base(kind)}/secondary/enable`, { token: fresh.body.data.token })).status).toBe(204);
+    await c.stop();
+  }, 40_000);
+
   test('an activation token ttl past 768h is a 400 naming the bound, and the id is not registered', async () => {
     const known = async (): Promise<string[]> => (await replStatus(p, kind)).known_secondaries;
     const before = await known();

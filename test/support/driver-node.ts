@@ -44,7 +44,8 @@ export interface DriverNode {
 }
 
 /** An initialized, unsealed node whose `kind` driver is loaded, listening (when primary) at `loop:<name>`. */
-export async function driverNode(kind: Kind, name: string, transport: ReplicationTransport, clock: TestClock, timing: { heartbeatMs?: number } = {}): Promise<DriverNode> {
+/** `timing.version`: the version the node runs, when a test needs one other than VERSION. */
+export async function driverNode(kind: Kind, name: string, transport: ReplicationTransport, clock: TestClock, timing: { heartbeatMs?: number; version?: string } = {}): Promise<DriverNode> {
   const engine = await StorageEngine.open(new MemoryBackend(), { walMaxEntries: 10_000, walMaxBytes: 1 << 30, now: clock.now });
   const seal = new SealManager({ get: (n) => engine.getSystem(n), put: (n, v) => engine.putSystem(n, v) });
   const core = new VaultCore({ storage: engine, seal, license: { has: () => true, why: () => '' }, hosted: false, now: clock.now });
@@ -62,6 +63,7 @@ export async function driverNode(kind: Kind, name: string, transport: Replicatio
     apiAddr: () => `http://${name}.invalid:8200`,
     now: clock.now,
     timing: { heartbeatMs: timing.heartbeatMs ?? 25, heartbeatTimeoutMs: 2_000, demoteDrainTimeoutMs: 5_000 },
+    ...(timing.version !== undefined ? { version: timing.version } : {}),
   });
   await driver.load();
   return {

@@ -1,0 +1,48 @@
+/**
+ * Before secondary/enable wipes a node, it asks the primary named in the bundle whether it would
+ * accept this secondary: one Ping over the cluster channel with the bundle's own credentials. The
+ * primary's per-call check refuses a revoked, unknown or expired id (by its clock), and its answer
+ * names its set and its version, so a secondary older than its primary (spec section 9) is refused
+ * here too. Any refusal, and a primary that cannot be asked, leave the node as it was.
+ *
+ *   await confirmWithPrimary({ bundle, connect, version: VERSION });   // throws; wipe only after
+ */
+import { ErrorCode, InvalidRequest, isTesseraError, Unavailable } from '../core/errors.js';
+import { compareVersions } from '../core/version.js';
+import type { Bundle } from './bundle.js';
+import type { PrimaryClient, TlsMaterial } from './transport.js';
+
+export interface ConfirmRequest {
+  readonly bundle: Bundle;
+  readonly connect: (opts: { address: string; tls: TlsMaterial }) => PrimaryClient;
+  /** The version this node runs. */
+  readonly version: string;
+  readonly timeoutMs?: number;
+}
+
+export async function confirmWithPrimary(r: ConfirmRequest): Promise<void> {
+  const b = r.bundle;
+  const addr = b.primary_cluster_addr;
+  const client = r.connect({ address: addr, tls: { caPem: b.ca_pem, certPem: b.cert_pem, keyPem: b.key_pem, serverName: b.server_name } });
+  let info: Awaited<ReturnType<PrimaryClient['ping']>>;
+  try {
+    info = await client.ping(b.secondary_id, r.timeoutMs ?? 5_000);
+  } catch (e) {
+    if (isTesseraError(e) && (e.code === ErrorCode.permissionDenied || e.code === ErrorCode.invalidRequest)) {
+      throw new InvalidRequest(`the primary at ${addr} refused secondary "${b.secondary_id}": ${e.messages.join('; ')}; nothing was wiped`);
+    }
+    throw new Unavailable(
+      `cannot reach the primary at ${addr} over the cluster port to confirm the activation before wiping: ${(e as Error).message}; nothing was wiped, retry when it answers`,
+    );
+  } finally {
+    client.close();
+  }
+  if (info.clusterId !== b.cluster_id) {
+    throw new InvalidRequest(`the primary at ${addr} belongs to replication set "${info.clusterId}", not the token's "${b.cluster_id}"; nothing was wiped`);
+  }
+  if (compareVersions(info.version, r.version) > 0) {
+    throw new InvalidRequest(
+      `the primary runs ${info.version} but this node runs ${r.version}: upgrade this node first (a secondary must never run an older version than its primary); nothing was wiped`,
+    );
+  }
+}
