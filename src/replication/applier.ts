@@ -83,9 +83,6 @@ export class OwnWalApplier implements Applier {
     return this.upstream;
   }
 
-  private guardOp(g: Guard): WalOp {
-    return { type: 'put', key: UPSTREAM_GUARD_KEY, value: Buffer.from(JSON.stringify({ index: g.index.toString(), hash: g.hash.toString('hex') })) };
-  }
 
   private static replicatedOnly(ops: readonly WalOp[]): void {
     for (const op of ops) {
@@ -98,7 +95,7 @@ export class OwnWalApplier implements Applier {
 
   private async commit(ops: readonly WalOp[], guard: Guard | undefined): Promise<void> {
     OwnWalApplier.replicatedOnly(ops);
-    await this.engine.commitRaw(guard ? [...ops, this.guardOp(guard)] : ops, [], { upstream: true });
+    await this.engine.commitRaw(guard ? [...ops, guardOp(guard)] : ops, [], { upstream: true });
     if (guard) this.upstream = guard;
   }
 
@@ -119,6 +116,22 @@ export class OwnWalApplier implements Applier {
   installSnapshot(ops: readonly WalOp[], guard: Guard): Promise<void> {
     return this.commit(ops, guard);
   }
+}
+
+function guardOp(g: Guard): WalOp {
+  return { type: 'put', key: UPSTREAM_GUARD_KEY, value: Buffer.from(JSON.stringify({ index: g.index.toString(), hash: g.hash.toString('hex') })) };
+}
+
+/**
+ * Makes a performance secondary's next session reconcile before it streams (effect `resync`):
+ * the upstream guard keeps its index but takes a hash no WAL entry has, so the primary answers
+ * `non_matching_guard`; the reconcile then installs what the primary serves this id together with
+ * the real guard, in one atomic step. Persisted, so a restart before that reconciles too.
+ */
+export async function distrustUpstreamGuard(engine: StorageEngine): Promise<void> {
+  const a = new OwnWalApplier(engine);
+  await a.load();
+  await engine.commitRaw([guardOp({ index: a.guard().index, hash: Buffer.alloc(a.guard().hash.length, 0xff) })], [], { upstream: true });
 }
 
 export function applierFor(kind: Kind, engine: StorageEngine): Applier & { load?: () => Promise<void> } {

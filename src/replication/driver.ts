@@ -22,7 +22,7 @@ import type { StorageEngine } from '../storage/engine.js';
 import type { Store } from '../storage/store.js';
 import { generateBoxKeyPair, isBoxPublicKey, isJwt, peekJwt, sealTo, signActivationJwt, verifyActivationJwt } from './activation-token.js';
 import { BUNDLE_VERSION, type Bundle } from './bundle.js';
-import { applierFor, type Applier } from './applier.js';
+import { applierFor, distrustUpstreamGuard, type Applier } from './applier.js';
 import { composeRecord, loadRecord, saveRecord, workbenchOf, type SecondaryMaterial, type Workbench } from './role-record.js';
 import { DemoteDrain, type DemoteReport } from './drain.js';
 import type { EmitEvent } from './events.js';
@@ -384,6 +384,10 @@ export class ReplicationDriver {
       case 'disconnectPrimary':
         await this.loop?.stop();
         this.loop = undefined;
+        return;
+      case 'resync':
+        // Only a kind with paths filters serves ids differently; a DR secondary's history is exact.
+        if (this.policy.filters) await distrustUpstreamGuard(this.o.engine);
         return;
       case 'forgetPrimary':
         this.record = { ...this.record, secondary: undefined };

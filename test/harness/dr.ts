@@ -63,20 +63,35 @@ export async function setPathsFilter(apiAddr: string, token: string, id: string,
   if (r.status !== 204) throw new Error(`paths-filter/${id} answered ${r.status}: ${JSON.stringify(r.body)}`);
 }
 
-/** Runs the generate-operation-token flow (attempt, one update per key) and decodes the token. */
-export async function drOperationToken(apiAddr: string, keys: readonly string[]): Promise<string> {
+/** Runs one token-generation flow at `base` (attempt, one update per key) and decodes the token. */
+async function generateToken(apiAddr: string, base: string, keys: readonly string[]): Promise<string> {
   const v = vault(apiAddr);
-  const start = await v.post(`${DR}/secondary/generate-operation-token/attempt`, {});
-  if (start.status !== 200) throw new Error(`generate-operation-token/attempt answered ${start.status}: ${JSON.stringify(start.body)}`);
+  const start = await v.post(`${base}/attempt`, {});
+  if (start.status !== 200) throw new Error(`${base}/attempt answered ${start.status}: ${JSON.stringify(start.body)}`);
   const { nonce, otp } = start.body as { nonce: string; otp: string };
   let last: Body;
   for (const key of keys) {
-    const r = await v.post(`${DR}/secondary/generate-operation-token/update`, { key, nonce });
-    if (r.status !== 200) throw new Error(`generate-operation-token/update answered ${r.status}: ${JSON.stringify(r.body)}`);
+    const r = await v.post(`${base}/update`, { key, nonce });
+    if (r.status !== 200) throw new Error(`${base}/update answered ${r.status}: ${JSON.stringify(r.body)}`);
     last = r.body;
   }
   if (last?.complete !== true) throw new Error(`the attempt did not complete: ${JSON.stringify(last)}`);
   return decodeOtp(last.encoded_token as string, otp);
+}
+
+/** Runs the generate-operation-token flow (attempt, one update per key) and decodes the token. */
+export function drOperationToken(apiAddr: string, keys: readonly string[]): Promise<string> {
+  return generateToken(apiAddr, `${DR}/secondary/generate-operation-token`, keys);
+}
+
+/**
+ * A root token of the node at `apiAddr` from `sys/generate-root` with `keys`: on a performance
+ * secondary, its primary's unseal keys (it adopted the primary's seal at activation, and the
+ * token that enabled it does not survive the activation). Waits until the activation finished.
+ */
+export async function generateRoot(apiAddr: string, keys: readonly string[]): Promise<string> {
+  await eventually(async () => expect((await replStatus(apiAddr, 'performance')).mode).not.toBe('bootstrapping'), { timeoutMs: 20_000, intervalMs: 50 });
+  return generateToken(apiAddr, 'sys/generate-root', keys);
 }
 
 /**

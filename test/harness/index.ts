@@ -43,6 +43,7 @@ export {
   enablePrimary,
   filteredSet,
   freePort,
+  generateRoot,
   kvDataSet,
   lastAcked,
   PERF,

@@ -36,7 +36,7 @@ const event: fc.Arbitrary<Event> = fc.oneof(
   fc.record({ type: fc.constant('streamState' as const), state: fc.constantFrom('idle' as const, 'stream-wals' as const, 'merkle-diff' as const, 'merkle-sync' as const) }),
 );
 
-const BEFORE_PERSIST: ReadonlySet<EffectType> = new Set(['disconnectPrimary', 'stopServer', 'newEpoch', 'createCa']);
+const BEFORE_PERSIST: ReadonlySet<EffectType> = new Set(['disconnectPrimary', 'stopServer', 'newEpoch', 'createCa', 'resync']);
 const AFTER_PERSIST: ReadonlySet<EffectType> = new Set(['wipe', 'connect', 'startServer', 'dropCa', 'forgetPrimary', 'disconnect']);
 
 function clusterIdOf(s: State): string | null {

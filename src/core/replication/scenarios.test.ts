@@ -80,7 +80,7 @@ describe('DR failover and failback', () => {
     expect(w.refuse('a', { type: 'updatePrimary', addrs: [B.clusterAddr] }).message).toMatch(/newly demoted DR secondary/);
     expect(w.act('a', { type: 'updatePrimary', token: 'wrapped-by-b' })).toEqual([{ type: 'redeem' }]);
     const tokenA = w.token('b', 'a', T0 + 10 * MIN);
-    expect(w.act('a', { type: 'redeemed', activation: tokenA })).toEqual([{ type: 'persist' }, { type: 'connect', primary: B }]);
+    expect(w.act('a', { type: 'redeemed', activation: tokenA })).toEqual([{ type: 'resync' }, { type: 'persist' }, { type: 'connect', primary: B }]);
     w.act('b', { type: 'secondaryActivated', id: 'a', now: T0 + 11 * MIN });
 
     // a's divergent tail is reconciled, then it streams. No wipe happened anywhere on a.

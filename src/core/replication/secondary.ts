@@ -82,7 +82,9 @@ export function stepSecondary(s: Secondary, e: Event): StepResult {
         );
       }
       const primary = addrsOf(a);
-      return attach(s, { ...s, secondaryId: a.secondaryId, primary, state: 'idle', demotedAfterFailover: false }, primary);
+      // A new id: what the primary serves it (its paths filter) is not what the old id was served.
+      const next: Secondary = { ...s, secondaryId: a.secondaryId, primary, state: 'idle', demotedAfterFailover: false };
+      return detached(s, next, [{ type: 'resync' }, { type: 'persist' }, { type: 'connect', primary }]);
     }
     case 'probed':
       if (s.demotedAfterFailover) return badRequest(e.type, demotedMessage(s));

@@ -117,14 +117,14 @@ const transitions: ReadonlyArray<[string, State, Event, State, Effect[]]> = [
     secondary(),
     { type: 'redeemed', activation: activation({ secondaryId: 'b2', primaryClusterAddr: B.clusterAddr, primaryApiAddr: B.apiAddr }) },
     secondary({ secondaryId: 'b2', primary: B, state: 'idle' }),
-    [{ type: 'disconnectPrimary' }, { type: 'persist' }, { type: 'connect', primary: B }],
+    [{ type: 'disconnectPrimary' }, { type: 'resync' }, { type: 'persist' }, { type: 'connect', primary: B }],
   ],
   [
     'a demoted primary rejoins its set with a token, and is no longer "newly demoted"',
     demoted(),
     { type: 'redeemed', activation: activation({ secondaryId: 'a', primaryClusterAddr: B.clusterAddr, primaryApiAddr: B.apiAddr }) },
     secondary({ secondaryId: 'a', primary: B, state: 'idle' }),
-    [{ type: 'persist' }, { type: 'connect', primary: B }],
+    [{ type: 'resync' }, { type: 'persist' }, { type: 'connect', primary: B }],
   ],
   [
     'update-primary with a blank token forgets the primary and stays secondary',

@@ -162,6 +162,12 @@ export type Effect =
   | { readonly type: 'disconnectPrimary' }
   /** Delete stored credentials for the old primary (client certificate, CA to trust). */
   | { readonly type: 'forgetPrimary' }
+  /**
+   * Distrust the position this secondary streams from: its next session reconciles by Merkle
+   * diff before it streams. A new token is a new secondary id, which its primary may serve with
+   * another paths filter (or none) than the old id had (REPLICATION.md 8).
+   */
+  | { readonly type: 'resync' }
   /** Commits from now on start a new WAL epoch: this cluster's history forks here. */
   | { readonly type: 'newEpoch' }
   /** Redeem the activation token of the request being served, then step `redeemed`. */
