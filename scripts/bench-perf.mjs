@@ -39,7 +39,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
-  activateSecondary, call, ensureLicense, freePorts, initNode, mainJs, must, perfStatus, repoRoot, startNode, unsealNode,
+  activateSecondary, call, ensureLicense, generateRoot, freePorts, initNode, mainJs, must, perfStatus, repoRoot, startNode, unsealNode,
   waitFor, waitForStreaming, writeNodeConfig,
 } from './cluster.mjs';
 import { cpuMs, percentile, table } from './bench-util.mjs';
@@ -236,7 +236,7 @@ async function measurePerf({ seconds, readClients, movedSecrets }) {
     for (const s of [a, b]) {
       const own = await initNode(s.apiAddr, 1, 1);
       await unsealNode(s.apiAddr, own.keys);
-      s.token = own.root_token; // restored after activation: tokens are local to a performance secondary
+      s.token = own.root_token; // enables it; replaced after activation by a root token of its own
     }
     const token = primary.token;
     const kv2 = { type: 'kv', options: { version: '2' } };
@@ -248,6 +248,8 @@ async function measurePerf({ seconds, readClients, movedSecrets }) {
       await activateSecondary({ kind: 'performance', primaryAddr: primary.apiAddr, rootToken: token, secondaryAddr: s.apiAddr, secondaryToken: s.token, id: IDS[k] });
     }
     await Promise.all([a, b].map((s) => waitForStreaming(s.apiAddr, 60_000, 'performance')));
+    // The enabling token does not survive the activation: root there from the primary's shares.
+    for (const s of [a, b]) s.token = await generateRoot(s.apiAddr, init.keys);
     note(`perf bench: seeding ${READ_SECRETS} read secrets and ${movedSecrets} secrets in moved/...`);
     await seed(primary.apiAddr, token, 'secret/data/read', READ_SECRETS);
     await seed(primary.apiAddr, token, 'moved/data/s', movedSecrets);

@@ -11,8 +11,9 @@
  * First run: dev license, init the primary (5 shares, threshold 3) and unseal it, mount KV v2 at
  * secret/, enable DR and performance primary, init and unseal each secondary (1 throwaway share:
  * activation replaces its seal with the primary's), issue a secondary token of each kind,
- * activate, wait for `stream-wals`. The performance secondary keeps its bootstrap root token
- * (restored after activation: tokens are local to each cluster). Later runs on the same data only
+ * activate, wait for `stream-wals`. The performance secondary's enabling token does not survive
+ * its activation: a root token of its own is generated there with the primary's unseal keys
+ * (`performance_root_token`; tokens are local to each cluster). Later runs on the same data only
  * unseal (with the primary's keys) and resume whatever roles the nodes hold, so the state left by
  * a failover drill survives a restart. .tessera-cluster/cluster.json
  * (mode 0600) holds addresses, pids, the root token and the unseal keys; node logs go to
@@ -209,9 +210,8 @@ export async function activateSecondary({ primaryAddr, rootToken, secondaryAddr,
   await must(secondaryAddr, 'POST', `${base}/secondary/enable`, { token: secondaryToken, body: { token: tok.wrap_info.token } }, [204]);
 }
 
-/** Runs a DR operation token generation on a DR secondary with `keys` and decodes the result. */
-export async function drOperationToken(secondaryAddr, keys) {
-  const base = `${DR}/secondary/generate-operation-token`;
+/** Runs one token generation at `base` (attempt, then keys until complete) and decodes the result. */
+async function generateToken(secondaryAddr, base, keys) {
   const cur = await must(secondaryAddr, 'GET', `${base}/attempt`);
   if (cur.started) await must(secondaryAddr, 'DELETE', `${base}/attempt`);
   const { nonce, otp } = await must(secondaryAddr, 'POST', `${base}/attempt`, { body: {} }, [200]);
@@ -220,9 +220,23 @@ export async function drOperationToken(secondaryAddr, keys) {
     last = await must(secondaryAddr, 'POST', `${base}/update`, { body: { key, nonce } }, [200]);
     if (last.complete) break;
   }
-  if (!last?.complete) throw new Error('DR operation token generation did not complete: too few keys');
+  if (!last?.complete) throw new Error(`${base}: the generation did not complete: too few keys`);
   const enc = Buffer.from(last.encoded_token, 'base64');
   return Buffer.from(enc.map((b, i) => b ^ otp.charCodeAt(i))).toString('utf8');
+}
+
+/** Runs a DR operation token generation on a DR secondary with `keys` and decodes the result. */
+export function drOperationToken(secondaryAddr, keys) {
+  return generateToken(secondaryAddr, `${DR}/secondary/generate-operation-token`, keys);
+}
+
+/**
+ * A root token of a performance secondary from `sys/generate-root` with its primary's unseal keys,
+ * once its activation is over: the token that enabled it does not survive the activation.
+ */
+export async function generateRoot(secondaryAddr, keys) {
+  await waitFor(`${secondaryAddr} to finish its performance activation`, async () => ((await perfStatus(secondaryAddr)).mode === 'bootstrapping' ? undefined : true), { timeoutMs: 60_000 });
+  return generateToken(secondaryAddr, 'sys/generate-root', keys);
 }
 
 /** Resolves the status once the secondary streams (from `primaryClusterAddr`, when given). */
@@ -316,7 +330,7 @@ async function main() {
     const f0 = await sealStatus(performance.apiAddr);
     if (!f0.initialized) {
       const init = await initNode(performance.apiAddr, 1, 1);
-      state.performance_bootstrap = { root_token: init.root_token, unseal_key: init.keys[0], note: 'the seal is replaced at activation; the root token stays: tokens are local to a performance secondary' };
+      state.performance_bootstrap = { root_token: init.root_token, unseal_key: init.keys[0], note: 'used only until performance activation replaces this seal and its tokens' };
       await save();
     }
     const ownKey = { secondary: state.secondary_bootstrap?.unseal_key, performance: state.performance_bootstrap?.unseal_key };
@@ -349,7 +363,8 @@ async function main() {
         id = known.includes('perf-secondary') ? `perf-secondary-${Date.now()}` : 'perf-secondary';
         await activateSecondary({ kind: 'performance', primaryAddr: primary.apiAddr, rootToken: state.root_token, secondaryAddr: performance.apiAddr, secondaryToken: state.performance_bootstrap.root_token, id });
       }
-      Object.assign(state, { performance_activated: true, performance_secondary_id: id });
+      const performanceRoot = await generateRoot(performance.apiAddr, state.unseal_keys);
+      Object.assign(state, { performance_activated: true, performance_secondary_id: id, performance_root_token: performanceRoot });
       await save();
     }
 
@@ -381,7 +396,7 @@ async function main() {
       '  node bin/tessera.js kv put secret/app password=hunter2',
       `  curl -s ${nodes[sec ?? 'secondary'].apiAddr}/v1/${DR}/status | jq .data`,
       `  curl -s ${performance.apiAddr}/v1/${PERF}/status | jq .data`,
-      `  VAULT_ADDR=${performance.apiAddr} VAULT_TOKEN=$(jq -r .performance_bootstrap.root_token ${stateFile}) node bin/tessera.js kv get secret/app`,
+      `  VAULT_ADDR=${performance.apiAddr} VAULT_TOKEN=$(jq -r .performance_root_token ${stateFile}) node bin/tessera.js kv get secret/app`,
       '',
       'Failover drill: docs/failover-runbook.md. Ctrl-C stops every node.',
     ].join('\n'));

@@ -31,7 +31,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
-  activateSecondary, call, drOperationToken, drStatus, ensureLicense, freePorts, initNode, mainJs, must, perfStatus, repoRoot,
+  activateSecondary, call, drOperationToken, drStatus, ensureLicense, freePorts, generateRoot, initNode, mainJs, must, perfStatus, repoRoot,
   startNode, unsealNode, waitFor, waitForStreaming, writeNodeConfig,
 } from './cluster.mjs';
 import { checkHistory, FAULTS, faultSchedule, prng, tally } from './nemesis-check.mjs';
@@ -106,8 +106,9 @@ class Topology {
       const own = await initNode(this.api(n), 1, 1);
       await unsealNode(this.api(n), own.keys);
       const kind = n === 'b' ? 'dr' : 'performance';
-      if (kind === 'performance') this.tokens[n] = own.root_token; // a performance secondary keeps its own tokens
       await activateSecondary({ kind, primaryAddr: a, rootToken: this.root, secondaryAddr: this.api(n), secondaryToken: own.root_token, id: `nemesis-${n}` });
+      // Tokens are local to a performance secondary, and the enabling one does not survive the activation.
+      if (kind === 'performance') this.tokens[n] = await generateRoot(this.api(n), this.keys);
       if (kind === 'performance') await this.setFilter(n, this.filterOf(n));
     }
     for (const n of ['b', ...PERF_SECONDARIES]) await this.followThroughProxy(n);

@@ -130,7 +130,10 @@ export class ReplicationDriver {
   private loaded = false;
   /**
    * The root token that called secondary/enable, in memory while bootstrapping: the wipe removed
-   * every token, so if activation then fails it is restored, and the operator can enable again.
+   * every token, so if activation then fails (the primary refused the handshake, or the operator
+   * left with secondary/disable) it is restored, and the operator can enable again. Those happen
+   * only while bootstrapping, before the primary accepted this secondary and sent it any data; an
+   * activation that succeeds drops it.
    */
   private enabler: string | undefined;
   private readonly drain: DemoteDrain;
@@ -553,9 +556,8 @@ export class ReplicationDriver {
         if (this.record.state.mode === 'bootstrapping') {
           void this.exclusive(async () => {
             await this.run({ type: 'activated' }, {});
-            // A performance secondary keeps its own tokens from now on: the enabling root token
-            // comes back so its operator can act here (sys/generate-root is the general way).
-            if (this.policy.keepEnabler) await this.restoreEnabler();
+            // Never restored once activated: the node now holds the primary's data, and root over
+            // it takes the primary's key holders (sys/generate-root with the primary's shares).
             this.enabler = undefined;
             if (ownWal) await this.o.core.reload();
           }).catch((e: unknown) => this.o.log.error({ err: e }, 'activation failed'));

@@ -9,7 +9,7 @@
  */
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import {
-  activateSecondary, enablePrimary, eventually, filteredSet, freePort, initAndUnseal, kvDataSet, replStatus,
+  activateSecondary, enablePrimary, eventually, filteredSet, freePort, generateRoot, initAndUnseal, kvDataSet, replStatus,
   secondaryToken, setPathsFilter, useHarness, vault, waitInSync,
 } from '../harness/index.js';
 
@@ -38,12 +38,13 @@ test('a filtered performance secondary partitioned past the WAL bound reconciles
   await enablePrimary(p.apiAddr, pk.rootToken, proxy.address, 'performance');
   const own = await initAndUnseal(s.apiAddr);
   await activateSecondary(s.apiAddr, own.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, 'perf-far', undefined, 'performance'), 'performance');
-  const sv = vault(s.apiAddr, own.rootToken);
-  await eventually(async () => expect((await sv.get('auth/token/lookup-self')).status).toBe(200), { timeoutMs: 20_000 });
+  // The enabling root token does not survive the activation: root there comes from the primary's shares.
+  const sRoot = await generateRoot(s.apiAddr, pk.keys);
+  const sv = vault(s.apiAddr, sRoot);
   await setPathsFilter(p.apiAddr, pk.rootToken, 'perf-far', { mode: 'allow', paths: ['alpha', 'beta'] });
   await eventually(async () => {
     await waitInSync(p.apiAddr, s.apiAddr, 2_000, 'performance');
-    expect(await kvDataSet(s.apiAddr, own.rootToken, MOUNTS)).toEqual(filteredSet(await kvDataSet(p.apiAddr, pk.rootToken, MOUNTS), ['alpha', 'beta']));
+    expect(await kvDataSet(s.apiAddr, sRoot, MOUNTS)).toEqual(filteredSet(await kvDataSet(p.apiAddr, pk.rootToken, MOUNTS), ['alpha', 'beta']));
   }, { timeoutMs: 20_000 });
   expect((await replStatus(s.apiAddr, 'performance')).primary_cluster_addr).toBe(proxy.address);
 
@@ -64,7 +65,7 @@ test('a filtered performance secondary partitioned past the WAL bound reconciles
   expect((await replStatus(p.apiAddr, 'performance')).last_wal - lastWalBefore).toBe(WRITES + 2);
 
   // Cut off, it still serves what it holds, and refuses to forward a write (nothing written).
-  const stale = await kvDataSet(s.apiAddr, own.rootToken, MOUNTS);
+  const stale = await kvDataSet(s.apiAddr, sRoot, MOUNTS);
   expect(stale.alpha).toEqual({ k0: 'initial', k1: 'initial', k2: 'initial', k3: 'initial' });
   expect((await replStatus(s.apiAddr, 'performance')).last_remote_wal).toBe(cutAt.last_remote_wal);
   const refused = await sv.put('beta/k0', { value: 'while-cut' });
@@ -76,12 +77,12 @@ test('a filtered performance secondary partitioned past the WAL bound reconciles
   expect(full.alpha).not.toHaveProperty(`k${KEYS - 1}`);
   const healed = await eventually(async () => {
     const { secondary } = await waitInSync(p.apiAddr, s.apiAddr, 2_000, 'performance');
-    expect(await kvDataSet(s.apiAddr, own.rootToken, MOUNTS)).toEqual(filteredSet(full, ['alpha', 'beta']));
+    expect(await kvDataSet(s.apiAddr, sRoot, MOUNTS)).toEqual(filteredSet(full, ['alpha', 'beta']));
     return secondary;
   }, { timeoutMs: 30_000, intervalMs: 100 });
   // Fetched: alpha k0-k2 and beta k0-k3 (changed); deleted: alpha/k3. Nothing of gamma moved.
   expect(healed.last_merkle_sync).toEqual({ fetched_keys: 3 + KEYS, deleted_keys: 1 });
-  expect(await kvDataSet(s.apiAddr, own.rootToken, ['gamma'])).toEqual({ gamma: null });
+  expect(await kvDataSet(s.apiAddr, sRoot, ['gamma'])).toEqual({ gamma: null });
 
   // It streams again: a new write arrives through the healed proxy without another reconcile.
   expect((await pv.put('beta/after-heal', { value: 'x' })).status).toBe(204);

@@ -8,7 +8,7 @@
  *   await drOperationToken(east.apiAddr, primary.unsealKeys.slice(0, 2));
  *   const c = await startCluster(h, { node: { inProcess: true }, performance: ['perf-east'] });
  */
-import { activateSecondary, enablePrimary, secondaryToken, waitInSync, type Kind } from './dr.js';
+import { activateSecondary, enablePrimary, generateRoot, secondaryToken, waitInSync, type Kind } from './dr.js';
 import { mountKv2, type Harness, type InProcessNode, type InProcessOptions, type NodeHandle, type StartedNode, type StartOptions } from './harness.js';
 
 export interface ClusterSpec<O> {
@@ -56,6 +56,8 @@ export async function startCluster(h: Harness, spec: ClusterSpec<StartOptions> |
     for (const id of ids) {
       const s = secondaries.shift()!;
       await activateSecondary(s.apiAddr, s.rootToken!, await secondaryToken(primary!.apiAddr, root, id, undefined, kind), kind);
+      // The enabling token does not survive a performance activation: one from the primary's keys.
+      if (kind === 'performance') Object.assign(s, { rootToken: await generateRoot(s.apiAddr, primary!.unsealKeys) });
       await waitInSync(primary!.apiAddr, s.apiAddr, 20_000, kind);
       out[kind === 'dr' ? 'dr' : 'performance'].push(s);
     }

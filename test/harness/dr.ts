@@ -49,7 +49,10 @@ export async function secondaryToken(apiAddr: string, token: string, id: string,
   return r.body.wrap_info.token as string;
 }
 
-/** POST secondary/enable with an activation token; throws unless 204. */
+/**
+ * POST secondary/enable with an activation token; throws unless 204. `token` does not survive a
+ * performance activation: `generateRoot` with the primary's keys makes one there.
+ */
 export async function activateSecondary(apiAddr: string, token: string, activationToken: string, kind: Kind = 'dr'): Promise<void> {
   const r = await vault(apiAddr, token).post(`${replicationBase(kind)}/secondary/enable`, { token: activationToken });
   if (r.status !== 204) throw new Error(`${kind} secondary/enable answered ${r.status}: ${JSON.stringify(r.body)}`);
@@ -91,7 +94,9 @@ export function drOperationToken(apiAddr: string, keys: readonly string[]): Prom
  */
 export async function generateRoot(apiAddr: string, keys: readonly string[]): Promise<string> {
   await eventually(async () => expect((await replStatus(apiAddr, 'performance')).mode).not.toBe('bootstrapping'), { timeoutMs: 20_000, intervalMs: 50 });
-  return generateToken(apiAddr, 'sys/generate-root', keys);
+  const seal = await vault(apiAddr).get('sys/seal-status');
+  if (seal.status !== 200) throw new Error(`sys/seal-status answered ${seal.status}: ${JSON.stringify(seal.body)}`);
+  return generateToken(apiAddr, 'sys/generate-root', keys.slice(0, seal.body.t as number));
 }
 
 /**

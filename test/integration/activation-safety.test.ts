@@ -3,7 +3,8 @@
  * bounded; a token the primary would refuse is refused before the node wipes its data.
  * In-process nodes over real gRPC/mTLS and real LevelDB.
  */
-import { base, replStatus, type Kind } from '../support/dr.js';
+import { generateRoot } from '../harness/dr.js';
+import { base, inSync, replStatus, secondaryToken, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const KINDS: readonly Kind[] = ['dr', 'performance'];
@@ -11,6 +12,8 @@ const KINDS: readonly Kind[] = ['dr', 'performance'];
 let p: TestNode;
 beforeAll(async () => {
   p = await startTestNode();
+  expect((await p.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
+  expect((await p.call('PUT', 'secret/data/primary', { data: { owner: 'primary' } })).status).toBe(200);
   for (const kind of KINDS) expect((await p.call('POST', `${base(kind)}/primary/enable`, {})).status).toBe(204);
 }, 30_000);
 
@@ -30,6 +33,28 @@ async function untouched(c: TestNode, kind: Kind): Promise<void> {
 }
 
 describe.each(KINDS)('%s', (kind) => {
+  test('the root token that enabled the secondary does not survive a successful activation', async () => {
+    const s = await startTestNode();
+    const enabler = s.rootToken;
+    expect((await s.call('POST', `${base(kind)}/secondary/enable`, { token: await secondaryToken(p, `enabled-${kind}`, undefined, kind) })).status).toBe(204);
+    await inSync(p, s, { kind });
+    expect((await replStatus(s, kind)).mode).toBe('secondary');
+    // DR: a DR secondary serves no tokens at all. Performance: the token is unknown there, so the
+    // secondary's former operator has no root over the primary's replicated secrets.
+    const self = await s.call('GET', 'auth/token/lookup-self', undefined, { token: enabler });
+    expect(self.status).toBe(kind === 'dr' ? 400 : 403);
+    expect(self.body.errors.length).toBeGreaterThan(0);
+    expect((await s.call('GET', 'secret/data/primary', undefined, { token: enabler })).status).toBe(kind === 'dr' ? 400 : 403);
+    if (kind === 'performance') {
+      // Root there takes the primary's key holders.
+      const root = await generateRoot(s.apiAddr, p.unsealKeys);
+      const r = await s.call('GET', 'secret/data/primary', undefined, { token: root });
+      expect(r.status).toBe(200);
+      expect(r.body.data.data).toEqual({ owner: 'primary' });
+    }
+    await s.stop();
+  }, 40_000);
+
   test('a sealed activation token revoked at the primary is refused before the wipe: 400 saying why, data untouched, token not spent', async () => {
     const c = await nodeWithData();
     const key = await c.call('POST', `${base(kind)}/secondary/generate-public-key`, {});

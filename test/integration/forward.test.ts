@@ -6,6 +6,7 @@
  */
 import { jest } from '@jest/globals';
 import { connectPrimary } from '../../src/transport/grpc/index.js';
+import { generateRoot } from '../harness/dr.js';
 import { activatePair, inSync, PERF, replStatus, secondaryToken } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
@@ -147,6 +148,8 @@ describe('performance secondary write forwarding', () => {
       // p is already a performance primary (beforeEach): a second secondary joins it.
       expect((await slow.call('POST', `${PERF}/secondary/enable`, { token: await secondaryToken(p, 'perf-slow', undefined, 'performance') })).status).toBe(204);
       await inSync(p, slow, { kind: 'performance' });
+      // The enabling token does not survive the activation: root there from the primary's shares.
+      slow.rootToken = await generateRoot(slow.apiAddr, p.unsealKeys);
       // The secondary stops following its primary's stream (as if partitioned from it): forwarded
       // writes still reach the primary, but cannot be applied here.
       await slow.node.performance.secondaryLoop!.stop();

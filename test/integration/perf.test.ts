@@ -23,13 +23,13 @@ describe('performance replication', () => {
   });
 
   test('activation streams the replicated class only; tokens stay local; a local mount survives', async () => {
-    // A root token of the secondary, from before activation: the enabler keeps acting there.
+    // s.rootToken becomes a root token generated on the secondary with the primary's shares.
     await activatePair(p, s, 'perf-east', 'performance');
     const sp = await replStatus(s, 'performance');
     expect(sp).toMatchObject({ mode: 'secondary', state: 'stream-wals', secondary_id: 'perf-east', connection_state: 'ready' });
     expect(sp.known_primary_cluster_addrs).toEqual([expect.any(String)]);
     expect(typeof sp.last_remote_wal).toBe('number');
-    // Replicated data is served locally, read with the secondary's own (enabler) token.
+    // Replicated data is served locally, read with the secondary's own token.
     expect((await s.call('GET', 'secret/data/before')).body.data.data).toEqual({ v: 1 });
     // The primary's tokens are not valid on the secondary, and the secondary's not on the primary.
     expect((await s.call('GET', 'secret/data/before', undefined, { token: p.rootToken })).status).toBe(403);

@@ -45,12 +45,6 @@ export interface KindPolicy {
    */
   readonly apply: 'primary-wal' | 'own-wal';
   /**
-   * Whether the enabling root token is restored once activation succeeds: a performance secondary
-   * keeps its own local tokens from then on, so the operator who enabled it can still act there.
-   * (Both kinds restore it when activation fails after the wipe.)
-   */
-  readonly keepEnabler: boolean;
-  /**
    * Whether a secondary of this kind forwards writes of replicated paths to its primary over the
    * cluster channel (performance: it serves clients; DR: it serves none). The primary refuses the
    * Forward call from secondaries of a kind that does not.
@@ -74,7 +68,6 @@ export const KIND_POLICY: Readonly<Record<Kind, KindPolicy>> = {
     secondaryAuth: 'dr-operation-token',
     filters: false,
     apply: 'primary-wal',
-    keepEnabler: false,
     forwardsWrites: false,
     license: 'dr-replication',
     lastWalField: 'last_dr_wal',
@@ -90,7 +83,6 @@ export const KIND_POLICY: Readonly<Record<Kind, KindPolicy>> = {
     secondaryAuth: 'sudo',
     filters: true,
     apply: 'own-wal',
-    keepEnabler: true,
     forwardsWrites: true,
     license: 'performance-replication',
     lastWalField: 'last_performance_wal',
