@@ -136,7 +136,7 @@ export class ReplicationDriver {
     this.kind = o.kind;
     this.policy = KIND_POLICY[o.kind];
     this.record = { state: initialState(o.kind) };
-    this.drain = new DemoteDrain({ engine: o.engine, log: o.log, timeoutMs: o.timing?.demoteDrainTimeoutMs ?? 30_000 });
+    this.drain = new DemoteDrain({ engine: o.engine, log: o.log, timeoutMs: o.timing?.demoteDrainTimeoutMs ?? 30_000, passes: [this.policy.record.key] });
     this.forwarder = new WriteForwarder({
       target: () => {
         const s = this.record.state;
@@ -650,9 +650,10 @@ export class ReplicationDriver {
       const active = s.mode === 'primary' ? Object.keys(s.secondaries).filter((id) => lookupSecondary(s.secondaries, id)?.status === 'active') : [];
       try {
         const report = await this.drain.run(this.streamer, active);
-        // A local-class role record (performance) is itself a fenced write: the fence lifts just
-        // before the step, and from the step on the secondary gate refuses replicated writes.
-        if (this.policy.record.keyClass !== 'node') this.drain.release();
+        // Ordering: the fence stays up through the step (it lets the role record through), and
+        // the step installs the secondary gate before the fence lifts, so no write is accepted
+        // between the drain's final index and the demote (issue 17 item 2: lifting it early let
+        // performance writes be acknowledged after the drain and then diverge).
         await this.run({ type: 'demote' }, {});
         return report;
       } finally {
