@@ -65,6 +65,9 @@ export interface DrainReport {
 
 export type { FilterSource } from './filtered-view.js';
 
+/** How many pinned snapshots one secondary may hold open; opening another closes its oldest. */
+export const MAX_OPEN_SNAPSHOTS = 2;
+
 /** One secondary's pinned snapshot, and for a filtered secondary the view of it that it is served. */
 interface OpenSnapshot {
   readonly snap: PinnedSnapshot;
@@ -441,6 +444,10 @@ export class PrimaryStreamer implements PrimaryService {
       throw e;
     }
     this.holds.start(peer.secondaryId, snap.guard.index + 1n);
+    // A secondary reconciles from one snapshot at a time: a new one supersedes its older ones past
+    // the cap, so a secondary (or a holder of its certificate) cannot pin storage without bound.
+    const owned = [...this.snapshots].filter(([, s]) => s.owner === peer.secondaryId).map(([sid]) => sid);
+    for (const sid of owned.slice(0, Math.max(0, owned.length - (MAX_OPEN_SNAPSHOTS - 1)))) await this.closeSnapshot(peer, sid);
     const id = randomUUID();
     // A snapshot abandoned by a crashed secondary is closed after ten minutes.
     const timer = setTimeout(() => void this.closeSnapshot(peer, id), 600_000);

@@ -9,7 +9,7 @@ import { VERSION } from '../../src/core/version.js';
 import { genesisGuard, type WalEntry } from '../../src/core/wal.js';
 import { generateBoxKeyPair, openSealed } from '../../src/replication/activation-token.js';
 import { RECORD_KEY } from '../../src/replication/role-record.js';
-import { PrimaryStreamer } from '../../src/replication/primary-service.js';
+import { MAX_OPEN_SNAPSHOTS, PrimaryStreamer } from '../../src/replication/primary-service.js';
 import { servePolicy } from '../../src/replication/serve-policy.js';
 import type { PrimaryClient, StreamMessage } from '../../src/replication/transport.js';
 import { StorageEngine } from '../../src/storage/engine.js';
@@ -162,6 +162,28 @@ describe('a valid secondary certificate on the cluster port', () => {
       // The secondary streams from guard + 1 after its sync: still retained, 30 commits later.
       expect(engine.firstRetainedIndex()).toBeLessThanOrEqual(snap.guard.index + 1n);
       expect(engine.lastGuard().index - snap.guard.index).toBeGreaterThanOrEqual(30n);
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it('one secondary holds at most MAX_OPEN_SNAPSHOTS pinned snapshots: opening another closes its oldest, not another secondary\'s', async () => {
+    const engine = await StorageEngine.open(new MemoryBackend(), { walMaxEntries: 100, walMaxBytes: 1 << 20 });
+    await engine.commitRaw([{ type: 'put', key: 'logical/m1/a', value: Buffer.from('r') }]);
+    const svc = new PrimaryStreamer({
+      engine, kind: 'dr', registry: { check: () => 'active' },
+      info: { clusterId: () => 'c', nodeId: () => 'n', apiAddr: () => '', clusterAddr: () => '' },
+    });
+    const thief = { secondaryId: 'thief', fingerprint: 'f', address: 'a' };
+    const other = { secondaryId: 'other', fingerprint: 'g', address: 'b' };
+    try {
+      const others = await svc.openSnapshot(other);
+      const ids: string[] = [];
+      for (let i = 0; i < 50; i++) ids.push((await svc.openSnapshot(thief)).snapshotId);
+      const open: string[] = [];
+      for (const id of ids) if (await svc.pageHashes(thief, id, 1).then(() => true, () => false)) open.push(id);
+      expect(open).toEqual(ids.slice(-MAX_OPEN_SNAPSHOTS));
+      expect((await svc.pageHashes(other, others.snapshotId, 1)).length).toBeGreaterThan(0);
     } finally {
       await svc.close();
     }
