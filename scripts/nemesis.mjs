@@ -17,7 +17,9 @@
  * outcome ok | error | unknown). Faults, one per cycle, drawn from a PRNG seeded with --seed
  * (nemesis-check.mjs, faultSchedule): SIGKILL + restart, SIGSTOP/SIGCONT, partitions, a secondary
  * held back past the WAL bound, a DR failover through the operator CLI (and, the next time, the
- * failback), a filter change while a performance secondary is down. Then a final heal, a bounded
+ * failback; a third of them a planned switchover under writes, demote first), a filter change
+ * while a performance secondary is down. Reads also check that a node serves every mount it
+ * holds, across restarts and unseals. Then a final heal, a bounded
  * wait for convergence, merkle-check on every node, and the checker. The history goes to
  * OUT/nemesis-<seed>.jsonl, the summary to OUT/nemesis-<seed>.summary.json and stdout; the exit
  * code is 1 on any violation. Node data and logs are in a temp dir, removed on success unless --keep.
@@ -210,7 +212,8 @@ function startWorkload(topo, history, rnd) {
       const notFound = r.status === 404 && Array.isArray(r.body?.errors) && r.body.errors.length === 0;
       const version = r.status === 200 ? r.body?.data?.metadata?.version : notFound ? 0 : undefined;
       const outcome = version !== undefined || r.status === 404 ? 'ok' : r.timeout ? 'unknown' : 'error';
-      history.push({ id: nextId++, client, kind: 'read', node, mount, key, value: r.body?.data?.data?.value, start, end: Date.now(), outcome, status: r.status ?? (r.timeout ? 'timeout' : r.netError), version });
+      const mountMissing = r.status === 404 && !notFound;
+      history.push({ id: nextId++, client, kind: 'read', node, mount, key, value: r.body?.data?.data?.value, start, end: Date.now(), outcome, status: r.status ?? (r.timeout ? 'timeout' : r.netError), version, ...(mountMissing ? { mountMissing } : {}) });
       await delay(15);
     }
   };
@@ -229,11 +232,23 @@ async function failover(topo, { variant, holdMs }, log) {
   // an index <= `through` (it was committed when the primary answered the status read), and the
   // DR secondary applied `through`, so the failover must keep it. A write acknowledged later may
   // not have reached the secondary when the primary failed: missing, it is this failover's loss.
-  const syncedAt = Date.now();
-  const through = (await drStatus(topo.api(oldP))).last_wal;
-  await waitFor(`${newP} to apply WAL ${through}`, async () => ((await drStatus(topo.api(newP))).last_wal >= through ? true : undefined), { timeoutMs: 90_000, intervalMs: 20 });
+  let syncedAt = Date.now();
+  let demoted;
+  if (variant === 'planned') {
+    // A switchover under writes: the demote stops writes, drains to the DR secondary and says who
+    // confirmed the final index. Confirmed, nothing acknowledged may be lost (no loss window).
+    const r = await must(topo.api(oldP), 'POST', `${DR}/primary/demote`, { token: topo.root, body: {} });
+    demoted = r.data;
+    if (demoted?.confirmed?.includes(`nemesis-${newP}`) !== true) log(`planned switchover: ${newP} did not confirm the final index (${JSON.stringify(demoted)}); the promote may need -force`);
+    else syncedAt = Number.MAX_SAFE_INTEGER;
+  } else {
+    const through = (await drStatus(topo.api(oldP))).last_wal;
+    await waitFor(`${newP} to apply WAL ${through}`, async () => ((await drStatus(topo.api(newP))).last_wal >= through ? true : undefined), { timeoutMs: 90_000, intervalMs: 20 });
+  }
   const cutAt = Date.now();
-  if (variant === 'kill') {
+  if (variant === 'planned') {
+    // The demoted node stays up and connected: clients that have not moved are refused by it.
+  } else if (variant === 'kill') {
     process.kill(topo.nodes[oldP].pid, 'SIGKILL');
     await topo.nodes[oldP].exited;
   } else {
@@ -243,7 +258,7 @@ async function failover(topo, { variant, holdMs }, log) {
   const args = ['operator', 'dr', 'failover', `-address=${topo.api(newP)}`];
   let run = await cli(args, { stdin: shares });
   let forced = false;
-  if (run.code !== 0 && /-force/.test(run.stderr + run.stdout)) {
+  if (run.code !== 0 && /-force/.test(run.stderr + run.stdout) && syncedAt !== Number.MAX_SAFE_INTEGER) {
     // The secondary knows it is behind: the operator reads the plan and accepts the RPO.
     forced = true;
     run = await cli([...args, '-force'], { stdin: shares });
@@ -259,14 +274,14 @@ async function failover(topo, { variant, holdMs }, log) {
   log(`failover ${oldP} -> ${newP} (${variant}${forced ? ', forced' : ''}): writes on ${newP} after ${switchedAt - cutAt} ms; performance secondaries moved`);
   await delay(holdMs);
   if (variant === 'kill') await topo.restart(oldP);
-  else topo.healAll();
+  else if (variant === 'partition') topo.healAll();
   // Failback path for the old primary: demote it and rejoin it as the new primary's DR secondary.
   const back = await cli(['operator', 'dr', 'failback', `-address=${topo.api(newP)}`, `-old-primary=${topo.api(oldP)}`, `-secondary-id=nemesis-${oldP}-${Date.now().toString(36)}`], { stdin: shares, token: topo.root });
   if (back.code !== 0) throw new Error(`failback of ${oldP} onto ${newP} failed (${back.code}): ${back.stderr.slice(-1500)}`);
   until[oldP] = Date.now();
   await topo.followThroughProxy(oldP);
   topo.lossWindows.push({ from: syncedAt, until });
-  topo.failovers.push({ from: oldP, to: newP, variant, forced, syncedAt, cutAt, switchedAt, rejoinedAt: until[oldP], writes_on_new_primary_after_ms: switchedAt - cutAt });
+  topo.failovers.push({ from: oldP, to: newP, variant, forced, syncedAt, cutAt, switchedAt, rejoinedAt: until[oldP], writes_on_new_primary_after_ms: switchedAt - cutAt, ...(demoted ? { demote: demoted } : {}) });
   log(`  ${oldP} demoted and rejoined as the DR secondary of ${newP}`);
 }
 
