@@ -239,7 +239,8 @@ async function failover(topo, { variant, holdMs }, log) {
     // confirmed the final index. Confirmed, nothing acknowledged may be lost (no loss window).
     const r = await must(topo.api(oldP), 'POST', `${DR}/primary/demote`, { token: topo.root, body: {} });
     demoted = r.data;
-    if (demoted?.confirmed?.includes(`nemesis-${newP}`) !== true) log(`planned switchover: ${newP} did not confirm the final index (${JSON.stringify(demoted)}); the promote may need -force`);
+    // The DR secondary is the only one: confirmed by it, under whatever id it last joined with.
+    if (!(demoted?.confirmed?.length === 1 && demoted.unconfirmed?.length === 0 && demoted.timed_out === false)) log(`planned switchover: ${newP} did not confirm the final index (${JSON.stringify(demoted)}); the promote may need -force`);
     else syncedAt = Number.MAX_SAFE_INTEGER;
   } else {
     const through = (await drStatus(topo.api(oldP))).last_wal;
