@@ -14,7 +14,6 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import express from 'express';
 import type { Logger } from 'pino';
