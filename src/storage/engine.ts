@@ -465,6 +465,10 @@ export class StorageEngine implements RawStore, MerkleView {
     return this.cache.read(key, () => readValue(this.backend, key));
   }
 
+  valueRejected(cause: unknown): StorageFailed {
+    return this.backend.corrupted(cause);
+  }
+
   /** Vault's list over logical keys; skips over each child directory instead of reading it. */
   listKeys(prefix: string): Promise<string[]> {
     return listChildren(this.backend, prefix);
