@@ -367,21 +367,40 @@ async function converge(topo, nodes, timeoutMs, { verifyRoots = false } = {}) {
   const verified = {};
   const p = topo.api(topo.primary);
   await Promise.all(nodes.map(async (n) => {
+    // What the last check saw, so a timeout says why (which mount, which keys differ).
+    let why = 'not checked yet';
     try {
       await waitFor(`${n} to converge`, async () => {
         if (n === topo.dr) {
           const [ps, s] = await Promise.all([drStatus(p), drStatus(topo.api(n))]);
+          why = `state ${s.state}, last_wal ${s.last_wal} of ${ps.last_wal}, roots ${s.merkle_root === ps.merkle_root ? 'equal' : 'differ'}`;
           return s.state === 'stream-wals' && s.last_wal === ps.last_wal && s.merkle_root === ps.merkle_root ? true : undefined;
         }
         const s = await perfStatus(topo.api(n));
+        why = `state ${s.state}`;
         if (s.state !== 'stream-wals') return undefined;
         for (const m of MOUNTS) {
-          const want = topo.filterOf(n).includes(m) ? await readMount(p, topo.root, m) : null;
+          const kept = topo.filterOf(n).includes(m);
+          // Under writes, the secondary is caught up when each key's version lies between the
+          // primary's read just before and just after its own (and the value is the primary's
+          // wherever the versions meet); the workload stops only after the final convergence.
+          const before = kept ? await readMount(p, topo.root, m) : null;
           const got = await readMount(topo.api(n), topo.tokens[n], m);
-          if (JSON.stringify(got) !== JSON.stringify(want)) return undefined;
+          const after = kept ? await readMount(p, topo.root, m) : null;
+          const want = before && got && after ? Object.fromEntries(Object.keys(before).map((k) => {
+            const g = got[k];
+            const inRange = g && after[k] && before[k].version <= g.version && g.version <= after[k].version;
+            const agrees = inRange && [before[k], after[k]].every((x) => x.version !== g.version || x.value === g.value);
+            return [k, agrees ? g : before[k]];
+          })) : before;
+          if (JSON.stringify(got) !== JSON.stringify(want)) {
+            const differ = want && got ? Object.keys({ ...want, ...got }).filter((k) => JSON.stringify(want[k]) !== JSON.stringify(got[k])) : [];
+            why = `${m}: ${want === null ? 'not in its filter' : `${Object.keys(want).length} keys on the primary`}, ${got === null ? 'not served' : `${Object.keys(got).length} served`}${differ.length ? `; differ: ${differ.slice(0, 4).map((k) => `${k} ${JSON.stringify(want[k] ?? null)} vs ${JSON.stringify(got[k] ?? null)}`).join(', ')}` : ''}`;
+            return undefined;
+          }
         }
         return true;
-      }, { timeoutMs, intervalMs: 100 });
+      }, { timeoutMs, intervalMs: 100 }).catch((e) => { throw new Error(`${e.message} (last seen: ${why})`); });
       times[n] = Date.now() - t0;
       if (verifyRoots && n !== topo.dr) {
         await waitFor(`${n}'s filtered Merkle root to be verified`, async () => {
