@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
+import type { ForwardScope } from '../core/paths-filter.js';
 import { KIND_POLICY, type Kind, type Mode } from '../core/replication/index.js';
 import { OperationTokens } from '../replication/operation-token.js';
 import { ReplicationDriver, type CoreHooks } from '../replication/driver.js';
@@ -59,7 +60,7 @@ export interface ForwardedObservation {
   readonly ok: boolean;
 }
 
-export type ForwardExecutor = (secondaryId: string, req: ForwardRequest) => Promise<Omit<ForwardReply, 'commitIndex'>>;
+export type ForwardExecutor = (secondaryId: string, req: ForwardRequest, scope: ForwardScope) => Promise<Omit<ForwardReply, 'commitIndex'>>;
 
 /** Longest a forwarded write's answer waits for connected DR secondaries to confirm it. */
 const FORWARD_DR_CONFIRM_MS = 5_000;
@@ -107,6 +108,15 @@ export async function wireReplication(o: {
   const cluster = createClusterServer({ address: o.clusterListen, log });
   // The primary's executor of forwarded writes: the HTTP dispatcher, bound once routes exist.
   let executor: ForwardExecutor | undefined;
+  // Every forwarded write leaves one audit line on the primary: the secondary, the operation and
+  // the status it was answered (never its path's arguments, body or values).
+  const forwardAudit = audited(audit, { executeForwarded: (run: ForwardExecutor, id: string, req: ForwardRequest) => executeForwarded(run, id, req) }, {
+    executeForwarded: {
+      op: 'performance/forward',
+      refused: (r) => r.kind === 'error',
+      detail: ([, id, req], r) => ({ secondary_id: id, operation: req.operation, request_id: req.requestId, ...(r ? { status: r.status } : {}) }),
+    },
+  });
   const forwarded = (): ((id: string, req: ForwardRequest) => Promise<ForwardReply>) | undefined => {
     const run = executor;
     if (!run) return undefined;
@@ -114,7 +124,7 @@ export async function wireReplication(o: {
       const started = performance.now();
       let ok = false;
       try {
-        const r = await executeForwarded(run, id, req);
+        const r = await forwardAudit.executeForwarded(run, id, req);
         ok = r.kind !== 'error';
         return r;
       } finally {
@@ -124,7 +134,8 @@ export async function wireReplication(o: {
   };
   /** Runs one forwarded write, then holds its answer until connected DR secondaries hold it. */
   const executeForwarded = async (run: ForwardExecutor, id: string, req: ForwardRequest): Promise<ForwardReply> => {
-    const answer = await run(id, req);
+    // Held to the same paths filter as everything this primary sends that secondary.
+    const answer = await run(id, req, await filters.scopeFor(id));
     // Every write of the request is committed by now: the last index covers them all.
     const commitIndex = engine.lastGuard().index;
     log.debug({ secondary_id: id, operation: req.operation, status: answer.status }, 'forwarded write executed');
