@@ -159,6 +159,10 @@ export async function wireReplication(o: {
     if (s?.mode !== 'primary') throw new InvalidRequest(`this cluster is not a performance primary (performance mode: ${performanceMode()})`);
     return Object.keys(s.secondaries).filter((id) => s.secondaries[id]?.status !== 'revoked').sort();
   };
+  const becamePerformancePrimary = async (): Promise<void> => {
+    await migrateLegacyTables();
+    await core.tokens.batch.ensureKey();
+  };
   const filters = new PathsFilters({ store: () => core.store(), registry: perfRegistry, migrateLegacyTables });
   // What each kind is while sealed (or not loaded): only its summary says.
   const sealedMode: Record<Kind, string> = { dr: 'disabled', performance: 'disabled' };
@@ -300,8 +304,9 @@ export async function wireReplication(o: {
     return {
       enablePrimary: after(async (a: string) => {
         await d.enablePrimary(a);
-        // Before any secondary can connect: filters judge mount tables by their per-mount keys.
-        if (d.kind === 'performance') await migrateLegacyTables();
+        // Before any secondary can connect: filters judge mount tables by their per-mount keys, and
+        // a secondary mints batch tokens with the primary's key, which it may not make itself.
+        if (d.kind === 'performance') await becamePerformancePrimary();
       }),
       demote: after(() => d.demote()),
       disablePrimary: after(() => d.disablePrimary()),
@@ -311,7 +316,7 @@ export async function wireReplication(o: {
       enableSecondary: after((r: Parameters<KindService['enableSecondary']>[0]) => d.enableSecondary(r)),
       promote: after(async (r: Parameters<KindService['promote']>[0]) => {
         await d.promote(r);
-        if (d.kind === 'performance') await migrateLegacyTables();
+        if (d.kind === 'performance') await becamePerformancePrimary();
       }),
       disableSecondary: after(() => d.disableSecondary()),
       updatePrimary: (r) => d.updatePrimary(r),

@@ -22,7 +22,7 @@
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { Internal } from '../core/errors.js';
+import { Internal, ReplicatedWriteRefused, Unavailable } from '../core/errors.js';
 import { KeyedMutex } from '../core/keyed-mutex.js';
 import type { Op, Store } from '../storage/store.js';
 import { isExpired } from './token-entry.js';
@@ -202,6 +202,14 @@ export class BatchTokens {
     return safeJson(Claims, plain);
   }
 
+  /**
+   * Makes the key now if there is none, so that the clusters replicating from this one (a
+   * performance secondary above all, which may not write it) can mint batch tokens with it.
+   */
+  async ensureKey(): Promise<void> {
+    await this.#key(true);
+  }
+
   /** The key; with `create`, made and committed on first use (one creator at a time). */
   async #key(create: boolean): Promise<Buffer | undefined> {
     const known = await this.#readKey();
@@ -211,7 +219,13 @@ export class BatchTokens {
       if (again !== undefined) return again;
       const key = this.#random(32);
       const record = { version: 1, key: key.toString('base64'), created_at: Math.floor(this.#o.now() / 1000) };
-      await this.#store.commit([{ type: 'put', key: BATCH_KEY_RECORD, value: Buffer.from(JSON.stringify(record), 'utf8') }]);
+      try {
+        await this.#store.commit([{ type: 'put', key: BATCH_KEY_RECORD, value: Buffer.from(JSON.stringify(record), 'utf8') }]);
+      } catch (e) {
+        // A performance secondary verifies and mints with its primary's key; it never makes one.
+        if (!(e instanceof ReplicatedWriteRefused)) throw e;
+        throw new Unavailable('this performance secondary does not hold the batch token key yet: its primary makes it when it becomes a performance primary, or with its first batch token; create one batch token on the primary, then retry once this secondary is in sync', { cause: e });
+      }
       return key;
     });
   }
