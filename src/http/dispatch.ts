@@ -142,18 +142,22 @@ export async function dispatchForwarded(services: Services, routes: readonly Rou
 
 const trimSlashes = (p: string): string => p.replace(/^\/+|\/+$/g, '');
 
+/** A namespace a forwarding secondary does not hold does not exist for it (404). */
+function namespaceInScope(scope: ForwardScope, namespace: string): void {
+  if (!scope.namespace(namespace)) throw new NotFound([`namespace "${namespace.slice(0, 128)}" does not exist`]);
+}
+
 /**
  * A forwarding secondary is held to its paths filter (REPLICATION.md 8): a namespace or mount it
  * does not hold does not exist for it (404), whether the request writes in it (a mounted engine,
  * an auth method's configuration) or acts on it (sys/mounts, sys/auth, sys/namespaces).
  */
 function inScope(scope: ForwardScope, namespace: string, path: string, declared: Match | undefined): void {
-  if (!scope.namespace(namespace)) throw new NotFound([`namespace "${namespace.slice(0, 128)}" does not exist`]);
+  namespaceInScope(scope, namespace);
   const named = declared ? declared.route.names?.(declared.params) : { mount: path };
   if (named === undefined) return;
   if ('namespace' in named) {
-    const child = `${namespace}${trimSlashes(named.namespace)}/`;
-    if (!scope.namespace(child)) throw new NotFound([`namespace "${child.slice(0, 128)}" does not exist`]);
+    namespaceInScope(scope, `${namespace}${trimSlashes(named.namespace)}/`);
   } else if (!scope.mount(namespace + trimSlashes(named.mount))) {
     throw new NotFound([`no handler for route "${path.slice(0, 128)}". route entry not found.`]);
   }
@@ -173,6 +177,8 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
     if (services.sealed()) throw new Sealed();
   }
 
+  // A namespace given by header that a forwarding secondary does not hold, existing here or not.
+  if (authority.kind === 'forwarded') namespaceInScope(authority.scope, req.namespace);
   // Node-wide routes never resolve a path prefix: they exist only at the root, so a
   // namespace given by header refuses them here, and one given by prefix below.
   const { namespace, path } = match?.route.scope === 'node' || match?.route.whileSealed

@@ -180,6 +180,8 @@ describe('forwarded requests and the secondary\'s paths filter', () => {
       under('plocal').map((path) => ({ namespace: '', path })),
       under('team-eu').map((path) => ({ namespace: '', path })),
       rest.filter((r) => r !== '').map((path) => ({ namespace: 'team-eu/', path })),
+      // A namespace under the denied one, existing on the primary or not, is as absent.
+      fc.tuple(seg, rest.filter((r) => r !== '')).map(([child, path]) => ({ namespace: `team-eu/${child}/`, path })),
       fc.constantFrom('sys/mounts/eu', 'sys/mounts/eu/tune', 'sys/auth/eu-users', 'sys/mounts/plocal', 'sys/namespaces/team-eu').map((path) => ({ namespace: '', path })),
       seg.map((child) => ({ namespace: '', path: `sys/namespaces/team-eu/${child}` })),
     );
