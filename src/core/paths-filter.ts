@@ -238,6 +238,32 @@ export function dynamicFilter(filter: PathsFilter | undefined, catalog: Catalog)
   return { dynamic_filtered_mounts: [...new Set(mounts)].sort(), dynamic_filtered_namespaces: [...new Set(namespaces)].sort() };
 }
 
+/**
+ * What a secondary's forwarded request may name on its primary (REPLICATION.md 8): exactly what its
+ * filter lets it hold. A denied or local mount, and an absent namespace, do not exist for it.
+ */
+export interface ForwardScope {
+  /** Namespace `ns` ('' root, else `a/b/`) exists for the secondary. */
+  namespace(ns: string): boolean;
+  /**
+   * Full path `full` (namespace path + mount-relative path) lies in a mount the secondary holds;
+   * a path under no mount is judged as a mount created there would be.
+   */
+  mount(full: string): boolean;
+}
+
+export function forwardScope(filter: PathsFilter | undefined, catalog: Catalog): ForwardScope {
+  return {
+    namespace: (ns) => namespacePresent(filter, ns),
+    mount: (full) => {
+      const p = full.endsWith('/') ? full : `${full}/`;
+      let best: CatalogMount | undefined;
+      for (const m of catalog.mounts) if (p.startsWith(fullPath(m)) && fullPath(m).length > (best ? fullPath(best).length : 0)) best = m;
+      return mountAllowed(filter, best ?? { namespace: '', path: p, uuid: '', local: false });
+    },
+  };
+}
+
 /** Whether a WAL entry's ops change the mount catalog (a cached KeyFilter must then be rebuilt). */
 export function touchesCatalog(ops: Iterable<{ readonly key: string }>): boolean {
   for (const op of ops) {

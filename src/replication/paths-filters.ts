@@ -14,7 +14,7 @@
  */
 import { InvalidRequest, NotFound } from '../core/errors.js';
 import {
-  assertFilterPathsExist, dynamicFilter, keyFilter, parsePathsFilter, type DynamicFilter, type KeyFilter, type PathsFilter,
+  assertFilterPathsExist, dynamicFilter, forwardScope, keyFilter, type ForwardScope, parsePathsFilter, type DynamicFilter, type KeyFilter, type PathsFilter,
 } from '../core/paths-filter.js';
 import type { WalEntry } from '../core/wal.js';
 import type { StorageEngine } from '../storage/engine.js';
@@ -95,6 +95,11 @@ export class PathsFilters {
     const f = await this.stored.get(id);
     if (f === undefined) return undefined;
     return keyFilter(f, (await loadFilterCatalog(this.o.store())).mounts);
+  }
+
+  /** What a forwarded request of `id` may name here: what its filter lets it hold (no registry check). */
+  async scopeFor(id: string): Promise<ForwardScope> {
+    return forwardScope(await this.stored.get(id), await loadFilterCatalog(this.o.store()));
   }
 
   /** The dynamic filter of `id` from the current catalog, for the secondary to keep (no registry check). */

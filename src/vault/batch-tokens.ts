@@ -26,7 +26,7 @@
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { Internal } from '../core/errors.js';
+import { Internal, ReplicatedWriteRefused, Unavailable } from '../core/errors.js';
 import { KeyedMutex } from '../core/keyed-mutex.js';
 import type { Op, Store } from '../storage/store.js';
 import { isExpired } from './token-entry.js';
@@ -223,6 +223,14 @@ export class BatchTokens {
   }
 
   /**
+   * Makes the key now if there is none, so that the clusters replicating from this one (a
+   * performance secondary above all, which may not write it) can mint batch tokens with it.
+   */
+  async ensureKey(): Promise<void> {
+    await this.#sealingKey();
+  }
+
+  /**
    * The key to seal with: the newest of the ring, made first if there is none, and a new one
    * added when the newest is older than the rotation period (dropping keys past retention).
    */
@@ -244,7 +252,9 @@ export class BatchTokens {
       } catch (e) {
         // Rotation is not a reason to refuse a token: seal under the current key if there is one.
         if (ring.length > 0) return ring.at(-1)!;
-        throw e;
+        // A performance secondary verifies and mints with its primary's key; it never makes one.
+        if (!(e instanceof ReplicatedWriteRefused)) throw e;
+        throw new Unavailable('this performance secondary does not hold the batch token key yet: its primary makes it when it becomes a performance primary, or with its first batch token; create one batch token on the primary, then retry once this secondary is in sync', { cause: e });
       }
       return fresh;
     });
