@@ -22,7 +22,8 @@ function drainFields(dr: ReplicationDriver): Record<string, unknown> {
 
 /**
  * Continuous verification (verification.ts): the last WAL index at which this secondary's Merkle
- * root matched its primary's, when, and whether the latest comparison found them different.
+ * root matched its primary's, when, whether the latest comparison found them different, and the
+ * repairs (Merkle diff and sync) a mismatch started.
  */
 function verificationFields(v: VerificationStatus | undefined): Record<string, unknown> {
   return {
@@ -30,6 +31,9 @@ function verificationFields(v: VerificationStatus | undefined): Record<string, u
     last_verified_at: rfc3339(v?.lastVerifiedAtMs ?? 0),
     verification_mismatch: v?.mismatch ?? false,
     ...(v?.mismatch ? { verification_mismatch_wal: Number(v.mismatchWal) } : {}),
+    // A mismatch is repaired by a Merkle diff and sync (verification.ts): how many ran, the last when.
+    verification_repairs: v?.repairs ?? 0,
+    last_verification_repair: rfc3339(v?.lastRepairAtMs ?? 0),
   };
 }
 
