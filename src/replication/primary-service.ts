@@ -134,8 +134,10 @@ export class PrimaryStreamer implements PrimaryService {
       ...(o.onPersistError ? { onPersistError: o.onPersistError } : {}),
     });
     this.holds = new CatchUpHolds({ engine: o.engine });
-    this.unsubscribe = o.engine.onCommit(() => {
+    this.unsubscribe = o.engine.onCommit((last) => {
       this.lastCommitMs = this.now();
+      // A secondary that had everything now lacks this commit's first entry: its lag counts from here.
+      for (const v of this.views.all()) if (v.missingSinceMs === 0 && v.applied.index < last) v.missingSinceMs = this.lastCommitMs;
     });
   }
 
@@ -158,9 +160,9 @@ export class PrimaryStreamer implements PrimaryService {
     return kf ? servePolicy(this.o.kind, kf.keyAllowed) : this.policy;
   }
 
-  /** The last heartbeats persisted before a restart. */
-  load(): Promise<void> {
-    return this.views.load();
+  /** The last heartbeats persisted before a restart, of the ids that are still `member`s of this set. */
+  load(member?: (id: string) => boolean): Promise<void> {
+    return this.views.load(member);
   }
 
   get secondaries(): ReadonlyMap<string, SecondaryView> {
@@ -351,12 +353,12 @@ export class PrimaryStreamer implements PrimaryService {
 
   async heartbeat(peer: Peer, req: HeartbeatRequest): Promise<HeartbeatReply> {
     const received = this.now();
+    const engine = this.o.engine;
     const next = req.applied.index + 1n;
-    let lagMs = 0;
-    if (next <= this.o.engine.lastGuard().index) {
-      const [entry] = await this.o.engine.readWal(next, 1).catch(() => []);
-      lagMs = entry ? Math.max(0, received - entry.time) : -1;
-    }
+    // The oldest entry it lacks; no longer retained: the oldest retained one, a lower bound.
+    const first = engine.firstRetainedIndex();
+    const from = next < first ? first : next;
+    const [entry] = from <= engine.lastGuard().index ? await engine.readWal(from, 1).catch(() => []) : [];
     this.holds.progress(peer.secondaryId, req.applied.index);
     this.views.heartbeat(peer.secondaryId, (view) => {
       view.lastHeartbeatMs = received;
@@ -366,7 +368,8 @@ export class PrimaryStreamer implements PrimaryService {
       view.clusterAddr = req.clusterAddr || view.clusterAddr;
       // One-way estimate; the secondary refines it with the round trip it measures.
       view.clockSkewMs = req.sentAtMs - received;
-      if (lagMs >= 0) view.lagMs = lagMs;
+      // Read after the WAL read above: an entry committed meanwhile counts from the last commit.
+      view.missingSinceMs = next > engine.lastGuard().index ? 0 : (entry?.time ?? (view.missingSinceMs || this.lastCommitMs));
     });
     return { lastWal: this.o.engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, receivedAtMs: received, sentAtMs: this.now() };
   }

@@ -73,7 +73,8 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
           state: views?.displayState(v, now) ?? 'idle',
           last_applied_wal: Number(v.applied.index),
           lag_entries: lagEntries,
-          lag_ms: String(lagEntries > 0 ? v.lagMs : 0),
+          // From the commit of the oldest entry it lacks, to now: it grows while the secondary is gone.
+          lag_ms: String(lagEntries > 0 && v.missingSinceMs > 0 ? Math.max(0, now - v.missingSinceMs) : 0),
         };
       });
       return {
