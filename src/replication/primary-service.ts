@@ -73,6 +73,9 @@ interface OpenSnapshot {
   readonly filter?: FilteredView;
 }
 
+/** An address a secondary reports about itself, as status shows it: bounded, never trusted. */
+const reported = (addr: string): string => addr.slice(0, 256);
+
 /** How long a stream that told its secondary to reconcile waits for it to hang up. */
 const RECONCILE_HANDOFF_MS = 30_000;
 const HEARTBEAT_MS = 1000;
@@ -182,8 +185,9 @@ export class PrimaryStreamer implements PrimaryService {
     if (req.kind !== this.o.kind) throw new InvalidRequest(`this cluster is a ${this.o.kind} primary, not ${req.kind}`);
     if (compareVersions(VERSION, req.version) > 0) throw new VersionRefused(VERSION, req.version);
     const view = this.views.view(peer.secondaryId);
-    view.apiAddr = req.apiAddr;
-    view.clusterAddr = req.clusterAddr;
+    view.apiAddr = reported(req.apiAddr);
+    view.clusterAddr = reported(req.clusterAddr);
+    view.peerAddr = peer.address;
     await this.o.onBootstrap?.(peer.secondaryId);
     return {
       clusterId: this.o.info.clusterId(),
@@ -364,8 +368,9 @@ export class PrimaryStreamer implements PrimaryService {
       view.lastHeartbeatMs = received;
       view.applied = req.applied;
       view.state = req.state;
-      view.apiAddr = req.apiAddr || view.apiAddr;
-      view.clusterAddr = req.clusterAddr || view.clusterAddr;
+      view.apiAddr = reported(req.apiAddr) || view.apiAddr;
+      view.clusterAddr = reported(req.clusterAddr) || view.clusterAddr;
+      view.peerAddr = peer.address || view.peerAddr;
       // One-way estimate; the secondary refines it with the round trip it measures.
       view.clockSkewMs = req.sentAtMs - received;
       // Read after the WAL read above: an entry committed meanwhile counts from the last commit.

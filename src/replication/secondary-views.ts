@@ -18,8 +18,11 @@ import type { Guard } from './transport.js';
 
 export interface SecondaryView {
   readonly id: string;
+  /** What the secondary says its API and cluster addresses are (Bootstrap, heartbeats): claims. */
   apiAddr: string;
   clusterAddr: string;
+  /** What this primary observed: the peer address of the secondary's latest call. */
+  peerAddr: string;
   lastHeartbeatMs: number;
   heartbeatDurationMs: number;
   clockSkewMs: number;
@@ -97,7 +100,7 @@ export class SecondaryViews {
   view(id: string): SecondaryView {
     let v = this.views.get(id);
     if (!v) {
-      v = { id, apiAddr: '', clusterAddr: '', lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, applied: { index: 0n, hash: Buffer.alloc(32) }, state: 'idle', streams: 0, missingSinceMs: 0 };
+      v = { id, apiAddr: '', clusterAddr: '', peerAddr: '', lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, applied: { index: 0n, hash: Buffer.alloc(32) }, state: 'idle', streams: 0, missingSinceMs: 0 };
       this.views.set(id, v);
     }
     return v;

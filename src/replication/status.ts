@@ -63,8 +63,12 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         const connected = views?.connected(v, now) ?? false;
         return {
           node_id: v.id,
-          api_address: v.apiAddr,
-          cluster_address: v.clusterAddr,
+          // Vault's fields hold what this primary observed: the peer address of the secondary's
+          // latest call; it cannot observe an API address. What the secondary says is marked so.
+          api_address: '',
+          cluster_address: v.peerAddr,
+          reported_api_address: v.apiAddr,
+          reported_cluster_address: v.clusterAddr,
           connection_status: connected ? 'connected' : 'disconnected',
           last_heartbeat: rfc3339(v.lastHeartbeatMs),
           last_heartbeat_duration_ms: String(v.heartbeatDurationMs),

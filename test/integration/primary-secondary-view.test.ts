@@ -70,3 +70,21 @@ it('a secondary gone while behind shows lag_ms from the oldest entry it lacks, g
   expect(lagMetric).toHaveLength(1);
   expect(Number(lagMetric[0]?.slice(lagMetric[0].lastIndexOf(' ') + 1))).toBeGreaterThanOrEqual(200);
 }, 60_000);
+
+it('shows what the primary observed of a secondary in Vault\'s address fields, and what it reports as reported_* (item 19)', async () => {
+  const p = await startTestNode();
+  const s = await startTestNode();
+  await activatePair(p, s, 'east');
+  const seen = await eventually(async () => {
+    const x = (await drStatus(p)).secondaries.find((v: { node_id: string }) => v.node_id === 'east');
+    expect(x.connection_status).toBe('connected');
+    return x;
+  });
+  // Observed: the peer address of its connection (an ephemeral port), never the port-0 listen
+  // address it reports; no API address is observed at all.
+  expect(seen.cluster_address).toMatch(/^127\.0\.0\.1:[1-9]\d*$/);
+  expect(seen.api_address).toBe('');
+  // Reported: what the secondary says about itself, marked as such.
+  expect(seen.reported_cluster_address).toBe('127.0.0.1:0');
+  expect(seen.reported_api_address).toBe(s.apiAddr);
+}, 60_000);

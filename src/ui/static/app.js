@@ -141,7 +141,7 @@ function renderPrimary(kind, st, now) {
     box.append(el('p', { class: 'muted' }, 'No secondaries connected yet. Known: ', (st.known_secondaries || []).join(', ') || 'none'));
     return box;
   }
-  const head = ['secondary', 'state', 'connection', 'API address', 'cluster address', 'last heartbeat', 'applied WAL', 'lag', 'lag history', 'WAL headroom'];
+  const head = ['secondary', 'state', 'connection', 'API address (reported)', 'connected from', 'last heartbeat', 'applied WAL', 'lag', 'lag history', 'WAL headroom'];
   if (kind === 'performance') head.push('paths filter');
   const table = el('table', { class: 'secondaries' }, el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))));
   const body = el('tbody');
@@ -154,8 +154,9 @@ function renderPrimary(kind, st, now) {
       el('td', { class: 'secondary-id mono' }, id),
       el('td', { class: 'state' }, sec.state),
       el('td', { class: `connection conn-${sec.connection_status}` }, sec.connection_status),
-      el('td', { class: 'mono' }, sec.api_address),
-      el('td', { class: 'mono' }, sec.cluster_address),
+      // What the secondary says (a claim), then what the primary saw (its connection's peer address).
+      el('td', { class: 'mono reported' }, sec.reported_api_address || sec.api_address),
+      el('td', { class: 'mono observed' }, sec.cluster_address),
       el('td', {}, age(sec.last_heartbeat, now)),
       el('td', {}, sec.last_applied_wal),
       el('td', { class: 'lag' }, `${sec.lag_entries} entries, ${lagMs} ms`),
