@@ -52,7 +52,7 @@ describe('reindex progress', () => {
 describe('ReplicationProgress', () => {
   const loopProgress = (): SecondaryProgress => ({
     state: 'stream-wals', connection: 'ready', lastRemoteWal: 0n, primaryLastWal: 0n, primaryCommitTimeMs: 0, lastHeartbeatMs: 0, heartbeatDurationMs: 0,
-    clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '', syncTotal: 0, syncDone: 0, syncStarted: 0, lastSync: undefined, syncTotals: { syncs: 2, fetched: 7, deleted: 3 }, lastSyncBytes: 0,
+    clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '', lastErrorMs: 0, syncTotal: 0, syncDone: 0, syncStarted: 0, lastSync: undefined, syncTotals: { syncs: 2, fetched: 7, deleted: 3 }, lastSyncBytes: 0,
   });
   const setup = () => {
     const p = loopProgress();

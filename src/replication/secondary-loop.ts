@@ -63,6 +63,8 @@ export interface SecondaryProgress {
   /** Commit time of the newest applied entry (primary clock). */
   lastAppliedCommitMs: number;
   lastError: string;
+  /** When lastError was set (ms, 0: never): a client can tell an old error from a current one. */
+  lastErrorMs: number;
   syncTotal: number;
   syncDone: number;
   /** Reconciles started since this loop started: a new one's progress never reads as the last one's. */
@@ -99,7 +101,7 @@ export class SecondaryLoop {
     this.verifier = new Verifier({ kind: o.kind, engine: o.engine, now: () => this.now(), log: o.log, ...(o.emit ? { emit: o.emit } : {}) });
     this.progress = {
       state: 'idle', connection: 'idle', lastRemoteWal: this.applier.guard().index, primaryLastWal: 0n, primaryCommitTimeMs: 0,
-      lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '',
+      lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '', lastErrorMs: 0,
       syncTotal: 0, syncDone: 0, syncStarted: 0, lastSync: undefined, syncTotals: { syncs: 0, fetched: 0, deleted: 0 }, lastSyncBytes: 0,
     };
   }
@@ -184,6 +186,7 @@ export class SecondaryLoop {
     if (!this.running) return;
     this.tell('down', { reason: reason.slice(0, 256) });
     this.progress.lastError = reason;
+    this.progress.lastErrorMs = this.now();
     this.progress.state = 'idle';
     this.progress.connection = 'transient_failure';
     this.stream?.cancel();

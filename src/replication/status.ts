@@ -138,7 +138,8 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         ...(p?.lastSync ? { last_merkle_sync: { fetched_keys: p.lastSync.fetched, deleted_keys: p.lastSync.deleted } } : {}),
         // Beside last_merkle_sync, not in it: that object's shape is documented (failover runbook).
         ...(p?.lastSync ? { last_merkle_sync_bytes: p.lastSyncBytes } : {}),
-        ...(p?.lastError ? { last_error: p.lastError } : {}),
+        // Kept after the connection recovers; its time tells a past error from a current one.
+        ...(p?.lastError ? { last_error: p.lastError, last_error_time: rfc3339(p.lastErrorMs) } : {}),
         ...verificationFields(loop?.verification),
       };
     }
