@@ -6,10 +6,17 @@
  * Merkle index, no WAL entry, guard untouched), as a lost write or a bad disk would leave it.
  * In-process nodes, real gRPC, real LevelDB.
  *
+ * A divergence made while the secondary was stopped (its LevelDB altered offline) is found and
+ * repaired after the restart the same way.
+ *
  * Also (item 13): the diff phase of that second reconcile shows its own progress (nothing yet),
  * not the activation sync's final figures.
  */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { roleStatus } from '../../src/replication/status.js';
+import { StorageEngine } from '../../src/storage/engine.js';
+import { openLevelBackend } from '../../src/storage/leveldb.js';
 import type { ReplicationEvent } from '../../src/replication/events.js';
 import { eventually } from '../harness/eventually.js';
 import { activatePair, replStatus, type Kind } from '../support/dr.js';
@@ -82,4 +89,40 @@ it('the diff phase of a new reconcile shows its own progress, not the previous s
   expect(during).toMatchObject({ state: 'merkle-diff', merkle_sync_progress: { sync_total_keys: 0, sync_progress: 0 } });
   // The activation sync before it moved every key; this one moves the one that differs.
   expect(last).toMatchObject({ last_merkle_sync: { fetched_keys: 1, deleted_keys: 0 } });
+}, 60_000);
+
+it('dr: a divergence made while the secondary was stopped is repaired after its restart', async () => {
+  const p = await startTestNode({ walMaxEntries: 8 });
+  expect((await p.call('POST', 'sys/mounts/kv', { type: 'kv' })).status).toBe(204);
+  for (let i = 0; i < 10; i++) expect((await p.call('PUT', `kv/k${i}`, { v: i })).status).toBe(204);
+  const s = await startTestNode();
+  await activatePair(p, s, 's1');
+  await eventually(async () => expect((await replStatus(s, 'dr')).last_verified_wal).toBeGreaterThan(0), { timeoutMs: 15_000, intervalMs: 50 });
+  const uuid = (await p.call('GET', 'sys/mounts')).body.data['kv/'].uuid as string;
+  const rawKey = `logical/${uuid}/k3`;
+  await s.stop({ keepDir: true });
+
+  // Offline: the key goes from the secondary's LevelDB (data and Merkle index), its guard unchanged.
+  const backend = await openLevelBackend({ path: join(s.dataDir, 'data') });
+  const engine = await StorageEngine.open(backend, { walMaxEntries: 10_000, walMaxBytes: 64 * 1024 * 1024 });
+  await engine.installChunk([{ type: 'del', key: rawKey }]);
+  await engine.close();
+  await backend.close();
+
+  const again = await startTestNode({ dir: s.dataDir, initialize: false });
+  try {
+    const events: ReplicationEvent[] = [];
+    again.node.events.subscribe((e) => void (e.kind === 'dr' && events.push(e)));
+    for (const key of p.unsealKeys.slice(0, 2)) await again.call('PUT', 'sys/unseal', { key }, { token: null });
+    await eventually(async () => {
+      const st = await replStatus(again, 'dr');
+      expect(st).toMatchObject({ state: 'stream-wals', verification_mismatch: false, verification_repairs: 1 });
+      expect(st.last_verified_wal).toBe((await replStatus(p, 'dr')).last_dr_wal);
+    }, { timeoutMs: 20_000, intervalMs: 100 });
+    expect(await again.node.engine.readRaw(rawKey)).toEqual(await p.node.engine.readRaw(rawKey));
+    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['verification-mismatch', 'merkle-sync-finished', 'verification-restored']));
+  } finally {
+    await again.stop();
+    await rm(s.dataDir, { recursive: true, force: true });
+  }
 }, 60_000);
