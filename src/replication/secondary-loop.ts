@@ -290,13 +290,14 @@ export class SecondaryLoop {
                 if (m.verify) {
                   const v = m.verify;
                   this.applying = this.applying.then(() => {
+                    let compared = false;
                     try {
-                      this.verifier.check(v, this.applier.guard().index);
+                      compared = this.verifier.check(v, this.applier.guard().index);
                     } catch (e) {
                       this.o.log.warn({ err: (e as Error).message }, 'replication verification could not compare roots');
                     }
-                    // Diverged at the same index: repaired here, by the reconcile a refused guard runs.
-                    if (this.verifier.repairDue() && this.progress.state === 'stream-wals') {
+                    // Diverged at the same index (just compared): repaired here, by the reconcile a refused guard runs.
+                    if (compared && this.verifier.repairDue() && this.progress.state === 'stream-wals') {
                       this.verifier.repairStarted();
                       return this.reconcileThenStream('verification_mismatch');
                     }
