@@ -456,7 +456,8 @@ export class ReplicationDriver {
       ...(this.o.emit ? { emit: this.o.emit } : {}),
       onPersistError: (e) => this.o.log.warn({ err: (e as Error).message }, 'could not persist secondaries\' last heartbeats'),
     });
-    await streamer.load().catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not load secondaries\' last heartbeats'));
+    // Registered ids only: after a disable and enable (a new set) the old set's are gone.
+    await streamer.load((id) => (lookupSecondary(s.secondaries, id)?.status ?? 'revoked') !== 'revoked').catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not load secondaries\' last heartbeats'));
     this.streamer = streamer;
     this.server = await this.o.transport.serve({
       kind: this.kind,

@@ -22,7 +22,8 @@ function drainFields(dr: ReplicationDriver): Record<string, unknown> {
 
 /**
  * Continuous verification (verification.ts): the last WAL index at which this secondary's Merkle
- * root matched its primary's, when, and whether the latest comparison found them different.
+ * root matched its primary's, when, whether the latest comparison found them different, and the
+ * repairs (Merkle diff and sync) a mismatch started.
  */
 function verificationFields(v: VerificationStatus | undefined): Record<string, unknown> {
   return {
@@ -30,6 +31,9 @@ function verificationFields(v: VerificationStatus | undefined): Record<string, u
     last_verified_at: rfc3339(v?.lastVerifiedAtMs ?? 0),
     verification_mismatch: v?.mismatch ?? false,
     ...(v?.mismatch ? { verification_mismatch_wal: Number(v.mismatchWal) } : {}),
+    // A mismatch is repaired by a Merkle diff and sync (verification.ts): how many ran, the last when.
+    verification_repairs: v?.repairs ?? 0,
+    last_verification_repair: rfc3339(v?.lastRepairAtMs ?? 0),
   };
 }
 
@@ -59,8 +63,12 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         const connected = views?.connected(v, now) ?? false;
         return {
           node_id: v.id,
-          api_address: v.apiAddr,
-          cluster_address: v.clusterAddr,
+          // Vault's fields hold what this primary observed: the peer address of the secondary's
+          // latest call; it cannot observe an API address. What the secondary says is marked so.
+          api_address: '',
+          cluster_address: v.peerAddr,
+          reported_api_address: v.apiAddr,
+          reported_cluster_address: v.clusterAddr,
           connection_status: connected ? 'connected' : 'disconnected',
           last_heartbeat: rfc3339(v.lastHeartbeatMs),
           last_heartbeat_duration_ms: String(v.heartbeatDurationMs),
@@ -69,7 +77,8 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
           state: views?.displayState(v, now) ?? 'idle',
           last_applied_wal: Number(v.applied.index),
           lag_entries: lagEntries,
-          lag_ms: String(lagEntries > 0 ? v.lagMs : 0),
+          // From the commit of the oldest entry it lacks, to now: it grows while the secondary is gone.
+          lag_ms: String(lagEntries > 0 && v.missingSinceMs > 0 ? Math.max(0, now - v.missingSinceMs) : 0),
         };
       });
       return {
@@ -129,7 +138,8 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         ...(p?.lastSync ? { last_merkle_sync: { fetched_keys: p.lastSync.fetched, deleted_keys: p.lastSync.deleted } } : {}),
         // Beside last_merkle_sync, not in it: that object's shape is documented (failover runbook).
         ...(p?.lastSync ? { last_merkle_sync_bytes: p.lastSyncBytes } : {}),
-        ...(p?.lastError ? { last_error: p.lastError } : {}),
+        // Kept after the connection recovers; its time tells a past error from a current one.
+        ...(p?.lastError ? { last_error: p.lastError, last_error_time: rfc3339(p.lastErrorMs) } : {}),
         ...verificationFields(loop?.verification),
       };
     }
