@@ -406,6 +406,8 @@ async function converge(topo, nodes, timeoutMs, { verifyRoots = false } = {}) {
         await waitFor(`${n}'s filtered Merkle root to be verified`, async () => {
           const [ps, s] = await Promise.all([perfStatus(p), perfStatus(topo.api(n))]);
           if (s.verification_mismatch) throw Object.assign(new Error(`${n} reports a Merkle root mismatch at WAL ${s.verification_mismatch_wal}`), { fatal: true });
+          // A secondary repairs a mismatch by itself (issue 17 item 10); one repaired meanwhile still diverged.
+          if (s.verification_repairs > 0) throw Object.assign(new Error(`${n} diverged from its primary and repaired it by a Merkle sync ${s.verification_repairs} time(s)`), { fatal: true });
           return s.last_verified_wal >= ps.last_wal ? true : undefined;
         }, { timeoutMs: Math.max(0, timeoutMs - (Date.now() - t0)), intervalMs: 200 });
         verified[n] = Date.now() - t0;
