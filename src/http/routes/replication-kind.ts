@@ -9,6 +9,7 @@
  *   [...replicationKindRoutes('dr', drService), ...replicationKindRoutes('performance', perfService)]
  */
 import { z } from 'zod';
+import { vaultClusterAddr } from '../../core/cluster-addr.js';
 import { InvalidRequest } from '../../core/errors.js';
 import { KIND_POLICY, type Kind } from '../../core/replication/index.js';
 import { boolish, duration, stringList } from '../fields.js';
@@ -182,7 +183,7 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
       });
       if (forgotten === undefined) return noContent();
       // Vault-compatible (a blank token still clears), but never silent.
-      const at = forgotten.primaryClusterAddr === '' ? 'no address' : `cluster address ${forgotten.primaryClusterAddr}`;
+      const at = forgotten.primaryClusterAddr === '' ? 'no address' : `cluster address ${vaultClusterAddr(forgotten.primaryClusterAddr)}`;
       return ok(null, {
         warnings: [
           `the token was blank: this secondary forgot its primary (${at}, API address ${forgotten.primaryApiAddr || 'none'}) and its credentials for replication set ${forgotten.clusterId}; ` +
