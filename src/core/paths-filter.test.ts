@@ -7,6 +7,7 @@ import {
   dynamicFilter,
   forwardScope,
   keyFilter,
+  filterAsGiven,
   parsePathsFilter,
   touchesCatalog,
   unknownFilterPaths,
@@ -42,8 +43,10 @@ function invalid(f: () => unknown): string {
 
 describe('parsePathsFilter', () => {
   it('defaults to allow with no paths, normalises slashes and drops duplicates in order', () => {
-    expect(parsePathsFilter({})).toEqual({ mode: 'allow', paths: [] });
-    expect(parsePathsFilter({ mode: 'deny', paths: ['/team-a', 'secret/', 'team-a/', 'secret//'] })).toEqual({ mode: 'deny', paths: ['team-a/', 'secret/'] });
+    expect(parsePathsFilter({})).toEqual({ mode: 'allow', paths: [], given: [] });
+    // `given` keeps the first spelling of each path as written, for reading back.
+    expect(parsePathsFilter({ mode: 'deny', paths: ['/team-a', 'secret/', 'team-a/', 'secret//'] })).toEqual({ mode: 'deny', paths: ['team-a/', 'secret/'], given: ['/team-a', 'secret/'] });
+    expect(filterAsGiven(parsePathsFilter({ paths: ' kv/ , x' }))).toEqual({ mode: 'allow', paths: ['kv/', 'x'] });
   });
 
   it('accepts a comma-separated string as Vault does', () => {

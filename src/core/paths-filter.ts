@@ -33,8 +33,13 @@ export type FilterMode = 'allow' | 'deny';
 
 export interface PathsFilter {
   readonly mode: FilterMode;
-  /** Normalised (no leading '/', one trailing '/'), unique, in the order given. */
+  /** Normalised (no leading '/', one trailing '/'), unique, in the order given: what matching uses. */
   readonly paths: readonly string[];
+  /**
+   * The same paths as the operator wrote them (surrounding spaces dropped), one per entry of
+   * `paths`: what is stored and read back. Absent: `paths` itself.
+   */
+  readonly given?: readonly string[];
 }
 
 /** Spec section 8 states none; ours. */
@@ -84,7 +89,8 @@ export function normaliseFilterPath(raw: string): string {
 /**
  * The filter from a request body: `mode` 'allow' (default) or 'deny'; `paths` an array of strings
  * or one comma-separated string (Vault accepts both), default []. Duplicates (after
- * normalisation) are dropped. Throws InvalidRequest, naming the problem, for anything else.
+ * normalisation) are dropped, the first kept as written in `given`. Throws InvalidRequest, naming
+ * the problem, for anything else.
  */
 export function parsePathsFilter(input: { readonly mode?: unknown; readonly paths?: unknown }): PathsFilter {
   const mode = input.mode === undefined || input.mode === '' ? 'allow' : input.mode;
@@ -96,12 +102,20 @@ export function parsePathsFilter(input: { readonly mode?: unknown; readonly path
   else throw new InvalidRequest('paths filter: paths must be an array of strings');
   if (raw.length > FILTER_LIMITS.maxPaths) throw new InvalidRequest(`paths filter: at most ${FILTER_LIMITS.maxPaths} paths`);
   const paths: string[] = [];
+  const given: string[] = [];
   for (const p of raw) {
     if (typeof p !== 'string') throw new InvalidRequest('paths filter: paths must be an array of strings');
     const n = normaliseFilterPath(p);
-    if (!paths.includes(n)) paths.push(n);
+    if (paths.includes(n)) continue;
+    paths.push(n);
+    given.push(p.trim());
   }
-  return { mode, paths };
+  return { mode, paths, given };
+}
+
+/** The filter as the operator wrote it (what is stored and read back): `{ mode, paths }`. */
+export function filterAsGiven(f: PathsFilter): { mode: FilterMode; paths: string[] } {
+  return { mode: f.mode, paths: [...(f.given ?? f.paths)] };
 }
 
 /** Whether some filter path covers `path` (a mount's full path or a namespace path). */

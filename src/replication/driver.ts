@@ -30,6 +30,7 @@ import { WriteForwarder } from './forwarder.js';
 import { lastSeenRecord } from './last-seen.js';
 import { issueLeaf } from './pki.js';
 import { SpareMaterial } from './primary-material.js';
+import { foreignSet, probeFailure } from './probe-outcome.js';
 import { PrimaryStreamer, type FilterSource } from './primary-service.js';
 import { redeem } from './redeem.js';
 import { SecondaryLoop } from './secondary-loop.js';
@@ -415,20 +416,20 @@ export class ReplicationDriver {
             const info = await client.ping(s.secondaryId, 2000);
             if (info.clusterId !== s.clusterId) {
               log.warn({ addr, cluster_id: info.clusterId }, 'probed address belongs to another replication set');
+              reasons.push(foreignSet(addr, info.clusterId));
               continue;
             }
             log.info({ addr }, 'update-primary: address answered');
             return this.run({ type: 'probed', primary: { clusterAddr: addr, apiAddr: info.apiAddr } }, ctx);
           } catch (e) {
-            // A primary that refuses this id (revoked, unknown) says why; the operator needs to know.
-            const refusedBy = (e as { reason?: string }).reason === 'permission_denied';
-            reasons.push(refusedBy ? `${addr} refused this secondary: ${(e as Error).message}` : `${addr} did not answer`);
-            log.info({ addr, err: (e as Error).message }, 'update-primary: address did not answer');
+            // Each address says what happened there (refused, not a primary, unreachable).
+            reasons.push(probeFailure(addr, e));
+            log.info({ addr, err: (e as Error).message }, 'update-primary: address did not answer as a primary of the set');
           } finally {
             client.close();
           }
         }
-        throw new InvalidRequest(`none of the update_primary_addrs answered as a primary of replication set ${s.clusterId}${reasons.length > 0 ? ` (${reasons.join('; ')})` : ''}`);
+        throw new InvalidRequest(`none of the update_primary_addrs answered as a primary of replication set ${s.clusterId} (${reasons.join('; ')})`);
       }
     }
   }

@@ -1,10 +1,12 @@
 /**
  * The role-specific part of `sys/replication/:kind/status` (WIRE.md section 3), with our additions:
- * lag in WAL entries and milliseconds on both ends. Types are strict: indices are JSON numbers,
+ * lag in WAL entries and milliseconds on both ends. Cluster addresses answer in Vault's form,
+ * `https://host:port` (WIRE.md section 8). Types are strict: indices are JSON numbers,
  * times are RFC 3339 strings, `*_ms` fields are strings. The primary's last index is
  * `last_dr_wal` or `last_performance_wal` (KIND_POLICY.lastWalField); a secondary's position is
  * its upstream guard (for a performance secondary, not its own WAL's index).
  */
+import { vaultClusterAddr } from '../core/cluster-addr.js';
 import { KIND_POLICY, statusFields } from '../core/replication/index.js';
 import type { Store } from '../storage/store.js';
 import type { ReplicationDriver } from './driver.js';
@@ -64,11 +66,12 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         return {
           node_id: v.id,
           // Vault's fields hold what this primary observed: the peer address of the secondary's
-          // latest call; it cannot observe an API address. What the secondary says is marked so.
+          // latest call (Vault's form); it cannot observe an API address. What the secondary says
+          // of itself is marked as reported.
           api_address: '',
-          cluster_address: v.peerAddr,
+          cluster_address: vaultClusterAddr(v.peerAddr),
           reported_api_address: v.apiAddr,
-          reported_cluster_address: v.clusterAddr,
+          reported_cluster_address: vaultClusterAddr(v.clusterAddr),
           connection_status: connected ? 'connected' : 'disconnected',
           last_heartbeat: rfc3339(v.lastHeartbeatMs),
           last_heartbeat_duration_ms: String(v.heartbeatDurationMs),
@@ -86,7 +89,7 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         mode: 'primary',
         state: 'running',
         cluster_id: s.clusterId,
-        primary_cluster_addr: dr.clusterAddr(),
+        primary_cluster_addr: vaultClusterAddr(dr.clusterAddr()),
         known_secondaries: Object.keys(s.secondaries).filter((id) => s.secondaries[id]?.status !== 'revoked').sort(),
         [KIND_POLICY[dr.kind].lastWalField]: Number(lastWal),
         secondaries,
@@ -116,14 +119,14 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         cluster_id: s.clusterId,
         secondary_id: s.secondaryId ?? '',
         last_remote_wal: Number(p?.lastRemoteWal ?? applied),
-        primary_cluster_addr: primaryAddr,
-        known_primary_cluster_addrs: dr.material.secondary?.knownPrimaryClusterAddrs ?? [],
+        primary_cluster_addr: vaultClusterAddr(primaryAddr),
+        known_primary_cluster_addrs: (dr.material.secondary?.knownPrimaryClusterAddrs ?? []).map(vaultClusterAddr),
         connection_state: p?.connection ?? 'shutdown',
         last_start: rfc3339(p?.lastStartMs ?? 0),
         primaries: s.primary
           ? [{
               api_address: s.primary.apiAddr,
-              cluster_address: s.primary.clusterAddr,
+              cluster_address: vaultClusterAddr(s.primary.clusterAddr),
               connection_status: p && now - p.lastHeartbeatMs < CONNECTED_WITHIN_MS ? 'connected' : 'disconnected',
               last_heartbeat: rfc3339(p?.lastHeartbeatMs ?? 0),
               last_heartbeat_duration_ms: String(p?.heartbeatDurationMs ?? 0),

@@ -64,7 +64,7 @@ describe('a valid secondary certificate on the cluster port', () => {
     expect(tok.status).toBe(200);
     const bundle = JSON.parse(Buffer.from(openSealed(tok.body.data.token, pair)).toString('utf8'));
     const client = connectPrimary({
-      address: (await drStatus(p)).primary_cluster_addr,
+      address: bundle.primary_cluster_addr,
       tls: { caPem: bundle.ca_pem, certPem: bundle.cert_pem, keyPem: bundle.key_pem, serverName: bundle.server_name },
       defaultDeadlineMs: 5_000,
     });
@@ -252,7 +252,7 @@ describe('a performance secondary certificate and its paths filter (issue 6 item
 
     const bundle = JSON.parse(Buffer.from(openSealed(tok.body.data.token, pair)).toString('utf8'));
     const client = connectPrimary({
-      address: (await replStatus(p, 'performance')).primary_cluster_addr,
+      address: bundle.primary_cluster_addr,
       tls: { caPem: bundle.ca_pem, certPem: bundle.cert_pem, keyPem: bundle.key_pem, serverName: bundle.server_name },
       defaultDeadlineMs: 5_000,
     });

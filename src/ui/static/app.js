@@ -294,7 +294,8 @@ async function pollSlow(perf) {
   const ids = perf && perf.mode === 'primary' ? (perf.secondaries || []).map((s) => s.node_id) : [];
   await Promise.all(ids.map(async (id) => {
     const r = await get(`sys/replication/performance/primary/paths-filter/${encodeURIComponent(id)}`, true);
-    state.filters.set(id, r.status === 200 ? r.body.data : r.status === 404 ? null : `status ${r.status}`);
+    // No filter: a 200 with an empty body (spec 4.2).
+    state.filters.set(id, r.status === 200 ? (r.body ? r.body.data : null) : r.status === 404 ? null : `status ${r.status}`);
   }));
   const ev = await get('sys/replication/events?format=json', true);
   if (ev.status === 200 && ev.body) {
