@@ -10,6 +10,7 @@ import { Writable } from 'node:stream';
 import { jest } from '@jest/globals';
 import fc from 'fast-check';
 import pino from 'pino';
+import { clusterHostPort } from '../../src/core/cluster-addr.js';
 import { connectPrimary } from '../../src/transport/grpc/index.js';
 import type { PrimaryClient } from '../../src/replication/transport.js';
 import { eventually } from '../harness/eventually.js';
@@ -62,7 +63,7 @@ async function setUp(): Promise<Fixture> {
   await inSync(p, s, { kind: 'performance' });
   await eventually(async () => expect((await s.call('GET', 'sys/mounts')).body.data['eu/']).toBeUndefined());
   const m = s.node.performance.material.secondary!;
-  const client = connectPrimary({ address: (await replStatus(p, 'performance')).primary_cluster_addr, tls: { caPem: m.caPem, certPem: m.certPem, keyPem: m.keyPem, serverName: m.serverName } });
+  const client = connectPrimary({ address: clusterHostPort((await replStatus(p, 'performance')).primary_cluster_addr) ?? '', tls: { caPem: m.caPem, certPem: m.certPem, keyPem: m.keyPem, serverName: m.serverName } });
   return { p, s, lines, client };
 }
 

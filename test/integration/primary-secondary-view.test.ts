@@ -82,9 +82,9 @@ it('shows what the primary observed of a secondary in Vault\'s address fields, a
   });
   // Observed: the peer address of its connection (an ephemeral port), never the port-0 listen
   // address it reports; no API address is observed at all.
-  expect(seen.cluster_address).toMatch(/^127\.0\.0\.1:[1-9]\d*$/);
+  expect(seen.cluster_address).toMatch(/^https:\/\/127\.0\.0\.1:[1-9]\d*$/);
   expect(seen.api_address).toBe('');
   // Reported: what the secondary says about itself, marked as such.
-  expect(seen.reported_cluster_address).toBe('127.0.0.1:0');
+  expect(seen.reported_cluster_address).toBe('https://127.0.0.1:0');
   expect(seen.reported_api_address).toBe(s.apiAddr);
 }, 60_000);
