@@ -243,7 +243,9 @@ export async function generateRoot(secondaryAddr, keys) {
 export async function waitForStreaming(secondaryAddr, timeoutMs = 60_000, kind = 'dr', primaryClusterAddr = undefined) {
   return waitFor(`${secondaryAddr} to reach state stream-wals${primaryClusterAddr ? ` from ${primaryClusterAddr}` : ''}`, async () => {
     const s = await (kind === 'dr' ? drStatus : perfStatus)(secondaryAddr);
-    const from = primaryClusterAddr === undefined || s.primary_cluster_addr === primaryClusterAddr;
+    // Status answers Vault's `https://host:port`; the caller may name it either way.
+    const hostPort = (a) => String(a ?? '').replace(/^https:\/\//, '');
+    const from = primaryClusterAddr === undefined || hostPort(s.primary_cluster_addr) === hostPort(primaryClusterAddr);
     return s.mode === 'secondary' && s.state === 'stream-wals' && from ? s : undefined;
   }, { timeoutMs, intervalMs: 100 });
 }

@@ -14,9 +14,11 @@ export interface Op {
   outcome: Outcome;
   status?: number | string;
   version?: number;
+  /** A read answered 404 with errors: the node said it has no such mount. */
+  mountMissing?: boolean;
 }
 export type FaultType = 'kill' | 'pause' | 'partition' | 'partition-primary' | 'wal-behind' | 'failover' | 'filter';
-export interface Fault { type: FaultType; target: string; holdMs: number; variant?: 'kill' | 'partition' | 'allow' | 'deny' }
+export interface Fault { type: FaultType; target: string; holdMs: number; variant?: 'kill' | 'partition' | 'planned' | 'allow' | 'deny' }
 export interface LossWindow { from: number; until: Record<string, number> }
 export interface FilterSpan { mounts: string[]; from: number; to?: number }
 export const FAULTS: readonly FaultType[];
@@ -34,6 +36,7 @@ export function checkMonotonicReads(ops: readonly Op[], opts?: { exemptValues?: 
   exempted: number;
 };
 export function checkFilterLeaks(ops: readonly Op[], timeline: Record<string, readonly FilterSpan[]>): { node: string; key: string; id: number }[];
+export function checkMountsServed(ops: readonly Op[], timeline: Record<string, readonly FilterSpan[]>): { node: string; key: string; id: number; start: number }[];
 export function tally(ops: readonly Op[]): Record<string, number>;
 export function checkHistory(
   ops: readonly Op[],

@@ -46,6 +46,8 @@ export const FAULTS = ['kill', 'pause', 'partition', 'partition-primary', 'wal-b
  * - failover: the primary fails (variant `kill`, or `partition`: it stays up and keeps taking
  *   writes from clients that have not moved), the DR secondary is promoted, the performance
  *   secondaries follow, the old primary comes back, is demoted and rejoins as the DR secondary.
+ *   Variant `planned`: a switchover under writes, the primary demoted first (it drains to the
+ *   DR secondary), then the secondary promoted without force; it may lose nothing acknowledged.
  *   The next failover is the failback.
  * - filter: a performance secondary is killed, its paths filter changed on the primary, restarted;
  *   variant `allow` (the mounts it keeps) or `deny` (the other one, when it keeps only its own).
@@ -57,13 +59,17 @@ export function faultSchedule(seed, cycles, cycleMs, types = FAULTS) {
     kill: ['primary', 'dr', 'c', 'd'], pause: ['primary', 'dr', 'c', 'd'], partition: ['dr', 'c', 'd'], 'partition-primary': ['primary'],
     'wal-behind': ['dr', 'c', 'd'], failover: ['primary'], filter: ['c', 'd'],
   };
-  // How a filter change is written comes from a PRNG of its own, so adding it left every
-  // seed's schedule of faults as it was (seed 2 still finds what it found).
+  // How a filter change is written, and whether a failover is a planned switchover, come from
+  // PRNGs of their own, so adding them left every seed's schedule of fault types as it was.
   const form = prng(seed ^ 0x2f1c3a5b);
+  const plan = prng(seed ^ 0x6a09e667);
   return Array.from({ length: cycles }, () => {
     const type = rng.pick(types);
     const fault = { type, target: rng.pick(targets[type]), holdMs: rng.int(Math.floor(cycleMs / 4), Math.floor(cycleMs / 2)) };
-    if (type === 'failover') return { ...fault, variant: rng.pick(['kill', 'partition']) };
+    if (type === 'failover') {
+      const variant = rng.pick(['kill', 'partition']);
+      return { ...fault, variant: plan.next() < 1 / 3 ? 'planned' : variant };
+    }
     return type === 'filter' ? { ...fault, variant: form.pick(['allow', 'deny']) } : fault;
   });
 }
@@ -184,6 +190,20 @@ export function checkFilterLeaks(ops, timeline) {
     .map((op) => ({ node: op.node, key: keyOf(op), id: op.id }));
 }
 
+/**
+ * A node serves every mount it holds: a read answered 404 with errors ("no such mount", as opposed
+ * to `{"errors":[]}`, no such key) of a mount that the node must serve is a violation. The
+ * primary serves both; a performance secondary the mounts of every filter in force during the read
+ * (old and new overlap after a change). Catches a node that answers before its mount table is
+ * loaded (issue 17 item 5: 404 for ~120 ms after unseal).
+ */
+export function checkMountsServed(ops, timeline) {
+  return ops
+    .filter((op) => op.kind === 'read' && op.mountMissing === true)
+    .filter((op) => timeline[op.node] === undefined || timeline[op.node].filter((f) => f.from <= op.end && (f.to === undefined || f.to >= op.start)).every((f) => f.mounts.includes(op.mount)))
+    .map((op) => ({ node: op.node, key: keyOf(op), id: op.id, start: op.start }));
+}
+
 /** Counts of the history for the summary. */
 export function tally(ops) {
   const t = { operations: ops.length, writes: 0, reads: 0, ok: 0, error: 0, unknown: 0, forwarded_writes_ok: 0 };
@@ -204,6 +224,7 @@ export function checkHistory(ops, finalData, { lossWindows = [], filterTimeline 
   const exemptValues = new Set(ops.filter((op) => op.kind === 'write' && inLossWindow(op, lossWindows)).map((op) => op.value));
   const monotonic = checkMonotonicReads(ops, { exemptValues });
   const leaks = checkFilterLeaks(ops, filterTimeline);
+  const unserved = checkMountsServed(ops, filterTimeline);
   return {
     acknowledged: acked.acknowledged,
     lost: acked.lostWrites,
@@ -214,6 +235,7 @@ export function checkHistory(ops, finalData, { lossWindows = [], filterTimeline 
       ...acked.lost.map((l) => ({ type: 'lost-acknowledged-write', ...l })),
       ...monotonic.violations.map((v) => ({ type: 'read-went-backwards', ...v })),
       ...leaks.map((v) => ({ type: 'filter-leak', ...v })),
+      ...unserved.map((v) => ({ type: 'mount-not-served', ...v })),
     ],
   };
 }

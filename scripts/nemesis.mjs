@@ -17,7 +17,9 @@
  * outcome ok | error | unknown). Faults, one per cycle, drawn from a PRNG seeded with --seed
  * (nemesis-check.mjs, faultSchedule): SIGKILL + restart, SIGSTOP/SIGCONT, partitions, a secondary
  * held back past the WAL bound, a DR failover through the operator CLI (and, the next time, the
- * failback), a filter change while a performance secondary is down. Then a final heal, a bounded
+ * failback; a third of them a planned switchover under writes, demote first), a filter change
+ * while a performance secondary is down. Reads also check that a node serves every mount it
+ * holds, across restarts and unseals. Then a final heal, a bounded
  * wait for convergence, merkle-check on every node, and the checker. The history goes to
  * OUT/nemesis-<seed>.jsonl, the summary to OUT/nemesis-<seed>.summary.json and stdout; the exit
  * code is 1 on any violation. Node data and logs are in a temp dir, removed on success unless --keep.
@@ -211,7 +213,8 @@ function startWorkload(topo, history, rnd) {
       const notFound = r.status === 404 && Array.isArray(r.body?.errors) && r.body.errors.length === 0;
       const version = r.status === 200 ? r.body?.data?.metadata?.version : notFound ? 0 : undefined;
       const outcome = version !== undefined || r.status === 404 ? 'ok' : r.timeout ? 'unknown' : 'error';
-      history.push({ id: nextId++, client, kind: 'read', node, mount, key, value: r.body?.data?.data?.value, start, end: Date.now(), outcome, status: r.status ?? (r.timeout ? 'timeout' : r.netError), version });
+      const mountMissing = r.status === 404 && !notFound;
+      history.push({ id: nextId++, client, kind: 'read', node, mount, key, value: r.body?.data?.data?.value, start, end: Date.now(), outcome, status: r.status ?? (r.timeout ? 'timeout' : r.netError), version, ...(mountMissing ? { mountMissing } : {}) });
       await delay(15);
     }
   };
@@ -230,11 +233,24 @@ async function failover(topo, { variant, holdMs }, log) {
   // an index <= `through` (it was committed when the primary answered the status read), and the
   // DR secondary applied `through`, so the failover must keep it. A write acknowledged later may
   // not have reached the secondary when the primary failed: missing, it is this failover's loss.
-  const syncedAt = Date.now();
-  const through = (await drStatus(topo.api(oldP))).last_wal;
-  await waitFor(`${newP} to apply WAL ${through}`, async () => ((await drStatus(topo.api(newP))).last_wal >= through ? true : undefined), { timeoutMs: 90_000, intervalMs: 20 });
+  let syncedAt = Date.now();
+  let demoted;
+  if (variant === 'planned') {
+    // A switchover under writes: the demote stops writes, drains to the DR secondary and says who
+    // confirmed the final index. Confirmed, nothing acknowledged may be lost (no loss window).
+    const r = await must(topo.api(oldP), 'POST', `${DR}/primary/demote`, { token: topo.root, body: {} });
+    demoted = r.data;
+    // The DR secondary is the only one: confirmed by it, under whatever id it last joined with.
+    if (!(demoted?.confirmed?.length === 1 && demoted.unconfirmed?.length === 0 && demoted.timed_out === false)) log(`planned switchover: ${newP} did not confirm the final index (${JSON.stringify(demoted)}); the promote may need -force`);
+    else syncedAt = Number.MAX_SAFE_INTEGER;
+  } else {
+    const through = (await drStatus(topo.api(oldP))).last_wal;
+    await waitFor(`${newP} to apply WAL ${through}`, async () => ((await drStatus(topo.api(newP))).last_wal >= through ? true : undefined), { timeoutMs: 90_000, intervalMs: 20 });
+  }
   const cutAt = Date.now();
-  if (variant === 'kill') {
+  if (variant === 'planned') {
+    // The demoted node stays up and connected: clients that have not moved are refused by it.
+  } else if (variant === 'kill') {
     process.kill(topo.nodes[oldP].pid, 'SIGKILL');
     await topo.nodes[oldP].exited;
   } else {
@@ -244,7 +260,7 @@ async function failover(topo, { variant, holdMs }, log) {
   const args = ['operator', 'dr', 'failover', `-address=${topo.api(newP)}`];
   let run = await cli(args, { stdin: shares });
   let forced = false;
-  if (run.code !== 0 && /-force/.test(run.stderr + run.stdout)) {
+  if (run.code !== 0 && /-force/.test(run.stderr + run.stdout) && syncedAt !== Number.MAX_SAFE_INTEGER) {
     // The secondary knows it is behind: the operator reads the plan and accepts the RPO.
     forced = true;
     run = await cli([...args, '-force'], { stdin: shares });
@@ -260,14 +276,14 @@ async function failover(topo, { variant, holdMs }, log) {
   log(`failover ${oldP} -> ${newP} (${variant}${forced ? ', forced' : ''}): writes on ${newP} after ${switchedAt - cutAt} ms; performance secondaries moved`);
   await delay(holdMs);
   if (variant === 'kill') await topo.restart(oldP);
-  else topo.healAll();
+  else if (variant === 'partition') topo.healAll();
   // Failback path for the old primary: demote it and rejoin it as the new primary's DR secondary.
   const back = await cli(['operator', 'dr', 'failback', `-address=${topo.api(newP)}`, `-old-primary=${topo.api(oldP)}`, `-secondary-id=nemesis-${oldP}-${Date.now().toString(36)}`], { stdin: shares, token: topo.root });
   if (back.code !== 0) throw new Error(`failback of ${oldP} onto ${newP} failed (${back.code}): ${back.stderr.slice(-1500)}`);
   until[oldP] = Date.now();
   await topo.followThroughProxy(oldP);
   topo.lossWindows.push({ from: syncedAt, until });
-  topo.failovers.push({ from: oldP, to: newP, variant, forced, syncedAt, cutAt, switchedAt, rejoinedAt: until[oldP], writes_on_new_primary_after_ms: switchedAt - cutAt });
+  topo.failovers.push({ from: oldP, to: newP, variant, forced, syncedAt, cutAt, switchedAt, rejoinedAt: until[oldP], writes_on_new_primary_after_ms: switchedAt - cutAt, ...(demoted ? { demote: demoted } : {}) });
   log(`  ${oldP} demoted and rejoined as the DR secondary of ${newP}`);
 }
 
@@ -352,26 +368,47 @@ async function converge(topo, nodes, timeoutMs, { verifyRoots = false } = {}) {
   const verified = {};
   const p = topo.api(topo.primary);
   await Promise.all(nodes.map(async (n) => {
+    // What the last check saw, so a timeout says why (which mount, which keys differ).
+    let why = 'not checked yet';
     try {
       await waitFor(`${n} to converge`, async () => {
         if (n === topo.dr) {
           const [ps, s] = await Promise.all([drStatus(p), drStatus(topo.api(n))]);
+          why = `state ${s.state}, last_wal ${s.last_wal} of ${ps.last_wal}, roots ${s.merkle_root === ps.merkle_root ? 'equal' : 'differ'}`;
           return s.state === 'stream-wals' && s.last_wal === ps.last_wal && s.merkle_root === ps.merkle_root ? true : undefined;
         }
         const s = await perfStatus(topo.api(n));
+        why = `state ${s.state}`;
         if (s.state !== 'stream-wals') return undefined;
         for (const m of MOUNTS) {
-          const want = topo.filterOf(n).includes(m) ? await readMount(p, topo.root, m) : null;
+          const kept = topo.filterOf(n).includes(m);
+          // Under writes, the secondary is caught up when each key's version lies between the
+          // primary's read just before and just after its own (and the value is the primary's
+          // wherever the versions meet); the workload stops only after the final convergence.
+          const before = kept ? await readMount(p, topo.root, m) : null;
           const got = await readMount(topo.api(n), topo.tokens[n], m);
-          if (JSON.stringify(got) !== JSON.stringify(want)) return undefined;
+          const after = kept ? await readMount(p, topo.root, m) : null;
+          const want = before && got && after ? Object.fromEntries(Object.keys(before).map((k) => {
+            const g = got[k];
+            const inRange = g && after[k] && before[k].version <= g.version && g.version <= after[k].version;
+            const agrees = inRange && [before[k], after[k]].every((x) => x.version !== g.version || x.value === g.value);
+            return [k, agrees ? g : before[k]];
+          })) : before;
+          if (JSON.stringify(got) !== JSON.stringify(want)) {
+            const differ = want && got ? Object.keys({ ...want, ...got }).filter((k) => JSON.stringify(want[k]) !== JSON.stringify(got[k])) : [];
+            why = `${m}: ${want === null ? 'not in its filter' : `${Object.keys(want).length} keys on the primary`}, ${got === null ? 'not served' : `${Object.keys(got).length} served`}${differ.length ? `; differ: ${differ.slice(0, 4).map((k) => `${k} ${JSON.stringify(want[k] ?? null)} vs ${JSON.stringify(got[k] ?? null)}`).join(', ')}` : ''}`;
+            return undefined;
+          }
         }
         return true;
-      }, { timeoutMs, intervalMs: 100 });
+      }, { timeoutMs, intervalMs: 100 }).catch((e) => { throw new Error(`${e.message} (last seen: ${why})`); });
       times[n] = Date.now() - t0;
       if (verifyRoots && n !== topo.dr) {
         await waitFor(`${n}'s filtered Merkle root to be verified`, async () => {
           const [ps, s] = await Promise.all([perfStatus(p), perfStatus(topo.api(n))]);
           if (s.verification_mismatch) throw Object.assign(new Error(`${n} reports a Merkle root mismatch at WAL ${s.verification_mismatch_wal}`), { fatal: true });
+          // A secondary repairs a mismatch by itself (issue 17 item 10); one repaired meanwhile still diverged.
+          if (s.verification_repairs > 0) throw Object.assign(new Error(`${n} diverged from its primary and repaired it by a Merkle sync ${s.verification_repairs} time(s)`), { fatal: true });
           return s.last_verified_wal >= ps.last_wal ? true : undefined;
         }, { timeoutMs: Math.max(0, timeoutMs - (Date.now() - t0)), intervalMs: 200 });
         verified[n] = Date.now() - t0;

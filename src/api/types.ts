@@ -134,8 +134,12 @@ interface ActiveStatusCommon {
 
 export interface PeerSecondary {
   readonly node_id: string;
+  /** Vault's fields: what the primary observed (the peer address of the secondary's latest call; no API address). */
   readonly api_address: string;
   readonly cluster_address: string;
+  /** What the secondary says about itself (Tessera's addition): a claim, not checked. */
+  readonly reported_api_address?: string;
+  readonly reported_cluster_address?: string;
   readonly connection_status: 'connected' | 'disconnected';
   readonly last_heartbeat: string;
   readonly last_heartbeat_duration_ms: string;

@@ -9,6 +9,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { KindStatus, ReplicationKind, TesseraClient } from '../api/index.js';
 import { describe } from './context.js';
+import { clusterHostPort } from '../core/cluster-addr.js';
 import { parseDuration } from '../core/duration.js';
 import { UsageError, WaitTimedOut } from './errors.js';
 import { describePosition, positionOf, type StatusDisplay } from './progress.js';
@@ -36,7 +37,10 @@ export function reached(st: KindStatus, t: Target): boolean {
   if (t.goal === Goal.running) return st.mode === 'primary' && r['state'] === 'running';
   if (st.mode !== 'secondary' || r['state'] !== 'stream-wals') return false;
   const addrs = t.primaryClusterAddrs;
-  return addrs === undefined || addrs.length === 0 || addrs.includes(String(r['primary_cluster_addr'] ?? ''));
+  if (addrs === undefined || addrs.length === 0) return true;
+  // Either form (`https://host:port`, `host:port`) names the same primary.
+  const at = clusterHostPort(String(r['primary_cluster_addr'] ?? ''));
+  return at !== undefined && addrs.some((a) => clusterHostPort(a) === at);
 }
 
 export async function waitForRole(client: TesseraClient, kind: ReplicationKind, target: Target, o: WaitOptions): Promise<KindStatus> {

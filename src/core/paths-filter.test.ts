@@ -5,7 +5,9 @@ import {
   FILTER_LIMITS,
   assertFilterPathsExist,
   dynamicFilter,
+  forwardScope,
   keyFilter,
+  filterAsGiven,
   parsePathsFilter,
   touchesCatalog,
   unknownFilterPaths,
@@ -41,8 +43,10 @@ function invalid(f: () => unknown): string {
 
 describe('parsePathsFilter', () => {
   it('defaults to allow with no paths, normalises slashes and drops duplicates in order', () => {
-    expect(parsePathsFilter({})).toEqual({ mode: 'allow', paths: [] });
-    expect(parsePathsFilter({ mode: 'deny', paths: ['/team-a', 'secret/', 'team-a/', 'secret//'] })).toEqual({ mode: 'deny', paths: ['team-a/', 'secret/'] });
+    expect(parsePathsFilter({})).toEqual({ mode: 'allow', paths: [], given: [] });
+    // `given` keeps the first spelling of each path as written, for reading back.
+    expect(parsePathsFilter({ mode: 'deny', paths: ['/team-a', 'secret/', 'team-a/', 'secret//'] })).toEqual({ mode: 'deny', paths: ['team-a/', 'secret/'], given: ['/team-a', 'secret/'] });
+    expect(filterAsGiven(parsePathsFilter({ paths: ' kv/ , x' }))).toEqual({ mode: 'allow', paths: ['kv/', 'x'] });
   });
 
   it('accepts a comma-separated string as Vault does', () => {
@@ -284,6 +288,51 @@ describe('paths filter properties', () => {
         }
         for (const ns of c.namespaces) {
           expect(dyn.dynamic_filtered_namespaces.includes(ns)).toBe(!kf.keyAllowed('core/namespaces/' + ns.slice(0, -1)));
+        }
+      }),
+    );
+  });
+});
+
+describe('forwardScope: what a forwarded request may name', () => {
+  it('is what the secondary holds: a denied or local mount and an absent namespace do not exist', () => {
+    const scope = forwardScope(parsePathsFilter({ mode: 'deny', paths: ['team-a', 'kv', 'auth/userpass'] }), catalog);
+    const seen = {
+      secretData: scope.mount('secret/data/x'),
+      secret: scope.mount('secret'),
+      kvData: scope.mount('kv/data/x'),
+      kvPrefixOnly: scope.mount('kvx/data/x'),
+      local: scope.mount('scratch/data/x'),
+      userpass: scope.mount('auth/userpass/users/bob'),
+      teamA: scope.mount('team-a/secret/data/x'),
+      newMount: scope.mount('fresh'),
+      newUnderDenied: scope.mount('team-a/fresh'),
+      nsRoot: scope.namespace(''),
+      nsA: scope.namespace('team-a/'),
+      nsAChild: scope.namespace('team-a/child/'),
+      nsB: scope.namespace('team-b/'),
+    };
+    expect(seen).toEqual({
+      secretData: true, secret: true, kvData: false, kvPrefixOnly: true, local: false, userpass: false, teamA: false,
+      newMount: true, newUnderDenied: false, nsRoot: true, nsA: false, nsAChild: false, nsB: true,
+    });
+    // Without a filter every replicated mount, but still never the primary's local ones.
+    const open = forwardScope(undefined, catalog);
+    expect([open.mount('kv/data/x'), open.mount('scratch/data/x'), open.namespace('team-a/')]).toEqual([true, false, true]);
+  });
+
+  it('agrees with the key predicate on every mount of a random catalog', () => {
+    fc.assert(
+      fc.property(randomCatalog, paths, fc.constantFrom<'allow' | 'deny'>('allow', 'deny'), (c, ps, mode) => {
+        const f = parsePathsFilter({ mode, paths: ps });
+        const kf = keyFilter(f, c.mounts);
+        const scope = forwardScope(f, c);
+        for (const x of c.mounts) {
+          // A nested mount answers for its own paths: judge each by the deepest mount of its path.
+          const deepest = c.mounts.filter((y) => (x.namespace + x.path).startsWith(y.namespace + y.path)).sort((a, b) => (b.namespace + b.path).length - (a.namespace + a.path).length)[0];
+          if (deepest !== x) continue;
+          const table = (x.path.startsWith('auth/') ? 'core/auth/' : 'core/mounts/') + x.uuid;
+          expect(scope.mount(`${x.namespace}${x.path}some/key`)).toBe(kf.keyAllowed(table));
         }
       }),
     );

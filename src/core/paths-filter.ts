@@ -33,8 +33,13 @@ export type FilterMode = 'allow' | 'deny';
 
 export interface PathsFilter {
   readonly mode: FilterMode;
-  /** Normalised (no leading '/', one trailing '/'), unique, in the order given. */
+  /** Normalised (no leading '/', one trailing '/'), unique, in the order given: what matching uses. */
   readonly paths: readonly string[];
+  /**
+   * The same paths as the operator wrote them (surrounding spaces dropped), one per entry of
+   * `paths`: what is stored and read back. Absent: `paths` itself.
+   */
+  readonly given?: readonly string[];
 }
 
 /** Spec section 8 states none; ours. */
@@ -84,7 +89,8 @@ export function normaliseFilterPath(raw: string): string {
 /**
  * The filter from a request body: `mode` 'allow' (default) or 'deny'; `paths` an array of strings
  * or one comma-separated string (Vault accepts both), default []. Duplicates (after
- * normalisation) are dropped. Throws InvalidRequest, naming the problem, for anything else.
+ * normalisation) are dropped, the first kept as written in `given`. Throws InvalidRequest, naming
+ * the problem, for anything else.
  */
 export function parsePathsFilter(input: { readonly mode?: unknown; readonly paths?: unknown }): PathsFilter {
   const mode = input.mode === undefined || input.mode === '' ? 'allow' : input.mode;
@@ -96,12 +102,20 @@ export function parsePathsFilter(input: { readonly mode?: unknown; readonly path
   else throw new InvalidRequest('paths filter: paths must be an array of strings');
   if (raw.length > FILTER_LIMITS.maxPaths) throw new InvalidRequest(`paths filter: at most ${FILTER_LIMITS.maxPaths} paths`);
   const paths: string[] = [];
+  const given: string[] = [];
   for (const p of raw) {
     if (typeof p !== 'string') throw new InvalidRequest('paths filter: paths must be an array of strings');
     const n = normaliseFilterPath(p);
-    if (!paths.includes(n)) paths.push(n);
+    if (paths.includes(n)) continue;
+    paths.push(n);
+    given.push(p.trim());
   }
-  return { mode, paths };
+  return { mode, paths, given };
+}
+
+/** The filter as the operator wrote it (what is stored and read back): `{ mode, paths }`. */
+export function filterAsGiven(f: PathsFilter): { mode: FilterMode; paths: string[] } {
+  return { mode: f.mode, paths: [...(f.given ?? f.paths)] };
 }
 
 /** Whether some filter path covers `path` (a mount's full path or a namespace path). */
@@ -236,6 +250,32 @@ export function dynamicFilter(filter: PathsFilter | undefined, catalog: Catalog)
   const mounts = catalog.mounts.filter((m) => !m.local && !mountAllowed(filter, m)).map(fullPath);
   const namespaces = catalog.namespaces.filter((ns) => !namespacePresent(filter, ns));
   return { dynamic_filtered_mounts: [...new Set(mounts)].sort(), dynamic_filtered_namespaces: [...new Set(namespaces)].sort() };
+}
+
+/**
+ * What a secondary's forwarded request may name on its primary (REPLICATION.md 8): exactly what its
+ * filter lets it hold. A denied or local mount, and an absent namespace, do not exist for it.
+ */
+export interface ForwardScope {
+  /** Namespace `ns` ('' root, else `a/b/`) exists for the secondary. */
+  namespace(ns: string): boolean;
+  /**
+   * Full path `full` (namespace path + mount-relative path) lies in a mount the secondary holds;
+   * a path under no mount is judged as a mount created there would be.
+   */
+  mount(full: string): boolean;
+}
+
+export function forwardScope(filter: PathsFilter | undefined, catalog: Catalog): ForwardScope {
+  return {
+    namespace: (ns) => namespacePresent(filter, ns),
+    mount: (full) => {
+      const p = full.endsWith('/') ? full : `${full}/`;
+      let best: CatalogMount | undefined;
+      for (const m of catalog.mounts) if (p.startsWith(fullPath(m)) && fullPath(m).length > (best ? fullPath(best).length : 0)) best = m;
+      return mountAllowed(filter, best ?? { namespace: '', path: p, uuid: '', local: false });
+    },
+  };
 }
 
 /** Whether a WAL entry's ops change the mount catalog (a cached KeyFilter must then be rebuilt). */

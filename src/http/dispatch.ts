@@ -12,6 +12,7 @@
 import { DrSecondaryPathDisabled, InvalidRequest, NotFound, PermissionDenied, ReplicatedWriteRefused, RootNamespaceOnly, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
 import type { ForwardOutcome } from './forwarding.js';
 import { forwardRequestOf, replyOfForwarded } from './forwarding.js';
+import type { ForwardScope } from '../core/paths-filter.js';
 import type { Caller } from '../vault/caller.js';
 import type { LogicalResponse, Operation } from '../vault/logical.js';
 import type { ForwardRequest } from '../replication/transport.js';
@@ -121,7 +122,7 @@ const SLASH = 0x2f;
  * authorize, and mounted engines, run that way (never public, body-authorized or node routes:
  * logins, unwrap, seal, replication; nor routes on this node's own tokens).
  */
-export type Authority = { readonly kind: 'client' } | { readonly kind: 'forwarded'; readonly secondaryId: string };
+export type Authority = { readonly kind: 'client' } | { readonly kind: 'forwarded'; readonly secondaryId: string; readonly scope: ForwardScope };
 
 const CLIENT: Authority = { kind: 'client' };
 
@@ -135,8 +136,31 @@ export async function dispatch(services: Services, routes: readonly Route[], req
 }
 
 /** A forwarded write, run on the primary: its reply before rendering (the secondary renders it). */
-export async function dispatchForwarded(services: Services, routes: readonly Route[], req: ApiRequest, secondaryId: string): Promise<Reply> {
-  return (await resolve(services, routes, req, { kind: 'forwarded', secondaryId })).reply;
+export async function dispatchForwarded(services: Services, routes: readonly Route[], req: ApiRequest, secondaryId: string, scope: ForwardScope): Promise<Reply> {
+  return (await resolve(services, routes, req, { kind: 'forwarded', secondaryId, scope })).reply;
+}
+
+const trimSlashes = (p: string): string => p.replace(/^\/+|\/+$/g, '');
+
+/** A namespace a forwarding secondary does not hold does not exist for it (404). */
+function namespaceInScope(scope: ForwardScope, namespace: string): void {
+  if (!scope.namespace(namespace)) throw new NotFound([`namespace "${namespace.slice(0, 128)}" does not exist`]);
+}
+
+/**
+ * A forwarding secondary is held to its paths filter (REPLICATION.md 8): a namespace or mount it
+ * does not hold does not exist for it (404), whether the request writes in it (a mounted engine,
+ * an auth method's configuration) or acts on it (sys/mounts, sys/auth, sys/namespaces).
+ */
+function inScope(scope: ForwardScope, namespace: string, path: string, declared: Match | undefined): void {
+  namespaceInScope(scope, namespace);
+  const named = declared ? declared.route.names?.(declared.params) : { mount: path };
+  if (named === undefined) return;
+  if ('namespace' in named) {
+    namespaceInScope(scope, `${namespace}${trimSlashes(named.namespace)}/`);
+  } else if (!scope.mount(namespace + trimSlashes(named.mount))) {
+    throw new NotFound([`no handler for route "${path.slice(0, 128)}". route entry not found.`]);
+  }
 }
 
 async function resolve(services: Services, routes: readonly Route[], req: ApiRequest, authority: Authority): Promise<{ reply: Reply; path: string }> {
@@ -153,12 +177,15 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
     if (services.sealed()) throw new Sealed();
   }
 
+  // A namespace given by header that a forwarding secondary does not hold, existing here or not.
+  if (authority.kind === 'forwarded') namespaceInScope(authority.scope, req.namespace);
   // Node-wide routes never resolve a path prefix: they exist only at the root, so a
   // namespace given by header refuses them here, and one given by prefix below.
   const { namespace, path } = match?.route.scope === 'node' || match?.route.whileSealed
     ? { namespace: req.namespace, path: req.path }
     : services.resolveNamespace(req.namespace, req.path);
   const declared = namespace === req.namespace ? match : matchRoute(routes, path);
+  if (authority.kind === 'forwarded') inScope(authority.scope, namespace, path, declared);
   const routed = declared?.route.delegate ? await declared.route.delegate(namespace, path) : declared;
 
   if (routed) {

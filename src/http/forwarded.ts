@@ -5,9 +5,10 @@
  * rendering, or its error as Vault's `{errors}` with the status a client would have got.
  *
  *   const run = forwardedExecutor(services, routes, (e) => log.error({ err: e }, 'forwarded write failed'));
- *   const { kind, status, body } = await run('perf-east', forwardRequest);
+ *   const { kind, status, body } = await run('perf-east', forwardRequest, await filters.scopeFor('perf-east'));
  */
 import { Internal } from '../core/errors.js';
+import type { ForwardScope } from '../core/paths-filter.js';
 import type { ForwardReply, ForwardRequest } from '../replication/transport.js';
 import { dispatchForwarded, type Services } from './dispatch.js';
 import type { Route } from './route.js';
@@ -20,10 +21,10 @@ export function forwardedExecutor(
   services: Services,
   routes: readonly Route[],
   onInternal: (e: unknown) => void,
-): (secondaryId: string, req: ForwardRequest) => Promise<ForwardedAnswer> {
-  return async (secondaryId, fwd) => {
+): (secondaryId: string, req: ForwardRequest, scope: ForwardScope) => Promise<ForwardedAnswer> {
+  return async (secondaryId, fwd, scope) => {
     try {
-      const reply = await dispatchForwarded(services, routes, forwardedApiRequest(fwd, secondaryId), secondaryId);
+      const reply = await dispatchForwarded(services, routes, forwardedApiRequest(fwd, secondaryId), secondaryId, scope);
       switch (reply.kind) {
         case 'none':
           return { kind: 'none', status: 204, body: {} };

@@ -10,10 +10,16 @@
  *
  *   net.createServer((socket) => httpServer.emit('connection', listAware(socket)));
  */
+import { randomBytes } from 'node:crypto';
 import { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 
 export const LIST_HEADER = 'x-tessera-method';
+/**
+ * The header's value: random per process, so a client can never set it. The framer also drops
+ * the header from every head it frames; the value covers heads it no longer frames (pass-through).
+ */
+export const LIST_MARK = `LIST ${randomBytes(16).toString('hex')}`;
 const MAX_HEAD = 64 * 1024;
 const HEAD_END = Buffer.from('\r\n\r\n');
 const CRLF = Buffer.from('\r\n');
@@ -124,10 +130,12 @@ export class ListRewriter {
     const text = head.toString('latin1');
     let contentLength = 0;
     let chunked = false;
+    let forged = false;
     for (const line of text.split('\r\n').slice(1)) {
       const colon = line.indexOf(':');
       if (colon <= 0) continue;
       const name = line.slice(0, colon).trim().toLowerCase();
+      if (name === LIST_HEADER) forged = true;
       const value = line.slice(colon + 1).trim();
       if (name === 'content-length') contentLength = /^\d+$/.test(value) ? Number(value) : NaN;
       else if (name === 'transfer-encoding' && /chunked/i.test(value)) chunked = true;
@@ -139,9 +147,11 @@ export class ListRewriter {
       this.state = { kind: 'head' };
       this.completed++;
     }
-    if (!text.startsWith('LIST ')) return head;
-    const eol = text.indexOf('\r\n');
-    return Buffer.from(`GET ${text.slice(5, eol)}\r\n${LIST_HEADER}: LIST${text.slice(eol)}`, 'latin1');
+    // A client's own marker header is dropped (a line folded onto it goes with it).
+    const own = forged ? text.replace(new RegExp(`\\r\\n${LIST_HEADER}[ \\t]*:[^\\r]*(?:\\r\\n[ \\t][^\\r]*)*`, 'gi'), '') : text;
+    if (!own.startsWith('LIST ')) return forged ? Buffer.from(own, 'latin1') : head;
+    const eol = own.indexOf('\r\n');
+    return Buffer.from(`GET ${own.slice(5, eol)}\r\n${LIST_HEADER}: ${LIST_MARK}${own.slice(eol)}`, 'latin1');
   }
 }
 

@@ -72,6 +72,11 @@ export interface Route {
    * handler steps as if it had been declared.
    */
   readonly delegate?: (namespace: string, path: string) => Promise<Match | undefined>;
+  /**
+   * The mount (namespace-relative path) or child namespace a request of this route acts on, from
+   * its parameters: a forwarding secondary's paths filter must let it hold it (dispatch.ts).
+   */
+  readonly names?: (params: Readonly<Record<string, string>>) => { readonly mount: string } | { readonly namespace: string };
 }
 
 /** Ties a handler's field type to its schema. */

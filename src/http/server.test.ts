@@ -134,6 +134,22 @@ describe('HTTP listener', () => {
     expect(JSON.parse((await call('PUT', 'sys/echo/b', '{}')).text).data.operation).toBe('update');
   });
 
+  it('never lets a client set the LIST marker header itself: not on PUT, not on GET, not next to a real LIST', async () => {
+    const forged = (method: string, value: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const req = http.request(`${server.url}/v1/sys/echo/f`, { method, agent, headers: { 'X-Tessera-Method': value } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        });
+        req.on('error', reject);
+        req.end(method === 'GET' ? undefined : '{}');
+      });
+    expect(JSON.parse(await forged('PUT', 'LIST')).data.operation).toBe('update');
+    expect(JSON.parse(await forged('GET', 'LIST')).errors).toBeDefined(); // a read, which the route does not serve
+    expect(JSON.parse(await forged('LIST', 'nonsense')).data).toEqual({ keys: ['list'] });
+  });
+
   it('writes a streamed reply chunk by chunk without a length, and ends it when the source ends', async () => {
     const r = await call('GET', 'sys/stream/3');
     expect(r.status).toBe(200);

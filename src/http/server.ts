@@ -14,36 +14,17 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import express from 'express';
 import type { Logger } from 'pino';
 import { PayloadTooLarge } from '../core/errors.js';
+import { answerClientError, trackRequest } from './client-error.js';
 import { dispatch, type Dispatched, type Services } from './dispatch.js';
 import { DEFAULT_TIMEOUTS, listAware, markResponded, type ConnectionTimeouts } from './list-method.js';
 import { toApiRequest } from './request.js';
 import type { Route } from './route.js';
 import { serveStatic, type StaticSite } from './static.js';
 import { errorReply } from './status.js';
-
-/**
- * A request Node's parser refuses (a byte not allowed in the request line or a header, a broken
- * head, headers too large) never reaches a route; Node's own answer is a bare 400 with no body.
- * Vault's shape instead: a JSON `{"errors": [...]}` with 400 (431 for oversized headers, 408 for
- * Node's own request deadline), then the connection is closed as the parser's state is unknown.
- */
-function answerClientError(err: Error & { code?: string; rawPacket?: Buffer }, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const [status, reason] =
-    err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout'] : [400, 'Bad Request'];
-  const body = JSON.stringify({ errors: [`malformed HTTP request: ${reason.toLowerCase()}`] });
-  // An answer to HEAD has no body (the client would take one for its next answer); the request line is in rawPacket.
-  const head = err.rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${head ? '' : body}`);
-}
 
 export interface HttpOptions {
   readonly services: Services;
@@ -216,6 +197,7 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
   httpServer.headersTimeout = timeouts.headersMs;
   httpServer.requestTimeout = timeouts.headersMs + timeouts.bodyMs;
   httpServer.keepAliveTimeout = timeouts.idleMs;
+  httpServer.on('request', trackRequest);
   httpServer.on('clientError', answerClientError);
   const server: net.Server = opts.tls
     ? tls.createServer(

@@ -12,6 +12,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { clusterHostPort, splitHostPort } from '../core/cluster-addr.js';
 import { parseDuration } from '../core/duration.js';
 import { ErrorCode, TesseraError } from '../core/errors.js';
 import { parseIssuerKey } from '../license/index.js';
@@ -154,14 +155,7 @@ export function devConfig(opts: DevConfigOptions): Config {
   );
 }
 
-/** Splits "host:port" ("[v6]:port" for IPv6); undefined unless both parts are valid. */
-export function splitHostPort(address: string): { host: string; port: number } | undefined {
-  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:/[\]@]+)):(\d{1,5})$/.exec(address);
-  const host = m?.[1] ?? m?.[2];
-  const port = Number(m?.[3]);
-  if (host === undefined || !(port >= 0 && port <= 65535)) return undefined;
-  return { host, port };
-}
+export { splitHostPort };
 
 const hostPort = z.string().superRefine((v, ctx) => {
   if (splitHostPort(v) === undefined) ctx.addIssue({ code: 'custom', message: `bad address "${v}": expected "host:port" with a port 0-65535` });
@@ -282,8 +276,8 @@ function validate(tree: Record<string, unknown>, file: string): Config {
   const top = check(topSchema, pick(tree, Object.keys(topSchema.shape)), '', issues);
   let clusterAddr: string | undefined;
   if (top?.cluster_addr !== undefined) {
-    clusterAddr = top.cluster_addr.replace(/^(https|tcp):\/\//, '');
-    if (splitHostPort(clusterAddr) === undefined) {
+    clusterAddr = clusterHostPort(top.cluster_addr);
+    if (clusterAddr === undefined) {
       issues.push({ key: 'cluster_addr', problem: `bad address "${top.cluster_addr}": expected "host:port" with a port 0-65535` });
     }
   } else if (listener !== undefined) {

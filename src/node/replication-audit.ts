@@ -22,6 +22,8 @@ export interface AuditSpec<F extends AnyFn> {
   readonly op: string;
   /** Safe fields to log from the arguments and the result (never a token). */
   readonly detail?: (args: Parameters<F>, result: Awaited<ReturnType<F>> | undefined) => Record<string, unknown>;
+  /** For a call that answers a refusal instead of throwing it: whether its result is one. */
+  readonly refused?: (result: Awaited<ReturnType<F>>) => boolean;
 }
 
 export type AuditSpecs<S> = { readonly [K in keyof S]?: S[K] extends AnyFn ? AuditSpec<S[K]> : never };
@@ -46,7 +48,8 @@ export function audited<S extends object>(log: Logger, service: S, specs: AuditS
     wrapped.set(name, async (...args: unknown[]) => {
       try {
         const result = await (fn as AnyFn).apply(service, args);
-        log.info({ audit: 'replication', op: spec.op, ...line(spec.op, { outcome: 'ok', ...spec.detail?.(args as never, result as never) }) }, `replication ${spec.op}: ok`);
+        const outcome = spec.refused?.(result) === true ? 'refused' : 'ok';
+        log.info({ audit: 'replication', op: spec.op, ...line(spec.op, { outcome, ...spec.detail?.(args as never, result as never) }) }, `replication ${spec.op}: ${outcome}`);
         return result;
       } catch (e) {
         const code = isTesseraError(e) ? e.code : 'internal';

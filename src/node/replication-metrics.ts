@@ -53,6 +53,7 @@ export function registerReplicationGauges(registry: Registry, source: () => Stat
   perKind('tessera_replication_lag_ms', 'Secondary: milliseconds behind its primary; primary: the largest lag of its secondaries', (d) => num(d.lag_ms));
   perKind('tessera_replication_last_merkle_sync_bytes', 'Secondary: payload bytes the last Merkle reconcile received from the primary', (d) => num(d.last_merkle_sync_bytes));
   perKind('tessera_replication_verification_mismatch', 'Secondary: 1 when its Merkle root differed from its primary\'s at the same WAL index at the latest comparison', (d) => (d.mode === 'secondary' ? (d.verification_mismatch === true ? 1 : 0) : undefined));
+  perKind('tessera_replication_verification_repairs', 'Secondary: Merkle diff and syncs it started to repair a verification mismatch, since its replication loop started', (d) => (d.mode === 'secondary' ? num(d.verification_repairs) : undefined));
   perKind('tessera_replication_last_verified_wal', 'Secondary: last WAL index at which its Merkle root matched its primary\'s (0: never)', (d) => (d.mode === 'secondary' ? num(d.last_verified_wal) : undefined));
   perSecondary('tessera_replication_secondary_connected', 'Primary: 1 while the secondary streams, 0 otherwise', (s) => (s.connection_status === 'connected' ? 1 : 0));
   perSecondary('tessera_replication_secondary_lag_entries', 'Primary: WAL entries the secondary has not applied', (s) => num(s.lag_entries));

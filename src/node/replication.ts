@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
+import type { ForwardScope } from '../core/paths-filter.js';
 import { KIND_POLICY, type Kind, type Mode } from '../core/replication/index.js';
 import { OperationTokens } from '../replication/operation-token.js';
 import { ReplicationDriver, type CoreHooks } from '../replication/driver.js';
@@ -59,7 +60,7 @@ export interface ForwardedObservation {
   readonly ok: boolean;
 }
 
-export type ForwardExecutor = (secondaryId: string, req: ForwardRequest) => Promise<Omit<ForwardReply, 'commitIndex'>>;
+export type ForwardExecutor = (secondaryId: string, req: ForwardRequest, scope: ForwardScope) => Promise<Omit<ForwardReply, 'commitIndex'>>;
 
 /** Longest a forwarded write's answer waits for connected DR secondaries to confirm it. */
 const FORWARD_DR_CONFIRM_MS = 5_000;
@@ -107,6 +108,15 @@ export async function wireReplication(o: {
   const cluster = createClusterServer({ address: o.clusterListen, log });
   // The primary's executor of forwarded writes: the HTTP dispatcher, bound once routes exist.
   let executor: ForwardExecutor | undefined;
+  // Every forwarded write leaves one audit line on the primary: the secondary, the operation and
+  // the status it was answered (never its path's arguments, body or values).
+  const forwardAudit = audited(audit, { executeForwarded: (run: ForwardExecutor, id: string, req: ForwardRequest) => executeForwarded(run, id, req) }, {
+    executeForwarded: {
+      op: 'performance/forward',
+      refused: (r) => r.kind === 'error',
+      detail: ([, id, req], r) => ({ secondary_id: id, operation: req.operation, request_id: req.requestId, ...(r ? { status: r.status } : {}) }),
+    },
+  });
   const forwarded = (): ((id: string, req: ForwardRequest) => Promise<ForwardReply>) | undefined => {
     const run = executor;
     if (!run) return undefined;
@@ -114,7 +124,7 @@ export async function wireReplication(o: {
       const started = performance.now();
       let ok = false;
       try {
-        const r = await executeForwarded(run, id, req);
+        const r = await forwardAudit.executeForwarded(run, id, req);
         ok = r.kind !== 'error';
         return r;
       } finally {
@@ -124,7 +134,8 @@ export async function wireReplication(o: {
   };
   /** Runs one forwarded write, then holds its answer until connected DR secondaries hold it. */
   const executeForwarded = async (run: ForwardExecutor, id: string, req: ForwardRequest): Promise<ForwardReply> => {
-    const answer = await run(id, req);
+    // Held to the same paths filter as everything this primary sends that secondary.
+    const answer = await run(id, req, await filters.scopeFor(id));
     // Every write of the request is committed by now: the last index covers them all.
     const commitIndex = engine.lastGuard().index;
     log.debug({ secondary_id: id, operation: req.operation, status: answer.status }, 'forwarded write executed');
@@ -147,6 +158,10 @@ export async function wireReplication(o: {
     const s = d.isLoaded ? d.state : undefined;
     if (s?.mode !== 'primary') throw new InvalidRequest(`this cluster is not a performance primary (performance mode: ${performanceMode()})`);
     return Object.keys(s.secondaries).filter((id) => s.secondaries[id]?.status !== 'revoked').sort();
+  };
+  const becamePerformancePrimary = async (): Promise<void> => {
+    await migrateLegacyTables();
+    await core.tokens.batch.ensureKey();
   };
   const filters = new PathsFilters({ store: () => core.store(), registry: perfRegistry, migrateLegacyTables });
   // What each kind is while sealed (or not loaded): only its summary says.
@@ -289,8 +304,9 @@ export async function wireReplication(o: {
     return {
       enablePrimary: after(async (a: string) => {
         await d.enablePrimary(a);
-        // Before any secondary can connect: filters judge mount tables by their per-mount keys.
-        if (d.kind === 'performance') await migrateLegacyTables();
+        // Before any secondary can connect: filters judge mount tables by their per-mount keys, and
+        // a secondary mints batch tokens with the primary's key, which it may not make itself.
+        if (d.kind === 'performance') await becamePerformancePrimary();
       }),
       demote: after(() => d.demote()),
       disablePrimary: after(() => d.disablePrimary()),
@@ -300,7 +316,7 @@ export async function wireReplication(o: {
       enableSecondary: after((r: Parameters<KindService['enableSecondary']>[0]) => d.enableSecondary(r)),
       promote: after(async (r: Parameters<KindService['promote']>[0]) => {
         await d.promote(r);
-        if (d.kind === 'performance') await migrateLegacyTables();
+        if (d.kind === 'performance') await becamePerformancePrimary();
       }),
       disableSecondary: after(() => d.disableSecondary()),
       updatePrimary: (r) => d.updatePrimary(r),

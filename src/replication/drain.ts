@@ -33,13 +33,14 @@ export class DemoteDrain {
   /** While a drain runs: what it still waits for (status shows it). */
   progress: DrainProgress | undefined;
 
-  constructor(private readonly o: { engine: StorageEngine; log: Logger; timeoutMs: number }) {}
+  /** `passes`: keys the fence lets through (the role record the demote itself persists). */
+  constructor(private readonly o: { engine: StorageEngine; log: Logger; timeoutMs: number; passes?: readonly string[] }) {}
 
   /** Fences writes and drains; the fence stays until `release()`. */
   async run(streamer: PrimaryStreamer | undefined, activeIds: readonly string[]): Promise<DemoteReport> {
     const { engine, log } = this.o;
     // Ordering: fence first (no new index can appear), then read the final index, then wait.
-    await engine.fence(() => new Unavailable('this cluster is being demoted and accepts no more writes; send writes to the new primary'));
+    await engine.fence(() => new Unavailable('this cluster is being demoted and accepts no more writes; send writes to the new primary'), this.o.passes);
     const lastWal = engine.lastGuard().index;
     this.progress = { lastWal, pending: [] };
     log.info({ last_wal: lastWal.toString(), timeout_ms: this.o.timeoutMs }, 'demote: writes stopped; draining to connected secondaries');

@@ -211,7 +211,7 @@ describe.each(CASES)('ReplicationDriver ($kind)', (c) => {
     expect(net.openStreams('loop:p', 's1')).toBe(0);
     await p.put({ 'logical/m1/after-forget': 'not for s' });
     // With its credentials gone it cannot probe addresses either; nothing changes.
-    await expect(s.driver.updatePrimary({ addrs: ['loop:p'], primaryApiAddr: '', caFile: '', caPath: '' })).rejects.toThrow(/no credentials/);
+    await expect(s.driver.updatePrimary({ addrs: ['127.0.0.1:1'], primaryApiAddr: '', caFile: '', caPath: '' })).rejects.toThrow(/no credentials/);
     expect(s.driver.state).toMatchObject({ mode: 'secondary', primary: null });
     expect(await s.get('logical/m1/after-forget')).toBeUndefined();
     // Forgetting twice forgets nothing more.

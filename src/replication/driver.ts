@@ -30,6 +30,7 @@ import { WriteForwarder } from './forwarder.js';
 import { lastSeenRecord } from './last-seen.js';
 import { issueLeaf } from './pki.js';
 import { SpareMaterial } from './primary-material.js';
+import { foreignSet, probeFailure } from './probe-outcome.js';
 import { PrimaryStreamer, type FilterSource } from './primary-service.js';
 import { redeem } from './redeem.js';
 import { confirmWithPrimary } from './activation-check.js';
@@ -143,7 +144,7 @@ export class ReplicationDriver {
     this.kind = o.kind;
     this.policy = KIND_POLICY[o.kind];
     this.record = { state: initialState(o.kind) };
-    this.drain = new DemoteDrain({ engine: o.engine, log: o.log, timeoutMs: o.timing?.demoteDrainTimeoutMs ?? 30_000 });
+    this.drain = new DemoteDrain({ engine: o.engine, log: o.log, timeoutMs: o.timing?.demoteDrainTimeoutMs ?? 30_000, passes: [this.policy.record.key] });
     this.forwarder = new WriteForwarder({
       target: () => {
         const s = this.record.state;
@@ -432,20 +433,20 @@ export class ReplicationDriver {
             const info = await client.ping(s.secondaryId, 2000);
             if (info.clusterId !== s.clusterId) {
               log.warn({ addr, cluster_id: info.clusterId }, 'probed address belongs to another replication set');
+              reasons.push(foreignSet(addr, info.clusterId));
               continue;
             }
             log.info({ addr }, 'update-primary: address answered');
             return this.run({ type: 'probed', primary: { clusterAddr: addr, apiAddr: info.apiAddr } }, ctx);
           } catch (e) {
-            // A primary that refuses this id (revoked, unknown) says why; the operator needs to know.
-            const refusedBy = (e as { reason?: string }).reason === 'permission_denied';
-            reasons.push(refusedBy ? `${addr} refused this secondary: ${(e as Error).message}` : `${addr} did not answer`);
-            log.info({ addr, err: (e as Error).message }, 'update-primary: address did not answer');
+            // Each address says what happened there (refused, not a primary, unreachable).
+            reasons.push(probeFailure(addr, e));
+            log.info({ addr, err: (e as Error).message }, 'update-primary: address did not answer as a primary of the set');
           } finally {
             client.close();
           }
         }
-        throw new InvalidRequest(`none of the update_primary_addrs answered as a primary of replication set ${s.clusterId}${reasons.length > 0 ? ` (${reasons.join('; ')})` : ''}`);
+        throw new InvalidRequest(`none of the update_primary_addrs answered as a primary of replication set ${s.clusterId} (${reasons.join('; ')})`);
       }
     }
   }
@@ -473,7 +474,8 @@ export class ReplicationDriver {
       ...(this.o.emit ? { emit: this.o.emit } : {}),
       onPersistError: (e) => this.o.log.warn({ err: (e as Error).message }, 'could not persist secondaries\' last heartbeats'),
     });
-    await streamer.load().catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not load secondaries\' last heartbeats'));
+    // Registered ids only: after a disable and enable (a new set) the old set's are gone.
+    await streamer.load((id) => (lookupSecondary(s.secondaries, id)?.status ?? 'revoked') !== 'revoked').catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not load secondaries\' last heartbeats'));
     this.streamer = streamer;
     this.server = await this.o.transport.serve({
       kind: this.kind,
@@ -667,9 +669,10 @@ export class ReplicationDriver {
       const active = s.mode === 'primary' ? Object.keys(s.secondaries).filter((id) => lookupSecondary(s.secondaries, id)?.status === 'active') : [];
       try {
         const report = await this.drain.run(this.streamer, active);
-        // A local-class role record (performance) is itself a fenced write: the fence lifts just
-        // before the step, and from the step on the secondary gate refuses replicated writes.
-        if (this.policy.record.keyClass !== 'node') this.drain.release();
+        // Ordering: the fence stays up through the step (it lets the role record through), and
+        // the step installs the secondary gate before the fence lifts, so no write is accepted
+        // between the drain's final index and the demote (issue 17 item 2: lifting it early let
+        // performance writes be acknowledged after the drain and then diverge).
         await this.run({ type: 'demote' }, {});
         return report;
       } finally {

@@ -83,19 +83,24 @@ export class WriteForwarder {
     return this.client.client;
   }
 
+  /**
+   * Once the request may have left, a failure says the outcome is unknown: only a call that was
+   * never sent (no ready connection) or that the primary refused at admission wrote nothing.
+   */
   private async call(t: ForwardTarget, req: ForwardRequest): Promise<ForwardReply> {
     try {
       return await this.clientFor(t).forward(t.secondaryId, req, this.o.callDeadlineMs ?? 10_000);
     } catch (e) {
       const reason = (e as { reason?: string }).reason;
       const detail = (e as Error).message;
-      if (reason === 'deadline') {
-        throw new ForwardFailed(`the primary (${t.clusterAddr}) did not answer the forwarded write in time: it may or may not have been applied there; read before retrying`, { cause: e });
+      if (reason === 'not_sent') {
+        throw new ForwardFailed(`the primary (${t.clusterAddr}) is unreachable, so the write to a replicated path could not be forwarded (${detail}); nothing was written`, { cause: e });
       }
-      if (reason === 'permission_denied') {
+      if (reason === 'permission_denied' || reason === 'failed_precondition') {
         throw new ForwardFailed(`the primary (${t.clusterAddr}) refused this secondary's forwarded write (${detail}); nothing was written`, { cause: e });
       }
-      throw new ForwardFailed(`the primary (${t.clusterAddr}) is unreachable, so the write to a replicated path could not be forwarded (${detail}); nothing was written on this secondary`, { cause: e });
+      const what = reason === 'deadline' ? 'did not answer the forwarded write in time' : `stopped answering after the write was sent (${detail})`;
+      throw new ForwardFailed(`the primary (${t.clusterAddr}) ${what}: the outcome is unknown, the write may have been applied on the primary; read it back before retrying`, { cause: e });
     }
   }
 

@@ -39,7 +39,8 @@ describe('PathsFilterStore', () => {
     const filters = new PathsFilterStore(() => store);
     await filters.set('east', parsePathsFilter({ mode: 'deny', paths: ['team-a', 'secret/'] }));
     await filters.set('west', parsePathsFilter({ paths: ['kv'] }));
-    expect(await filters.get('east')).toEqual({ mode: 'deny', paths: ['team-a/', 'secret/'] });
+    // Matched as normalised, kept as written (trailing '/' included).
+    expect(await filters.get('east')).toEqual({ mode: 'deny', paths: ['team-a/', 'secret/'], given: ['team-a', 'secret/'] });
     expect(await filters.list()).toEqual(['east', 'west']);
     expect([...(await filters.all()).keys()]).toEqual(['east', 'west']);
 
@@ -49,7 +50,7 @@ describe('PathsFilterStore', () => {
     expect(written.every((k) => classify(k) === 'local')).toBe(true);
 
     await filters.set('east', parsePathsFilter({ mode: 'allow', paths: [] }));
-    expect(await filters.get('east')).toEqual({ mode: 'allow', paths: [] });
+    expect(await filters.get('east')).toEqual({ mode: 'allow', paths: [], given: [] });
     expect(await filters.delete('east')).toBe(true);
     expect(await filters.get('east')).toBeUndefined();
     expect(await filters.list()).toEqual(['west']);

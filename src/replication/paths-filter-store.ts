@@ -5,14 +5,14 @@
  *
  *   const filters = new PathsFilterStore(() => core.store());
  *   await filters.set('east', parsePathsFilter({ mode: 'deny', paths: ['team-a'] }));
- *   await filters.get('east');     // { mode: 'deny', paths: ['team-a/'] }
+ *   await filters.get('east');     // { mode: 'deny', paths: ['team-a/'], given: ['team-a'] }
  *   await filters.delete('east');  // true if there was one
  *
  * The route validates the body (parsePathsFilter), the id (known_secondaries) and the paths
  * (assertFilterPathsExist) before calling set; set itself re-checks shape, never existence.
  */
 import { Internal, InvalidRequest, isTesseraError } from '../core/errors.js';
-import { parsePathsFilter, type PathsFilter } from '../core/paths-filter.js';
+import { filterAsGiven, parsePathsFilter, type PathsFilter } from '../core/paths-filter.js';
 import { LocalKeys } from '../storage/keyspace.js';
 import type { Store } from '../storage/store.js';
 
@@ -43,10 +43,10 @@ export class PathsFilterStore {
     return raw === undefined ? undefined : decode(id, raw);
   }
 
-  /** Creates or replaces the filter of `id` (one commit). */
+  /** Creates or replaces the filter of `id` (one commit), its paths stored as the operator wrote them. */
   async set(id: string, filter: PathsFilter): Promise<void> {
     assertId(id);
-    const clean = parsePathsFilter(filter);
+    const clean = filterAsGiven(parsePathsFilter(filterAsGiven(filter)));
     await this.store().commit([{ type: 'put', key: LocalKeys.performanceFilter(id), value: Buffer.from(JSON.stringify(clean)) }]);
   }
 

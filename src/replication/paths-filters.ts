@@ -12,9 +12,9 @@
  * commit is an entry the stream of that secondary recognises (filterChangedIn), and it makes the
  * secondary reconcile by Merkle diff, with the new filter, from there (primary-service.ts).
  */
-import { InvalidRequest, NotFound } from '../core/errors.js';
+import { InvalidRequest } from '../core/errors.js';
 import {
-  assertFilterPathsExist, dynamicFilter, keyFilter, parsePathsFilter, type DynamicFilter, type KeyFilter, type PathsFilter,
+  assertFilterPathsExist, dynamicFilter, filterAsGiven, forwardScope, keyFilter, type ForwardScope, parsePathsFilter, type DynamicFilter, type KeyFilter, type PathsFilter,
 } from '../core/paths-filter.js';
 import type { WalEntry } from '../core/wal.js';
 import type { StorageEngine } from '../storage/engine.js';
@@ -67,12 +67,11 @@ export class PathsFilters {
     return filter;
   }
 
-  /** NotFound when `id` has no filter (every replicated mount and namespace reaches it). */
-  async read(id: string): Promise<PathsFilter> {
+  /** The filter of `id` as the operator wrote it; undefined when it has none (every replicated mount and namespace reaches it). */
+  async read(id: string): Promise<{ mode: string; paths: string[] } | undefined> {
     this.known(id);
     const f = await this.stored.get(id);
-    if (f === undefined) throw new NotFound(`performance secondary "${id.slice(0, 64)}" has no paths filter`);
-    return f;
+    return f === undefined ? undefined : filterAsGiven(f);
   }
 
   /**
@@ -95,6 +94,11 @@ export class PathsFilters {
     const f = await this.stored.get(id);
     if (f === undefined) return undefined;
     return keyFilter(f, (await loadFilterCatalog(this.o.store())).mounts);
+  }
+
+  /** What a forwarded request of `id` may name here: what its filter lets it hold (no registry check). */
+  async scopeFor(id: string): Promise<ForwardScope> {
+    return forwardScope(await this.stored.get(id), await loadFilterCatalog(this.o.store()));
   }
 
   /** The dynamic filter of `id` from the current catalog, for the secondary to keep (no registry check). */

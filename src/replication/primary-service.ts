@@ -65,6 +65,9 @@ export interface DrainReport {
 
 export type { FilterSource } from './filtered-view.js';
 
+/** How many pinned snapshots one secondary may hold open; opening another closes its oldest. */
+export const MAX_OPEN_SNAPSHOTS = 2;
+
 /** One secondary's pinned snapshot, and for a filtered secondary the view of it that it is served. */
 interface OpenSnapshot {
   readonly snap: PinnedSnapshot;
@@ -72,6 +75,9 @@ interface OpenSnapshot {
   readonly timer: NodeJS.Timeout;
   readonly filter?: FilteredView;
 }
+
+/** An address a secondary reports about itself, as status shows it: bounded, never trusted. */
+const reported = (addr: string): string => addr.slice(0, 256);
 
 /** How long a stream that told its secondary to reconcile waits for it to hang up. */
 const RECONCILE_HANDOFF_MS = 30_000;
@@ -134,8 +140,10 @@ export class PrimaryStreamer implements PrimaryService {
       ...(o.onPersistError ? { onPersistError: o.onPersistError } : {}),
     });
     this.holds = new CatchUpHolds({ engine: o.engine });
-    this.unsubscribe = o.engine.onCommit(() => {
+    this.unsubscribe = o.engine.onCommit((last) => {
       this.lastCommitMs = this.now();
+      // A secondary that had everything now lacks this commit's first entry: its lag counts from here.
+      for (const v of this.views.all()) if (v.missingSinceMs === 0 && v.applied.index < last) v.missingSinceMs = this.lastCommitMs;
     });
   }
 
@@ -158,9 +166,9 @@ export class PrimaryStreamer implements PrimaryService {
     return kf ? servePolicy(this.o.kind, kf.keyAllowed) : this.policy;
   }
 
-  /** The last heartbeats persisted before a restart. */
-  load(): Promise<void> {
-    return this.views.load();
+  /** The last heartbeats persisted before a restart, of the ids that are still `member`s of this set. */
+  load(member?: (id: string) => boolean): Promise<void> {
+    return this.views.load(member);
   }
 
   get secondaries(): ReadonlyMap<string, SecondaryView> {
@@ -180,8 +188,9 @@ export class PrimaryStreamer implements PrimaryService {
     if (req.kind !== this.o.kind) throw new InvalidRequest(`this cluster is a ${this.o.kind} primary, not ${req.kind}`);
     if (compareVersions(VERSION, req.version) > 0) throw new VersionRefused(VERSION, req.version);
     const view = this.views.view(peer.secondaryId);
-    view.apiAddr = req.apiAddr;
-    view.clusterAddr = req.clusterAddr;
+    view.apiAddr = reported(req.apiAddr);
+    view.clusterAddr = reported(req.clusterAddr);
+    view.peerAddr = peer.address;
     await this.o.onBootstrap?.(peer.secondaryId);
     return {
       clusterId: this.o.info.clusterId(),
@@ -351,22 +360,24 @@ export class PrimaryStreamer implements PrimaryService {
 
   async heartbeat(peer: Peer, req: HeartbeatRequest): Promise<HeartbeatReply> {
     const received = this.now();
+    const engine = this.o.engine;
     const next = req.applied.index + 1n;
-    let lagMs = 0;
-    if (next <= this.o.engine.lastGuard().index) {
-      const [entry] = await this.o.engine.readWal(next, 1).catch(() => []);
-      lagMs = entry ? Math.max(0, received - entry.time) : -1;
-    }
+    // The oldest entry it lacks; no longer retained: the oldest retained one, a lower bound.
+    const first = engine.firstRetainedIndex();
+    const from = next < first ? first : next;
+    const [entry] = from <= engine.lastGuard().index ? await engine.readWal(from, 1).catch(() => []) : [];
     this.holds.progress(peer.secondaryId, req.applied.index);
     this.views.heartbeat(peer.secondaryId, (view) => {
       view.lastHeartbeatMs = received;
       view.applied = req.applied;
       view.state = req.state;
-      view.apiAddr = req.apiAddr || view.apiAddr;
-      view.clusterAddr = req.clusterAddr || view.clusterAddr;
+      view.apiAddr = reported(req.apiAddr) || view.apiAddr;
+      view.clusterAddr = reported(req.clusterAddr) || view.clusterAddr;
+      view.peerAddr = peer.address || view.peerAddr;
       // One-way estimate; the secondary refines it with the round trip it measures.
       view.clockSkewMs = req.sentAtMs - received;
-      if (lagMs >= 0) view.lagMs = lagMs;
+      // Read after the WAL read above: an entry committed meanwhile counts from the last commit.
+      view.missingSinceMs = next > engine.lastGuard().index ? 0 : (entry?.time ?? (view.missingSinceMs || this.lastCommitMs));
     });
     return { lastWal: this.o.engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, receivedAtMs: received, sentAtMs: this.now() };
   }
@@ -441,6 +452,10 @@ export class PrimaryStreamer implements PrimaryService {
       throw e;
     }
     this.holds.start(peer.secondaryId, snap.guard.index + 1n);
+    // A secondary reconciles from one snapshot at a time: a new one supersedes its older ones past
+    // the cap, so a secondary (or a holder of its certificate) cannot pin storage without bound.
+    const owned = [...this.snapshots].filter(([, s]) => s.owner === peer.secondaryId).map(([sid]) => sid);
+    for (const sid of owned.slice(0, Math.max(0, owned.length - (MAX_OPEN_SNAPSHOTS - 1)))) await this.closeSnapshot(peer, sid);
     const id = randomUUID();
     // A snapshot abandoned by a crashed secondary is closed after ten minutes.
     const timer = setTimeout(() => void this.closeSnapshot(peer, id), 600_000);

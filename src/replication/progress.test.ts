@@ -52,7 +52,7 @@ describe('reindex progress', () => {
 describe('ReplicationProgress', () => {
   const loopProgress = (): SecondaryProgress => ({
     state: 'stream-wals', connection: 'ready', lastRemoteWal: 0n, primaryLastWal: 0n, primaryCommitTimeMs: 0, lastHeartbeatMs: 0, heartbeatDurationMs: 0,
-    clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '', syncTotal: 0, syncDone: 0, lastSync: undefined, syncTotals: { syncs: 2, fetched: 7, deleted: 3 }, lastSyncBytes: 0,
+    clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '', lastErrorMs: 0, syncTotal: 0, syncDone: 0, syncStarted: 0, lastSync: undefined, syncTotals: { syncs: 2, fetched: 7, deleted: 3 }, lastSyncBytes: 0,
   });
   const setup = () => {
     const p = loopProgress();
@@ -91,5 +91,26 @@ describe('ReplicationProgress', () => {
     expect(status(4000)).toEqual({ sync_total_keys: 1000, sync_progress: 400, eta_seconds: 6 });
     // Stalled for longer than the window: no ETA.
     expect(status(200_000)).toEqual({ sync_total_keys: 1000, sync_progress: 400, eta_seconds: null });
+  });
+
+  it('a new merkle-sync gets its ETA from its own rate, never from the samples of the one before (issue 17 item 13)', () => {
+    const { p, progress } = setup();
+    // Sync 1: 1000 keys at 100 keys/s.
+    p.syncStarted = 1;
+    p.state = 'merkle-sync';
+    p.syncTotal = 1000;
+    for (let s = 0; s <= 10; s++) {
+      p.syncDone = 100 * s;
+      progress.sample(s * 1000);
+    }
+    // Sync 2 of 5000 keys, at 1000 keys/s: its first chunk is past sync 1's final count.
+    p.syncStarted = 2;
+    p.syncTotal = 5000;
+    p.syncDone = 1500;
+    progress.sample(12_000);
+    p.syncDone = 2500;
+    const st = progress.decorate('dr', { mode: 'secondary', state: 'merkle-sync', merkle_sync_progress: { sync_total_keys: 5000, sync_progress: 2500 } }, 13_000);
+    // 2500 left at 1000 keys/s; sync 1's samples would have made it 2500 / (2500 / 13 s) = 13 s.
+    expect(st.merkle_sync_progress).toEqual({ sync_total_keys: 5000, sync_progress: 2500, eta_seconds: 3 });
   });
 });

@@ -36,7 +36,9 @@ export interface ProgressOptions {
 interface KindRates {
   readonly applied: RateEstimator;
   readonly primaryLast: RateEstimator;
-  readonly sync: RateEstimator;
+  /** Keys per second of the reconcile numbered `syncOf` (SecondaryProgress.syncStarted). */
+  sync: RateEstimator;
+  syncOf: number;
 }
 
 const round2 = (n: number): number => Math.round(n * 100) / 100;
@@ -45,8 +47,8 @@ const KINDS: readonly Kind[] = ['dr', 'performance'];
 export class ReplicationProgress {
   private readonly writes = new RateEstimator();
   private readonly rates: Record<Kind, KindRates> = {
-    dr: { applied: new RateEstimator(), primaryLast: new RateEstimator(), sync: new RateEstimator() },
-    performance: { applied: new RateEstimator(), primaryLast: new RateEstimator(), sync: new RateEstimator() },
+    dr: { applied: new RateEstimator(), primaryLast: new RateEstimator(), sync: new RateEstimator(), syncOf: 0 },
+    performance: { applied: new RateEstimator(), primaryLast: new RateEstimator(), sync: new RateEstimator(), syncOf: 0 },
   };
 
   constructor(private readonly o: ProgressOptions) {}
@@ -60,6 +62,11 @@ export class ReplicationProgress {
       const r = this.rates[kind];
       r.applied.sample(now, Number(d.appliedUpstream() ?? this.o.engine.lastGuard().index));
       r.primaryLast.sample(now, Number(p.primaryLastWal));
+      // A new reconcile's rate starts from its own first sample, never from the last one's.
+      if (p.syncStarted !== r.syncOf) {
+        r.sync = new RateEstimator();
+        r.syncOf = p.syncStarted;
+      }
       if (p.state === 'merkle-sync') r.sync.sample(now, p.syncDone);
     }
   }

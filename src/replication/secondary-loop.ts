@@ -65,8 +65,12 @@ export interface SecondaryProgress {
   /** Commit time of the newest applied entry (primary clock). */
   lastAppliedCommitMs: number;
   lastError: string;
+  /** When lastError was set (ms, 0: never): a client can tell an old error from a current one. */
+  lastErrorMs: number;
   syncTotal: number;
   syncDone: number;
+  /** Reconciles started since this loop started: a new one's progress never reads as the last one's. */
+  syncStarted: number;
   lastSync: { fetched: number; deleted: number } | undefined;
   /** Since this loop started: merkle-syncs finished, and the keys they fetched and deleted (metrics counters). */
   syncTotals: { syncs: number; fetched: number; deleted: number };
@@ -99,8 +103,8 @@ export class SecondaryLoop {
     this.verifier = new Verifier({ kind: o.kind, engine: o.engine, now: () => this.now(), log: o.log, ...(o.emit ? { emit: o.emit } : {}) });
     this.progress = {
       state: 'idle', connection: 'idle', lastRemoteWal: this.applier.guard().index, primaryLastWal: 0n, primaryCommitTimeMs: 0,
-      lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '',
-      syncTotal: 0, syncDone: 0, lastSync: undefined, syncTotals: { syncs: 0, fetched: 0, deleted: 0 }, lastSyncBytes: 0,
+      lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, lastStartMs: 0, lastAppliedCommitMs: 0, lastError: '', lastErrorMs: 0,
+      syncTotal: 0, syncDone: 0, syncStarted: 0, lastSync: undefined, syncTotals: { syncs: 0, fetched: 0, deleted: 0 }, lastSyncBytes: 0,
     };
   }
 
@@ -184,6 +188,7 @@ export class SecondaryLoop {
     if (!this.running) return;
     this.tell('down', { reason: reason.slice(0, 256) });
     this.progress.lastError = reason;
+    this.progress.lastErrorMs = this.now();
     this.progress.state = 'idle';
     this.progress.connection = 'transient_failure';
     this.stream?.cancel();
@@ -287,11 +292,18 @@ export class SecondaryLoop {
                 if (m.verify) {
                   const v = m.verify;
                   this.applying = this.applying.then(() => {
+                    let compared = false;
                     try {
-                      this.verifier.check(v, this.applier.guard().index);
+                      compared = this.verifier.check(v, this.applier.guard().index);
                     } catch (e) {
                       this.o.log.warn({ err: (e as Error).message }, 'replication verification could not compare roots');
                     }
+                    // Diverged at the same index (just compared): repaired here, by the reconcile a refused guard runs.
+                    if (compared && this.verifier.repairDue() && this.progress.state === 'stream-wals') {
+                      this.verifier.repairStarted();
+                      return this.reconcileThenStream('verification_mismatch');
+                    }
+                    return undefined;
                   });
                 }
                 return;
@@ -307,14 +319,19 @@ export class SecondaryLoop {
     });
   }
 
-  private async reconcileThenStream(): Promise<void> {
+  /** `reason`: why (events and the log): the primary refused our guard, or our root differed from its. */
+  private async reconcileThenStream(reason: 'guard_refused' | 'verification_mismatch' = 'guard_refused'): Promise<void> {
     const client = this.client;
     if (!client) return;
     // Before the cancel: the stream's end must read as the reconcile's doing, not a broken channel
     // (a primary whose filter for us changed tells us mid-stream, and waits for us to hang up).
     this.progress.state = 'merkle-diff';
+    // The diff phase of a new reconcile has nothing done yet: not the last sync's figures.
+    this.progress.syncTotal = 0;
+    this.progress.syncDone = 0;
+    this.progress.syncStarted++;
     this.stream?.cancel();
-    this.o.emit?.('merkle-diff-started', { guard: Number(this.applier.guard().index) });
+    this.o.emit?.('merkle-diff-started', { guard: Number(this.applier.guard().index), reason });
     try {
       const r = await reconcile({
         client,
@@ -340,8 +357,8 @@ export class SecondaryLoop {
       const t = this.progress.syncTotals;
       this.progress.syncTotals = { syncs: t.syncs + 1, fetched: t.fetched + r.fetched, deleted: t.deleted + r.deleted };
       this.progress.lastSyncBytes = r.bytes;
-      this.o.log.info({ fetched: r.fetched, deleted: r.deleted, keys_moved: r.fetched + r.deleted, bytes: r.bytes, pages: r.comparedPages, guard: r.guard.index.toString() }, 'merkle-sync finished; streaming');
-      this.o.emit?.('merkle-sync-finished', { fetched_keys: r.fetched, deleted_keys: r.deleted, keys_moved: r.fetched + r.deleted, bytes: r.bytes, guard: Number(r.guard.index) });
+      this.o.log.info({ fetched: r.fetched, deleted: r.deleted, keys_moved: r.fetched + r.deleted, bytes: r.bytes, pages: r.comparedPages, guard: r.guard.index.toString(), reason }, 'merkle-sync finished; streaming');
+      this.o.emit?.('merkle-sync-finished', { fetched_keys: r.fetched, deleted_keys: r.deleted, keys_moved: r.fetched + r.deleted, bytes: r.bytes, guard: Number(r.guard.index), reason });
       this.progress.state = 'idle';
       // Not awaited: this runs inside the apply chain, and the stream's batches queue on it.
       void this.openStream();

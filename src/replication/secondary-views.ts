@@ -18,8 +18,11 @@ import type { Guard } from './transport.js';
 
 export interface SecondaryView {
   readonly id: string;
+  /** What the secondary says its API and cluster addresses are (Bootstrap, heartbeats): claims. */
   apiAddr: string;
   clusterAddr: string;
+  /** What this primary observed: the peer address of the secondary's latest call. */
+  peerAddr: string;
   lastHeartbeatMs: number;
   heartbeatDurationMs: number;
   clockSkewMs: number;
@@ -27,8 +30,12 @@ export interface SecondaryView {
   /** As the secondary last reported it; see `displayState`. */
   state: string;
   streams: number;
-  /** Age of the oldest entry this secondary has not applied, as of its last heartbeat. */
-  lagMs: number;
+  /**
+   * Commit time (ms) of the oldest entry this secondary has not applied, as far as this primary
+   * knows (its last heartbeat, and commits since); 0 while it has applied everything. Its lag in
+   * time is now minus this, so it keeps growing while the secondary is gone.
+   */
+  missingSinceMs: number;
 }
 
 /** Where last heartbeats are kept across restarts: id -> ms since the Unix epoch. */
@@ -62,12 +69,23 @@ export class SecondaryViews {
     return this.o.heartbeatTimeoutMs ?? 3000;
   }
 
-  async load(): Promise<void> {
+  /**
+   * The last heartbeats persisted before a restart, of the ids `member` still counts as
+   * secondaries of this set; the others (an older set's, before a disable and enable) are
+   * dropped from the record too.
+   */
+  async load(member: (id: string) => boolean = () => true): Promise<void> {
     const seen = (await this.o.lastSeen?.load()) ?? {};
+    let dropped = false;
     for (const [id, ms] of Object.entries(seen)) {
+      if (!member(id)) {
+        dropped = true;
+        continue;
+      }
       const v = this.view(id);
       if (v.lastHeartbeatMs === 0 && Number.isFinite(ms)) v.lastHeartbeatMs = ms;
     }
+    if (dropped) this.persist(true);
   }
 
   all(): SecondaryView[] {
@@ -82,7 +100,7 @@ export class SecondaryViews {
   view(id: string): SecondaryView {
     let v = this.views.get(id);
     if (!v) {
-      v = { id, apiAddr: '', clusterAddr: '', lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, applied: { index: 0n, hash: Buffer.alloc(32) }, state: 'idle', streams: 0, lagMs: 0 };
+      v = { id, apiAddr: '', clusterAddr: '', peerAddr: '', lastHeartbeatMs: 0, heartbeatDurationMs: 0, clockSkewMs: 0, applied: { index: 0n, hash: Buffer.alloc(32) }, state: 'idle', streams: 0, missingSinceMs: 0 };
       this.views.set(id, v);
     }
     return v;

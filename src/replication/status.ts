@@ -1,10 +1,12 @@
 /**
  * The role-specific part of `sys/replication/:kind/status` (WIRE.md section 3), with our additions:
- * lag in WAL entries and milliseconds on both ends. Types are strict: indices are JSON numbers,
+ * lag in WAL entries and milliseconds on both ends. Cluster addresses answer in Vault's form,
+ * `https://host:port` (WIRE.md section 8). Types are strict: indices are JSON numbers,
  * times are RFC 3339 strings, `*_ms` fields are strings. The primary's last index is
  * `last_dr_wal` or `last_performance_wal` (KIND_POLICY.lastWalField); a secondary's position is
  * its upstream guard (for a performance secondary, not its own WAL's index).
  */
+import { vaultClusterAddr } from '../core/cluster-addr.js';
 import { KIND_POLICY, statusFields } from '../core/replication/index.js';
 import type { Store } from '../storage/store.js';
 import type { ReplicationDriver } from './driver.js';
@@ -22,7 +24,8 @@ function drainFields(dr: ReplicationDriver): Record<string, unknown> {
 
 /**
  * Continuous verification (verification.ts): the last WAL index at which this secondary's Merkle
- * root matched its primary's, when, and whether the latest comparison found them different.
+ * root matched its primary's, when, whether the latest comparison found them different, and the
+ * repairs (Merkle diff and sync) a mismatch started.
  */
 function verificationFields(v: VerificationStatus | undefined): Record<string, unknown> {
   return {
@@ -30,6 +33,9 @@ function verificationFields(v: VerificationStatus | undefined): Record<string, u
     last_verified_at: rfc3339(v?.lastVerifiedAtMs ?? 0),
     verification_mismatch: v?.mismatch ?? false,
     ...(v?.mismatch ? { verification_mismatch_wal: Number(v.mismatchWal) } : {}),
+    // A mismatch is repaired by a Merkle diff and sync (verification.ts): how many ran, the last when.
+    verification_repairs: v?.repairs ?? 0,
+    last_verification_repair: rfc3339(v?.lastRepairAtMs ?? 0),
   };
 }
 
@@ -59,8 +65,13 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         const connected = views?.connected(v, now) ?? false;
         return {
           node_id: v.id,
-          api_address: v.apiAddr,
-          cluster_address: v.clusterAddr,
+          // Vault's fields hold what this primary observed: the peer address of the secondary's
+          // latest call (Vault's form); it cannot observe an API address. What the secondary says
+          // of itself is marked as reported.
+          api_address: '',
+          cluster_address: vaultClusterAddr(v.peerAddr),
+          reported_api_address: v.apiAddr,
+          reported_cluster_address: vaultClusterAddr(v.clusterAddr),
           connection_status: connected ? 'connected' : 'disconnected',
           last_heartbeat: rfc3339(v.lastHeartbeatMs),
           last_heartbeat_duration_ms: String(v.heartbeatDurationMs),
@@ -69,7 +80,8 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
           state: views?.displayState(v, now) ?? 'idle',
           last_applied_wal: Number(v.applied.index),
           lag_entries: lagEntries,
-          lag_ms: String(lagEntries > 0 ? v.lagMs : 0),
+          // From the commit of the oldest entry it lacks, to now: it grows while the secondary is gone.
+          lag_ms: String(lagEntries > 0 && v.missingSinceMs > 0 ? Math.max(0, now - v.missingSinceMs) : 0),
         };
       });
       return {
@@ -77,7 +89,7 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         mode: 'primary',
         state: 'running',
         cluster_id: s.clusterId,
-        primary_cluster_addr: dr.clusterAddr(),
+        primary_cluster_addr: vaultClusterAddr(dr.clusterAddr()),
         known_secondaries: Object.keys(s.secondaries).filter((id) => s.secondaries[id]?.status !== 'revoked').sort(),
         [KIND_POLICY[dr.kind].lastWalField]: Number(lastWal),
         secondaries,
@@ -107,14 +119,14 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         cluster_id: s.clusterId,
         secondary_id: s.secondaryId ?? '',
         last_remote_wal: Number(p?.lastRemoteWal ?? applied),
-        primary_cluster_addr: primaryAddr,
-        known_primary_cluster_addrs: dr.material.secondary?.knownPrimaryClusterAddrs ?? [],
+        primary_cluster_addr: vaultClusterAddr(primaryAddr),
+        known_primary_cluster_addrs: (dr.material.secondary?.knownPrimaryClusterAddrs ?? []).map(vaultClusterAddr),
         connection_state: p?.connection ?? 'shutdown',
         last_start: rfc3339(p?.lastStartMs ?? 0),
         primaries: s.primary
           ? [{
               api_address: s.primary.apiAddr,
-              cluster_address: s.primary.clusterAddr,
+              cluster_address: vaultClusterAddr(s.primary.clusterAddr),
               connection_status: p && now - p.lastHeartbeatMs < CONNECTED_WITHIN_MS ? 'connected' : 'disconnected',
               last_heartbeat: rfc3339(p?.lastHeartbeatMs ?? 0),
               last_heartbeat_duration_ms: String(p?.heartbeatDurationMs ?? 0),
@@ -129,7 +141,8 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         ...(p?.lastSync ? { last_merkle_sync: { fetched_keys: p.lastSync.fetched, deleted_keys: p.lastSync.deleted } } : {}),
         // Beside last_merkle_sync, not in it: that object's shape is documented (failover runbook).
         ...(p?.lastSync ? { last_merkle_sync_bytes: p.lastSyncBytes } : {}),
-        ...(p?.lastError ? { last_error: p.lastError } : {}),
+        // Kept after the connection recovers; its time tells a past error from a current one.
+        ...(p?.lastError ? { last_error: p.lastError, last_error_time: rfc3339(p.lastErrorMs) } : {}),
         ...verificationFields(loop?.verification),
       };
     }

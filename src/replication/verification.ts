@@ -8,6 +8,12 @@
  *   const v = rootToVerify(engine, 'dr', sentThrough);   // primary: { wal, root } when sentThrough is its last index
  *   const verifier = new Verifier({ kind, engine, now, emit, log });
  *   verifier.check(v, applier.guard().index);            // secondary, after applying what came before
+ *   if (verifier.repairDue()) { verifier.repairStarted(); await reconcile(...); }
+ *
+ * A mismatch is repaired by the secondary itself: a Merkle diff and sync against a snapshot of its
+ * primary (reconcile.ts), which fetches what differs whatever made it differ. If the roots still
+ * differ after a repair, the next one waits twice as long (REPAIR_BACKOFF_MS, up to
+ * REPAIR_BACKOFF_MAX_MS): a defect that a sync cannot fix does not turn into a reconcile loop.
  */
 import type { Logger } from 'pino';
 import type { StorageEngine } from '../storage/engine.js';
@@ -72,10 +78,20 @@ export interface VerificationStatus {
   readonly mismatch: boolean;
   /** The index of that comparison, while `mismatch`. */
   readonly mismatchWal: bigint;
+  /** Repairs (Merkle diff and sync) started because of a mismatch, and when the last one started (ms, 0: never). */
+  readonly repairs: number;
+  readonly lastRepairAtMs: number;
 }
 
+/** The least time between two repairs of a mismatch that a repair did not clear, doubling up to the max. */
+export const REPAIR_BACKOFF_MS = 5_000;
+export const REPAIR_BACKOFF_MAX_MS = 600_000;
+
 export class Verifier {
-  private state: VerificationStatus = { lastVerifiedWal: 0n, lastVerifiedAtMs: 0, mismatch: false, mismatchWal: 0n };
+  private state: VerificationStatus = { lastVerifiedWal: 0n, lastVerifiedAtMs: 0, mismatch: false, mismatchWal: 0n, repairs: 0, lastRepairAtMs: 0 };
+  /** Repairs started since the roots last matched, and the wait before the next one. */
+  private repairsSinceMatch = 0;
+  private backoffMs = 0;
 
   constructor(private readonly o: { kind: 'dr' | 'performance'; engine: StorageEngine; now: () => number; log: Logger; emit?: EmitEvent }) {}
 
@@ -96,17 +112,35 @@ export class Verifier {
     const now = this.o.now();
     if (ours.equals(theirs.root)) {
       const was = this.state.mismatch;
-      this.state = { lastVerifiedWal: theirs.wal, lastVerifiedAtMs: now, mismatch: false, mismatchWal: 0n };
-      if (was) this.tell('verification-restored', { wal: Number(theirs.wal) }, 'warn', 'Merkle roots match again');
+      const repaired = this.repairsSinceMatch;
+      this.state = { ...this.state, lastVerifiedWal: theirs.wal, lastVerifiedAtMs: now, mismatch: false, mismatchWal: 0n };
+      this.repairsSinceMatch = 0;
+      this.backoffMs = 0;
+      if (was) {
+        const how = repaired > 0 ? `, repaired by ${repaired === 1 ? 'a Merkle sync' : `${repaired} Merkle syncs`}` : '';
+        this.tell('verification-restored', { wal: Number(theirs.wal), repaired_by_merkle_sync: repaired > 0, repairs: repaired }, 'warn', `Merkle roots match again${how}`);
+      }
       return true;
     }
     const was = this.state.mismatch;
     this.state = { ...this.state, mismatch: true, mismatchWal: theirs.wal };
     if (!was) {
       const detail = { wal: Number(theirs.wal), primary_root: theirs.root.toString('hex'), local_root: ours.toString('hex') };
-      this.tell('verification-mismatch', detail, 'error', 'this secondary\'s Merkle root differs from its primary\'s at the same WAL index (diverged; see merkle-check)');
+      this.tell('verification-mismatch', detail, 'error', 'this secondary\'s Merkle root differs from its primary\'s at the same WAL index (diverged); repairing by a Merkle diff and sync');
     }
     return true;
+  }
+
+  /** A mismatch stands and no repair ran within the backoff: the caller should reconcile now. */
+  repairDue(): boolean {
+    return this.state.mismatch && (this.repairsSinceMatch === 0 || this.o.now() - this.state.lastRepairAtMs >= this.backoffMs);
+  }
+
+  /** The caller starts a repair (a reconcile); counted in status, and the next one backs off. */
+  repairStarted(): void {
+    this.repairsSinceMatch++;
+    this.backoffMs = this.backoffMs === 0 ? REPAIR_BACKOFF_MS : Math.min(this.backoffMs * 2, REPAIR_BACKOFF_MAX_MS);
+    this.state = { ...this.state, repairs: this.state.repairs + 1, lastRepairAtMs: this.o.now() };
   }
 
   /** One log line per change: the event's own line when events are wired, else a plain one. */

@@ -8,7 +8,9 @@
  * Values are encrypted once, here, before they enter the commit path: WAL entries and replicas
  * carry the same ciphertext, so Merkle value hashes (SHA-256 of the ciphertext) agree on primary
  * and secondary. The AAD is the logical key, so a value moved to another key fails to decrypt.
+ * A value that fails decryption fails the store closed, as a medium fault does (fault-guard.ts).
  */
+import { ErrorCode, TesseraError, type StorageFailed } from '../core/errors.js';
 import type { WalOp } from '../core/wal.js';
 import type { Op, Store } from './store.js';
 
@@ -29,6 +31,8 @@ export interface RawStore {
   readRaw(key: string): Promise<Buffer | undefined>;
   listKeys(prefix: string): Promise<string[]>;
   commitRaw(ops: readonly WalOp[], system?: readonly SystemWrite[]): Promise<void>;
+  /** A stored value failed decryption: the store fails closed; returns what callers see. */
+  valueRejected(cause: unknown): StorageFailed;
 }
 
 export function aadOf(key: string): Buffer {
@@ -43,7 +47,15 @@ export class BarrierStore implements Store {
 
   async get(key: string): Promise<Buffer | undefined> {
     const ct = await this.raw.readRaw(key);
-    return ct === undefined ? undefined : this.cipher.decrypt(ct, aadOf(key));
+    if (ct === undefined) return undefined;
+    try {
+      return this.cipher.decrypt(ct, aadOf(key));
+    } catch (e) {
+      // The node's own state (sealed) passes through; anything else means the stored bytes are
+      // not what was written (corruption LevelDB does not checksum): StorageFailed, fail closed.
+      if (e instanceof TesseraError && e.code !== ErrorCode.internal) throw e;
+      throw this.raw.valueRejected(e);
+    }
   }
 
   list(prefix: string): Promise<string[]> {

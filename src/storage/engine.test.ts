@@ -259,3 +259,26 @@ describe('StorageEngine: the WAL read of a stream that keeps up', () => {
     verifyChain(genesisGuard(), old);
   });
 });
+
+describe('StorageEngine: the demote fence', () => {
+  it('refuses every replicated and local write but the keys it names, and node-class writes, until unfenced', async () => {
+    const { store, engine } = await setup();
+    await store.commit([put('secret/a', '1')]);
+    await engine.fence(() => new Unavailable('demoting'), ['local/replication/performance/state']);
+    const last = engine.lastGuard().index;
+    await expect(store.commit([put('secret/a', '2')])).rejects.toBeInstanceOf(Unavailable);
+    await expect(store.commit([put('local/other', 'x')])).rejects.toBeInstanceOf(Unavailable);
+    // A transaction mixing the named key with another key is refused whole.
+    await expect(store.commit([put('local/replication/performance/state', 'r'), put('secret/b', 'x')])).rejects.toBeInstanceOf(Unavailable);
+    expect(await store.get('secret/b')).toBeUndefined();
+    // The role record the demote persists passes, and so does a node-class record.
+    await store.commit([put('local/replication/performance/state', 'demoted')]);
+    await store.commit([put('node/role', 'x')]);
+    expect((await store.get('local/replication/performance/state'))?.toString()).toBe('demoted');
+    expect((await store.get('secret/a'))?.toString()).toBe('1');
+    expect(engine.lastGuard().index).toBeGreaterThan(last);
+    engine.unfence();
+    await store.commit([put('secret/a', '3')]);
+    expect((await store.get('secret/a'))?.toString()).toBe('3');
+  });
+});

@@ -95,7 +95,7 @@ export class StorageEngine implements RawStore, MerkleView {
   private index: IndexState;
   private idleFlush: NodeJS.Timeout | undefined;
   /** Set while writes of tree-class keys are refused (a primary draining for demote). */
-  private writeFence: (() => Error) | undefined;
+  private writeFence: { readonly refusal: () => Error; readonly passes: ReadonlySet<string> } | undefined;
   /** Set on a performance secondary: replicated-class keys change only from upstream. */
   private replicatedGuard: (() => Error) | undefined;
 
@@ -148,8 +148,10 @@ export class StorageEngine implements RawStore, MerkleView {
     for (const op of ops) assertLogicalKey(op.key);
     for (const s of system) if (s.name.length === 0) throw new InvalidRequest('system record name must not be empty');
     if (ops.length === 0 && system.length === 0) return;
-    // Node-class records (this node's own role) stay writable: the demote that fenced persists them.
-    if (this.writeFence !== undefined && ops.some((op) => classify(op.key) !== KeyClass.node)) throw this.writeFence();
+    // Node-class records, and the keys the fence names (this node's own role record), stay
+    // writable: the demote that fenced persists them while every other write stays refused.
+    const fence = this.writeFence;
+    if (fence !== undefined && ops.some((op) => classify(op.key) !== KeyClass.node && !fence.passes.has(op.key))) throw fence.refusal();
     if (this.replicatedGuard !== undefined && opts.upstream !== true && ops.some((op) => classify(op.key) === KeyClass.replicated)) throw this.replicatedGuard();
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ ops, system, resolve, reject });
@@ -160,12 +162,14 @@ export class StorageEngine implements RawStore, MerkleView {
   }
 
   /**
-   * Refuses every later write of a replicated or local key with `refusal()` until `unfence()`;
-   * resolves once every write accepted before the fence is durable (its group commit finished), so
-   * `lastGuard()` is then final. A primary drains for demote on this.
+   * Refuses every later write of a replicated or local key with `refusal()` until `unfence()`,
+   * except a transaction whose keys are all node class or named in `passes` (the demoting
+   * node's role record, which for performance replication is local class); resolves once every
+   * write accepted before the fence is durable (its group commit finished), so `lastGuard()` is
+   * then final. A primary drains for demote on this.
    */
-  async fence(refusal: () => Error): Promise<void> {
-    this.writeFence = refusal;
+  async fence(refusal: () => Error, passes: readonly string[] = []): Promise<void> {
+    this.writeFence = { refusal, passes: new Set(passes) };
     // Every accepted transaction has a flush job queued ahead of this one on the chain.
     await this.exclusive(async () => {});
   }
@@ -459,6 +463,10 @@ export class StorageEngine implements RawStore, MerkleView {
   readRaw(key: string, view?: ReadView): Promise<Buffer | undefined> {
     if (view !== undefined) return readValue(view, key);
     return this.cache.read(key, () => readValue(this.backend, key));
+  }
+
+  valueRejected(cause: unknown): StorageFailed {
+    return this.backend.corrupted(cause);
   }
 
   /** Vault's list over logical keys; skips over each child directory instead of reading it. */

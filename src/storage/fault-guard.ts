@@ -48,6 +48,14 @@ export class FaultGuard implements Backend {
     return this.first ?? e;
   }
 
+  /**
+   * A stored value failed its integrity check (decryption): corruption LevelDB's checksums did
+   * not catch. A fault like a medium's. The message names no key (it is shown by sys/health).
+   */
+  corrupted(cause: unknown): StorageFailed {
+    return this.fault(new BackendFault('stored value rejected', `a stored value failed decryption (${detailOf(cause)})`, { cause }));
+  }
+
   async batch(ops: readonly BatchOp[], options: { sync: boolean }): Promise<void> {
     if (this.first !== undefined) throw this.first;
     try {

@@ -125,6 +125,30 @@ describe('LevelDB backend', () => {
     expect((err as Internal).message).toContain(join(file, 'db'));
   });
 
+  it('says why LevelDB cannot open a directory: its own reason and the last lines of its LOG', async () => {
+    const path = join(dir, 'db');
+    const db = await open(path);
+    await db.batch([{ type: 'put', key: 'k', value: Buffer.from('v') }], { sync: true });
+    await opened.pop()?.close();
+    // Recovery must write the logged batch into a new table, and cannot (as on a full disk): each
+    // name the table could take is a directory.
+    const files = await readdir(path);
+    for (let n = 1; n < 64; n++) {
+      const name = `${String(n).padStart(6, '0')}.ldb`;
+      if (!files.some((f) => f.startsWith(String(n).padStart(6, '0')))) await mkdir(join(path, name));
+    }
+    const err: unknown = await openLevelBackend({ path }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(Internal);
+    const message = (err as Internal).message;
+    expect(message).toContain(`cannot open storage directory ${path}: `);
+    expect(message).toMatch(/IO error: .*\.ldb: Is a directory/);
+    expect(message).toContain(`last lines of LevelDB's LOG (${join(path, 'LOG')}):`);
+    expect(message).toMatch(/Level-0 table #\d+: .*Is a directory/);
+  });
+
   it('releases the LevelDB iterator when a consumer breaks early (backend and snapshot)', async () => {
     const b = await open();
     await b.batch(Array.from({ length: 20 }, (_, i) => put(`k${String(i).padStart(2, '0')}`, 'v')), {

@@ -8,7 +8,7 @@
  *   try { await snap.get('k'); } finally { await snap.close(); }
  *   await b.close();
  */
-import { chmod, mkdir, readdir } from 'node:fs/promises';
+import { chmod, mkdir, open, readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
@@ -100,6 +100,29 @@ async function restrictModes(dir: string): Promise<void> {
   }
 }
 
+/**
+ * The last lines of LevelDB's own LOG in `dir` (where it says why an open failed, e.g. a full
+ * disk during recovery), as text to append to an error; '' when there is none. It holds file
+ * numbers and statuses, never keys or values.
+ */
+async function logTail(dir: string, lines = 8): Promise<string> {
+  try {
+    const file = await open(join(dir, 'LOG'), 'r');
+    try {
+      const { size } = await file.stat();
+      const length = Math.min(size, 16 * 1024);
+      const buf = Buffer.alloc(length);
+      await file.read(buf, 0, length, size - length);
+      const last = buf.toString('utf8').split('\n').map((l) => l.trimEnd()).filter((l) => l !== '').slice(-lines);
+      return last.length === 0 ? '' : `\nlast lines of LevelDB's LOG (${join(dir, 'LOG')}):\n${last.map((l) => `  ${l.slice(0, 300)}`).join('\n')}`;
+    } finally {
+      await file.close();
+    }
+  } catch {
+    return '';
+  }
+}
+
 /** Opens (creating if missing, parents included) the LevelDB directory at `opts.path`. */
 export async function openLevelBackend(opts: { path: string }): Promise<LevelBackend> {
   const path = resolve(opts.path);
@@ -115,7 +138,7 @@ export async function openLevelBackend(opts: { path: string }): Promise<LevelBac
     await db.open();
   } catch (e) {
     if (isLocked(e)) throw new StorageLocked(path, { cause: e });
-    throw new Internal(`cannot open storage directory ${path}`, { cause: e });
+    throw new Internal(`cannot open storage directory ${path}: ${innermostMessage(e)}${await logTail(path)}`, { cause: e });
   }
   try {
     await restrictModes(path);

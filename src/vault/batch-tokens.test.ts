@@ -128,4 +128,45 @@ describe('batch tokens', () => {
     expect(store.commits.filter((ops) => ops.some((op) => op.key === BATCH_KEY_RECORD))).toHaveLength(1);
     for (const auth of minted) expect(await tokens.lookup(auth.client_token)).toBeDefined();
   });
+
+  it('rotate the key daily: old tokens verify until they expire, keys past every token they sealed are dropped', async () => {
+    const { clock, store, tokens, rootView } = await setup();
+    const ring = (): number[] => JSON.parse(store.data.get(BATCH_KEY_RECORD)!.toString('utf8')).keys.map((k: { id: number }) => k.id);
+    const day = 24 * 3600 * 1000;
+    const first = (await tokens.create(rootView, { type: 'batch', policies: ['ops'], ttl: '768h' }, '')).client_token;
+    expect(ring()).toEqual([1]);
+    clock.ms += day - 1;
+    await tokens.create(rootView, { type: 'batch', policies: ['ops'] }, '');
+    expect(ring()).toEqual([1]);
+    clock.ms += 1;
+    const second = (await tokens.create(rootView, { type: 'batch', policies: ['ops'], ttl: '1h' }, '')).client_token;
+    expect(ring()).toEqual([1, 2]);
+    expect(first).not.toEqual(second);
+    expect(await tokens.lookup(first)).toBeDefined();
+    expect(await tokens.lookup(second)).toBeDefined();
+    // Key 1 is kept while a token it sealed can live (768 h after key 2 was made), then dropped.
+    for (let d = 0; d < 33; d++) {
+      clock.ms += day;
+      await tokens.create(rootView, { type: 'batch', policies: ['ops'] }, '');
+    }
+    expect(ring()[0]).toBeGreaterThan(1);
+    expect(ring().length).toBeLessThanOrEqual(34);
+    expect(await tokens.lookup(first)).toBeUndefined();
+  });
+
+  it('a token of the first format (no key id) still opens under a ring that began as the first key record', async () => {
+    const { clock, store, tokens, rootView } = await setup();
+    const auth = await tokens.create(rootView, { type: 'batch', policies: ['ops'], ttl: '48h' }, '');
+    // Rewrite what the first format made: a one-key record and a token without a key id.
+    const ringRec = JSON.parse(store.data.get(BATCH_KEY_RECORD)!.toString('utf8'));
+    const k = ringRec.keys[0];
+    await store.commit([{ type: 'put', key: BATCH_KEY_RECORD, value: Buffer.from(JSON.stringify({ version: 1, key: k.key, created_at: k.created_at })) }]);
+    const blob = Buffer.from(auth.client_token.slice(4), 'base64url');
+    const v1 = 'hvb.' + Buffer.concat([Buffer.from([1]), blob.subarray(5)]).toString('base64url');
+    expect(await tokens.lookup(v1)).toMatchObject({ type: 'batch', policies: ['default', 'ops'] });
+    clock.ms += 25 * 3600 * 1000;
+    await tokens.create(rootView, { type: 'batch', policies: ['ops'] }, '');
+    expect(JSON.parse(store.data.get(BATCH_KEY_RECORD)!.toString('utf8')).keys.map((x: { id: number }) => x.id)).toEqual([0, 1]);
+    expect(await tokens.lookup(v1)).toBeDefined();
+  });
 });

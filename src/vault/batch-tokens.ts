@@ -10,11 +10,15 @@
  *   await batch.deny(token);                             // onto the replicated deny list until it expires
  *
  * Contracts:
- * - The key (`core/token/batch/key`, replicated class, barrier-encrypted like every value) is
- *   made on the first mint, once: creation is serialized in memory and re-read under the lock, so
- *   two concurrent first mints cannot each commit a key (one process owns a data directory).
- *   It is never rotated or deleted here; a wipe (secondary activation) replaces it with the
- *   primary's, which is what a secondary should verify with.
+ * - The keys (`core/token/batch/key`, replicated class, barrier-encrypted like every value) form a
+ *   ring: the newest seals, every retained one opens (a token names its key's id). The first key is
+ *   made on the first mint; a mint finding the newest older than `rotateEveryMs` (24 h) adds a new
+ *   one, and a key is dropped once every token it can have sealed has expired (its successor's age
+ *   passed `retainMs`, the longest token TTL). Creation and rotation are serialized in memory and
+ *   re-read under the lock (one process owns a data directory). A rotation that cannot be written
+ *   (a performance secondary, which never writes replicated keys) seals under the current key.
+ *   A wipe (secondary activation) replaces the ring with the primary's, which is what a secondary
+ *   should verify with. Tokens of the first format (no key id) open with the ring's first key.
  * - Verification reads only replicated data (the key, the deny list) and, for a non-orphan, the
  *   parent's entry: a non-orphan batch token lives only while its parent does (as in Vault).
  * - The deny list holds `core/token/batch/revoked/<sha256 of token>` -> its expiry; entries past
@@ -22,7 +26,7 @@
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { Internal } from '../core/errors.js';
+import { Internal, ReplicatedWriteRefused, Unavailable } from '../core/errors.js';
 import { KeyedMutex } from '../core/keyed-mutex.js';
 import type { Op, Store } from '../storage/store.js';
 import { isExpired } from './token-entry.js';
@@ -35,7 +39,11 @@ export const BATCH_TOKEN_PREFIX = 'hvb.';
 export const BATCH_KEY_RECORD = 'core/token/batch/key';
 export const BATCH_DENY_PREFIX = 'core/token/batch/revoked/';
 
-const FORMAT_VERSION = 1;
+/** Format 1: no key id (sealed under the first key, id 0). Format 2: a 4-byte key id follows. */
+const FORMAT_V1 = 1;
+const FORMAT_VERSION = 2;
+const KEY_ID_BYTES = 4;
+const DAY_MS = 24 * 3600 * 1000;
 /** Each token is sealed under its own key, HKDF(stored key, salt): no GCM nonce budget to watch. */
 const SALT_BYTES = 16;
 const NONCE_BYTES = 12;
@@ -59,7 +67,10 @@ const Claims = z.object({
 });
 type Claims = z.infer<typeof Claims>;
 
-const KeyRecord = z.object({ version: z.literal(1), key: z.string(), created_at: z.number().int() });
+const KeyRecordV1 = z.object({ version: z.literal(1), key: z.string(), created_at: z.number().int() });
+const RingKey = z.object({ id: z.number().int().nonnegative(), key: z.string(), created_at: z.number().int() });
+const KeyRing = z.object({ version: z.literal(2), keys: z.array(RingKey).min(1) });
+interface Key { readonly id: number; readonly key: Buffer; readonly createdAtMs: number }
 const DenyRecord = z.object({ expire_time: z.number().int() });
 
 export interface BatchTokensOptions {
@@ -67,6 +78,10 @@ export interface BatchTokensOptions {
   readonly random?: (size: number) => Buffer;
   /** Whether the (service) token with this hash is live: a non-orphan lives only while it does. */
   readonly parentLive: (parentHash: string) => Promise<boolean>;
+  /** How old the newest key may get before a mint adds another (default 24 h). */
+  readonly rotateEveryMs?: number;
+  /** How long a key is kept after its successor was made: the longest token TTL (default 768 h). */
+  readonly retainMs?: number;
 }
 
 export function isBatchToken(token: string): boolean {
@@ -100,13 +115,15 @@ export class BatchTokens {
       m: entry.meta,
       path: entry.path,
     };
-    const key = await this.#key(true);
+    const key = await this.#sealingKey();
     const salt = this.#random(SALT_BYTES);
     const nonce = this.#random(NONCE_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', tokenKey(key as Buffer, salt), nonce);
+    const cipher = createCipheriv('aes-256-gcm', tokenKey(key.key, salt), nonce);
     cipher.setAAD(AAD);
     const sealed = Buffer.concat([cipher.update(JSON.stringify(claims), 'utf8'), cipher.final()]);
-    const blob = Buffer.concat([Buffer.from([FORMAT_VERSION]), salt, nonce, sealed, cipher.getAuthTag()]);
+    const id = Buffer.alloc(KEY_ID_BYTES);
+    id.writeUInt32BE(key.id);
+    const blob = Buffer.concat([Buffer.from([FORMAT_VERSION]), id, salt, nonce, sealed, cipher.getAuthTag()]);
     const token = BATCH_TOKEN_PREFIX + blob.toString('base64url');
     return { token, entry: { ...entry, hash: hashToken(token) } };
   }
@@ -182,12 +199,15 @@ export class BatchTokens {
   async #open(text: string): Promise<Claims | undefined> {
     if (!/^[A-Za-z0-9_-]+$/.test(text)) return undefined;
     const blob = Buffer.from(text, 'base64url');
-    const head = 1 + SALT_BYTES + NONCE_BYTES;
-    if (blob.length < head + TAG_BYTES + 2 || blob[0] !== FORMAT_VERSION) return undefined;
-    const key = await this.#key(false);
+    const at = blob[0] === FORMAT_VERSION ? 1 + KEY_ID_BYTES : blob[0] === FORMAT_V1 ? 1 : undefined;
+    if (at === undefined) return undefined;
+    const head = at + SALT_BYTES + NONCE_BYTES;
+    if (blob.length < head + TAG_BYTES + 2) return undefined;
+    const id = at === 1 ? 0 : blob.readUInt32BE(1);
+    const key = (await this.#readRing()).find((k) => k.id === id)?.key;
     if (key === undefined) return undefined;
-    const salt = blob.subarray(1, 1 + SALT_BYTES);
-    const nonce = blob.subarray(1 + SALT_BYTES, head);
+    const salt = blob.subarray(at, at + SALT_BYTES);
+    const nonce = blob.subarray(at + SALT_BYTES, head);
     const tag = blob.subarray(blob.length - TAG_BYTES);
     const sealed = blob.subarray(head, blob.length - TAG_BYTES);
     let plain: Buffer;
@@ -202,27 +222,54 @@ export class BatchTokens {
     return safeJson(Claims, plain);
   }
 
-  /** The key; with `create`, made and committed on first use (one creator at a time). */
-  async #key(create: boolean): Promise<Buffer | undefined> {
-    const known = await this.#readKey();
-    if (known !== undefined || !create) return known;
+  /**
+   * Makes the key now if there is none, so that the clusters replicating from this one (a
+   * performance secondary above all, which may not write it) can mint batch tokens with it.
+   */
+  async ensureKey(): Promise<void> {
+    await this.#sealingKey();
+  }
+
+  /**
+   * The key to seal with: the newest of the ring, made first if there is none, and a new one
+   * added when the newest is older than the rotation period (dropping keys past retention).
+   */
+  async #sealingKey(): Promise<Key> {
+    const due = (ring: readonly Key[]): boolean => ring.length === 0 || this.#o.now() - ring.at(-1)!.createdAtMs >= (this.#o.rotateEveryMs ?? DAY_MS);
+    const known = await this.#readRing();
+    if (!due(known)) return known.at(-1)!;
     return this.#lock.run(BATCH_KEY_RECORD, async () => {
-      const again = await this.#readKey();
-      if (again !== undefined) return again;
-      const key = this.#random(32);
-      const record = { version: 1, key: key.toString('base64'), created_at: Math.floor(this.#o.now() / 1000) };
-      await this.#store.commit([{ type: 'put', key: BATCH_KEY_RECORD, value: Buffer.from(JSON.stringify(record), 'utf8') }]);
-      return key;
+      const ring = await this.#readRing();
+      if (!due(ring)) return ring.at(-1)!;
+      const nowMs = this.#o.now();
+      const retainMs = this.#o.retainMs ?? 768 * 3600 * 1000;
+      // A key stays while a token it sealed may be unexpired: until its successor is retainMs old.
+      const kept = ring.filter((k, i) => i === ring.length - 1 || nowMs - ring[i + 1]!.createdAtMs < retainMs);
+      const fresh: Key = { id: ring.length === 0 ? 1 : ring.at(-1)!.id + 1, key: this.#random(32), createdAtMs: nowMs };
+      const record = { version: 2, keys: [...kept, fresh].map((k) => ({ id: k.id, key: k.key.toString('base64'), created_at: Math.floor(k.createdAtMs / 1000) })) };
+      try {
+        await this.#store.commit([{ type: 'put', key: BATCH_KEY_RECORD, value: Buffer.from(JSON.stringify(record), 'utf8') }]);
+      } catch (e) {
+        // Rotation is not a reason to refuse a token: seal under the current key if there is one.
+        if (ring.length > 0) return ring.at(-1)!;
+        // A performance secondary verifies and mints with its primary's key; it never makes one.
+        if (!(e instanceof ReplicatedWriteRefused)) throw e;
+        throw new Unavailable('this performance secondary does not hold the batch token key yet: its primary makes it when it becomes a performance primary, or with its first batch token; create one batch token on the primary, then retry once this secondary is in sync', { cause: e });
+      }
+      return fresh;
     });
   }
 
-  async #readKey(): Promise<Buffer | undefined> {
+  /** The retained keys, oldest first; a first-format record is the ring of its one key, id 0. */
+  async #readRing(): Promise<Key[]> {
     const raw = await this.#store.get(BATCH_KEY_RECORD);
-    if (raw === undefined) return undefined;
-    const record = safeJson(KeyRecord, raw);
-    const key = record === undefined ? undefined : Buffer.from(record.key, 'base64');
-    if (key === undefined || key.length !== 32) throw new Internal('stored batch token key is malformed');
-    return key;
+    if (raw === undefined) return [];
+    const ring = safeJson(KeyRing, raw);
+    const v1 = ring === undefined ? safeJson(KeyRecordV1, raw) : undefined;
+    const keys = ring?.keys ?? (v1 ? [{ id: 0, key: v1.key, created_at: v1.created_at }] : []);
+    const out = keys.map((k) => ({ id: k.id, key: Buffer.from(k.key, 'base64'), createdAtMs: k.created_at * 1000 }));
+    if (out.length === 0 || out.some((k) => k.key.length !== 32)) throw new Internal('stored batch token key is malformed');
+    return out;
   }
 }
 

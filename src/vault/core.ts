@@ -91,9 +91,15 @@ export class VaultCore {
     return this.isInitialized;
   }
 
+  /**
+   * Sealed until the barrier is open and mounts, namespaces and policies are loaded (as Vault
+   * counts itself sealed until its post-unseal setup ran): a request in between is a 503, never
+   * a 404 for a mount that exists but is not loaded yet.
+   */
   sealed(): boolean {
-    return this.secure === undefined;
+    return this.secure === undefined || !this.loaded;
   }
+  private loaded = false;
 
   /** Set by the node once replication is wired: whether this cluster is a DR secondary. */
   drSecondaryCheck: () => boolean = () => false;
@@ -135,11 +141,13 @@ export class VaultCore {
     if (this.secure !== undefined) for (const hook of this.onSealing) await hook();
     await this.seal.seal();
     this.secure = undefined;
+    this.loaded = false;
   }
 
   /** Opens the barrier and loads the caches; called after every unseal. */
   private async opened(): Promise<void> {
     await this.reopen();
+    this.loaded = true;
     for (const hook of this.onOpened) await hook();
   }
 

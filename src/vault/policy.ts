@@ -5,10 +5,12 @@
  *   const same = parsePolicy('app', '{"path": {"secret/*": {"capabilities": ["read", "list"]}}}');
  *   new Acl([app, defaultPolicy()]).allows('secret/db', 'read'); // true
  *
- * Also home of `parseHcl`, the one wrapper around hcl2-parser (the config loader uses it too).
+ * Policy HCL goes through policy-hcl.ts (strict, linear). Also home of `parseHcl`, the one wrapper
+ * around hcl2-parser, which only the config loader uses: it is slow (seconds for 100 KB).
  */
 import hcl from 'hcl2-parser';
 import { InvalidRequest } from '../core/errors.js';
+import { parsePolicyHcl, type HclResult } from './policy-hcl.js';
 
 export const Capability = {
   create: 'create',
@@ -122,9 +124,9 @@ const unsupportedPathKeys = new Set([
 ]);
 
 /**
- * Bounds on policy text, checked before any parser runs: the HCL parser recurses per bracket
- * (1,000 nested brackets overflowed the stack) and costs milliseconds per path (20,000 paths took
- * seconds, then failed). Real policies hold tens of paths, a few levels deep.
+ * Bounds on policy text, checked before any parser runs: the parser recurses per bracket
+ * (1,000 nested brackets overflowed the stack of the one used before). Real policies hold tens
+ * of paths, a few levels deep.
  */
 export const POLICY_LIMITS = { maxBytes: 128 * 1024, maxDepth: 16, maxPaths: 1000 } as const;
 
@@ -196,7 +198,7 @@ function parseText(text: string, fail: (what: string) => never): Record<string, 
     }
     return isObject(value) ? value : fail('JSON policy must be an object');
   }
-  const parsed = parseHcl(text);
+  const parsed = parsePolicyHcl(text);
   if (!parsed.ok) return fail(parsed.problem);
   return parsed.value;
 }
@@ -257,9 +259,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-export type HclResult =
-  | { readonly ok: true; readonly value: Record<string, unknown> }
-  | { readonly ok: false; readonly line: number | undefined; readonly problem: string };
+export type { HclResult };
 
 /**
  * Parses HCL into plain JSON values: blocks come back as arrays of bodies, labelled blocks as

@@ -128,6 +128,8 @@ export class TokenStore {
       now: this.#now,
       random: this.#random,
       parentLive: async (hash) => isTokenHash(hash) && (await this.#readLive(hash)) !== undefined,
+      // No batch token outlives the longest TTL, so no key needs to outlive it either.
+      retainMs: this.#limits.maxTtl * 1000,
     });
   }
 

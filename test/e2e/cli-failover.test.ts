@@ -84,7 +84,8 @@ test('failover -plan changes nothing; failover promotes and moves the performanc
   expect(downText.stdout).toMatch(/^Note: no address known for perf-a .*-perf-secondary=ADDR$/m);
 
   // --- Failover with the primary's shares on stdin (the hidden prompt's non-terminal form).
-  const failover = await cli(['operator', 'dr', 'failover', `-address=${s!.apiAddr}`, `-perf-secondary=${ps!.apiAddr}`, `-perf-token=${perfToken}`], shares);
+  // One token per performance secondary (its tokens are local), named by its address.
+  const failover = await cli(['operator', 'dr', 'failover', `-address=${s!.apiAddr}`, `-perf-secondary=${ps!.apiAddr}`, `-perf-token=${ps!.apiAddr}=${perfToken}`], shares);
   expect(ok(failover)).toEqual({ code: 0, output: '' });
   expect(failover.stderr).toMatch(/Progress: 2\/3/);
   expect(failover.stderr).not.toMatch(/WARNING/);
@@ -100,6 +101,7 @@ test('failover -plan changes nothing; failover promotes and moves the performanc
   await eventually(async () => expect((await vault(ps!.apiAddr, perfToken).get('secret/data/after')).body?.data?.data).toEqual({ value: 'v2' }), { timeoutMs: 15_000 });
 
   // --- A rerun finds everything done: no token is asked for (stdin is closed), nothing moves.
+  // With one secondary, the token without an address (the old single form) is its token.
   const rerun = await cli(['operator', 'dr', 'failover', `-address=${s!.apiAddr}`, `-perf-secondary=${ps!.apiAddr}`, `-perf-token=${perfToken}`]);
   expect(rerun.code).toBe(0);
   expect(rerun.stdout).toMatch(/^promote \S+\s+skipped: already a DR primary$/m);
@@ -146,7 +148,9 @@ test('failover -plan changes nothing; failover promotes and moves the performanc
     [s!.apiAddr, '$S'], [old.apiAddr, '$P'], [back.apiAddr, '$P'], [ps!.apiAddr, '$PS1'],
     [perfToken, '$PERF_TOKEN'], [String(newPerf.primary_cluster_addr), '$NEW_CLUSTER_ADDR'],
   ];
-  const named = (arg: string) => names.reduce((a, [value, name]) => (a === value ? name : a.endsWith(`=${value}`) ? `${a.slice(0, -value.length)}${name}` : a), arg);
+  // A value is named where it is a whole argument or stands after '=' up to the next '=' or the end.
+  const escape = (v: string) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const named = (arg: string) => names.reduce((a, [value, name]) => (a === value ? name : a.replace(new RegExp(`=${escape(value)}(?==|$)`, 'g'), () => `=${name}`)), arg);
   const ranLines = new Set(ran.map((r) => ['tessera', ...r.args.map(named)].join(' ')));
   const documented = runbookCommands(await readFile(new URL('../../docs/failover-runbook.md', import.meta.url), 'utf8'));
   expect(documented.length).toBeGreaterThanOrEqual(8);

@@ -47,13 +47,13 @@ describe('partition through a TCP proxy on the cluster channel', () => {
     proxy = await startTcpProxy(`127.0.0.1:${clusterPort}`);
     // The address secondaries are told: the proxy, so every cluster call crosses it.
     await enablePrimary(p.apiAddr, pk.rootToken, proxy.address);
-    expect((await drStatus(p.apiAddr)).primary_cluster_addr).toBe(proxy.address);
+    expect((await drStatus(p.apiAddr)).primary_cluster_addr).toBe(`https://${proxy.address}`);
 
     s = await h.startNode();
     const sk = await initAndUnseal(s.apiAddr);
     await activateSecondary(s.apiAddr, sk.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, 'dr-far'));
     const synced = await waitInSync(p.apiAddr, s.apiAddr);
-    expect(synced.secondary.primary_cluster_addr).toBe(proxy.address);
+    expect(synced.secondary.primary_cluster_addr).toBe(`https://${proxy.address}`);
     expect(proxy.stats().forwarded).toBeGreaterThan(0);
     expect(proxy.stats().open).toBeGreaterThan(0);
     syncsBefore = syncLogs(s.stderrLines).length;

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { checkAcknowledged, checkFilterLeaks, checkHistory, checkMonotonicReads, faultSchedule, recheck, type Op } from '../../scripts/nemesis-check.mjs';
+import { checkAcknowledged, checkFilterLeaks, checkHistory, checkMonotonicReads, checkMountsServed, faultSchedule, recheck, type Op } from '../../scripts/nemesis-check.mjs';
 
 const run = promisify(execFile);
 const SEED = 2;
@@ -72,11 +72,23 @@ describe('nemesis checker', () => {
     expect(checkHistory([{ ...leak, start: 300, end: 301 }], {}, { filterTimeline: timeline }).violations).toEqual([{ type: 'filter-leak', node: 'c', key: 'other/k', id: 9 }]);
   });
 
+  test('a node answering "no such mount" for a mount it must serve is a violation (a read during unseal, issue 17 item 5)', () => {
+    const missing = (id: number, node: string, mount: string, start: number) => op({ id, kind: 'read', node, mount, start, end: start + 1, outcome: 'ok', status: 404, mountMissing: true });
+    const timeline = { c: [{ mounts: ['secret'], from: 0, to: 50 }, { mounts: ['secret', 'other'], from: 40 }] };
+    // The primary serves every mount; c serves secret always, other only once no older filter is in force.
+    expect(checkMountsServed([missing(1, 'a', 'other', 10)], timeline)).toEqual([{ node: 'a', key: 'other/k', id: 1, start: 10 }]);
+    expect(checkMountsServed([missing(2, 'c', 'secret', 10), missing(3, 'c', 'other', 45), missing(4, 'c', 'other', 100)], timeline).map((v) => v.id)).toEqual([2, 4]);
+    expect(checkHistory([missing(5, 'a', 'secret', 10)], {}, { filterTimeline: timeline }).violations).toEqual([{ type: 'mount-not-served', node: 'a', key: 'secret/k', id: 5, start: 10 }]);
+  });
+
   test('the fault schedule is a function of the seed and the fault list', () => {
     expect(faultSchedule(SEED, 20, CYCLE_MS)).toEqual(faultSchedule(SEED, 20, CYCLE_MS));
     expect(faultSchedule(SEED, 20, CYCLE_MS)).not.toEqual(faultSchedule(SEED + 1, 20, CYCLE_MS));
     expect(new Set(faultSchedule(SEED, 50, CYCLE_MS, ['pause', 'kill']).map((f) => f.type))).toEqual(new Set(['pause', 'kill']));
     expect(faultSchedule(SEED, CYCLES, CYCLE_MS).map((f) => f.type)).toEqual(['failover', 'filter', 'partition', 'failover', 'wal-behind']);
+    // The CI run's second failover is a planned switchover under writes (demote first, no loss allowed).
+    expect(faultSchedule(SEED, CYCLES, CYCLE_MS).filter((f) => f.type === 'failover').map((f) => f.variant)).toEqual(['partition', 'planned']);
+    expect(new Set(faultSchedule(SEED, 60, CYCLE_MS, ['failover']).map((f) => f.variant))).toEqual(new Set(['kill', 'partition', 'planned']));
     // Filter changes are written both ways over a long schedule.
     expect(new Set(faultSchedule(SEED, 200, CYCLE_MS, ['filter']).map((f) => f.variant))).toEqual(new Set(['allow', 'deny']));
   });

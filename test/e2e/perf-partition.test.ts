@@ -46,7 +46,7 @@ test('a filtered performance secondary partitioned past the WAL bound reconciles
     await waitInSync(p.apiAddr, s.apiAddr, 2_000, 'performance');
     expect(await kvDataSet(s.apiAddr, sRoot, MOUNTS)).toEqual(filteredSet(await kvDataSet(p.apiAddr, pk.rootToken, MOUNTS), ['alpha', 'beta']));
   }, { timeoutMs: 20_000 });
-  expect((await replStatus(s.apiAddr, 'performance')).primary_cluster_addr).toBe(proxy.address);
+  expect((await replStatus(s.apiAddr, 'performance')).primary_cluster_addr).toBe(`https://${proxy.address}`);
 
   proxy.cut();
   const cutAt = await eventually(async () => {

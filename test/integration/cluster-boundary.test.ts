@@ -9,7 +9,7 @@ import { VERSION } from '../../src/core/version.js';
 import { genesisGuard, type WalEntry } from '../../src/core/wal.js';
 import { generateBoxKeyPair, openSealed } from '../../src/replication/activation-token.js';
 import { RECORD_KEY } from '../../src/replication/role-record.js';
-import { PrimaryStreamer } from '../../src/replication/primary-service.js';
+import { MAX_OPEN_SNAPSHOTS, PrimaryStreamer } from '../../src/replication/primary-service.js';
 import { servePolicy } from '../../src/replication/serve-policy.js';
 import type { PrimaryClient, StreamMessage } from '../../src/replication/transport.js';
 import { StorageEngine } from '../../src/storage/engine.js';
@@ -64,7 +64,7 @@ describe('a valid secondary certificate on the cluster port', () => {
     expect(tok.status).toBe(200);
     const bundle = JSON.parse(Buffer.from(openSealed(tok.body.data.token, pair)).toString('utf8'));
     const client = connectPrimary({
-      address: (await drStatus(p)).primary_cluster_addr,
+      address: bundle.primary_cluster_addr,
       tls: { caPem: bundle.ca_pem, certPem: bundle.cert_pem, keyPem: bundle.key_pem, serverName: bundle.server_name },
       defaultDeadlineMs: 5_000,
     });
@@ -167,6 +167,28 @@ describe('a valid secondary certificate on the cluster port', () => {
     }
   });
 
+  it('one secondary holds at most MAX_OPEN_SNAPSHOTS pinned snapshots: opening another closes its oldest, not another secondary\'s', async () => {
+    const engine = await StorageEngine.open(new MemoryBackend(), { walMaxEntries: 100, walMaxBytes: 1 << 20 });
+    await engine.commitRaw([{ type: 'put', key: 'logical/m1/a', value: Buffer.from('r') }]);
+    const svc = new PrimaryStreamer({
+      engine, kind: 'dr', registry: { check: () => 'active' },
+      info: { clusterId: () => 'c', nodeId: () => 'n', apiAddr: () => '', clusterAddr: () => '' },
+    });
+    const thief = { secondaryId: 'thief', fingerprint: 'f', address: 'a' };
+    const other = { secondaryId: 'other', fingerprint: 'g', address: 'b' };
+    try {
+      const others = await svc.openSnapshot(other);
+      const ids: string[] = [];
+      for (let i = 0; i < 50; i++) ids.push((await svc.openSnapshot(thief)).snapshotId);
+      const open: string[] = [];
+      for (const id of ids) if (await svc.pageHashes(thief, id, 1).then(() => true, () => false)) open.push(id);
+      expect(open).toEqual(ids.slice(-MAX_OPEN_SNAPSHOTS));
+      expect((await svc.pageHashes(other, others.snapshotId, 1)).length).toBeGreaterThan(0);
+    } finally {
+      await svc.close();
+    }
+  });
+
   it('a performance secondary is served the replicated class only (the policy per kind)', async () => {
     const engine = await StorageEngine.open(new MemoryBackend(), { walMaxEntries: 100, walMaxBytes: 1 << 20 });
     await engine.commitRaw([
@@ -230,7 +252,7 @@ describe('a performance secondary certificate and its paths filter (issue 6 item
 
     const bundle = JSON.parse(Buffer.from(openSealed(tok.body.data.token, pair)).toString('utf8'));
     const client = connectPrimary({
-      address: (await replStatus(p, 'performance')).primary_cluster_addr,
+      address: bundle.primary_cluster_addr,
       tls: { caPem: bundle.ca_pem, certPem: bundle.cert_pem, keyPem: bundle.key_pem, serverName: bundle.server_name },
       defaultDeadlineMs: 5_000,
     });

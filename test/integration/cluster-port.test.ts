@@ -38,9 +38,11 @@ describe('one cluster port for both kinds', () => {
     await activatePair(p, dr, 'dr-east', 'dr');
     await activatePair(p, perf, 'perf-east', 'performance');
     const [pd, pp] = [await replStatus(p, 'dr'), await replStatus(p, 'performance')];
-    expect([pd.primary_cluster_addr, pp.primary_cluster_addr]).toEqual([clusterAddr, clusterAddr]);
-    expect((await replStatus(dr, 'dr')).known_primary_cluster_addrs).toEqual([clusterAddr]);
-    expect((await replStatus(perf, 'performance')).known_primary_cluster_addrs).toEqual([clusterAddr]);
+    // Status answers in Vault's form (WIRE.md 8).
+    const vaultForm = `https://${clusterAddr}`;
+    expect([pd.primary_cluster_addr, pp.primary_cluster_addr]).toEqual([vaultForm, vaultForm]);
+    expect((await replStatus(dr, 'dr')).known_primary_cluster_addrs).toEqual([vaultForm]);
+    expect((await replStatus(perf, 'performance')).known_primary_cluster_addrs).toEqual([vaultForm]);
 
     expect((await p.call('PUT', 'secret/data/after', { data: { v: 2 } })).status).toBe(200);
     await inSync(p, dr, { streaming: true });
@@ -55,7 +57,7 @@ describe('one cluster port for both kinds', () => {
 
     // And comes back on it while DR streams.
     expect((await p.call('POST', `${PERF}/primary/enable`, {})).status).toBe(204);
-    expect((await replStatus(p, 'performance')).primary_cluster_addr).toBe(clusterAddr);
+    expect((await replStatus(p, 'performance')).primary_cluster_addr).toBe(`https://${clusterAddr}`);
     expect((await p.call('PUT', 'secret/data/later', { data: { v: 4 } })).status).toBe(200);
     await inSync(p, dr, { streaming: true });
     expect((await replStatus(p, 'dr')).mode).toBe('primary');

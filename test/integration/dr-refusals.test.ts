@@ -139,7 +139,7 @@ describe('DR refusals', () => {
     const b = await start();
     expect((await b.call('POST', `${DR}/primary/enable`, {})).status).toBe(204);
     const bAddr = (await status(b)).primary_cluster_addr as string;
-    expect(bAddr).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(bAddr).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     const before = await settled();
     const r = await s.call('POST', `${DR}/secondary/update-primary`, { dr_operation_token: sOp, update_primary_addrs: [bAddr] });
     expect(r.status).toBe(400);

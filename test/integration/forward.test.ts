@@ -5,6 +5,7 @@
  * authorize, and the primary never sees them; a dead primary gives a clear 503 and no write.
  */
 import { jest } from '@jest/globals';
+import { clusterHostPort } from '../../src/core/cluster-addr.js';
 import { connectPrimary } from '../../src/transport/grpc/index.js';
 import { generateRoot } from '../harness/dr.js';
 import { activatePair, inSync, PERF, replStatus, secondaryToken } from '../support/dr.js';
@@ -114,7 +115,7 @@ describe('performance secondary write forwarding', () => {
   test('the primary runs only token-authorized namespace writes for a secondary: never logins, node routes or reads', async () => {
     // The secondary's own certificate, as its forwarder presents it.
     const m = s.node.performance.material.secondary!;
-    const client = connectPrimary({ address: (await replStatus(p, 'performance')).primary_cluster_addr, tls: { caPem: m.caPem, certPem: m.certPem, keyPem: m.keyPem, serverName: m.serverName } });
+    const client = connectPrimary({ address: clusterHostPort((await replStatus(p, 'performance')).primary_cluster_addr)!, tls: { caPem: m.caPem, certPem: m.certPem, keyPem: m.keyPem, serverName: m.serverName } });
     const fwd = (method: string, operation: string, path: string, body: Record<string, unknown> = {}) =>
       client.forward('perf-fwd', { requestId: 'r', method, operation, namespace: '', path, trailingSlash: false, query: {}, body });
     try {

@@ -17,6 +17,9 @@
  * - sys/health's documented 472 (DR secondary) carries the health status, not an error; a
  *   404 may be `{"errors": []}` as in Vault.
  *
+ * Some requests are followed by garbage on the same socket (fuzz.garbage.ts): their own answer
+ * must come first, so one answered 400 changed nothing and one that changed state says so.
+ *
  * Defects the fuzz found are kept as `regression:` tests with their inputs.
  *
  * The seed is fixed in CI and random elsewhere, and always in the test's name; FUZZ_SEED=<n>
@@ -28,6 +31,7 @@ import fc from 'fast-check';
 import { startCluster, useHarness, waitInSync, type Cluster, type InProcessNode } from '../harness/index.js';
 import type { Tokens } from '../e2e/bad-input.arbitraries.js';
 import { destructive, fuzzRequest, routeShapes, type FuzzRequest, type Target } from './fuzz.arbitraries.js';
+import { bytesOf, garbageTail, sendRaw, type Tail } from './fuzz.garbage.js';
 
 const SEED = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) : process.env.CI ? 20_261_123 : Math.floor(Math.random() * 2 ** 31);
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 10_000);
@@ -130,15 +134,32 @@ function tokenOf(r: FuzzRequest): string | undefined {
   return valid[r.target][r.token];
 }
 
+function authOf(r: FuzzRequest): Record<string, string> {
+  const token = tokenOf(r);
+  if (token === undefined) return {};
+  return r.tokenHeader === 'bearer' ? { Authorization: `Bearer ${token}` } : { 'X-Vault-Token': token };
+}
+
+/** The parser's answer to the bytes after a request: only ever after the request's own answer. */
+const MALFORMED = { status: 400, contentType: 'application/json', text: '{"errors":["malformed HTTP request: bad request"]}' };
+
+/**
+ * Sends `r` with `tail` after it in one socket write (fuzz.garbage.ts). The request's own answer
+ * comes first and is returned; after it, at most the parser's 400 for the tail.
+ */
+async function sendWithTail(r: FuzzRequest, tail: Tail): Promise<Answer> {
+  const host = new URL(nodes[r.target].apiAddr).host;
+  const { first, rest } = await sendRaw(nodes[r.target].apiAddr, bytesOf(r, host, authOf(r), tail), r.method === 'HEAD');
+  if (rest.length > 1 || rest.some((a) => JSON.stringify(a) !== JSON.stringify(MALFORMED))) {
+    throw new Error(`after the answer to a request with a "${tail}" tail, more than the parser's 400: ${JSON.stringify(rest).slice(0, 500)}: ${describe(r)}`);
+  }
+  return first;
+}
+
 /** Sends `r` byte for byte; an event stream (a 200 of sys/replication/events) is answered at its headers. */
 function send(r: FuzzRequest): Promise<Answer> {
   const base = new URL(nodes[r.target].apiAddr);
-  const headers: Record<string, string | number> = { ...r.headers };
-  const token = tokenOf(r);
-  if (token !== undefined) {
-    if (r.tokenHeader === 'bearer') headers.Authorization = `Bearer ${token}`;
-    else headers['X-Vault-Token'] = token;
-  }
+  const headers: Record<string, string | number> = { ...r.headers, ...authOf(r) };
   if (r.body !== undefined) headers['Content-Length'] = Buffer.byteLength(r.body);
   return new Promise<Answer>((resolve, reject) => {
     const req = http.request({ host: base.hostname, port: base.port, method: r.method, path: r.path, headers, agent: agents[r.target], timeout: 15_000 }, (res) => {
@@ -307,7 +328,7 @@ test('regression: a mount at the path of a child namespace is refused (it could 
 
 test(`${REQUESTS} generated requests over every route, both kinds, every role (seed ${SEED}): no 5xx, Vault's error shape, refusals change nothing`, async () => {
   const shapes = routeShapes(nodes.primary.node.routes);
-  const seen = { patterns: new Set<string>(), kinds: new Map<string, number>(), statuses: new Map<number, number>(), targets: new Set<string>(), methods: new Set<string>(), errors: new Map<string, number>() };
+  const seen = { patterns: new Set<string>(), kinds: new Map<string, number>(), statuses: new Map<number, number>(), targets: new Set<string>(), methods: new Set<string>(), errors: new Map<string, number>(), tails: new Map<string, number>() };
   let sent = 0;
   let clean = 0;
   let dirty = 0;
@@ -316,11 +337,15 @@ test(`${REQUESTS} generated requests over every route, both kinds, every role (s
 
   const result = await fc.check(
     fc.asyncProperty(fc.array(fuzzRequest(shapes, tokens), { minLength: BATCH, maxLength: BATCH }), async (batch) => {
-      const answers = await pool(batch, CONCURRENCY, (r) =>
-        send(r).catch((e: unknown) => {
-          throw new Error(`no HTTP answer (${(e as Error).message}): ${describe(r)}`);
-        }),
-      );
+      // Some requests are followed by garbage on their socket (fuzz.garbage.ts): an answer of 400
+      // to one that changed state would fail the no-change property below.
+      const tails = batch.map((_r, i) => garbageTail(SEED, sent + i));
+      const answers = await pool(batch.map((r, i) => [r, tails[i]] as const), CONCURRENCY, ([r, tail]) => {
+        if (tail !== undefined) seen.tails.set(tail, (seen.tails.get(tail) ?? 0) + 1);
+        return (tail === undefined ? send(r) : sendWithTail(r, tail)).catch((e: unknown) => {
+          throw new Error(`no HTTP answer (${(e as Error).message})${tail === undefined ? '' : ` with a "${tail}" tail`}: ${describe(r)}`);
+        });
+      });
       sent += batch.length;
       batch.forEach((r, i) => {
         const a = answers[i]!;
@@ -357,7 +382,7 @@ test(`${REQUESTS} generated requests over every route, both kinds, every role (s
   if (result.failed) throw new Error(`seed ${SEED}, after ${sent} requests: ${result.errorInstance instanceof Error ? result.errorInstance.message : String(result.errorInstance)}`);
 
   const seconds = (Date.now() - started) / 1000;
-  console.log(`fuzz: seed ${SEED}, ${sent} requests in ${seconds.toFixed(1)} s (${Math.round(sent / seconds)}/s), ${clean} refused-only batches, ${dirty} with accepted writes; kinds ${JSON.stringify(Object.fromEntries(seen.kinds))}; statuses ${JSON.stringify(Object.fromEntries(seen.statuses))}`);
+  console.log(`fuzz: seed ${SEED}, ${sent} requests in ${seconds.toFixed(1)} s (${Math.round(sent / seconds)}/s), ${clean} refused-only batches, ${dirty} with accepted writes; kinds ${JSON.stringify(Object.fromEntries(seen.kinds))}; garbage tails ${JSON.stringify(Object.fromEntries(seen.tails))}; statuses ${JSON.stringify(Object.fromEntries(seen.statuses))}`);
   if (VERBOSE) console.log([...seen.errors].sort((x, y) => y[1] - x[1]).slice(0, 40).map(([m, c]) => `${c}\t${m}`).join('\n'));
   expect(sent).toBeGreaterThanOrEqual(REQUESTS);
   expect([...seen.targets].sort()).toEqual(['dr', 'perf', 'primary']);
@@ -366,6 +391,7 @@ test(`${REQUESTS} generated requests over every route, both kinds, every role (s
   expect(shapes.filter((s) => /^sys\/replication\/performance\//.test(s.pattern)).length).toBeGreaterThan(5);
   expect(shapes.filter((s) => /^sys\/replication\/dr\//.test(s.pattern)).length).toBeGreaterThan(5);
   for (const m of ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'LIST', 'HEAD']) expect([...seen.methods]).toContain(m);
+  expect([...seen.tails.keys()].sort()).toEqual(['http10', 'http99', 'nul']);
   // Most batches must exercise the no-change property, not only the shape properties.
   expect(clean).toBeGreaterThan(dirty);
   // At the end the DR secondary still holds exactly the primary's data, and the canary that every

@@ -28,6 +28,13 @@ async function seed(p: TestNode): Promise<void> {
 }
 
 /** The secondary's mount paths in one namespace ('' root), as sys/mounts lists them. */
+/** Spec 4.2 / WIRE.md 8: a secondary without a filter reads as a 200 with an empty body. */
+async function noFilter(p: TestNode, id: string): Promise<boolean> {
+  const r = await p.call('GET', `${FILTER}/${id}`);
+  expect({ status: r.status, text: r.text }).toEqual({ status: 200, text: '' });
+  return true;
+}
+
 async function mountsOn(n: TestNode, ns = ''): Promise<string[]> {
   const r = await n.call('GET', `${ns}sys/mounts`);
   expect(r.status).toBe(200);
@@ -98,8 +105,8 @@ describe('performance paths filters', () => {
       const r = await p.call('POST', `${FILTER}/${id ?? 'east'}`, body);
       expect({ status: r.status, error: r.body.errors?.[0] }).toEqual({ status: 400, error: expect.stringMatching(why) });
     }
-    // Nothing was stored: no filter to read, and the secondary still holds everything.
-    expect((await p.call('GET', `${FILTER}/east`)).status).toBe(404);
+    // Nothing was stored: no filter to read (spec 4.2: a 200 with an empty body), and the secondary still holds everything.
+    expect(await noFilter(p, 'east')).toBe(true);
     expect((await p.call('GET', `${FILTER}/west`)).status).toBe(400);
     expect((await s.call('GET', 'team-a/kv/data/a-one')).status).toBe(200);
     // A local mount cannot be named (it never reaches a performance secondary).
@@ -113,7 +120,7 @@ describe('performance paths filters', () => {
     expect((await s.call('GET', `${PERF}/secondary/dynamic-filter/other`)).status).toBe(400);
     // No token, or a token without sudo: refused before anything is read.
     expect((await p.call('POST', `${FILTER}/east`, { mode: 'deny', paths: ['team-a'] }, { token: null })).status).toBe(403);
-    expect((await p.call('GET', `${FILTER}/east`)).status).toBe(404);
+    expect(await noFilter(p, 'east')).toBe(true);
   });
 
   test('deny: a namespace covers its mounts and later children; change and delete reconcile by Merkle diff', async () => {
@@ -122,7 +129,8 @@ describe('performance paths filters', () => {
     const affectedBySet = await keysAffected(p, undefined, deny);
     expect(affectedBySet).toBeGreaterThan(2);
     expect((await p.call('POST', `${FILTER}/east`, { mode: 'deny', paths: ['/team-a/', 'auth/up'] })).status).toBe(204);
-    expect((await p.call('GET', `${FILTER}/east`)).body.data).toEqual({ mode: 'deny', paths: ['team-a', 'auth/up'] });
+    // Read back as written (trailing slashes kept), matched as normalised.
+    expect((await p.call('GET', `${FILTER}/east`)).body.data).toEqual({ mode: 'deny', paths: ['/team-a/', 'auth/up'] });
     const sync1 = await reconciled(p, s);
     expect(sync1.fetched_keys + sync1.deleted_keys).toBe(affectedBySet);
     expect(sync1).toEqual({ fetched_keys: 0, deleted_keys: affectedBySet });
@@ -168,7 +176,7 @@ describe('performance paths filters', () => {
     // Deleted: everything replicated arrives again, and the dynamic filter empties on both ends.
     const affectedByDelete = await keysAffected(p, next, undefined);
     expect((await p.call('DELETE', `${FILTER}/east`)).status).toBe(204);
-    expect((await p.call('GET', `${FILTER}/east`)).status).toBe(404);
+    expect(await noFilter(p, 'east')).toBe(true);
     const sync3 = await reconciled(p, s);
     expect(sync3).toEqual({ fetched_keys: affectedByDelete, deleted_keys: 0 });
     await eventually(async () => expect((await s.call('GET', 'secret/data/root-two')).body?.data?.data).toEqual({ v: 2 }));
@@ -198,8 +206,8 @@ describe('performance paths filters', () => {
 
   test('allow: only the listed mounts and namespaces (with the namespaces containing them) reach the secondary', async () => {
     await activatePair(p, s, 'west', 'performance');
-    expect((await p.call('POST', `${FILTER}/west`, { paths: ['team-a/kv'] })).status).toBe(204);
-    expect((await p.call('GET', `${FILTER}/west`)).body.data).toEqual({ mode: 'allow', paths: ['team-a/kv'] });
+    expect((await p.call('POST', `${FILTER}/west`, { paths: ['team-a/kv/'] })).status).toBe(204);
+    expect((await p.call('GET', `${FILTER}/west`)).body.data).toEqual({ mode: 'allow', paths: ['team-a/kv/'] });
     await reconciled(p, s);
     await eventually(async () => expect((await s.call('GET', 'secret/data/root-one')).status).toBe(404));
     expect((await s.call('GET', 'team-a/kv/data/a-one')).body.data.data).toEqual({ v: 'a' });

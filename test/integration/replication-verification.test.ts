@@ -3,8 +3,9 @@
  * Merkle root at its last WAL index, and a secondary that has applied that index compares its own.
  * Status shows `last_verified_wal` advancing with writes; a secondary whose storage was changed
  * behind replication's back (a key written straight into its engine) reports the mismatch in
- * status, as an event and as a metric, and the match again once the stray key is gone.
+ * status and as an event, repairs it by a Merkle sync, and says so (events, status, metrics).
  */
+import { roleStatus } from '../../src/replication/status.js';
 import { eventually } from '../harness/eventually.js';
 import { activatePair, inSync, PERF, replStatus, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
@@ -73,48 +74,49 @@ it('dr: verification advances under a steady write load too (the primary never i
   expect(written).toBeGreaterThan(5);
 });
 
-it('dr: a secondary altered behind replication\'s back reports the mismatch in status, as an event and a metric; and the match once repaired', async () => {
+it('dr: a secondary altered behind replication\'s back reports the mismatch in status and as an event, repairs it by a Merkle sync, and metrics count the repair', async () => {
   const p = await node();
   const s = await node();
   await activatePair(p, s, 'east');
   await writePolicy(p, 'before');
   const before = await verifiedAt(p, s, 'dr');
+  // Status as it reads the moment the mismatch is found (the repair follows at once).
+  let found: Record<string, unknown> | undefined;
+  s.node.events.subscribe((e) => {
+    if (e.kind === 'dr' && e.type === 'verification-mismatch') found = roleStatus(s.node.dr, s.node.engine.lastGuard().index, Date.now());
+  });
 
   // Behind replication's back: a replicated-class key straight into the secondary's engine (no
   // WAL entry, so its index stays the primary's while its root no longer is).
   const stray = { type: 'put' as const, key: 'sys/policy/stray-written-by-test', value: Buffer.from('not from the primary') };
-  await s.node.engine.installChunk([stray]);
+  const strayRoot = (await s.node.engine.installChunk([stray]), s.node.engine.merkleRoot().toString('hex'));
 
-  const mismatched = await eventually(async () => {
-    const st = await replStatus(s, 'dr');
-    expect(st.verification_mismatch).toBe(true);
-    return st;
-  }, { timeoutMs: 15_000 });
-  expect(mismatched.verification_mismatch_wal).toBe(before.last_verified_wal);
-  // The last index that did match is kept.
-  expect(mismatched.last_verified_wal).toBe(before.last_verified_wal);
+  await eventually(async () => expect(found).toBeDefined(), { timeoutMs: 15_000 });
+  expect(found).toMatchObject({ verification_mismatch: true, verification_mismatch_wal: before.last_verified_wal, last_verified_wal: before.last_verified_wal });
 
   // As an event (once, not per heartbeat), with both roots and no secret.
   const events = s.node.events.history().filter((e) => e.type === 'verification-mismatch');
   expect(events).toHaveLength(1);
-  expect(events[0]).toMatchObject({ kind: 'dr', wal: before.last_verified_wal, local_root: s.node.engine.merkleRoot().toString('hex') });
+  expect(events[0]).toMatchObject({ kind: 'dr', wal: before.last_verified_wal, local_root: strayRoot });
   expect(events[0]?.primary_root).toBe(p.node.engine.merkleRoot().toString('hex'));
   // Over HTTP too (a DR secondary answers the events endpoint; its token store is the primary's).
   const json = await s.call('GET', 'sys/replication/events?format=json', undefined, { token: p.rootToken });
   expect(json.status).toBe(200);
   expect(json.body.data.events.map((e: { type: string }) => e.type)).toContain('verification-mismatch');
 
-  // As a metric.
+  // Repaired by the secondary itself (issue 17 item 10): the stray key is gone, the roots match.
+  const after = await verifiedAt(p, s, 'dr');
+  expect(after.verification_repairs).toBe(1);
+  expect(await s.node.engine.readRaw(stray.key)).toBeUndefined();
+  expect(s.node.events.history().map((e) => e.type)).toContain('verification-restored');
+
+  // As metrics: no mismatch now, one repair, and the index verified last.
   const metrics = await s.call('GET', 'sys/metrics?format=prometheus', undefined, { token: p.rootToken });
   expect(metrics.status).toBe(200);
   const text = typeof metrics.body === 'string' ? metrics.body : JSON.stringify(metrics.body);
-  expect(text).toMatch(/tessera_replication_verification_mismatch\{kind="dr"\} 1/);
-  expect(text).toMatch(new RegExp(`tessera_replication_last_verified_wal\\{kind="dr"\\} ${before.last_verified_wal}\\b`));
-
-  // Repaired (the stray key removed the same way): the next comparison matches again.
-  await s.node.engine.installChunk([{ type: 'del', key: stray.key }]);
-  await verifiedAt(p, s, 'dr');
-  expect(s.node.events.history().map((e) => e.type)).toContain('verification-restored');
+  expect(text).toMatch(/tessera_replication_verification_mismatch\{kind="dr"\} 0/);
+  expect(text).toMatch(/tessera_replication_verification_repairs\{kind="dr"\} 1/);
+  expect(text).toMatch(new RegExp(`tessera_replication_last_verified_wal\\{kind="dr"\\} ${after.last_verified_wal}\\b`));
 });
 
 it('performance with a paths filter: verified against the root of the keys its filter allows', async () => {

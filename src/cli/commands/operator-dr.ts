@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import type { Context, ClientFlags, FormatFlags } from '../context.js';
 import { example, fromEnv, withClientFlags, withFormatFlags } from '../context.js';
 import { runFailback } from '../failover/failback.js';
+import { parsePerfTokens } from '../failover/perf-tokens.js';
 import { makePlan, renderPlan } from '../failover/plan.js';
 import { Outcome, runFailover, type StepResult } from '../failover/run.js';
 import { Format, json, table } from '../output.js';
@@ -19,7 +20,7 @@ interface FailoverFlags extends ClientFlags, FormatFlags {
   readonly plan?: boolean;
   readonly drToken?: string;
   readonly perfSecondary: string[];
-  readonly perfToken?: string;
+  readonly perfToken: string[];
   readonly primaryAddress?: string;
   readonly force?: boolean;
   readonly timeout: string;
@@ -43,7 +44,13 @@ export function register(parent: Command, ctx: Context): void {
     .option('--plan', 'print the plan (primary reachability, lag, promote verdict, RPO, performance secondaries, commands) and change nothing')
     .option('--dr-token <token>', 'a DR operation token (or a pre-staged batch token) of this secondary (env TESSERA_DR_TOKEN); else unseal key shares are asked for')
     .option('--perf-secondary <addr>', 'API address of a performance secondary to move onto the new primary (repeatable)', collect, [])
-    .option('--perf-token <token>', 'a sudo token on the performance secondaries (env TESSERA_PERF_TOKEN); defaults to the CLI token')
+    .option(
+      '--perf-token <addr=token>',
+      'a sudo token on a performance secondary, which has its own tokens: <its -perf-secondary address>=<token>, once per secondary (repeatable); ' +
+        'a bare <token> is used for every secondary without its own (env TESSERA_PERF_TOKEN; else the CLI token)',
+      collect,
+      [],
+    )
     .option('--primary-address <addr>', 'API address of the primary, when the secondary does not know it (default: its status primaries[0].api_address)')
     .option('--force', 'promote even when the secondary knows it is behind (loses those entries; see -plan)')
     .option('--timeout <duration>', 'how long each wait may take', '5m');
@@ -53,12 +60,16 @@ export function register(parent: Command, ctx: Context): void {
     'tessera operator dr failover -address=$S -plan',
     'tessera operator dr failover -address=$S -plan -format=json',
     'printf "%s\\n" "$KEY1" "$KEY2" | tessera operator dr failover -address=$S -perf-secondary=$PS1',
+    'tessera operator dr failover -address=$S -perf-secondary=$PS1 -perf-token=$PS1=$PS1_TOKEN -perf-secondary=$PS2 -perf-token=$PS2=$PS2_TOKEN',
     'TESSERA_DR_TOKEN=$BATCH tessera operator dr failover -address=$S -perf-secondary=$PS1',
   );
   failover.action(
     ctx.action(async (opts: FailoverFlags) => {
       try {
         const timeout = timeoutMs('-timeout', opts.timeout);
+        // Checked before anything is sent: each secondary's token, or one without an address for all.
+        const given = parsePerfTokens(opts.perfToken, opts.perfSecondary);
+        const fallback = given.fallback ?? ctx.io.env['TESSERA_PERF_TOKEN'] ?? fromEnv(ctx.io.env, 'TOKEN');
         if (opts.plan) {
           const plan = await makePlan(ctx, opts, { primaryAddress: opts.primaryAddress, perfSecondaries: opts.perfSecondary });
           ctx.out(opts.format === Format.json ? json(plan) : renderPlan(plan));
@@ -66,7 +77,7 @@ export function register(parent: Command, ctx: Context): void {
         }
         const summary = await runFailover(ctx, opts, {
           drToken: opts.drToken ?? ctx.io.env['TESSERA_DR_TOKEN'] ?? undefined,
-          perfToken: opts.perfToken ?? ctx.io.env['TESSERA_PERF_TOKEN'] ?? fromEnv(ctx.io.env, 'TOKEN'),
+          perfTokens: { byAddress: given.byAddress, ...(fallback !== undefined ? { fallback } : {}) },
           perfSecondaries: opts.perfSecondary,
           force: opts.force ?? false,
           timeoutMs: timeout,

@@ -178,8 +178,9 @@ async function perfSecondaries(
   const list: PerfSecondary[] = [];
   if (primaryPerf?.mode === 'primary') {
     sources.push('primary');
-    for (const s of (field(primaryPerf, 'secondaries') as { node_id: string; api_address: string; connection_status: string }[] | undefined) ?? []) {
-      list.push({ id: s.node_id, api_address: s.api_address, connection_status: s.connection_status });
+    for (const s of (field(primaryPerf, 'secondaries') as { node_id: string; api_address: string; reported_api_address?: string; connection_status: string }[] | undefined) ?? []) {
+      // The primary cannot observe an API address: the one the secondary reports is where to reach it.
+      list.push({ id: s.node_id, api_address: s.reported_api_address || s.api_address, connection_status: s.connection_status });
     }
   } else {
     const held = field(await statusOrUndefined(client, 'performance'), 'held_role') as { mode?: string; known_secondaries?: string[] } | undefined;

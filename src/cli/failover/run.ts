@@ -7,7 +7,7 @@
  * running it again: a node already primary is not promoted (and no DR operation token is asked
  * for), a performance secondary already streaming from the new primary is left alone.
  *
- *   const summary = await runFailover(ctx, flags, { perfSecondaries: [addr], force: false, timeoutMs: 120_000 });
+ *   const summary = await runFailover(ctx, flags, { perfSecondaries: [addr], perfTokens: parsePerfTokens([`${addr}=${token}`], [addr]), force: false, timeoutMs: 120_000 });
  */
 import { ApiError, type TesseraClient } from '../../api/index.js';
 import type { ClientFlags, Context } from '../context.js';
@@ -16,6 +16,7 @@ import { statusDisplay, type StatusDisplay } from '../progress.js';
 import { Goal, waitForRole } from '../wait.js';
 import { tokenFromShares } from '../commands/token-generation.js';
 import { field, oneLine, peer, statusOrUndefined, str } from './peers.js';
+import { perfTokenFor, type PerfTokens } from './perf-tokens.js';
 import { PROBE_TIMEOUT_MS } from './plan.js';
 
 /** How long one write to another node may take (update-primary probes addresses over gRPC). */
@@ -24,8 +25,8 @@ const WRITE_TIMEOUT_MS = 30_000;
 export interface FailoverInput {
   /** A DR operation token (or pre-staged batch token); without one, shares are asked for. */
   readonly drToken?: string | undefined;
-  /** A sudo token on the performance secondaries; defaults to the CLI's token. */
-  readonly perfToken?: string | undefined;
+  /** A sudo token on each performance secondary (their tokens are local); the CLI's token where none is given. */
+  readonly perfTokens: PerfTokens;
   readonly perfSecondaries: readonly string[];
   readonly force: boolean;
   readonly timeoutMs: number;
@@ -139,12 +140,13 @@ async function movePerfSecondary(
   ctx: Context, flags: ClientFlags, addr: string, clusterAddr: string, input: FailoverInput, display: StatusDisplay,
 ): Promise<{ id: string; step: StepResult }> {
   const step = (outcome: Outcome, detail: string, id = ''): { id: string; step: StepResult } => ({ id, step: { step: 'update-primary', target: addr, outcome, detail } });
-  const probe = peer(ctx, flags, addr, PROBE_TIMEOUT_MS, input.perfToken);
+  const token = perfTokenFor(input.perfTokens, addr);
+  const probe = peer(ctx, flags, addr, PROBE_TIMEOUT_MS, token);
   let st;
   try {
     st = await probe.replication.kindStatus('performance');
   } catch (e) {
-    return step(Outcome.failed, `unreachable: ${oneLine(e)}`);
+    return step(Outcome.failed, e instanceof ApiError ? `${oneLine(e)}${ownTokenHint(e, addr)}` : `unreachable: ${oneLine(e)}`);
   }
   const id = str(field(st, 'secondary_id'));
   if (st.mode !== 'secondary') return step(Outcome.failed, `not a performance secondary (performance mode: ${st.mode})`, id);
@@ -155,13 +157,18 @@ async function movePerfSecondary(
   try {
     if (str(field(st, 'primary_cluster_addr')) !== clusterAddr) {
       display.note(`Moving ${label} (${addr}) to ${clusterAddr}...`);
-      await peer(ctx, flags, addr, WRITE_TIMEOUT_MS, input.perfToken).write('sys/replication/performance/secondary/update-primary', { update_primary_addrs: [clusterAddr] });
+      await peer(ctx, flags, addr, WRITE_TIMEOUT_MS, token).write('sys/replication/performance/secondary/update-primary', { update_primary_addrs: [clusterAddr] });
     }
     await waitForRole(probe, 'performance', { goal: Goal.streaming, primaryClusterAddrs: [clusterAddr] }, {
       timeoutMs: input.timeoutMs, intervalMs: ctx.io.pollIntervalMs ?? 500, display, label,
     });
   } catch (e) {
-    return step(Outcome.failed, `${id}: ${oneLine(e)}`, id);
+    return step(Outcome.failed, `${id}: ${oneLine(e)}${ownTokenHint(e, addr)}`, id);
   }
   return step(Outcome.done, `${id}: streaming from ${clusterAddr}`, id);
+}
+
+/** Its tokens are its own: a token of another secondary (or of the primary) is refused with 403. */
+function ownTokenHint(e: unknown, addr: string): string {
+  return e instanceof ApiError && e.status === 403 ? ` (a performance secondary has its own tokens: give it -perf-token=${addr}=<token>)` : '';
 }

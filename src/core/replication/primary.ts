@@ -4,6 +4,7 @@
  *
  *   stepPrimary(s, { type: 'issueToken', id: 'dc2', now, ttlMs: 30 * 60_000 })
  */
+import { badClusterAddr, optionalClusterHostPort } from '../cluster-addr.js';
 import { goDuration } from '../duration.js';
 import { badRequest, wrongMode } from './describe.js';
 import {
@@ -28,11 +29,14 @@ export const MAX_ACTIVATION_TTL_MS = 768 * 3600 * 1000;
 
 export function enablePrimary(s: Disabled, e: PrimaryEvent): StepResult {
   if (e.clusterId === '') return badRequest(e.type, 'the new cluster id is empty');
+  // Vault's `https://host:port` or `host:port`, kept as `host:port` (what secondaries dial).
+  const primaryClusterAddr = optionalClusterHostPort(e.primaryClusterAddr);
+  if (primaryClusterAddr === undefined) return badRequest(e.type, badClusterAddr('primary_cluster_addr', e.primaryClusterAddr));
   const next: Primary = {
     kind: s.kind,
     mode: 'primary',
     clusterId: e.clusterId,
-    primaryClusterAddr: e.primaryClusterAddr,
+    primaryClusterAddr,
     secondaries: {},
   };
   // The CA exists before the state says primary, so a restart never serves without one.

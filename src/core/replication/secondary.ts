@@ -4,6 +4,7 @@
  *
  *   stepSecondary(s, { type: 'updatePrimary', token: '' })   // forget the primary, stay secondary
  */
+import { badClusterAddr, clusterHostPort, optionalClusterHostPort } from '../cluster-addr.js';
 import { badRequest, kindLabel, wrongMode } from './describe.js';
 import type {
   Activation,
@@ -114,6 +115,8 @@ export function promoteRefusal(state: string, behind: Behind | null): string | n
 }
 
 function promote(s: Secondary, e: Extract<Event, { type: 'promote' }>): StepResult {
+  const primaryClusterAddr = optionalClusterHostPort(e.primaryClusterAddr);
+  if (primaryClusterAddr === undefined) return badRequest(e.type, badClusterAddr('primary_cluster_addr', e.primaryClusterAddr));
   if (!e.force) {
     const reason = promoteRefusal(s.state, e.behind);
     if (reason !== null) {
@@ -133,7 +136,7 @@ function promote(s: Secondary, e: Extract<Event, { type: 'promote' }>): StepResu
     kind: s.kind,
     mode: 'primary',
     clusterId: s.clusterId,
-    primaryClusterAddr: e.primaryClusterAddr,
+    primaryClusterAddr,
     secondaries: {},
   };
   // The fork starts only after the old primary's stream is closed (in `detached`): an entry
@@ -156,7 +159,14 @@ function updatePrimary(s: Secondary, e: Extract<Event, { type: 'updatePrimary' }
   if (e.addrs.length === 0 || e.addrs.some((a) => a === '')) {
     return badRequest(e.type, 'update_primary_addrs must list one or more non-empty cluster addresses');
   }
-  return { ok: true, state: s, effects: [{ type: 'probe', addrs: e.addrs }] };
+  // Vault's `https://host:port` or `host:port`; probed and recorded as `host:port`.
+  const addrs: string[] = [];
+  for (const a of e.addrs) {
+    const hp = clusterHostPort(a);
+    if (hp === undefined) return badRequest(e.type, badClusterAddr('update_primary_addrs', a));
+    addrs.push(hp);
+  }
+  return { ok: true, state: s, effects: [{ type: 'probe', addrs }] };
 }
 
 /** Moves to a new primary: the old stream closes before the switch is recorded. */

@@ -75,6 +75,7 @@ export function authMethodRoutes(methods: AuthMethods): Route[] {
     {
       pattern: 'sys/auth/*path',
       access: 'sudo',
+      names: (params) => ({ mount: `auth/${params.path ?? ''}` }),
       operations: {
         read: op(empty, async ({ params, namespace }) => {
           const path = params.path ?? '';
@@ -103,6 +104,7 @@ export function authMethodRoutes(methods: AuthMethods): Route[] {
       // Whatever under auth/ no declared route took: the method mounted there, if any.
       pattern: 'auth/*path',
       access: 'token',
+      names: (params) => ({ mount: `auth/${params.path ?? ''}` }),
       operations: {},
       delegate: async (namespace, path) => {
         const hit = await methods.table.resolve(namespace, path.slice('auth/'.length));

@@ -1,7 +1,8 @@
 /**
  * DR operation token endpoints on a DR secondary (spec 4.3, WIRE.md section 5): the generation
  * attempt is `sys/generate-root`'s routes (generate-root.ts) at another path, so `vault operator
- * generate-root -dr-token` works unmodified; operation-token/delete revokes a token.
+ * generate-root -dr-token` works unmodified, and the bare `generate-operation-token` path answers as
+ * its `/attempt` does; operation-token/delete revokes a token.
  *
  *   routes.push(...drOperationTokenRoutes(operationTokens));   // an OperationTokens instance
  *
@@ -29,7 +30,9 @@ const COMMON = {
 
 export function drOperationTokenRoutes(svc: DrOperationTokenService): Route[] {
   return [
-    ...generationRoutes(`${BASE}/generate-operation-token`, COMMON, svc),
+    // Spec 4.3 names the bare path as the one that creates a DR operation token: it is the
+    // attempt (read, start, cancel) of the one generation mechanism, shares go to .../update.
+    ...generationRoutes(`${BASE}/generate-operation-token`, COMMON, svc, { bareAttempt: true }),
     {
       pattern: `${BASE}/operation-token/delete`,
       ...COMMON,

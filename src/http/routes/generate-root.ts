@@ -28,22 +28,23 @@ const UpdateBody = z.object({ key: z.string().min(1, 'missing required field "ke
 /** Everything of a Route but its pattern and operations. */
 export type RouteTraits = Omit<Route, 'pattern' | 'operations'>;
 
-/** `${base}/attempt` and `${base}/update` over `svc`, with the given traits. */
-export function generationRoutes(base: string, traits: RouteTraits, svc: GenerationService): Route[] {
+/**
+ * `${base}/attempt` and `${base}/update` over `svc`, with the given traits. `bareAttempt`: `${base}`
+ * itself answers as `${base}/attempt` does, on the same attempt (the DR bare path, spec 4.3).
+ */
+export function generationRoutes(base: string, traits: RouteTraits, svc: GenerationService, opts: { bareAttempt?: boolean } = {}): Route[] {
+  const attempt: Route['operations'] = {
+    read: op(empty, async () => bare(200, await svc.status()), 'Reads the generation attempt in progress'),
+    update: op(StartBody, async ({ fields }) => bare(200, await svc.start(fields)), 'Starts a generation attempt'),
+    // 204, as Vault answers a generate-root cancel.
+    delete: op(empty, async () => {
+      await svc.cancel();
+      return noContent();
+    }, 'Cancels the attempt and clears its progress'),
+  };
   return [
-    {
-      pattern: `${base}/attempt`,
-      ...traits,
-      operations: {
-        read: op(empty, async () => bare(200, await svc.status()), 'Reads the generation attempt in progress'),
-        update: op(StartBody, async ({ fields }) => bare(200, await svc.start(fields)), 'Starts a generation attempt'),
-        // 204, as Vault answers a generate-root cancel.
-        delete: op(empty, async () => {
-          await svc.cancel();
-          return noContent();
-        }, 'Cancels the attempt and clears its progress'),
-      },
-    },
+    ...(opts.bareAttempt === true ? [{ pattern: base, ...traits, operations: attempt }] : []),
+    { pattern: `${base}/attempt`, ...traits, operations: attempt },
     {
       pattern: `${base}/update`,
       ...traits,

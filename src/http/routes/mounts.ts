@@ -73,6 +73,7 @@ export function mountRoutes(mounts: Mounts): Route[] {
     {
       pattern: 'sys/mounts/*path',
       access: 'token',
+      names: (params) => ({ mount: split(params.path ?? '').path }),
       operations: {
         read: op(empty, async ({ params, namespace }) => {
           const { path, tune } = split(params.path ?? '');

@@ -24,6 +24,7 @@ export function namespaceRoutes(namespaces: Namespaces, mounts: Mounts, auth: Au
     {
       pattern: 'sys/namespaces/*path',
       access: 'token',
+      names: (params) => ({ namespace: params.path ?? '' }),
       operations: {
         read: op(empty, async ({ params, namespace }) => ok(view(namespaces.read(namespace, params.path ?? '')))),
         update: op(z.object({ custom_metadata: stringMap.optional() }), async ({ params, namespace, fields }) =>

@@ -9,10 +9,11 @@
  *   [...replicationKindRoutes('dr', drService), ...replicationKindRoutes('performance', perfService)]
  */
 import { z } from 'zod';
+import { vaultClusterAddr } from '../../core/cluster-addr.js';
 import { InvalidRequest } from '../../core/errors.js';
 import { KIND_POLICY, type Kind } from '../../core/replication/index.js';
 import { boolish, duration, stringList } from '../fields.js';
-import { noContent, ok, type Reply } from '../reply.js';
+import { bare, noContent, ok, type Reply } from '../reply.js';
 import { op, type Route, type RouteContext } from '../route.js';
 
 /** What these routes need from one kind's driver (and, for DR, the operation tokens). */
@@ -46,7 +47,8 @@ export interface DrService extends KindService {
 /** Performance paths filters (spec 4.2): the primary's per-secondary filter, and both ends' dynamic filter. */
 export interface PathsFilterService {
   set(id: string, body: { mode: string; paths: readonly string[] }): Promise<unknown>;
-  read(id: string): Promise<{ mode: string; paths: readonly string[] }>;
+  /** As the operator wrote it (paths keep their trailing '/'); undefined when `id` has no filter. */
+  read(id: string): Promise<{ mode: string; paths: readonly string[] } | undefined>;
   remove(id: string): Promise<void>;
   primaryDynamic(id: string): Promise<{ dynamic_filtered_mounts: string[]; dynamic_filtered_namespaces: string[] }>;
   secondaryDynamic(id: string): Promise<{ dynamic_filtered_mounts: string[]; dynamic_filtered_namespaces: string[] }>;
@@ -54,7 +56,8 @@ export interface PathsFilterService {
 
 /**
  * `sys/replication/performance/{primary/paths-filter,primary/dynamic-filter,secondary/dynamic-filter}/:id`:
- * node scope, sudo, the performance license. Filter paths answer without their trailing '/'.
+ * node scope, sudo, the performance license. A filter reads back as it was written; no filter is
+ * a 200 with an empty body (spec 4.2, WIRE.md 8).
  */
 export function pathsFilterRoutes(svc: PathsFilterService): Route[] {
   const LICENSE = { feature: KIND_POLICY.performance.license } as const;
@@ -75,7 +78,7 @@ export function pathsFilterRoutes(svc: PathsFilterService): Route[] {
         }),
         read: op(empty, async (ctx) => {
           const f = await svc.read(id(ctx));
-          return ok({ mode: f.mode, paths: f.paths.map((p) => p.replace(/\/$/, '')) });
+          return f === undefined ? bare(200, undefined) : ok({ mode: f.mode, paths: [...f.paths] });
         }),
         delete: op(empty, async (ctx) => {
           await svc.remove(id(ctx));
@@ -180,7 +183,7 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
       });
       if (forgotten === undefined) return noContent();
       // Vault-compatible (a blank token still clears), but never silent.
-      const at = forgotten.primaryClusterAddr === '' ? 'no address' : `cluster address ${forgotten.primaryClusterAddr}`;
+      const at = forgotten.primaryClusterAddr === '' ? 'no address' : `cluster address ${vaultClusterAddr(forgotten.primaryClusterAddr)}`;
       return ok(null, {
         warnings: [
           `the token was blank: this secondary forgot its primary (${at}, API address ${forgotten.primaryApiAddr || 'none'}) and its credentials for replication set ${forgotten.clusterId}; ` +

@@ -25,6 +25,8 @@ export interface ConnectOptions {
 }
 
 const DEFAULT_DEADLINE_MS = 10_000;
+/** Longest a forwarded write waits for a connection before it is refused as never sent. */
+const CONNECT_DEADLINE_MS = 5_000;
 
 const STATE_NAMES: Record<grpc.connectivityState, ConnectionState> = {
   [grpc.connectivityState.IDLE]: 'idle',
@@ -90,6 +92,27 @@ export function connectPrimary(opts: ConnectOptions): PrimaryClient {
     });
   }
 
+  /**
+   * Resolves once the channel is READY (connecting it if idle); else rejects with `not_sent`: when
+   * it is failing or shut down, or is still connecting after `ms`. A call that then fails may have
+   * reached the primary; one refused here certainly did not.
+   */
+  function ready(ms: number): Promise<void> {
+    const channel = raw.getChannel();
+    const deadline = Date.now() + ms;
+    return new Promise<void>((resolve, reject) => {
+      const notSent = (state: string): void => reject(new ChannelError(ChannelReason.notSent, grpc.status.UNAVAILABLE, `no ready connection to the primary (${state})`));
+      const check = (): void => {
+        if (closed) return reject(closedError());
+        const state = channel.getConnectivityState(true);
+        if (state === grpc.connectivityState.READY) return resolve();
+        if (state === grpc.connectivityState.TRANSIENT_FAILURE || state === grpc.connectivityState.SHUTDOWN || Date.now() >= deadline) return notSent(STATE_NAMES[state]);
+        channel.watchConnectivityState(state, deadline, (err) => (err ? notSent(STATE_NAMES[state]) : check()));
+      };
+      check();
+    });
+  }
+
   return {
     ping: (secondaryId, deadlineMs) => invoke(raw.Ping, () => ({ secondaryId }), decode.pingInfo, deadlineMs),
     bootstrap: (req) => invoke(raw.Bootstrap, () => encode.bootstrapRequest(req), decode.bootstrapInfo),
@@ -102,7 +125,12 @@ export function connectPrimary(opts: ConnectOptions): PrimaryClient {
     leaves: (snapshotId, tree, page, subpages) =>
       invoke(raw.Leaves, () => ({ snapshotId, tree, page, subpages: [...subpages] }), decode.leaves),
     fetchValues: (snapshotId, keys) => invoke(raw.FetchValues, () => ({ snapshotId, keys: [...keys] }), decode.values),
-    forward: (secondaryId, req, deadlineMs) => invoke(raw.Forward, () => encode.forwardRequest(secondaryId, req), decode.forwardReply, deadlineMs),
+    // A write must tell "never sent" from "may have arrived": it is sent only on a ready connection.
+    forward: async (secondaryId, req, deadlineMs = defaultDeadlineMs) => {
+      const started = Date.now();
+      await ready(Math.min(deadlineMs, CONNECT_DEADLINE_MS));
+      return invoke(raw.Forward, () => encode.forwardRequest(secondaryId, req), decode.forwardReply, Math.max(1, deadlineMs - (Date.now() - started)));
+    },
     streamWal(req, handlers) {
       const start = (): grpc.ClientReadableStream<wire.StreamMessage> => {
         if (closed) throw closedError();

@@ -19,6 +19,8 @@ import { MalformedMessage } from './codec.js';
  * - invalid_argument: a message broke the contract (a bug on one side).
  * - deadline: no answer in time; for probing, try the next address.
  * - internal: the other side failed; details are in its log.
+ * - not_sent: no ready connection to send the call on: it certainly never reached the primary
+ *   (only calls that must tell "not sent" from "may have arrived" check first: forward).
  */
 export const ChannelReason = {
   unavailable: 'unavailable',
@@ -27,6 +29,7 @@ export const ChannelReason = {
   invalidArgument: 'invalid_argument',
   deadline: 'deadline',
   internal: 'internal',
+  notSent: 'not_sent',
 } as const;
 export type ChannelReason = (typeof ChannelReason)[keyof typeof ChannelReason];
 
@@ -76,6 +79,7 @@ const CODE_OF_REASON: Record<ChannelReason, ErrorCode> = {
   invalid_argument: ErrorCode.invalidRequest,
   deadline: ErrorCode.unavailable,
   internal: ErrorCode.internal,
+  not_sent: ErrorCode.unavailable,
 };
 
 /** A replication call that failed, as the secondary sees it. */

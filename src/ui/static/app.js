@@ -141,7 +141,7 @@ function renderPrimary(kind, st, now) {
     box.append(el('p', { class: 'muted' }, 'No secondaries connected yet. Known: ', (st.known_secondaries || []).join(', ') || 'none'));
     return box;
   }
-  const head = ['secondary', 'state', 'connection', 'API address', 'cluster address', 'last heartbeat', 'applied WAL', 'lag', 'lag history', 'WAL headroom'];
+  const head = ['secondary', 'state', 'connection', 'API address (reported)', 'connected from', 'last heartbeat', 'applied WAL', 'lag', 'lag history', 'WAL headroom'];
   if (kind === 'performance') head.push('paths filter');
   const table = el('table', { class: 'secondaries' }, el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))));
   const body = el('tbody');
@@ -154,8 +154,9 @@ function renderPrimary(kind, st, now) {
       el('td', { class: 'secondary-id mono' }, id),
       el('td', { class: 'state' }, sec.state),
       el('td', { class: `connection conn-${sec.connection_status}` }, sec.connection_status),
-      el('td', { class: 'mono' }, sec.api_address),
-      el('td', { class: 'mono' }, sec.cluster_address),
+      // What the secondary says (a claim), then what the primary saw (its connection's peer address).
+      el('td', { class: 'mono reported' }, sec.reported_api_address || sec.api_address),
+      el('td', { class: 'mono observed' }, sec.cluster_address),
       el('td', {}, age(sec.last_heartbeat, now)),
       el('td', {}, sec.last_applied_wal),
       el('td', { class: 'lag' }, `${sec.lag_entries} entries, ${lagMs} ms`),
@@ -218,9 +219,19 @@ function renderSecondary(kind, st, now) {
   if (st.last_merkle_sync) box.append(el('p', { class: 'last-merkle-sync' },
     `Last Merkle sync: ${st.last_merkle_sync.fetched_keys} keys fetched, ${st.last_merkle_sync.deleted_keys} deleted`));
   if (st.verification_mismatch === true) box.append(el('p', { class: 'error verification-mismatch' },
-    `Merkle root differs from the primary's at WAL ${st.verification_mismatch_wal ?? '?'}: run merkle-check`));
+    `Merkle root differs from the primary's at WAL ${st.verification_mismatch_wal ?? '?'}: repairing by a Merkle sync (repairs so far: ${st.verification_repairs ?? 0})`));
   if (st.last_verified_wal !== undefined) box.append(el('p', { class: 'verified' }, `Verified against the primary's Merkle root at WAL ${st.last_verified_wal} (${age(st.last_verified_at, now)})`));
   return box;
+}
+
+/**
+ * A secondary keeps its last error after it recovers: while it streams, connected and not
+ * mismatched, the error is shown as past (greyed, with its time), not as a current one.
+ */
+function lastError(st, now) {
+  const healthy = st.mode === 'secondary' && st.connection_state === 'ready' && st.state === 'stream-wals' && st.verification_mismatch !== true;
+  if (!healthy) return el('p', { class: 'error last-error' }, `last error: ${st.last_error}`);
+  return el('p', { class: 'muted last-error past' }, `past error (${age(st.last_error_time, now)}; connected and streaming since): ${st.last_error}`);
 }
 
 function renderKind(kind, r, now) {
@@ -241,7 +252,7 @@ function renderKind(kind, r, now) {
         ` ${st.reindex_building_progress || 0} / ${st.reindex_building_total || 0} keys, ${eta(st.reindex_eta_seconds)}`));
     }
     if (st.storage_failed) body.append(el('p', { class: 'error' }, `storage failed: ${st.storage_error || ''}`));
-    if (st.last_error) body.append(el('p', { class: 'error last-error' }, `last error: ${st.last_error}`));
+    if (st.last_error) body.append(lastError(st, now));
   }
   section.querySelector('.body').replaceWith(body);
 }
@@ -283,7 +294,8 @@ async function pollSlow(perf) {
   const ids = perf && perf.mode === 'primary' ? (perf.secondaries || []).map((s) => s.node_id) : [];
   await Promise.all(ids.map(async (id) => {
     const r = await get(`sys/replication/performance/primary/paths-filter/${encodeURIComponent(id)}`, true);
-    state.filters.set(id, r.status === 200 ? r.body.data : r.status === 404 ? null : `status ${r.status}`);
+    // No filter: a 200 with an empty body (spec 4.2).
+    state.filters.set(id, r.status === 200 ? (r.body ? r.body.data : null) : r.status === 404 ? null : `status ${r.status}`);
   }));
   const ev = await get('sys/replication/events?format=json', true);
   if (ev.status === 200 && ev.body) {
