@@ -5,23 +5,12 @@
 import net from 'node:net';
 import { pino } from 'pino';
 import { z } from 'zod';
-import type { Services } from './dispatch.js';
 import { ok } from './reply.js';
 import { op, type Route } from './route.js';
 import { startHttp, type HttpServer } from './server.js';
+import { publicServices } from './testing/public-services.js';
 
-const services: Services = {
-  initialized: async () => true,
-  sealed: () => false,
-  drSecondary: () => false,
-  resolveNamespace: (namespace, path) => ({ namespace, path }),
-  authenticate: async () => {
-    throw new Error('public routes only');
-  },
-  requireLicense: () => {},
-  logical: async () => undefined,
-  wrap: async () => ({}),
-};
+const services = publicServices;
 
 const TIMEOUTS = { headersMs: 300, bodyMs: 600, idleMs: 1_500 };
 const any = z.object({}).passthrough();
