@@ -3,16 +3,11 @@
  * node's view of its peers, never replicated). Written throttled by SecondaryViews and the
  * secondary loop, not once per heartbeat.
  *
- *   const lastSeen = lastSeenRecord(() => core.store(), PRIMARY_SIDE_KEY);
+ *   const lastSeen = lastSeenRecord(() => core.store(), KIND_POLICY.dr.lastSeen.primary);
  *   await lastSeen.save({ east: Date.now() });
  */
 import type { Store } from '../storage/store.js';
 import type { LastSeenStore } from './secondary-views.js';
-
-/** On a primary: each secondary's last heartbeat. */
-export const SECONDARIES_LAST_SEEN = 'node/replication/dr/last-heartbeats';
-/** On a secondary: the last heartbeat exchanged with its primary (key 'primary'). */
-export const PRIMARY_LAST_SEEN = 'node/replication/dr/primary-last-heartbeat';
 
 export function lastSeenRecord(store: () => Store, key: string): LastSeenStore {
   return {

@@ -12,14 +12,13 @@ export interface KindPolicy {
   readonly kind: Kind;
   /** How messages name the kind. */
   readonly label: 'DR' | 'performance';
-  /** Merkle subtrees streamed and reconciled: 1 replicated class, 2 local class (REPLICATION.md 1). */
-  readonly trees: readonly (1 | 2)[];
   /**
-   * What secondary activation wipes: both wipe all data once. Afterwards a DR secondary mirrors
-   * both classes; a performance secondary's stream and reconciliation touch tree 1 only, never
-   * its own local class (tokens, local mounts).
+   * Merkle subtrees streamed and reconciled: 1 replicated class, 2 local class (REPLICATION.md 1).
+   * Activation wipes all data once for both kinds; afterwards a DR secondary mirrors both classes,
+   * and a performance secondary's stream and reconciliation touch tree 1 only, never its own local
+   * class (tokens, local mounts).
    */
-  readonly activationWipes: 'all-data';
+  readonly trees: readonly (1 | 2)[];
   /**
    * The role record (state machine state plus key material). DR: node class, never replicated.
    * Performance: local class, so the DR secondaries of a performance primary hold it and a
@@ -61,7 +60,6 @@ export const KIND_POLICY: Readonly<Record<Kind, KindPolicy>> = {
     kind: 'dr',
     label: 'DR',
     trees: [1, 2],
-    activationWipes: 'all-data',
     record: { key: 'node/replication/dr/state', keyClass: 'node' },
     modeSummary: 'replication-dr-mode',
     lastSeen: { secondaries: 'node/replication/dr/last-heartbeats', primary: 'node/replication/dr/primary-last-heartbeat' },
@@ -76,7 +74,6 @@ export const KIND_POLICY: Readonly<Record<Kind, KindPolicy>> = {
     kind: 'performance',
     label: 'performance',
     trees: [1],
-    activationWipes: 'all-data',
     record: { key: 'local/replication/performance/state', keyClass: 'local' },
     modeSummary: 'replication-performance-mode',
     lastSeen: { secondaries: 'node/replication/performance/last-heartbeats', primary: 'node/replication/performance/primary-last-heartbeat' },
