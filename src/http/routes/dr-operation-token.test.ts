@@ -4,24 +4,21 @@ import { OperationTokens, decodeOtp } from '../../replication/operation-token.js
 import { SealManager } from '../../seal/index.js';
 import { dispatch, type Services } from '../dispatch.js';
 import { toApiRequest } from '../request.js';
+import { publicServices } from '../testing/public-services.js';
 import { drOperationTokenRoutes } from './dr-operation-token.js';
 import { MapRecords } from '../../../test/support/map-records.js';
 
 /** A DR secondary that is unsealed and licensed; any attempt to use a client token fails the test. */
 function services(licenses: string[]): Services {
   return {
-    initialized: async () => true,
-    sealed: () => false,
+    ...publicServices,
     drSecondary: () => true,
-    resolveNamespace: (namespace, path) => ({ namespace, path }),
     authenticate: async () => {
       throw new PermissionDenied('these routes must not ask for a client token');
     },
     requireLicense: (feature) => {
       licenses.push(feature);
     },
-    logical: async () => undefined,
-    wrap: async () => ({}),
   };
 }
 
