@@ -131,3 +131,10 @@ export async function planEntries(
   for (const op of extra) await plan.data(op);
   return { plan, items };
 }
+
+/** Merkle page records a batch writes (0 when it only journals them): the flush metric. */
+export function countPageRecords(ops: readonly BatchOp[]): number {
+  let n = 0;
+  for (const op of ops) if (op.type === 'put' && (op.key.startsWith(Keys.pagePrefix(1)) || op.key.startsWith(Keys.pagePrefix(2)))) n++;
+  return n;
+}

@@ -1,0 +1,26 @@
+/**
+ * What StorageEngine.open and StorageEngine.reindex take; engine.ts re-exports both.
+ *
+ *   const engine = await StorageEngine.open(backend, { walMaxEntries: 100_000, walMaxBytes: 256 << 20 });
+ *   await engine.reindex({ skipFlush: true });
+ */
+import type { ReindexOptions } from './merkle-check.js';
+
+export interface EngineOptions {
+  readonly walMaxEntries: number;
+  readonly walMaxBytes: number;
+  readonly now?: () => number;
+  /** Called after each durable commit batch (for metrics). */
+  readonly onBatch?: (info: { txns: number; ops: number; bytes: number; merklePages: number }) => void;
+  /** Longest a dirty page record waits under load before a batch flushes it (default 1000 ms). */
+  readonly pageFlushIntervalMs?: number;
+}
+
+export interface ReindexRequest extends ReindexOptions {
+  /**
+   * Return before the page records and roots are written; they are flushed by a later job on the
+   * chain (`flushed` settles when done). If the process dies before that, the stored index is only
+   * partly rebuilt: check() reports it and reindex must be run again.
+   */
+  readonly skipFlush?: boolean;
+}
