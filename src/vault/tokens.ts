@@ -21,8 +21,9 @@
  * never depends on a stored entry being well-formed: it deletes what it can find of it.
  *
  * Concurrency: every read-modify-write of an entry runs under that token's in-memory lock. Locks
- * are always taken from ancestor to descendant (a tree is walked top-down), which rules out
- * deadlock; creating a child holds the parent's lock, so a tree being revoked cannot gain children.
+ * are always taken from ancestor to descendant (a tree is walked top-down, token-records.ts), which
+ * rules out deadlock; creating a child holds the parent's lock, so a tree being revoked cannot gain
+ * children.
  */
 import { randomBytes } from 'node:crypto';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
@@ -30,20 +31,12 @@ import type { TesseraError } from '../core/errors.js';
 import type { Op, Store } from '../storage/store.js';
 import { DEFAULT_TTL_LIMITS, childDraft, entryFromDraft } from './token-create.js';
 import type { CreateTokenOptions, CreateTokenRequest, TokenDraft, TtlLimits } from './token-create.js';
-import {
-  authBlock,
-  decodeEntry,
-  encodeEntry,
-  isExpired,
-  lookupData,
-  randomBase62,
-  sanitizePolicies,
-} from './token-entry.js';
+import { authBlock, encodeEntry, isExpired, lookupData, randomBase62, sanitizePolicies } from './token-entry.js';
 import type { AuthBlock, TokenEntry, TokenEntryView } from './token-entry.js';
-import { TOKEN_ENTRY_PREFIX, entryDeletion, factsInScope, hashToken, isAccessor, isTokenHash, revocationFacts, tokenKeys } from './token-keys.js';
-import type { RevocationFacts } from './token-keys.js';
+import { TOKEN_ENTRY_PREFIX, entryDeletion, factsInScope, hashToken, isTokenHash, tokenKeys } from './token-keys.js';
 import { KeyedMutex } from '../core/keyed-mutex.js';
 import { BatchTokens, isBatchToken } from './batch-tokens.js';
+import { TokenRecords } from './token-records.js';
 
 export { hashToken } from './token-keys.js';
 export { DEFAULT_POLICY, ROOT_POLICY, WRAPPING_POLICY, lookupData, sanitizePolicies } from './token-entry.js';
@@ -95,16 +88,6 @@ export interface Redemption<T> {
   readonly ops?: readonly Op[];
 }
 
-interface LockedTree {
-  /** The entry at the top of the tree as stored (live or expired), if any and well-formed. */
-  readonly root: TokenEntryView | undefined;
-  /** Whether anything was stored at the top of the tree, well-formed or not. */
-  readonly found: boolean;
-  /** Deletes every entry, index key and wrapped response of the tree. */
-  readonly ops: readonly Op[];
-  release(): void;
-}
-
 const EMPTY = Buffer.alloc(0);
 const TOKEN_LENGTH = 24;
 
@@ -114,6 +97,8 @@ export class TokenStore {
   readonly #random: (size: number) => Buffer;
   readonly #limits: TtlLimits;
   readonly #locks = new KeyedMutex();
+  /** Reads of stored entries and the locked tree walk, under the same locks (token-records.ts). */
+  readonly #records: TokenRecords;
   /** Hashes being minted right now: two creates with the same chosen id must not both pass. */
   readonly #minting = new Set<string>();
   /** `hvb.` tokens: sealed, never stored; lookups and revocations of one are routed there. */
@@ -124,10 +109,11 @@ export class TokenStore {
     this.#now = opts.now ?? Date.now;
     this.#random = opts.random ?? randomBytes;
     this.#limits = opts.limits ?? DEFAULT_TTL_LIMITS;
+    this.#records = new TokenRecords(store, { now: this.#now, locks: this.#locks });
     this.batch = new BatchTokens(store, {
       now: this.#now,
       random: this.#random,
-      parentLive: async (hash) => isTokenHash(hash) && (await this.#readLive(hash)) !== undefined,
+      parentLive: async (hash) => isTokenHash(hash) && (await this.#records.readLive(hash)) !== undefined,
       // No batch token outlives the longest TTL, so no key needs to outlive it either.
       retainMs: this.#limits.maxTtl * 1000,
     });
@@ -179,7 +165,7 @@ export class TokenStore {
     // A batch parent has no stored entry to re-read; childDraft refuses it with Vault's words.
     if (parent.type === 'batch') childDraft(parent, req, ns, opts, this.#limits);
     const build = async (): Promise<Created> => {
-      const live = await this.#readLive(parent.hash);
+      const live = await this.#records.readLive(parent.hash);
       if (live === undefined) throw new PermissionDenied();
       const draft = childDraft(live, req, ns, opts, this.#limits);
       const issued = draft.type === 'batch' ? await this.batch.mint(draft) : await this.#mint(draft);
@@ -219,12 +205,12 @@ export class TokenStore {
   /** The live entry of `token` if of `scope` or below; undefined if not, unknown, revoked or expired. Spends nothing. */
   async lookup(token: string, scope = ''): Promise<TokenEntryView | undefined> {
     if (isBatchToken(token)) return inScope(await this.batch.verify(token), scope);
-    return inScope(await this.#readLive(hashToken(token)), scope);
+    return inScope(await this.#records.readLive(hashToken(token)), scope);
   }
 
   async lookupByAccessor(accessor: string, scope = ''): Promise<TokenEntryView | undefined> {
-    const hash = await this.#hashOfAccessor(accessor);
-    return hash === undefined ? undefined : inScope(await this.#readLive(hash), scope);
+    const hash = await this.#records.hashOfAccessor(accessor);
+    return hash === undefined ? undefined : inScope(await this.#records.readLive(hash), scope);
   }
 
   /** Vault's lookup data for `entry`; pass the token as `id` only for lookup and lookup-self. */
@@ -244,19 +230,19 @@ export class TokenStore {
       return entry;
     }
     const hash = hashToken(token);
-    const seen = await this.#readLive(hash);
+    const seen = await this.#records.readLive(hash);
     if (seen === undefined) throw new PermissionDenied();
     // Nothing updates num_uses of an unlimited token, so it needs no lock.
     if (seen.num_uses === 0) return seen;
     return this.#locks.run(hash, async () => {
-      const entry = await this.#readLive(hash);
+      const entry = await this.#records.readLive(hash);
       if (entry === undefined) throw new PermissionDenied();
       if (entry.num_uses > 1) {
         const next: TokenEntry = { ...withoutHash(entry), num_uses: entry.num_uses - 1 };
         await this.#store.commit([{ type: 'put', key: tokenKeys.entry(hash), value: encodeEntry(next) }]);
         return { ...next, hash };
       }
-      const tree = await this.#lockTree(hash, true);
+      const tree = await this.#records.lockTree(hash, true);
       try {
         await this.#store.commit(tree.ops);
       } finally {
@@ -277,14 +263,14 @@ export class TokenStore {
   }
 
   async revokeAccessor(accessor: string, scope = ''): Promise<boolean> {
-    const hash = await this.#hashOfAccessor(accessor);
+    const hash = await this.#records.hashOfAccessor(accessor);
     return hash === undefined ? false : this.revokeTree(hash, scope);
   }
 
   /** True if a stored entry (live, expired, or malformed) was removed. */
   async revokeTree(hash: string, scope = ''): Promise<boolean> {
     if (!isTokenHash(hash)) return false;
-    const tree = await this.#lockTree(hash, false, scope);
+    const tree = await this.#records.lockTree(hash, false, scope);
     try {
       if (tree.ops.length > 0) await this.#store.commit(tree.ops);
       return tree.found;
@@ -299,14 +285,14 @@ export class TokenStore {
     const hash = hashToken(token);
     const releases = [await this.#locks.acquire(hash)];
     try {
-      const facts = await this.#readFacts(hash);
+      const facts = await this.#records.readFacts(hash);
       if (facts === undefined || !factsInScope(facts, scope)) return false;
       const ops: Op[] = [...entryDeletion(hash, facts)];
       for (const child of await this.#store.list(tokenKeys.childrenOf(hash))) {
         ops.push({ type: 'del', key: tokenKeys.child(hash, child) });
         if (!isTokenHash(child)) continue;
         releases.push(await this.#locks.acquire(child));
-        const c = await this.#read(child).catch(() => undefined); // a malformed child just loses its link
+        const c = await this.#records.read(child).catch(() => undefined); // a malformed child just loses its link
         if (c === undefined) continue;
         const orphaned: TokenEntry = { ...withoutHash(c), parent: '', orphan: true };
         ops.push({ type: 'put', key: tokenKeys.entry(child), value: encodeEntry(orphaned) });
@@ -328,7 +314,7 @@ export class TokenStore {
     take: (entry: TokenEntryView) => Promise<Redemption<T>>,
     notLive: () => TesseraError = () => new PermissionDenied(),
   ): Promise<T> {
-    const tree = await this.#lockTree(hashToken(token), false);
+    const tree = await this.#records.lockTree(hashToken(token), false);
     try {
       const root = tree.root;
       if (root === undefined || isExpired(root, this.#now())) throw notLive();
@@ -345,9 +331,9 @@ export class TokenStore {
     let revoked = 0;
     for (const hash of await this.#store.list(TOKEN_ENTRY_PREFIX)) {
       if (!isTokenHash(hash)) continue;
-      const seen = await this.#read(hash).catch(() => undefined); // malformed: not known to be expired
+      const seen = await this.#records.read(hash).catch(() => undefined); // malformed: not known to be expired
       if (seen === undefined || !isExpired(seen, this.#now())) continue;
-      const tree = await this.#lockTree(hash, false);
+      const tree = await this.#records.lockTree(hash, false);
       try {
         if (tree.root === undefined) continue;
         await this.#store.commit(tree.ops);
@@ -379,69 +365,6 @@ export class TokenStore {
     } finally {
       this.#minting.delete(hash);
     }
-  }
-
-  async #read(hash: string): Promise<TokenEntryView | undefined> {
-    const raw = await this.#store.get(tokenKeys.entry(hash));
-    return raw === undefined ? undefined : { ...decodeEntry(raw), hash };
-  }
-
-  /** What revocation needs of the stored entry, whatever its shape; undefined if nothing is stored. */
-  async #readFacts(hash: string): Promise<RevocationFacts | undefined> {
-    const raw = await this.#store.get(tokenKeys.entry(hash));
-    return raw === undefined ? undefined : revocationFacts(raw);
-  }
-
-  async #readLive(hash: string): Promise<TokenEntryView | undefined> {
-    const entry = await this.#read(hash);
-    return entry === undefined || isExpired(entry, this.#now()) ? undefined : entry;
-  }
-
-  async #hashOfAccessor(accessor: string): Promise<string | undefined> {
-    if (!isAccessor(accessor)) return undefined;
-    const raw = await this.#store.get(tokenKeys.accessor(accessor));
-    return raw === undefined ? undefined : raw.toString('utf8');
-  }
-
-  /**
-   * Locks `hash` (unless the caller already holds it) and every descendant, top-down, and returns
-   * the ops deleting them all; no ops when the top entry is not of `scope` or below. Entries are
-   * read for their index keys only (revocationFacts), so no stored record can make this throw.
-   * The caller commits, then releases.
-   */
-  async #lockTree(hash: string, rootHeld: boolean, scope = ''): Promise<LockedTree> {
-    const releases: Array<() => void> = [];
-    const ops = new Map<string, Op>();
-    const seen = new Set<string>();
-    let root: TokenEntryView | undefined;
-    let found = false;
-    const visit = async (h: string, isRoot: boolean): Promise<void> => {
-      if (seen.has(h)) return; // only a corrupt store could hold a cycle
-      seen.add(h);
-      if (!(isRoot && rootHeld)) releases.push(await this.#locks.acquire(h));
-      const facts = await this.#readFacts(h);
-      if (isRoot) {
-        if (facts === undefined ? scope !== '' : !factsInScope(facts, scope)) return;
-        found = facts !== undefined;
-        root = await this.#read(h).catch(() => undefined);
-      }
-      if (facts !== undefined) for (const op of entryDeletion(h, facts)) ops.set(op.key, op);
-      for (const child of await this.#store.list(tokenKeys.childrenOf(h))) {
-        const link = tokenKeys.child(h, child);
-        ops.set(link, { type: 'del', key: link });
-        if (isTokenHash(child)) await visit(child, false);
-      }
-    };
-    const release = (): void => {
-      for (const r of releases.splice(0).reverse()) r();
-    };
-    try {
-      await visit(hash, true);
-    } catch (e) {
-      release();
-      throw e;
-    }
-    return { root, found, ops: [...ops.values()], release };
   }
 }
 
