@@ -4,9 +4,9 @@
  * performance secondary), so both kinds' routes answer in every role. At least 10,000 generated
  * requests (fuzz.arbitraries.ts: every declared route with random and edge parameters, the
  * mounted engines, unknown paths and methods including LIST, random tokens, namespaces, headers
- * and bodies, and the e2e bad-input kinds) in batches of BATCH, with these properties:
+ * and bodies, and the e2e bad-input kinds) in batches of BATCH, with these properties (checked by fuzz.oracle.ts):
  *
- * - never a 5xx, except a 503 whose message is one of ALLOWED_503 (documented refusals);
+ * - never a 5xx, except a 503 whose message is one of ALLOWED_503 (fuzz.oracle.ts: documented refusals);
  * - every 4xx/503 is JSON exactly `{"errors": [string, ...]}` (HEAD answers carry no body);
  * - a request generated to be refused (the bad-input kinds) is refused (>= 400);
  * - a batch in which nothing was accepted (every answer >= 400, or a plain read) leaves every
@@ -32,6 +32,7 @@ import { startCluster, useHarness, waitInSync, type Cluster, type InProcessNode 
 import type { Tokens } from '../e2e/bad-input.arbitraries.js';
 import { destructive, fuzzRequest, routeShapes, type FuzzRequest, type Target } from './fuzz.arbitraries.js';
 import { bytesOf, garbageTail, sendRaw, type Tail } from './fuzz.garbage.js';
+import { MALFORMED, describeRequest, mayChange, pool, violation, type Answer } from './fuzz.oracle.js';
 
 const SEED = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) : process.env.CI ? 20_261_123 : Math.floor(Math.random() * 2 ** 31);
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 10_000);
@@ -39,19 +40,6 @@ const BATCH = 25;
 /** FUZZ_VERBOSE=1: also print the most frequent error answers (to tune the generators). */
 const VERBOSE = process.env.FUZZ_VERBOSE === '1';
 const CONCURRENCY = 8;
-
-/**
- * The only 503s allowed, each for a documented reason: sealed and not initialised (Vault's own;
- * not expected here, every node is initialised and unsealed), and a performance secondary refusing
- * a write of replicated data that it does not forward (REPLICATION.md 8: logins and requests
- * without a client token). Anything else is a defect, including a failed forward: the primary is
- * up and connected throughout. A DR secondary refuses with 400, never 503; there are no standbys.
- */
-const ALLOWED_503: readonly RegExp[] = [
-  /^\{"errors":\["Vault is sealed"\]\}$/,
-  /^\{"errors":\["Vault is not initialized"\]\}$/,
-  /^\{"errors":\["this cluster is a performance secondary: only its primary[^"]* writes replicated data, and this request is not one it forwards/,
-];
 
 const h = useHarness();
 let cluster: Cluster<InProcessNode>;
@@ -121,12 +109,6 @@ afterAll(() => {
   for (const a of Object.values(agents)) a.destroy();
 });
 
-interface Answer {
-  readonly status: number;
-  readonly contentType: string;
-  readonly text: string;
-}
-
 function tokenOf(r: FuzzRequest): string | undefined {
   if (r.token === 'none') return undefined;
   if (r.token === 'revoked') return tokens.revoked;
@@ -140,9 +122,6 @@ function authOf(r: FuzzRequest): Record<string, string> {
   return r.tokenHeader === 'bearer' ? { Authorization: `Bearer ${token}` } : { 'X-Vault-Token': token };
 }
 
-/** The parser's answer to the bytes after a request: only ever after the request's own answer. */
-const MALFORMED = { status: 400, contentType: 'application/json', text: '{"errors":["malformed HTTP request: bad request"]}' };
-
 /**
  * Sends `r` with `tail` after it in one socket write (fuzz.garbage.ts). The request's own answer
  * comes first and is returned; after it, at most the parser's 400 for the tail.
@@ -151,7 +130,7 @@ async function sendWithTail(r: FuzzRequest, tail: Tail): Promise<Answer> {
   const host = new URL(nodes[r.target].apiAddr).host;
   const { first, rest } = await sendRaw(nodes[r.target].apiAddr, bytesOf(r, host, authOf(r), tail), r.method === 'HEAD');
   if (rest.length > 1 || rest.some((a) => JSON.stringify(a) !== JSON.stringify(MALFORMED))) {
-    throw new Error(`after the answer to a request with a "${tail}" tail, more than the parser's 400: ${JSON.stringify(rest).slice(0, 500)}: ${describe(r)}`);
+    throw new Error(`after the answer to a request with a "${tail}" tail, more than the parser's 400: ${JSON.stringify(rest).slice(0, 500)}: ${describeRequest(r)}`);
   }
   return first;
 }
@@ -180,50 +159,6 @@ function send(r: FuzzRequest): Promise<Answer> {
   });
 }
 
-/** The request as JSON, with a binary body as base64 so that it can be replayed. */
-function describe(r: FuzzRequest): string {
-  return JSON.stringify({ ...r, body: Buffer.isBuffer(r.body) ? `base64:${r.body.toString('base64')}` : r.body }).replace(/(.)\1{40,}/g, (m, c: string) => `${c}<x${m.length}>`);
-}
-
-/**
- * sys/health answers its documented non-2xx codes (429 standby, 472 DR secondary, 473 performance
- * standby) with the health status itself, as Vault does: that is not an error reply.
- */
-function healthCode(r: FuzzRequest, a: Answer): boolean {
-  if (![429, 472, 473].includes(a.status) || !/^\/v1\/(.*\/)?sys\/health\/?(\?|$)/.test(r.path)) return false;
-  try {
-    return typeof (JSON.parse(a.text) as { initialized?: unknown }).initialized === 'boolean';
-  } catch {
-    return false;
-  }
-}
-
-/** What is wrong with an answer, or undefined. */
-function violation(r: FuzzRequest, a: Answer): string | undefined {
-  if (a.status >= 500 && !(a.status === 503 && ALLOWED_503.some((m) => m.test(a.text)))) return `status ${a.status}`;
-  if (r.mustRefuse && a.status < 400) return `accepted (${a.status}) a request generated to be refused`;
-  if (a.status >= 400 && r.method !== 'HEAD' && !healthCode(r, a)) {
-    if (!a.contentType.startsWith('application/json')) return `error with content type "${a.contentType}"`;
-    let body: unknown;
-    try {
-      body = JSON.parse(a.text);
-    } catch {
-      return 'error body is not JSON';
-    }
-    const errors = (body as { errors?: unknown }).errors;
-    const keys = body !== null && typeof body === 'object' ? Object.keys(body) : [];
-    // Vault answers a read of nothing with 404 {"errors": []}; any other error names itself.
-    if (keys.length !== 1 || !Array.isArray(errors) || (errors.length === 0 && a.status !== 404) || !errors.every((e) => typeof e === 'string')) return 'error body is not {"errors": [string, ...]}';
-  }
-  return undefined;
-}
-
-/** An accepted request that may legitimately change state: anything but a plain read (a wrapped read creates a token). */
-function mayChange(r: FuzzRequest, a: Answer): boolean {
-  if (a.status >= 400) return false;
-  return !['GET', 'LIST', 'HEAD'].includes(r.method) || r.headers['X-Vault-Wrap-TTL'] !== undefined;
-}
-
 /** What refused requests must not change, on every node. */
 async function state(): Promise<unknown> {
   const out: Record<string, unknown> = {};
@@ -246,18 +181,6 @@ async function canaryOn(t: Target): Promise<string> {
   const r = await nodes[t].vault().get('secret/data/canary');
   const ok = r.status === 200 && r.body.data.data?.v === 'canary' && r.body.data.metadata.version === 1;
   return ok ? 'intact' : `${r.status} ${r.text.slice(0, 300)}`;
-}
-
-async function pool<T, R>(items: readonly T[], limit: number, f: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await f(items[i]!);
-    }
-  }));
-  return out;
 }
 
 test('valid tokens never reach the destructive endpoints (the exclusion list), whatever the prefix or query', () => {
@@ -343,7 +266,7 @@ test(`${REQUESTS} generated requests over every route, both kinds, every role (s
       const answers = await pool(batch.map((r, i) => [r, tails[i]] as const), CONCURRENCY, ([r, tail]) => {
         if (tail !== undefined) seen.tails.set(tail, (seen.tails.get(tail) ?? 0) + 1);
         return (tail === undefined ? send(r) : sendWithTail(r, tail)).catch((e: unknown) => {
-          throw new Error(`no HTTP answer (${(e as Error).message})${tail === undefined ? '' : ` with a "${tail}" tail`}: ${describe(r)}`);
+          throw new Error(`no HTTP answer (${(e as Error).message})${tail === undefined ? '' : ` with a "${tail}" tail`}: ${describeRequest(r)}`);
         });
       });
       sent += batch.length;
@@ -359,16 +282,16 @@ test(`${REQUESTS} generated requests over every route, both kinds, every role (s
           seen.errors.set(m, (seen.errors.get(m) ?? 0) + 1);
         }
         const v = violation(r, a);
-        if (v !== undefined) throw new Error(`${v}: ${describe(r)} -> ${a.status} ${a.text.slice(0, 500)}`);
+        if (v !== undefined) throw new Error(`${v}: ${describeRequest(r)} -> ${a.status} ${a.text.slice(0, 500)}`);
       });
       const accepted = batch.filter((r, i) => mayChange(r, answers[i]!));
       if (accepted.length > 0) {
         dirty++;
         await settle().catch(async (e: unknown) => {
-          throw new Error(`the secondaries did not catch up after accepted requests ${accepted.map((r, i) => `${describe(r)} -> ${answers[batch.indexOf(r)]!.status}`).join(', ')}: ${(e as Error).message}; state ${JSON.stringify(await state())}`);
+          throw new Error(`the secondaries did not catch up after accepted requests ${accepted.map((r, i) => `${describeRequest(r)} -> ${answers[batch.indexOf(r)]!.status}`).join(', ')}: ${(e as Error).message}; state ${JSON.stringify(await state())}`);
         });
         const canary = await canaryOn('primary');
-        if (canary !== 'intact') throw new Error(`the canary is ${canary} after accepted requests ${accepted.map((r) => `${describe(r)} -> ${answers[batch.indexOf(r)]!.status}`).join(', ')}`);
+        if (canary !== 'intact') throw new Error(`the canary is ${canary} after accepted requests ${accepted.map((r) => `${describeRequest(r)} -> ${answers[batch.indexOf(r)]!.status}`).join(', ')}`);
         before = await state();
       } else {
         clean++;

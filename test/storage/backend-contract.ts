@@ -12,65 +12,10 @@
  */
 import fc from 'fast-check';
 import { prefixEnd } from '../../src/storage/backend.js';
-import type { Backend, BatchOp, RangeOptions } from '../../src/storage/backend.js';
+import type { Backend } from '../../src/storage/backend.js';
+import { buf, collect, del, keysOf, modelRange, put, utf8Compare, within } from './backend-contract-support.js';
 
 export type BackendFactory = () => Promise<{ backend: Backend; cleanup: () => Promise<void> }>;
-
-const buf = (s: string): Buffer => Buffer.from(s, 'utf8');
-
-function put(key: string, value: string | Buffer): BatchOp {
-  return { type: 'put', key, value: typeof value === 'string' ? buf(value) : value };
-}
-
-function del(key: string): BatchOp {
-  return { type: 'del', key };
-}
-
-/** LevelDB's order: bytes of the UTF-8 encoding (not JS's UTF-16 code unit order). */
-function utf8Compare(a: string, b: string): number {
-  return Buffer.compare(buf(a), buf(b));
-}
-
-async function collect(
-  it: AsyncIterable<[string, Buffer]>,
-): Promise<Array<[string, string]>> {
-  const out: Array<[string, string]> = [];
-  for await (const [k, v] of it) out.push([k, v.toString('utf8')]);
-  return out;
-}
-
-async function keysOf(it: AsyncIterable<[string, Buffer]>): Promise<string[]> {
-  return (await collect(it)).map(([k]) => k);
-}
-
-/** Rejects if `p` has not settled within `ms`; guards tests against a hang that means a leak. */
-async function within<T>(ms: number, p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([p, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** The reference model: a plain map read back in UTF-8 byte order. */
-function modelRange(model: Map<string, string>, r: RangeOptions): Array<[string, string]> {
-  const keys = [...model.keys()]
-    .filter(
-      (k) =>
-        (r.gte === undefined || utf8Compare(k, r.gte) >= 0) &&
-        (r.gt === undefined || utf8Compare(k, r.gt) > 0) &&
-        (r.lt === undefined || utf8Compare(k, r.lt) < 0) &&
-        (r.lte === undefined || utf8Compare(k, r.lte) <= 0),
-    )
-    .sort(utf8Compare);
-  if (r.reverse) keys.reverse();
-  const limited = r.limit === undefined ? keys : keys.slice(0, r.limit);
-  return limited.map((k) => [k, model.get(k) ?? '']);
-}
 
 export function runBackendContract(name: string, factory: BackendFactory): void {
   describe(`Backend contract: ${name}`, () => {
