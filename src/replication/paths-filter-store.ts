@@ -16,7 +16,7 @@ import { filterAsGiven, parsePathsFilter, type PathsFilter } from '../core/paths
 import { LocalKeys } from '../storage/keyspace.js';
 import type { Store } from '../storage/store.js';
 
-/** The activation-token id rule (SECONDARY_ID in dr.ts): 1 to 128 of [A-Za-z0-9_.-], not starting with '.' or '-'. */
+/** The activation-token id rule (SECONDARY_ID in driver.ts): 1 to 128 of [A-Za-z0-9_.-], not starting with '.' or '-'. */
 const SECONDARY_ID = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 
 function assertId(id: string): void {

@@ -3,7 +3,7 @@
  * operator's set/read/delete of one secondary's filter, its dynamic filter, and the key filter the
  * stream and the Merkle hashes apply (PrimaryStreamer's `pathsFilter` hook).
  *
- *   const filters = new PathsFilters({ store: () => core.store(), registry: () => knownIdsOrThrow() });
+ *   const filters = new PathsFilters({ store: () => core.store(), registry: () => ['east', 'west'] });
  *   await filters.set('east', { mode: 'deny', paths: ['team-a'] });   // validated first, then one commit
  *   await filters.dynamic('east');   // { dynamic_filtered_mounts: ['team-a/kv/'], dynamic_filtered_namespaces: ['team-a/'] }
  *   const kf = await filters.keyFilter('east');                      // undefined when none is set

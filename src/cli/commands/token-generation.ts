@@ -2,7 +2,7 @@
  * The shared command behind `tessera operator generate-root` and `generate-dr-token`: a token
  * generated from root key shares, with the UX of `vault operator generate-root`.
  *
- *   registerGeneration(operator, ctx, ROOT_SPEC);   // a GenerationCommand: names and endpoints
+ *   registerGeneration(operator, ctx, { name: 'generate-root', ... });   // a GenerationCommand: names and endpoints
  *
  * Without a mode flag it starts an attempt when none is in progress, then takes shares (the KEY
  * argument, else a hidden prompt per share on a terminal, else one share per line of stdin) until

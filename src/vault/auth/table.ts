@@ -5,7 +5,7 @@
  * key), `local: true` ones at `local/core/auth/<uuid>`; a method's data lives under `auth/<uuid>/`
  * or `local/auth/<uuid>/` so the keyspace classifies it with its entry. Tables of the older layout
  * (one JSON array at `core/auth`, `local/core/auth`) are still read, and moved to per-mount keys by
- * the first write of their class or by migrateLegacyAuthTables().
+ * the first write of their class or by migrateLegacyTables().
  *
  * The table is read from the store on every use (two gets, served by the read cache) rather than
  * cached: replication may rewrite it under us, and there is then no cache to go stale.

@@ -3,8 +3,8 @@
  * replication filters and any migration can reason about the whole keyspace.
  *
  *   KV v1:  <path>                                 the secret's JSON body, as Vault's passthrough
- *   KV v2:  config                                 engine config JSON (see config.ts)
- *           meta/<path>                            key metadata JSON (see metadata.ts)
+ *   KV v2:  config                                 engine config JSON (see config-paths.ts)
+ *           meta/<path>                            key metadata JSON (see metadata-paths.ts)
  *           versions/<path>/<16 hex digits>        one version's data JSON
  *
  *   store.get(versionKey('app/db', 3));  // 'versions/app/db/0000000000000003'
