@@ -1,3 +1,7 @@
+/**
+ * TokenStore: issuing, TTLs and use counts. Child rules and revocation: tokens.tree.test.ts;
+ * system TTL bounds, malformed records and namespace scope on a real engine: tokens.bounds.test.ts.
+ */
 import { randomBytes } from 'node:crypto';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
 import { MapStore } from '../storage/store.js';
