@@ -108,16 +108,22 @@ function objectShape(schema: z.ZodType): Record<string, z.ZodType> {
   return (schema as unknown as { shape: Record<string, z.ZodType> }).shape;
 }
 
-/** The path parameters of a pattern: `:name` and `*name` segments. */
-function pathParams(pattern: string): string[] {
-  return pattern.split('/').filter((s) => s.startsWith(':') || s.startsWith('*')).map((s) => s.slice(1));
+/** The path parameters of a pattern: `:name` (one segment) and `*name` (the rest). */
+function pathParams(pattern: string): HelpField[] {
+  return pattern.split('/').filter((s) => s.startsWith(':') || s.startsWith('*')).map((s) => ({
+    name: s.slice(1),
+    type: 'string',
+    description: s.startsWith(':') ? 'A segment of the path.' : 'The rest of the path.',
+    in: 'path',
+    required: true,
+  }));
 }
 
 /** A declared route's help: its operations' summaries and the fields their schemas take. */
 export function routeHelp(route: Route): PathHelp {
   const operations: Partial<Record<Operation, string>> = {};
   const fields = new Map<string, HelpField>();
-  for (const name of pathParams(route.pattern)) fields.set(name, { name, type: 'string', description: 'A segment of the path.', in: 'path', required: true });
+  for (const param of pathParams(route.pattern)) fields.set(param.name, param);
   const notes = new Map<string, string[]>();
   for (const [operation, spec] of Object.entries(route.operations) as [Operation, NonNullable<Route['operations'][Operation]>][]) {
     operations[operation] = spec.summary;
