@@ -91,7 +91,8 @@ export class TesseraClient {
 
   /**
    * The help of the route `path` matches (GET ?help=1), as Vault's api `Client.Help` reads it:
-   * a bare object, not an envelope. Needs a token (any valid one), as in Vault.
+   * a bare object, not an envelope. As in Vault, any valid token will do, and the paths that need
+   * no token (health, seal status, logins) need none for their help either.
    */
   async help(path: string): Promise<Help> {
     const req: ApiRequest = { method: Method.get, path, query: { help: 1 } };

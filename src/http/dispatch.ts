@@ -194,14 +194,18 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
   // Path help (Vault's `?help=1`, http/help.go): the route's declaration or the mounted engine's
   // help, whatever the operation. As in Vault, it needs a valid token of the namespace (or a
   // parent's) but no capability: Vault's ACL allows the help operation on every path, sudo ones
-  // too (policy/acl.go AllowOperation), and its handler does not exempt public paths; a node route
-  // still answers only in the root namespace. Never forwarded: it writes nothing.
+  // too (policy/acl.go AllowOperation). Vault's unauthenticated paths (login paths, health, seal
+  // status, unseal, DR secondary operations) answer it without a token (request_handling.go
+  // handleLoginRequest): here the routes no client token authorizes, `public` and `body`. A node
+  // route still answers only in the root namespace. Never forwarded: it writes nothing.
   if (!forwarded && wantsHelp(req.query)) {
     if (routed?.route.scope === 'node' && namespace !== '') throw new RootNamespaceOnly(routed.route.pattern.split('/:')[0] ?? routed.route.pattern);
     if (services.sealed()) throw new Sealed();
-    await services.authenticate(req.token, namespace, (c) => {
-      if (!namespace.startsWith(c.namespace)) throw new PermissionDenied();
-    });
+    if (routed?.route.access !== 'public' && routed?.route.access !== 'body') {
+      await services.authenticate(req.token, namespace, (c) => {
+        if (!namespace.startsWith(c.namespace)) throw new PermissionDenied();
+      });
+    }
     const system = path === 'sys' || path.startsWith('sys/') || path.startsWith('auth/');
     const help = routed ? routeHelp(routed.route) : system ? undefined : await services.engineHelp?.(namespace, path);
     if (help === undefined) throw new NotFound([system ? `unsupported path: ${path.slice(0, 128)}` : `no handler for route "${path.slice(0, 128)}". route entry not found.`]);

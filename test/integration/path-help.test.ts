@@ -110,7 +110,7 @@ describe('GET ?help=1', () => {
   });
 
   it('needs a valid token, as in Vault, but no capability on the path (sudo paths too)', async () => {
-    for (const p of ['sys/health', 'sys/policies/acl/ops', 'secret/data/a', 'sys/nothing-here']) {
+    for (const p of ['sys/policies/acl/ops', 'secret/data/a', 'sys/nothing-here', 'nomount/x']) {
       const r = await n.call('GET', `${p}?help=1`, undefined, { token: null });
       expect(r.status).toBe(403);
       expect(r.body.errors).toEqual([expect.stringMatching(/^permission denied/)]);
@@ -123,6 +123,14 @@ describe('GET ?help=1', () => {
     }
     // The same token may not use the paths it reads the help of.
     expect((await n.call('GET', 'sys/mounts/x', undefined, { token: weak })).status).toBe(403);
+  });
+
+  it("answers Vault's unauthenticated paths without a token: public routes, logins, DR operation-token routes", async () => {
+    for (const p of ['sys/health', 'sys/seal-status', 'sys/replication/status', 'auth/up/login/ada', 'sys/replication/dr/secondary/promote']) {
+      const r = await n.call('GET', `${p}?help=1`, undefined, { token: null });
+      expect({ p, status: r.status }).toEqual({ p, status: 200 });
+      expect(r.body.help).toContain(`Request:        ${p}`);
+    }
   });
 });
 
@@ -144,7 +152,7 @@ describe('tessera path-help', () => {
     const r = await runCli(['path-help', 'nomount/x'], { env: env() });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('Error retrieving help:');
-    const anon = await runCli(['path-help', 'sys/mounts'], { env: { TESSERA_ADDR: n.apiAddr } });
+    const anon = await runCli(['path-help', 'sys/mounts'], { env: { TESSERA_ADDR: n.apiAddr, HOME: n.dataDir } });
     expect(anon.code).toBe(2);
     expect(anon.stderr).toContain('permission denied');
   });

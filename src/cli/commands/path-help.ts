@@ -1,7 +1,8 @@
 /**
  * `tessera path-help PATH`: the help of the route PATH matches (GET ?help=1), as `vault path-help`
- * prints it: the help text, or with `-format=json` the path's OpenAPI document. Needs a token, as
- * in Vault; any valid one will do. Exit 2 when the help cannot be read, as Vault's command does.
+ * prints it: the help text, or with `-format=json` the path's OpenAPI document. As in Vault, any
+ * valid token will do (none for paths that need none, such as sys/health or a login). Exit 2 when
+ * the help cannot be read, as Vault's command does.
  */
 import type { Command } from 'commander';
 import type { Context, ClientFlags, FormatFlags } from '../context.js';
