@@ -100,6 +100,20 @@ describe('GET ?help=1', () => {
     expect(up.body.help).toContain('Matching Route: auth/up/users/:username');
   });
 
+  it('answers in a namespace, by header or path prefix; node routes only in the root namespace', async () => {
+    expect((await n.call('POST', 'sys/namespaces/team')).status).toBe(200);
+    const ns = { headers: { 'X-Vault-Namespace': 'team' } };
+    expect((await n.call('POST', 'sys/mounts/kvt', { type: 'kv', options: { version: '2' } }, ns)).status).toBe(204);
+    const byHeader = await n.call('GET', 'kvt/metadata/a?help=1', undefined, ns);
+    expect(byHeader.status).toBe(200);
+    expect(byHeader.body.help).toContain('Matching Route: kvt/metadata/*path');
+    const byPrefix = await n.call('GET', 'team/sys/policies/acl/x?help=1');
+    expect(byPrefix.body.help).toContain('Request:        sys/policies/acl/x');
+    const node = await n.call('GET', 'sys/replication/dr/primary/enable?help=1', undefined, ns);
+    expect(node.status).toBe(400);
+    expect(node.body.errors[0]).toContain('restricted to the root namespace');
+  });
+
   it('an unknown path is a 404 in the errors shape', async () => {
     for (const p of ['sys/nothing-here', 'nomount/x', 'auth/nomethod/login']) {
       const r = await n.call('GET', `${p}?help=1`);
