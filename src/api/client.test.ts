@@ -65,6 +65,15 @@ describe('generic calls', () => {
     expect(fake.requests[0]?.method).toBe('DELETE');
   });
 
+  it("reads a path's help with GET ?help=1: Vault's bare help object, not an envelope", async () => {
+    fake.on('GET', 'sys/mounts', { status: 200, body: { help: 'Request: sys/mounts', see_also: null, openapi: { openapi: '3.0.2' } } });
+    await expect(client.help('sys/mounts')).resolves.toEqual({ help: 'Request: sys/mounts', see_also: null, openapi: { openapi: '3.0.2' } });
+    expect(fake.requests[0]?.query).toEqual({ help: '1' });
+    expect(fake.requests[0]?.headers['x-vault-token']).toBe('hvs.root');
+    fake.on('GET', 'sys/x', { status: 200, body: envelope({ help: 'not bare' }) });
+    await expect(client.help('sys/x')).rejects.toBeInstanceOf(MalformedResponse);
+  });
+
   it('percent-encodes path segments', async () => {
     fake.on('GET', 'secret/a b?c', { status: 200, body: envelope({}) });
     await client.read('secret/a b?c');

@@ -7,7 +7,7 @@
  *   const secret = await client.read('secret/data/app', { version: 2 });
  *   const status = await client.replication.status();
  */
-import type { Envelope, Query } from './types.js';
+import type { Envelope, Help, Query } from './types.js';
 import { MalformedResponse } from './errors.js';
 import { Method, buildUrl, send } from './request.js';
 import type { ApiRequest, ApiResponse, ConnectionOptions } from './request.js';
@@ -87,6 +87,21 @@ export class TesseraClient {
   /** GET ?list=true; the keys are in `data.keys`. */
   async list(path: string): Promise<Envelope<{ keys: string[] }> | null> {
     return this.#envelope<{ keys: string[] }>({ method: Method.get, path, query: { list: true } });
+  }
+
+  /**
+   * The help of the route `path` matches (GET ?help=1), as Vault's api `Client.Help` reads it:
+   * a bare object, not an envelope. As in Vault, any valid token will do, and the paths that need
+   * no token (health, seal status, logins) need none for their help either.
+   */
+  async help(path: string): Promise<Help> {
+    const req: ApiRequest = { method: Method.get, path, query: { help: 1 } };
+    const res = await this.request(req);
+    const body = res.body as Partial<Help> | null;
+    if (body === null || typeof body !== 'object' || Array.isArray(body) || typeof body.help !== 'string') {
+      throw new MalformedResponse(this.url(req.path, req.query), res.status, 'expected a help object');
+    }
+    return { help: body.help, see_also: body.see_also ?? null, openapi: body.openapi ?? null };
   }
 
   async #envelope<D>(req: ApiRequest): Promise<Envelope<D> | null> {

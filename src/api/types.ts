@@ -5,6 +5,13 @@
  *   const env: Envelope<{ keys: string[] }> | null = await client.list('secret/metadata');
  */
 
+/** A path's help (GET ?help=1): Vault's api `Help` struct; `vault path-help` prints `help`. */
+export interface Help {
+  readonly help: string;
+  readonly see_also: string[] | null;
+  readonly openapi: Record<string, unknown> | null;
+}
+
 /** The success envelope; keys are always present and empty ones are null (WIRE.md section 2). */
 export interface Envelope<D = Record<string, unknown>> {
   readonly request_id: string;

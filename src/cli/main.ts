@@ -19,6 +19,7 @@ import { register as registerLicense } from './commands/license.js';
 import { register as registerList } from './commands/list.js';
 import { register as registerLogin } from './commands/login.js';
 import { register as registerOperator } from './commands/operator.js';
+import { register as registerPathHelp } from './commands/path-help.js';
 import { register as registerRead } from './commands/read.js';
 import { register as registerSecrets } from './commands/secrets.js';
 import { register as registerServer } from './commands/server.js';
@@ -60,6 +61,7 @@ function program(ctx: Context): Command {
     registerKv,
     registerSecrets,
     registerLogin,
+    registerPathHelp,
     registerLicense,
     registerVersion,
   ]) {

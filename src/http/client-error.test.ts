@@ -23,7 +23,7 @@ const routes: Route[] = [
         for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
         committed.push(params.name as string);
         return ok({ committed: params.name });
-      }),
+      }, 'Commit after a few turns.'),
     },
   },
 ];

@@ -14,11 +14,12 @@ import type { ForwardOutcome } from './forwarding.js';
 import { forwardRequestOf, replyOfForwarded } from './forwarding.js';
 import type { ForwardScope } from '../core/paths-filter.js';
 import type { Caller } from '../vault/caller.js';
-import type { LogicalResponse, Operation } from '../vault/logical.js';
+import type { LogicalResponse, Operation, PathHelp } from '../vault/logical.js';
 import type { ForwardRequest } from '../replication/transport.js';
 import type { ApiRequest } from './request.js';
 import { parseFields } from './fields.js';
-import { envelope, type Reply, type StreamSource } from './reply.js';
+import { bare, envelope, type Reply, type StreamSource } from './reply.js';
+import { helpBody, routeHelp, wantsHelp } from './help.js';
 import { findRoute, type Match, type Route } from './route.js';
 
 /** What the HTTP layer needs from the node; implemented by the vault core. */
@@ -41,6 +42,8 @@ export interface Services {
   forwardWrite?: (req: ForwardRequest) => Promise<ForwardOutcome>;
   /** While applied replicated data is not yet visible (caches reloading), the wait for it. */
   visible?(): Promise<void> | undefined;
+  /** Path help of a path under a mounted engine (`?help=1`); undefined when no mount serves it. */
+  engineHelp?(namespace: string, path: string): Promise<PathHelp | undefined>;
 }
 
 export interface Dispatched {
@@ -187,6 +190,27 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
   const declared = namespace === req.namespace ? match : matchRoute(routes, path);
   if (authority.kind === 'forwarded') inScope(authority.scope, namespace, path, declared);
   const routed = declared?.route.delegate ? await declared.route.delegate(namespace, path) : declared;
+
+  // Path help (Vault's `?help=1`, http/help.go): the route's declaration or the mounted engine's
+  // help, whatever the operation. As in Vault, it needs a valid token of the namespace (or a
+  // parent's) but no capability: Vault's ACL allows the help operation on every path, sudo ones
+  // too (policy/acl.go AllowOperation). Vault's unauthenticated paths (login paths, health, seal
+  // status, unseal, DR secondary operations) answer it without a token (request_handling.go
+  // handleLoginRequest): here the routes no client token authorizes, `public` and `body`. A node
+  // route still answers only in the root namespace. Never forwarded: it writes nothing.
+  if (!forwarded && wantsHelp(req.query)) {
+    if (routed?.route.scope === 'node' && namespace !== '') throw new RootNamespaceOnly(routed.route.pattern.split('/:')[0] ?? routed.route.pattern);
+    if (services.sealed()) throw new Sealed();
+    if (routed?.route.access !== 'public' && routed?.route.access !== 'body') {
+      await services.authenticate(req.token, namespace, (c) => {
+        if (!namespace.startsWith(c.namespace)) throw new PermissionDenied();
+      });
+    }
+    const system = path === 'sys' || path.startsWith('sys/') || path.startsWith('auth/');
+    const help = routed ? routeHelp(routed.route) : system ? undefined : await services.engineHelp?.(namespace, path);
+    if (help === undefined) throw new NotFound([system ? `unsupported path: ${path.slice(0, 128)}` : `no handler for route "${path.slice(0, 128)}". route entry not found.`]);
+    return { reply: bare(200, helpBody(path, help)), path };
+  }
 
   if (routed) {
     const { route, params } = routed;

@@ -4,7 +4,7 @@
  *
  *   const r = route({
  *     pattern: 'sys/policies/acl/:name', access: 'token',
- *     operations: { read: op(z.object({}), async (ctx) => ok(await svc.read(ctx.params.name))) },
+ *     operations: { read: op(z.object({}), async (ctx) => ok(await svc.read(ctx.params.name)), 'Read an ACL policy.') },
  *   });
  */
 import type { z } from 'zod';
@@ -26,7 +26,11 @@ export interface RouteContext<F> {
 export interface OperationSpec<F = unknown> {
   readonly fields: z.ZodType<F>;
   readonly handler: (ctx: RouteContext<F>) => Promise<Reply>;
-  readonly summary?: string;
+  /**
+   * One line saying what the operation does, in Vault's wording where Vault has the path: the
+   * path help (`?help=1`, `tessera path-help`) prints it. Required, so no route goes undocumented.
+   */
+  readonly summary: string;
 }
 
 export const Access = {
@@ -80,8 +84,8 @@ export interface Route {
 }
 
 /** Ties a handler's field type to its schema. */
-export function op<F>(fields: z.ZodType<F>, handler: (ctx: RouteContext<F>) => Promise<Reply>, summary?: string): OperationSpec<F> {
-  return summary === undefined ? { fields, handler } : { fields, handler, summary };
+export function op<F>(fields: z.ZodType<F>, handler: (ctx: RouteContext<F>) => Promise<Reply>, summary: string): OperationSpec<F> {
+  return { fields, handler, summary };
 }
 
 export interface Match {

@@ -17,12 +17,12 @@ const routes: Route[] = [
     pattern: 'sys/echo/:name',
     access: 'public',
     operations: {
-      update: op(any, async ({ params, fields, req }) => ok({ name: params.name, fields, operation: req.operation })),
-      list: op(any, async ({ req }) => ok({ keys: [req.operation] })),
+      update: op(any, async ({ params, fields, req }) => ok({ name: params.name, fields, operation: req.operation }), 'Echo the fields.'),
+      list: op(any, async ({ req }) => ok({ keys: [req.operation] }), 'List the operation.'),
     },
   },
-  { pattern: 'sys/metrics', access: 'public', operations: { read: op(any, async () => bare(200, 'm 1\n', 'text/plain; version=0.0.4')) } },
-  { pattern: 'sys/nothing', access: 'public', operations: { delete: op(any, async () => noContent()) } },
+  { pattern: 'sys/metrics', access: 'public', operations: { read: op(any, async () => bare(200, 'm 1\n', 'text/plain; version=0.0.4'), 'Answer metrics text.') } },
+  { pattern: 'sys/nothing', access: 'public', operations: { delete: op(any, async () => noContent(), 'Answer nothing.') } },
   {
     pattern: 'sys/stream/:n',
     access: 'public',
@@ -38,6 +38,7 @@ const routes: Route[] = [
           }
           for (let i = 0; i < Number(params.n); i++) yield `chunk ${i}\n`;
         }),
+        'Stream chunks.',
       ),
     },
   },
@@ -47,7 +48,7 @@ const routes: Route[] = [
     operations: {
       read: op(any, async () => {
         throw new InvalidRequest('no good');
-      }),
+      }, 'Fail.'),
     },
   },
 ];

@@ -15,9 +15,9 @@ const services = publicServices;
 const TIMEOUTS = { headersMs: 300, bodyMs: 600, idleMs: 1_500 };
 const any = z.object({}).passthrough();
 const routes: Route[] = [
-  { pattern: 'sys/ok', access: 'public', operations: { read: op(any, async () => ok({ fine: true })), update: op(any, async () => ok({ fine: true })), list: op(any, async () => ok({ keys: ['a'] })) } },
+  { pattern: 'sys/ok', access: 'public', operations: { read: op(any, async () => ok({ fine: true }), 'Answer at once.'), update: op(any, async () => ok({ fine: true }), 'Answer at once.'), list: op(any, async () => ok({ keys: ['a'] }), 'Answer at once.') } },
   // Slower than every deadline: a request being handled is not the client's delay.
-  { pattern: 'sys/slow', access: 'public', operations: { read: op(any, async () => new Promise((r) => setTimeout(() => r(ok({ slow: true })), 1_200))) } },
+  { pattern: 'sys/slow', access: 'public', operations: { read: op(any, async () => new Promise((r) => setTimeout(() => r(ok({ slow: true })), 1_200)), 'Answer slowly.') } },
 ];
 
 let server: HttpServer;

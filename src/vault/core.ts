@@ -15,7 +15,7 @@ import type { SealManager, SealStatus, Cipher } from '../seal/index.js';
 import type { ForwardOutcome, ForwardRequest } from '../replication/transport.js';
 import type { Caller } from './caller.js';
 import { createKvEngine } from './kv/index.js';
-import type { LogicalResponse, Operation, SecretsEngine } from './logical.js';
+import type { LogicalResponse, Operation, PathHelp, SecretsEngine } from './logical.js';
 import { Mounts, kvVersion, storagePrefix } from './mounts.js';
 import { Namespaces } from './namespaces.js';
 import { Policies } from './policies.js';
@@ -207,6 +207,21 @@ export class VaultCore {
     const engine = this.engines[kvVersion(hit.entry)];
     const scoped = new ScopedStore(this.store(), storagePrefix(hit.entry));
     return { response: await engine.handle({ operation, path: hit.rest, data }, scoped) };
+  }
+
+  /**
+   * The help of a path under a mounted engine, its pattern from the namespace root
+   * (`secret/data/*path`); undefined when no mount serves the path.
+   */
+  async engineHelp(namespace: string, path: string): Promise<PathHelp | undefined> {
+    const hit = this.mounts.resolve(namespace, path);
+    if (!hit) return undefined;
+    const help = this.engines[kvVersion(hit.entry)].help?.(hit.rest);
+    const mount = hit.entry.path;
+    if (help === undefined) {
+      return { pattern: mount, synopsis: `The ${hit.entry.type} secrets engine mounted at ${mount}.`, operations: {}, fields: [], description: hit.entry.description };
+    }
+    return { ...help, pattern: `${mount}${help.pattern}` };
   }
 
   async wrap(reply: { data: Record<string, unknown> | null; auth?: Record<string, unknown> | null }, ttlSeconds: number, creationPath: string): Promise<Record<string, unknown>> {

@@ -31,6 +31,31 @@ export interface LogicalResponse {
   readonly warnings?: string[];
 }
 
+/** One parameter of a path, as path help lists it (Vault's field type names: string, int, bool, map, slice, duration (sec)). */
+export interface HelpField {
+  readonly name: string;
+  readonly type: string;
+  readonly description: string;
+  /** Where it goes: a segment of the path, the query string (reads, lists) or the JSON body. */
+  readonly in: 'path' | 'query' | 'body';
+  readonly required: boolean;
+}
+
+/**
+ * What path help says about a path (Vault's `?help=1`, `vault path-help`): the pattern that
+ * matched, a one-line synopsis, what each operation does, its parameters, and a longer description.
+ */
+export interface PathHelp {
+  /** Namespace-relative, in route notation (`:name` one segment, `*name` the rest). */
+  readonly pattern: string;
+  readonly synopsis: string;
+  readonly operations: Readonly<Partial<Record<Operation, string>>>;
+  readonly fields: readonly HelpField[];
+  readonly description: string;
+}
+
 export interface SecretsEngine {
   handle(req: LogicalRequest, storage: Store): Promise<LogicalResponse | null>;
+  /** The help of a mount-relative path (pattern mount-relative too); the engine's overview when no path of it matches. */
+  help?(path: string): PathHelp;
 }

@@ -44,7 +44,7 @@ export function approleRoutes(prefix: string, ar: AppRole): Route[] {
     {
       pattern: `${prefix}role`,
       access: 'token',
-      operations: { list: op(empty, async () => ok({ keys: await ar.listRoles() })) },
+      operations: { list: op(empty, async () => ok({ keys: await ar.listRoles() }), 'List the roles registered with the AppRole method.') },
     },
     {
       pattern: `${prefix}role/:role_name`,
@@ -54,7 +54,7 @@ export function approleRoutes(prefix: string, ar: AppRole): Route[] {
           const role = await ar.readRole(params.role_name ?? '');
           if (!role) throw new NotFound();
           return ok(role);
-        }),
+        }, "Read a role's settings."),
         update: op(RoleBody, async ({ params, fields: f }) => {
           await ar.writeRole(params.role_name ?? '', {
             params: tokenParams(f),
@@ -64,22 +64,22 @@ export function approleRoutes(prefix: string, ar: AppRole): Route[] {
             ...(f.secret_id_num_uses !== undefined ? { secret_id_num_uses: f.secret_id_num_uses } : {}),
           });
           return noContent();
-        }),
+        }, 'Register a role or update its settings.'),
         delete: op(empty, async ({ params }) => {
           await ar.deleteRole(params.role_name ?? '');
           return noContent();
-        }),
+        }, 'Delete a role.'),
       },
     },
     {
       pattern: `${prefix}role/:role_name/role-id`,
       access: 'token',
       operations: {
-        read: op(empty, async ({ params }) => ok(await ar.readRoleId(params.role_name ?? ''))),
+        read: op(empty, async ({ params }) => ok(await ar.readRoleId(params.role_name ?? '')), 'Read the role ID of a role.'),
         update: op(z.object({ role_id: z.string({ error: 'missing role_id' }) }), async ({ params, fields }) => {
           await ar.setRoleId(params.role_name ?? '', fields.role_id);
           return noContent();
-        }),
+        }, 'Set a custom role ID for a role.'),
       },
     },
     {
@@ -94,8 +94,9 @@ export function approleRoutes(prefix: string, ar: AppRole): Route[] {
               ...(f.num_uses !== undefined ? { num_uses: f.num_uses } : {}),
             }),
           ),
+          'Generate a SecretID against this role.',
         ),
-        list: op(empty, async ({ params }) => ok({ keys: await ar.listSecretIdAccessors(params.role_name ?? '') })),
+        list: op(empty, async ({ params }) => ok({ keys: await ar.listSecretIdAccessors(params.role_name ?? '') }), 'List the accessors of the SecretIDs issued against this role.'),
       },
     },
     {
@@ -105,7 +106,7 @@ export function approleRoutes(prefix: string, ar: AppRole): Route[] {
         update: op(LoginBody, async ({ fields }) => {
           const { auth, warnings } = await ar.login(fields.role_id, fields.secret_id);
           return ok(null, { auth: { ...auth }, ...(warnings.length > 0 ? { warnings: [...warnings] } : {}) });
-        }),
+        }, 'Issue a token based on the credentials supplied.'),
       },
     },
   ];

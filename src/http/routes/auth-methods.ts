@@ -69,7 +69,7 @@ export function authMethodRoutes(methods: AuthMethods): Route[] {
           const out: Record<string, unknown> = { 'token/': tokenMount(namespace) };
           for (const e of await methods.table.list(namespace)) out[e.path] = view(e);
           return ok(out);
-        }),
+        }, 'List the currently enabled auth methods.'),
       },
     },
     {
@@ -83,7 +83,7 @@ export function authMethodRoutes(methods: AuthMethods): Route[] {
           const e = await methods.table.get(namespace, path);
           if (!e) throw new NotFound([`no auth engine at "${path.slice(0, 128)}"`]);
           return ok(view(e));
-        }),
+        }, 'Read the configuration of the auth method at this path.'),
         update: op(EnableBody, async ({ params, namespace, fields: b }) => {
           await methods.table.enable(namespace, params.path ?? '', {
             type: b.type,
@@ -93,11 +93,11 @@ export function authMethodRoutes(methods: AuthMethods): Route[] {
             ...(b.config ? { config: { ...(b.config.default_lease_ttl !== undefined ? { default_lease_ttl: b.config.default_lease_ttl } : {}), ...(b.config.max_lease_ttl !== undefined ? { max_lease_ttl: b.config.max_lease_ttl } : {}) } } : {}),
           });
           return noContent();
-        }),
+        }, 'Enable a new auth method at this path.'),
         delete: op(empty, async ({ params, namespace }) => {
           await methods.disable(namespace, params.path ?? '');
           return noContent();
-        }),
+        }, 'Disable the auth method at this path.'),
       },
     },
     {

@@ -21,7 +21,7 @@ export function userpassRoutes(prefix: string, up: Userpass): Route[] {
     {
       pattern: `${prefix}users`,
       access: 'token',
-      operations: { list: op(empty, async () => ok({ keys: await up.list() })) },
+      operations: { list: op(empty, async () => ok({ keys: await up.list() }), 'List the users of this userpass method.') },
     },
     {
       pattern: `${prefix}users/:username`,
@@ -31,15 +31,15 @@ export function userpassRoutes(prefix: string, up: Userpass): Route[] {
           const user = await up.read(params.username ?? '');
           if (!user) throw new NotFound();
           return ok(user);
-        }),
+        }, "Read a user's settings."),
         update: op(UserBody, async ({ params, fields }) => {
           await up.write(params.username ?? '', { ...(fields.password !== undefined ? { password: fields.password } : {}), params: tokenParams(fields) });
           return noContent();
-        }),
+        }, 'Create a user or update its settings.'),
         delete: op(empty, async ({ params }) => {
           await up.delete(params.username ?? '');
           return noContent();
-        }),
+        }, 'Delete a user.'),
       },
     },
     {
@@ -49,7 +49,7 @@ export function userpassRoutes(prefix: string, up: Userpass): Route[] {
         update: op(PasswordBody, async ({ params, fields }) => {
           await up.setPassword(params.username ?? '', fields.password);
           return noContent();
-        }),
+        }, "Reset a user's password."),
       },
     },
     {
@@ -59,7 +59,7 @@ export function userpassRoutes(prefix: string, up: Userpass): Route[] {
         update: op(PoliciesBody, async ({ params, fields }) => {
           await up.write(params.username ?? '', { params: tokenParams(fields) });
           return noContent();
-        }),
+        }, 'Update the policies of a user.'),
       },
     },
     {
@@ -69,7 +69,7 @@ export function userpassRoutes(prefix: string, up: Userpass): Route[] {
         update: op(z.object({ password: z.string().default('') }), async ({ params, fields }) => {
           const { auth, warnings } = await up.login(params.username ?? '', fields.password);
           return ok(null, { auth: { ...auth }, ...(warnings.length > 0 ? { warnings: [...warnings] } : {}) });
-        }),
+        }, 'Log in with a username and password.'),
       },
     },
   ];

@@ -40,7 +40,7 @@ export function drOperationTokenRoutes(svc: DrOperationTokenService): Route[] {
         update: op(DeleteBody, async ({ fields }) => {
           await svc.revoke(fields.dr_operation_token);
           return noContent();
-        }, 'Revokes a DR operation token'),
+        }, 'Revoke a DR operation token.'),
       },
     },
   ];

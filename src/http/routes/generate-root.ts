@@ -34,13 +34,13 @@ export type RouteTraits = Omit<Route, 'pattern' | 'operations'>;
  */
 export function generationRoutes(base: string, traits: RouteTraits, svc: GenerationService, opts: { bareAttempt?: boolean } = {}): Route[] {
   const attempt: Route['operations'] = {
-    read: op(empty, async () => bare(200, await svc.status()), 'Reads the generation attempt in progress'),
-    update: op(StartBody, async ({ fields }) => bare(200, await svc.start(fields)), 'Starts a generation attempt'),
+    read: op(empty, async () => bare(200, await svc.status()), 'Read the token generation attempt in progress.'),
+    update: op(StartBody, async ({ fields }) => bare(200, await svc.start(fields)), 'Start a token generation attempt, with an OTP or a PGP key.'),
     // 204, as Vault answers a generate-root cancel.
     delete: op(empty, async () => {
       await svc.cancel();
       return noContent();
-    }, 'Cancels the attempt and clears its progress'),
+    }, 'Cancel the attempt and clear its progress.'),
   };
   return [
     ...(opts.bareAttempt === true ? [{ pattern: base, ...traits, operations: attempt }] : []),
@@ -49,7 +49,7 @@ export function generationRoutes(base: string, traits: RouteTraits, svc: Generat
       pattern: `${base}/update`,
       ...traits,
       operations: {
-        update: op(UpdateBody, async ({ fields }) => bare(200, await svc.update(fields)), 'Provides one root key share'),
+        update: op(UpdateBody, async ({ fields }) => bare(200, await svc.update(fields)), 'Provide one key share to the generation attempt.'),
       },
     },
   ];

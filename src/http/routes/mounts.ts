@@ -67,7 +67,7 @@ export function mountRoutes(mounts: Mounts): Route[] {
           const out: Record<string, unknown> = { 'sys/': SYSTEM_MOUNT };
           for (const e of mounts.list(namespace)) out[e.path] = mountView(e);
           return ok(out);
-        }),
+        }, 'List the currently mounted secrets engines.'),
       },
     },
     {
@@ -80,7 +80,7 @@ export function mountRoutes(mounts: Mounts): Route[] {
           const e = mounts.get(namespace, path);
           if (!e) throw new NotFound([`no mount at "${path}"`]);
           return ok(tune ? tuneView(e) : mountView(e));
-        }),
+        }, 'Read the configuration of the secrets engine at this path.'),
         update: op(z.unknown(), async ({ params, namespace, req }) => {
           const { path, tune } = split(params.path ?? '');
           if (tune) {
@@ -102,11 +102,11 @@ export function mountRoutes(mounts: Mounts): Route[] {
             ...(b.config ? { config: { ...(b.config.default_lease_ttl !== undefined ? { default_lease_ttl: b.config.default_lease_ttl } : {}), ...(b.config.max_lease_ttl !== undefined ? { max_lease_ttl: b.config.max_lease_ttl } : {}) } } : {}),
           });
           return warnings.length > 0 ? ok(null, { warnings: [...warnings] }) : noContent();
-        }),
+        }, 'Enable a new secrets engine at this path.'),
         delete: op(empty, async ({ params, namespace }) => {
           await mounts.disable(namespace, params.path ?? '');
           return noContent();
-        }),
+        }, 'Disable the secrets engine at this path.'),
       },
     },
   ];

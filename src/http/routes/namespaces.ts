@@ -18,7 +18,7 @@ export function namespaceRoutes(namespaces: Namespaces, mounts: Mounts, auth: Au
     if (kids.length === 0) return ok({ keys: [] });
     const keys = kids.map((k) => k.path.slice(namespace.length));
     return ok({ keys, key_info: Object.fromEntries(kids.map((k) => [k.path.slice(namespace.length), view(k)])) });
-  });
+  }, 'List the child namespaces of the current namespace.');
   return [
     { pattern: 'sys/namespaces', access: 'token', operations: { list, read: list } },
     {
@@ -26,9 +26,10 @@ export function namespaceRoutes(namespaces: Namespaces, mounts: Mounts, auth: Au
       access: 'token',
       names: (params) => ({ namespace: params.path ?? '' }),
       operations: {
-        read: op(empty, async ({ params, namespace }) => ok(view(namespaces.read(namespace, params.path ?? '')))),
+        read: op(empty, async ({ params, namespace }) => ok(view(namespaces.read(namespace, params.path ?? ''))), 'Read a namespace.'),
         update: op(z.object({ custom_metadata: stringMap.optional() }), async ({ params, namespace, fields }) =>
           ok(view(await namespaces.create(namespace, params.path ?? '', fields.custom_metadata ?? {}))),
+          'Create a namespace.',
         ),
         delete: op(empty, async ({ params, namespace }) => {
           const target = `${namespace}${(params.path ?? '').replace(/^\/+|\/+$/g, '')}/`;
@@ -36,7 +37,7 @@ export function namespaceRoutes(namespaces: Namespaces, mounts: Mounts, auth: Au
           if ((await auth.table.list(target)).length > 0) throw new InvalidRequest(`namespace "${target}" still has auth methods; disable them first`);
           await namespaces.delete(namespace, params.path ?? '');
           return noContent();
-        }),
+        }, 'Delete a namespace that has no mounts or auth methods left.'),
       },
     },
   ];

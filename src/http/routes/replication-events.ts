@@ -58,7 +58,7 @@ export function replicationEventsRoutes(events: EventsService): Route[] {
             yield 'retry: 3000\n\n';
             for await (const item of events.follow({ ...(after !== undefined ? { after } : {}), signal, heartbeatMs: events.heartbeatMs })) yield sseFrame(item);
           });
-        }),
+        }, "Stream the node's replication events (server-sent events), or read their history with format=json."),
       },
     },
   ];

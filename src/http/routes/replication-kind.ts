@@ -75,19 +75,19 @@ export function pathsFilterRoutes(svc: PathsFilterService): Route[] {
         update: op(Body, async (ctx) => {
           await svc.set(id(ctx), ctx.fields);
           return noContent();
-        }),
+        }, 'Set the paths filter of a performance secondary.'),
         read: op(empty, async (ctx) => {
           const f = await svc.read(id(ctx));
           return f === undefined ? bare(200, undefined) : ok({ mode: f.mode, paths: [...f.paths] });
-        }),
+        }, 'Read the paths filter of a performance secondary.'),
         delete: op(empty, async (ctx) => {
           await svc.remove(id(ctx));
           return noContent();
-        }),
+        }, 'Delete the paths filter of a performance secondary.'),
       },
     },
-    { ...base, pattern: `${P}/dynamic-filter/:id`, operations: { read: op(empty, async (ctx) => ok({ ...(await svc.primaryDynamic(id(ctx))) })) } },
-    { ...base, pattern: `${S}/dynamic-filter/:id`, operations: { read: op(empty, async (ctx) => ok({ ...(await svc.secondaryDynamic(id(ctx))) })) } },
+    { ...base, pattern: `${P}/dynamic-filter/:id`, operations: { read: op(empty, async (ctx) => ok({ ...(await svc.primaryDynamic(id(ctx))) }), 'Read the mounts and namespaces the primary filters out for a performance secondary.') } },
+    { ...base, pattern: `${S}/dynamic-filter/:id`, operations: { read: op(empty, async (ctx) => ok({ ...(await svc.secondaryDynamic(id(ctx))) }), 'Read the mounts and namespaces this performance secondary filters out.') } },
   ];
 }
 
@@ -102,23 +102,24 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
   const S = `sys/replication/${kind}/secondary`;
   const LICENSE = { feature: policy.license } as const;
   const dr = svc as DrService;
-  const sudo = (pattern: string, fields: z.ZodType<any>, handler: (f: any, ctx: RouteContext<any>) => Promise<Reply>): Route => ({
-    pattern, access: 'sudo', scope: 'node', license: LICENSE, operations: { update: op(fields, async (ctx) => handler(ctx.fields, ctx)) },
+  const name = kind === 'dr' ? 'DR' : 'performance';
+  const sudo = (pattern: string, summary: string, fields: z.ZodType<any>, handler: (f: any, ctx: RouteContext<any>) => Promise<Reply>): Route => ({
+    pattern, access: 'sudo', scope: 'node', license: LICENSE, operations: { update: op(fields, async (ctx) => handler(ctx.fields, ctx), summary) },
   });
-  const withOpToken = <F extends { dr_operation_token: string }>(pattern: string, fields: z.ZodType<F>, handler: (f: F) => Promise<Reply>): Route => ({
+  const withOpToken = <F extends { dr_operation_token: string }>(pattern: string, summary: string, fields: z.ZodType<F>, handler: (f: F) => Promise<Reply>): Route => ({
     pattern, access: 'body', scope: 'node', drSecondary: true, license: LICENSE,
     operations: {
       update: op(fields, async ({ fields: f }) => {
         await dr.checkOperationToken(f.dr_operation_token, pattern);
         return handler(f);
-      }),
+      }, summary),
     },
   });
   /** A secondary operation, authorized as the kind says (KIND_POLICY.secondaryAuth). */
-  const secondaryOp = <F>(pattern: string, fields: z.ZodObject<any>, handler: (f: F) => Promise<Reply>): Route =>
+  const secondaryOp = <F>(pattern: string, summary: string, fields: z.ZodObject<any>, handler: (f: F) => Promise<Reply>): Route =>
     policy.secondaryAuth === 'dr-operation-token'
-      ? withOpToken(pattern, fields.extend({ dr_operation_token: opToken }) as any, handler as any)
-      : sudo(pattern, fields, async (f) => handler(f));
+      ? withOpToken(pattern, summary, fields.extend({ dr_operation_token: opToken }) as any, handler as any)
+      : sudo(pattern, summary, fields, async (f) => handler(f));
   const Reindex = z.object({ dr_operation_token: opToken, diff: boolish.default(false), force: boolish.default(false), skip_flush: boolish.default(false) });
   const UpdatePrimary = z.object({
     token: z.string().optional(),
@@ -129,11 +130,11 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
   });
 
   return [
-    sudo(`${P}/enable`, z.object({ primary_cluster_addr: z.string().default('') }), async (f) => {
+    sudo(`${P}/enable`, `Enable ${name} replication on this node as a primary.`, z.object({ primary_cluster_addr: z.string().default('') }), async (f) => {
       await dr.enablePrimary(f.primary_cluster_addr);
       return noContent();
     }),
-    sudo(`${P}/demote`, z.object({}).passthrough(), async () => {
+    sudo(`${P}/demote`, `Demote this ${name} primary to a secondary of its replication set.`, z.object({}).passthrough(), async () => {
       const report = await dr.demote();
       const unconfirmed = Array.isArray(report['unconfirmed']) ? report['unconfirmed'].length : 0;
       const warnings = unconfirmed > 0
@@ -141,36 +142,36 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
         : [];
       return ok({ ...report }, warnings.length > 0 ? { warnings } : {});
     }),
-    sudo(`${P}/disable`, z.object({}).passthrough(), async () => {
+    sudo(`${P}/disable`, `Disable ${name} replication on this primary.`, z.object({}).passthrough(), async () => {
       await dr.disablePrimary();
       return noContent();
     }),
-    sudo(`${P}/secondary-token`, z.object({ id: required('id'), ttl: duration.default(1800), secondary_public_key: z.string().default('') }), async (f) => {
+    sudo(`${P}/secondary-token`, `Generate a wrapped token that activates a ${name} secondary.`, z.object({ id: required('id'), ttl: duration.default(1800), secondary_public_key: z.string().default('') }), async (f) => {
       const r = await dr.secondaryToken({ id: f.id, ttlSeconds: f.ttl, secondaryPublicKey: f.secondary_public_key });
       if (r.token !== undefined) return ok({ token: r.token });
       return { kind: 'envelope', data: null, wrapInfo: r.wrapInfo ?? null };
     }),
-    sudo(`${P}/revoke-secondary`, z.object({ id: required('id') }), async (f) => {
+    sudo(`${P}/revoke-secondary`, `Revoke a ${name} secondary's permission to connect to this primary.`, z.object({ id: required('id') }), async (f) => {
       await dr.revokeSecondary(f.id);
       return noContent();
     }),
-    sudo(`${S}/generate-public-key`, z.object({}).passthrough(), async () => ok({ secondary_public_key: await dr.generatePublicKey() })),
-    sudo(`${S}/enable`, z.object({ token: required('token'), primary_api_addr: z.string().default(''), ca_file: z.string().default(''), ca_path: z.string().default('') }), async (f, ctx) => {
+    sudo(`${S}/generate-public-key`, 'Generate the public key a primary encrypts the secondary token with.', z.object({}).passthrough(), async () => ok({ secondary_public_key: await dr.generatePublicKey() })),
+    sudo(`${S}/enable`, `Enable ${name} replication on this node as a secondary, with a token from its primary.`, z.object({ token: required('token'), primary_api_addr: z.string().default(''), ca_file: z.string().default(''), ca_path: z.string().default('') }), async (f, ctx) => {
       // A root caller gets its token back if the activation fails after the wipe (nothing else
       // could authorize a new secondary/enable on the emptied node).
       const restore = ctx.caller?.root === true ? { restoreToken: ctx.caller.token } : {};
       await dr.enableSecondary({ token: f.token, primaryApiAddr: f.primary_api_addr, caFile: f.ca_file, caPath: f.ca_path, ...restore });
       return noContent();
     }),
-    secondaryOp<{ primary_cluster_addr: string; force: boolean }>(`${S}/promote`, z.object({ primary_cluster_addr: z.string().default(''), force: boolish.default(false) }), async (f) => {
+    secondaryOp<{ primary_cluster_addr: string; force: boolean }>(`${S}/promote`, `Promote this ${name} secondary to a primary.`, z.object({ primary_cluster_addr: z.string().default(''), force: boolish.default(false) }), async (f) => {
       await dr.promote({ force: f.force, primaryClusterAddr: f.primary_cluster_addr });
       return noContent();
     }),
-    secondaryOp(`${S}/disable`, z.object({}), async () => {
+    secondaryOp(`${S}/disable`, `Disable ${name} replication on this secondary.`, z.object({}), async () => {
       await dr.disableSecondary();
       return noContent();
     }),
-    secondaryOp<z.infer<typeof UpdatePrimary>>(`${S}/update-primary`, UpdatePrimary, async (f) => {
+    secondaryOp<z.infer<typeof UpdatePrimary>>(`${S}/update-primary`, `Point this ${name} secondary at a new primary.`, UpdatePrimary, async (f) => {
       if (f.token !== undefined && f.update_primary_addrs !== undefined) {
         throw new InvalidRequest('token and update_primary_addrs are mutually exclusive; send exactly one');
       }
@@ -193,11 +194,11 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
     }),
     ...(kind === 'dr'
       ? [
-          withOpToken(`${S}/reindex`, Reindex, async (f) => {
+          withOpToken(`${S}/reindex`, 'Rebuild the Merkle index of this DR secondary.', Reindex, async (f) => {
             const { warnings } = await dr.reindex({ diff: f.diff, force: f.force, skipFlush: f.skip_flush });
             return ok(null, { warnings });
           }),
-          withOpToken(`${S}/merkle-check`, z.object({ dr_operation_token: opToken }), async () => ok(await dr.merkleCheck())),
+          withOpToken(`${S}/merkle-check`, "Check this DR secondary's Merkle index against its storage.", z.object({ dr_operation_token: opToken }), async () => ok(await dr.merkleCheck())),
         ]
       : []),
   ];

@@ -30,7 +30,7 @@ export function replicationRoutes(repl: ReplicationService): Route[] {
     access: 'public',
     drSecondary: true,
     license: { feature: FEATURE[kind], hostedOk: true },
-    operations: { read: op(empty, async () => ok(await repl.status(kind))) },
+    operations: { read: op(empty, async () => ok(await repl.status(kind)), `Read the ${kind === 'dr' ? 'DR' : 'performance'} replication status of this node.`) },
   });
   return [
     {
@@ -39,7 +39,7 @@ export function replicationRoutes(repl: ReplicationService): Route[] {
       drSecondary: true,
       license: { feature: FEATURE.dr, hostedOk: true },
       operations: {
-        read: op(empty, async () => ok({ dr: await repl.status('dr'), performance: await repl.status('performance') })),
+        read: op(empty, async () => ok({ dr: await repl.status('dr'), performance: await repl.status('performance') }), 'Read the status of both kinds of replication on this node.'),
       },
     },
     statusRoute('dr'),
@@ -53,7 +53,7 @@ export function replicationRoutes(repl: ReplicationService): Route[] {
         update: op(ReindexBody, async ({ fields }) => {
           const { warnings } = await repl.reindex({ diff: fields.diff, force: fields.force, skipFlush: fields.skip_flush });
           return ok(null, { warnings });
-        }),
+        }, "Rebuild the Merkle index of this node's replicated data."),
       },
     },
     {
@@ -61,7 +61,7 @@ export function replicationRoutes(repl: ReplicationService): Route[] {
       access: 'sudo',
       scope: 'node',
       license: { feature: FEATURE.dr },
-      operations: { update: op(empty, async () => ok(await repl.merkleCheck())) },
+      operations: { update: op(empty, async () => ok(await repl.merkleCheck()), "Check the Merkle index of this node's replicated data against its storage.") },
     },
   ];
 }

@@ -57,13 +57,13 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
       access: 'public',
       whileSealed: true,
       operations: {
-        read: op(empty, async () => bare(200, { initialized: await core.initialized() })),
+        read: op(empty, async () => bare(200, { initialized: await core.initialized() }), 'Return the initialization status of the node.'),
         update: op(InitBody, async ({ fields }) => {
           if (fields.pgp_keys && fields.pgp_keys.length > 0) {
             return bare(400, { errors: ['pgp_keys is not supported by this node; omit it to receive the shares in plaintext'] });
           }
           return bare(200, await core.initialize({ secret_shares: fields.secret_shares, secret_threshold: fields.secret_threshold }));
-        }),
+        }, 'Initialize a new node: generate the root key and its key shares.'),
       },
     },
     {
@@ -75,7 +75,7 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
         update: op(z.object({ key: z.string().optional(), reset: boolish.optional() }), async ({ fields }) => {
           await core.unseal(fields.key, fields.reset === true);
           return bare(200, await sealStatus());
-        }),
+        }, 'Provide one key share to unseal the node.'),
       },
     },
     {
@@ -83,7 +83,7 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
       access: 'public',
       whileSealed: true,
       drSecondary: true,
-      operations: { read: op(empty, async () => bare(200, await sealStatus())) },
+      operations: { read: op(empty, async () => bare(200, await sealStatus()), 'Return the seal status of the node.') },
     },
     {
       pattern: 'sys/seal',
@@ -93,7 +93,7 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
         update: op(empty, async () => {
           await core.sealNow();
           return noContent();
-        }),
+        }, 'Seal the node.'),
       },
     },
     {
@@ -111,6 +111,7 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
             performance_standby: false,
             performance_standby_last_remote_wal: 0,
           }),
+          'Return the high availability status and current leader.',
         ),
       },
     },
@@ -146,7 +147,7 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
             ...(storageFailure !== undefined ? { storage_error: storageFailure } : {}),
           };
           return req.method === 'HEAD' ? bare(status, undefined) : bare(status, body);
-        }),
+        }, 'Check the health status of the node.'),
       },
     },
   ];

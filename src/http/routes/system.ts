@@ -18,7 +18,7 @@ export function systemRoutes(sys: SystemService): Route[] {
       pattern: 'sys/license/status',
       access: 'token',
       scope: 'node',
-      operations: { read: op(empty, async () => ok(sys.licenseStatus())) },
+      operations: { read: op(empty, async () => ok(sys.licenseStatus()), "Read the status of the node's license.") },
     },
     {
       pattern: 'sys/metrics',
@@ -32,7 +32,7 @@ export function systemRoutes(sys: SystemService): Route[] {
           }
           const { contentType, text } = await sys.metrics();
           return bare(200, text, contentType);
-        }),
+        }, "Export the node's metrics (Prometheus text format)."),
       },
     },
   ];

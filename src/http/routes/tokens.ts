@@ -66,13 +66,13 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
         { privileged: caller.root || caller.allows(path, 'sudo'), allowOrphan: orphan, path },
       );
       return ok(null, { auth: { ...auth }, ...(warnings.length > 0 ? { warnings: [...warnings] } : {}) });
-    });
+    }, (orphan ? 'Create an orphan token (one with no parent).' : 'Create a new token, a child of the calling token.'));
 
   const lookupSelf = op(empty, async (ctx) => {
     const caller = need(ctx);
     const entry = (await tokens.lookup(caller.token)) ?? caller.entry;
     return ok(tokens.lookupResponse(entry, caller.token));
-  });
+  }, 'Look up the properties of the calling token.');
 
   const routes: Route[] = [
     { pattern: 'auth/token/create', access: 'token', operations: { update: create(false, 'auth/token/create') } },
@@ -86,7 +86,7 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
           const entry = await tokens.lookup(fields.token, namespace);
           if (!entry) throw new InvalidRequest('bad token');
           return ok(tokens.lookupResponse(entry, fields.token));
-        }),
+        }, 'Look up the properties of a token.'),
       },
     },
     {
@@ -97,7 +97,7 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
           const entry = await tokens.lookupByAccessor(fields.accessor, namespace);
           if (!entry) throw new InvalidRequest('invalid accessor');
           return ok(tokens.lookupResponse(entry));
-        }),
+        }, 'Look up the properties of a token by its accessor.'),
       },
     },
     {
@@ -107,7 +107,7 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
         update: op(TokenBody, async ({ fields, namespace }) => {
           await tokens.revoke(fields.token, namespace);
           return noContent();
-        }),
+        }, 'Revoke a token and all its children.'),
       },
     },
     {
@@ -120,7 +120,7 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
           if (caller.entry.type === 'batch') throw new InvalidRequest('batch tokens cannot be revoked');
           await tokens.revoke(caller.token);
           return noContent();
-        }),
+        }, 'Revoke the calling token and all its children.'),
       },
     },
     {
@@ -130,7 +130,7 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
         update: op(AccessorBody, async ({ fields, namespace }) => {
           await tokens.revokeAccessor(fields.accessor, namespace);
           return noContent();
-        }),
+        }, 'Revoke the token with this accessor and all its children.'),
       },
     },
     {
@@ -140,7 +140,7 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
         update: op(TokenBody, async ({ fields, namespace }) => {
           await tokens.revokeOrphan(fields.token, namespace);
           return noContent();
-        }),
+        }, 'Revoke a token, leaving its children as orphans.'),
       },
     },
   ];

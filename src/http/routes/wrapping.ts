@@ -28,7 +28,7 @@ export function wrappingRoutes(wrapping: Wrapping, resolveToken: (presented: str
             ...(res.auth ? { auth: res.auth } : {}),
             ...(res.warnings ? { warnings: [...res.warnings] } : {}),
           });
-        }),
+        }, 'Unwrap a response-wrapping token.'),
       },
     },
     {
@@ -39,7 +39,7 @@ export function wrappingRoutes(wrapping: Wrapping, resolveToken: (presented: str
           const presented = fields.token || req.token;
           if (!presented) throw new InvalidRequest('missing wrapping token');
           return ok({ ...(await wrapping.lookup(await resolveToken(presented))) });
-        }),
+        }, 'Look up the properties of a response-wrapping token.'),
       },
     },
     {
@@ -49,7 +49,7 @@ export function wrappingRoutes(wrapping: Wrapping, resolveToken: (presented: str
         update: op(z.record(z.string(), z.unknown()), async ({ fields, req }) => {
           if (req.wrapTTL === undefined || req.wrapTTL <= 0) throw new InvalidRequest('sys/wrapping/wrap needs a X-Vault-Wrap-TTL header');
           return ok({ ...fields });
-        }),
+        }, 'Response-wrap an arbitrary JSON object.'),
       },
     },
   ];

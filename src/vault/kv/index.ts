@@ -8,6 +8,7 @@
  * NotFoundWithData (a NotFound) carrying the metadata Vault returns alongside its 404.
  */
 import type { SecretsEngine } from '../logical.js';
+import { kvHelp } from './help.js';
 import { createV1Engine } from './v1.js';
 import { createV2Engine } from './v2.js';
 
@@ -18,7 +19,8 @@ export interface KvOptions {
 }
 
 export function createKvEngine(options: KvOptions): SecretsEngine {
-  return options.version === 1 ? createV1Engine() : createV2Engine(options.now ?? (() => new Date()));
+  const engine = options.version === 1 ? createV1Engine() : createV2Engine(options.now ?? (() => new Date()));
+  return { handle: (req, storage) => engine.handle(req, storage), help: (path) => kvHelp(options.version, path) };
 }
 
 export { NotFoundWithData } from './context.js';
