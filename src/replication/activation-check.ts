@@ -7,10 +7,10 @@
  *
  *   await confirmWithPrimary({ bundle, connect, version: VERSION });   // throws; wipe only after
  */
-import { ErrorCode, InvalidRequest, isTesseraError, Unavailable } from '../core/errors.js';
+import { InvalidRequest, Unavailable } from '../core/errors.js';
 import { compareVersions } from '../core/version.js';
 import type { Bundle } from './bundle.js';
-import type { PrimaryClient, TlsMaterial } from './transport.js';
+import { ChannelError, ChannelReason, type PrimaryClient, type TlsMaterial } from './transport.js';
 
 export interface ConfirmRequest {
   readonly bundle: Bundle;
@@ -28,7 +28,8 @@ export async function confirmWithPrimary(r: ConfirmRequest): Promise<void> {
   try {
     info = await client.ping(b.secondary_id, r.timeoutMs ?? 5_000);
   } catch (e) {
-    if (isTesseraError(e) && (e.code === ErrorCode.permissionDenied || e.code === ErrorCode.invalidRequest)) {
+    // A refusal, or an answer that broke the contract: the primary answered, and not with yes.
+    if (e instanceof ChannelError && (e.refused || e.reason === ChannelReason.invalidArgument)) {
       throw new InvalidRequest(`the primary at ${addr} refused secondary "${b.secondary_id}": ${e.messages.join('; ')}; nothing was wiped`);
     }
     throw new Unavailable(

@@ -10,7 +10,7 @@
  *   const { reply, warnings } = await fwd.forward(request);
  */
 import { ForwardFailed } from '../core/errors.js';
-import type { ForwardOutcome, ForwardReply, ForwardRequest, PrimaryClient, TlsMaterial } from './transport.js';
+import { ChannelError, ChannelReason, type ForwardOutcome, type ForwardReply, type ForwardRequest, type PrimaryClient, type TlsMaterial } from './transport.js';
 
 /** Where a connected secondary forwards to; undefined when it is not one (bootstrapping, disabled). */
 export interface ForwardTarget {
@@ -91,15 +91,15 @@ export class WriteForwarder {
     try {
       return await this.clientFor(t).forward(t.secondaryId, req, this.o.callDeadlineMs ?? 10_000);
     } catch (e) {
-      const reason = (e as { reason?: string }).reason;
-      const detail = (e as Error).message;
-      if (reason === 'not_sent') {
+      const detail = e instanceof Error ? e.message : String(e);
+      const reason = e instanceof ChannelError ? e.reason : undefined;
+      if (reason === ChannelReason.notSent) {
         throw new ForwardFailed(`the primary (${t.clusterAddr}) is unreachable, so the write to a replicated path could not be forwarded (${detail}); nothing was written`, { cause: e });
       }
-      if (reason === 'permission_denied' || reason === 'failed_precondition') {
+      if (e instanceof ChannelError && e.refused) {
         throw new ForwardFailed(`the primary (${t.clusterAddr}) refused this secondary's forwarded write (${detail}); nothing was written`, { cause: e });
       }
-      const what = reason === 'deadline' ? 'did not answer the forwarded write in time' : `stopped answering after the write was sent (${detail})`;
+      const what = reason === ChannelReason.deadline ? 'did not answer the forwarded write in time' : `stopped answering after the write was sent (${detail})`;
       throw new ForwardFailed(`the primary (${t.clusterAddr}) ${what}: the outcome is unknown, the write may have been applied on the primary; read it back before retrying`, { cause: e });
     }
   }

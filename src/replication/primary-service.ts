@@ -4,34 +4,36 @@
  * Merkle access to pinned snapshots for reconciliation. Every call passes the kind's serve policy
  * (serve-policy.ts): identity, registry status and the key classes its kind replicates. What the
  * primary knows of each secondary lives in SecondaryViews, for status and for the demote drain.
+ * This file serves the handshake, the WAL stream and heartbeats; the pinned snapshots of
+ * reconciliation are reconcile-snapshots.ts, the drain and applied-index waits applied-waits.ts,
+ * its options primary-options.ts.
  *
  *   const svc = new PrimaryStreamer({ engine, registry, info, kind: 'dr', now });
  *   await serveReplication({ address, tls, service: svc });
  *   const report = await svc.drain({ timeoutMs: 30_000 });   // demote: after engine.fence()
  */
-import { randomUUID } from 'node:crypto';
 import { Internal, InvalidRequest, TesseraError, ErrorCode, Unavailable } from '../core/errors.js';
-import type { Tree } from '../core/merkle.js';
 import { touchesCatalog, type KeyFilter } from '../core/paths-filter.js';
-import { KIND_POLICY, type TokenStatus } from '../core/replication/index.js';
+import { KIND_POLICY } from '../core/replication/index.js';
 import type { WalEntry } from '../core/wal.js';
 import { compareVersions, VERSION } from '../core/version.js';
-import { treeHashes, type PinnedSnapshot } from '../storage/merkle-view.js';
-import type { StorageEngine } from '../storage/engine.js';
+import { AppliedWaits, type DrainReport } from './applied-waits.js';
+import type { PrimaryStreamerOptions } from './primary-options.js';
 import { CatchUpHolds } from './catch-up-holds.js';
-import { SecondaryViews, type LastSeenStore, type SecondaryView } from './secondary-views.js';
+import { SecondaryViews, type SecondaryView } from './secondary-views.js';
+import { ReconcileSnapshots } from './reconcile-snapshots.js';
 import { servePolicy, type ServePolicy } from './serve-policy.js';
-import { DYNAMIC_FILTER_KEY } from './applier.js';
-import type { EmitEvent } from './events.js';
 import { filteredRootToVerify, rootToVerify } from './verification.js';
 import { filterChangedIn } from './paths-filters.js';
-import { filterEntries, filteredView, servedRoot, servedTrees, withDynamicFilter, type FilteredView, type FilterSource } from './filtered-view.js';
+import { filterEntries, withDynamicFilter, type FilterSource } from './filtered-view.js';
 import type {
   BootstrapInfo, BootstrapRequest, ClusterCall, ForwardReply, ForwardRequest, Guard, HeartbeatReply, HeartbeatRequest, KeyValue, LeafInfo, Peer, PingInfo,
   PrimaryService, SnapshotInfo, StreamSink,
 } from './transport.js';
 
 export type { SecondaryView } from './secondary-views.js';
+export { MAX_OPEN_SNAPSHOTS } from './reconcile-snapshots.js';
+export type { DrainReport } from './applied-waits.js';
 
 /** Refused handshake: the primary runs a newer version than the secondary (spec section 9). */
 export class VersionRefused extends TesseraError {
@@ -40,41 +42,8 @@ export class VersionRefused extends TesseraError {
   }
 }
 
-export interface SecondaryRegistry {
-  /**
-   * Throws PermissionDenied unless `id` holds an unrevoked, unexpired certificate with this
-   * fingerprint; returns its status (the policy decides what that status may call).
-   */
-  check(id: string, fingerprint: string): TokenStatus;
-}
-
-export interface PrimaryInfo {
-  clusterId(): string;
-  nodeId(): string;
-  apiAddr(): string;
-  clusterAddr(): string;
-}
-
-/** How a demote's drain ended: who confirmed the final index, who did not. */
-export interface DrainReport {
-  readonly lastWal: bigint;
-  readonly confirmed: readonly string[];
-  readonly unconfirmed: readonly { readonly id: string; readonly applied: bigint }[];
-  readonly timedOut: boolean;
-}
-
 export type { FilterSource } from './filtered-view.js';
-
-/** How many pinned snapshots one secondary may hold open; opening another closes its oldest. */
-export const MAX_OPEN_SNAPSHOTS = 2;
-
-/** One secondary's pinned snapshot, and for a filtered secondary the view of it that it is served. */
-interface OpenSnapshot {
-  readonly snap: PinnedSnapshot;
-  readonly owner: string;
-  readonly timer: NodeJS.Timeout;
-  readonly filter?: FilteredView;
-}
+export type { PrimaryInfo, PrimaryStreamerOptions, SecondaryRegistry } from './primary-options.js';
 
 /** An address a secondary reports about itself, as status shows it: bounded, never trusted. */
 const reported = (addr: string): string => addr.slice(0, 256);
@@ -91,46 +60,17 @@ export class PrimaryStreamer implements PrimaryService {
   readonly holds: CatchUpHolds;
   /** The kind's policy without a paths filter (calls that serve no keys). */
   private readonly policy: ServePolicy;
-  private readonly snapshots = new Map<string, OpenSnapshot>();
+  /** Pinned snapshots secondaries reconcile against. */
+  private readonly reconcile: ReconcileSnapshots;
   private lastCommitMs = 0;
   private readonly unsubscribe: () => void;
   /** Wakes every open stream's wait (drain starts, or the server closes). */
   private readonly wakers = new Set<() => void>();
-  private draining = false;
-  /** The highest index a caller of `waitApplied` waits for secondaries to confirm. */
-  private ackWanted = 0n;
+  /** Demote's drain and waits for secondaries to apply an index (applied-waits.ts). */
+  private readonly waits: AppliedWaits;
 
   constructor(
-    private readonly o: {
-      engine: StorageEngine;
-      registry: SecondaryRegistry;
-      info: PrimaryInfo;
-      now?: () => number;
-      kind: 'dr' | 'performance';
-      /** After a secondary's handshake succeeds (its first one activates its token). */
-      onBootstrap?: (secondaryId: string) => Promise<void>;
-      /** Interval of the primary's heartbeats on an idle stream. Default 1000 ms. */
-      heartbeatMs?: number;
-      /** A secondary silent for longer is reported disconnected. Default 3000 ms. */
-      heartbeatTimeoutMs?: number;
-      /** Keeps each secondary's last heartbeat across restarts. */
-      lastSeen?: LastSeenStore;
-      onPersistError?: (e: unknown) => void;
-      /**
-       * Performance paths filters (paths-filters.ts): applied to the stream, the Merkle hashes,
-       * leaves and values served each secondary. Absent, or for DR, every key of the kind's classes.
-       */
-      pathsFilter?: FilterSource;
-      /**
-       * Executes a write forwarded by a performance secondary (the vault core's dispatcher, bound
-       * late by the node); absent, Forward answers Unavailable.
-       */
-      forwarded?: () => ((secondaryId: string, req: ForwardRequest) => Promise<ForwardReply>) | undefined;
-      /** Replication events (events.ts): a secondary's first stream opened, its last one ended. */
-      emit?: EmitEvent;
-      /** Least time between two verification roots of a filtered secondary (a scan each). Default 10 s. */
-      filteredVerifyMinMs?: number;
-    },
+    private readonly o: PrimaryStreamerOptions,
   ) {
     this.policy = servePolicy(o.kind);
     this.views = new SecondaryViews({
@@ -140,11 +80,30 @@ export class PrimaryStreamer implements PrimaryService {
       ...(o.onPersistError ? { onPersistError: o.onPersistError } : {}),
     });
     this.holds = new CatchUpHolds({ engine: o.engine });
+    this.waits = new AppliedWaits({
+      views: this.views,
+      now: () => this.now(),
+      lastWal: () => o.engine.lastGuard().index,
+      wakeStreams: () => {
+        for (const w of [...this.wakers]) w();
+      },
+    });
+    this.reconcile = new ReconcileSnapshots({ engine: o.engine, holds: this.holds, policy: this.policy, policyWith: (kf) => this.policyWith(kf), filters: () => this.filters });
     this.unsubscribe = o.engine.onCommit((last) => {
       this.lastCommitMs = this.now();
       // A secondary that had everything now lacks this commit's first entry: its lag counts from here.
       for (const v of this.views.all()) if (v.missingSinceMs === 0 && v.applied.index < last) v.missingSinceMs = this.lastCommitMs;
     });
+  }
+
+  /** A demote's drain started: streams say the index is final. */
+  private get draining(): boolean {
+    return this.waits.draining;
+  }
+
+  /** The highest index a caller of `waitApplied` waits for secondaries to confirm. */
+  private get ackWanted(): bigint {
+    return this.waits.ackWanted;
   }
 
   private now(): number {
@@ -206,7 +165,7 @@ export class PrimaryStreamer implements PrimaryService {
   forget(id: string): void {
     this.views.forget(id);
     this.holds.end(id);
-    for (const [sid, s] of this.snapshots) if (s.owner === id) void this.closeSnapshot({ secondaryId: id, fingerprint: '', address: '' }, sid);
+    this.reconcile.forget(id);
   }
 
   streamWal(peer: Peer, req: { guard: Guard; maxBatchEntries: number }, sink: StreamSink): void {
@@ -384,141 +343,41 @@ export class PrimaryStreamer implements PrimaryService {
 
   /**
    * Demote's drain; call after `engine.fence()`, so the last index is final. Tells every open
-   * stream the index is final and waits until each connected secondary has applied it (by its
-   * heartbeats), or `timeoutMs` passes. Secondaries that are not connected are not waited for.
+   * stream the index is final and waits (bounded) until each connected secondary applied it.
    */
-  async drain(o: { timeoutMs: number; onProgress?: (pending: readonly { id: string; applied: bigint }[], lastWal: bigint) => void; progressEveryMs?: number }): Promise<DrainReport> {
-    const lastWal = this.o.engine.lastGuard().index;
-    this.draining = true;
-    for (const w of [...this.wakers]) w();
-    const timedOut = !(await this.untilApplied(lastWal, o.timeoutMs, o.onProgress ? (pending) => o.onProgress?.(pending, lastWal) : undefined, o.progressEveryMs));
-    const confirmed = this.views.all().filter((v) => v.applied.index >= lastWal && this.views.connected(v)).map((v) => v.id).sort();
-    const unconfirmed = this.views.all().filter((v) => !confirmed.includes(v.id)).map((v) => ({ id: v.id, applied: v.applied.index }));
-    return { lastWal, confirmed, unconfirmed, timedOut };
+  drain(o: Parameters<AppliedWaits['drain']>[0]): Promise<DrainReport> {
+    return this.waits.drain(o);
   }
 
-  /**
-   * Waits until every connected secondary has applied `index`, asking each to confirm as soon as
-   * it has (not at its next heartbeat), or until `timeoutMs` passes. A secondary that is not
-   * connected, or stops being (its heartbeats stop for the heartbeat timeout), is not waited for:
-   * this bounds the wait by a partition, like semi-synchronous replication falling back to
-   * asynchronous. Resolves true when no connected secondary is behind `index`.
-   */
-  async waitApplied(index: bigint, timeoutMs: number): Promise<boolean> {
-    if (this.behind(index).length === 0) return true;
-    if (index > this.ackWanted) this.ackWanted = index;
-    for (const w of [...this.wakers]) w();
-    return this.untilApplied(index, timeoutMs);
+  /** Waits (bounded) until every connected secondary has applied `index` (applied-waits.ts). */
+  waitApplied(index: bigint, timeoutMs: number): Promise<boolean> {
+    return this.waits.waitApplied(index, timeoutMs);
   }
 
-  /** Connected secondaries that have not applied `index`. */
-  private behind(index: bigint): { id: string; applied: bigint }[] {
-    return this.views
-      .all()
-      .filter((v) => this.views.connected(v) && v.applied.index < index)
-      .map((v) => ({ id: v.id, applied: v.applied.index }));
+  // ---- reconciliation: pinned snapshots (reconcile-snapshots.ts) ----
+
+  openSnapshot(peer: Peer): Promise<SnapshotInfo> {
+    return this.reconcile.open(peer);
   }
 
-  /** The one wait of `drain` and `waitApplied`: by heartbeats (view changes), with a deadline. */
-  private async untilApplied(index: bigint, timeoutMs: number, onProgress?: (pending: readonly { id: string; applied: bigint }[]) => void, progressEveryMs = 1000): Promise<boolean> {
-    const deadline = this.now() + timeoutMs;
-    let nextProgress = this.now();
-    for (;;) {
-      const pending = this.behind(index);
-      const left = deadline - this.now();
-      if (pending.length === 0) return true;
-      if (left <= 0) return false;
-      if (onProgress && this.now() >= nextProgress) {
-        onProgress(pending);
-        nextProgress = this.now() + progressEveryMs;
-      }
-      await this.views.nextChange(Math.min(left, 100));
-    }
+  closeSnapshot(peer: Peer, snapshotId: string): Promise<void> {
+    return this.reconcile.close(peer, snapshotId);
   }
 
-  async openSnapshot(peer: Peer): Promise<SnapshotInfo> {
-    // The secondary streams from the snapshot's guard once it has synced: keep those entries. Held
-    // before the snapshot is taken (its guard can only be later), so commits during the pinning
-    // and a filtered view's scan cannot trim them; then narrowed to the snapshot's own guard.
-    this.holds.start(peer.secondaryId, this.o.engine.lastGuard().index + 1n);
-    let snap: PinnedSnapshot | undefined;
-    let filter: FilteredView | undefined;
-    try {
-      snap = await this.o.engine.snapshot();
-      if (this.filters) filter = await filteredView(snap, this.filters, peer.secondaryId);
-    } catch (e) {
-      this.holds.end(peer.secondaryId);
-      await snap?.close();
-      throw e;
-    }
-    this.holds.start(peer.secondaryId, snap.guard.index + 1n);
-    // A secondary reconciles from one snapshot at a time: a new one supersedes its older ones past
-    // the cap, so a secondary (or a holder of its certificate) cannot pin storage without bound.
-    const owned = [...this.snapshots].filter(([, s]) => s.owner === peer.secondaryId).map(([sid]) => sid);
-    for (const sid of owned.slice(0, Math.max(0, owned.length - (MAX_OPEN_SNAPSHOTS - 1)))) await this.closeSnapshot(peer, sid);
-    const id = randomUUID();
-    // A snapshot abandoned by a crashed secondary is closed after ten minutes.
-    const timer = setTimeout(() => void this.closeSnapshot(peer, id), 600_000);
-    timer.unref();
-    this.snapshots.set(id, { snap, owner: peer.secondaryId, timer, ...(filter ? { filter } : {}) });
-    // Roots of subtrees this kind does not replicate are not served (empty).
-    const trees = servedTrees(snap, filter);
-    const root = (tree: Tree): Buffer => (this.policy.servesTree(tree) ? Buffer.from(trees[tree].root) : Buffer.alloc(0));
-    return { snapshotId: id, guard: snap.guard, root: servedRoot(snap, filter), subtreeRoots: [root(1), root(2)] };
+  pageHashes(peer: Peer, id: string, tree: 1 | 2): Promise<Buffer[]> {
+    return this.reconcile.pageHashes(peer, id, tree);
   }
 
-  private open(peer: Peer, id: string): OpenSnapshot {
-    const s = this.snapshots.get(id);
-    if (!s || s.owner !== peer.secondaryId) throw new InvalidRequest(`unknown snapshot ${id.slice(0, 40)}`);
-    return s;
+  subpageHashes(peer: Peer, id: string, tree: 1 | 2, page: number): Promise<Buffer[]> {
+    return this.reconcile.subpageHashes(peer, id, tree, page);
   }
 
-  /** Hashes of a snapshot as its secondary is served it (tree 1 filtered for a filtered one). */
-  private hashesOf(peer: Peer, id: string, of: (trees: ReturnType<typeof servedTrees>) => Buffer[]): Buffer[] {
-    const s = this.open(peer, id);
-    return of(servedTrees(s.snap, s.filter));
+  leaves(peer: Peer, id: string, tree: 1 | 2, page: number, subpages: readonly number[]): Promise<LeafInfo[]> {
+    return this.reconcile.leaves(peer, id, tree, page, subpages);
   }
 
-
-  async closeSnapshot(_peer: Peer, snapshotId: string): Promise<void> {
-    const s = this.snapshots.get(snapshotId);
-    if (!s) return;
-    this.snapshots.delete(snapshotId);
-    clearTimeout(s.timer);
-    await s.snap.close();
-  }
-
-  async pageHashes(peer: Peer, id: string, tree: 1 | 2): Promise<Buffer[]> {
-    this.policy.admitTree(tree);
-    return this.hashesOf(peer, id, (t) => treeHashes.pageHashes(t, tree));
-  }
-
-  async subpageHashes(peer: Peer, id: string, tree: 1 | 2, page: number): Promise<Buffer[]> {
-    this.policy.admitTree(tree);
-    return this.hashesOf(peer, id, (t) => treeHashes.subpageHashes(t, tree, page));
-  }
-
-  async leaves(peer: Peer, id: string, tree: 1 | 2, page: number, subpages: readonly number[]): Promise<LeafInfo[]> {
-    this.policy.admitTree(tree);
-    const s = this.open(peer, id);
-    const policy = this.policyWith(s.filter?.keys);
-    const out: LeafInfo[] = [];
-    for (const sp of subpages) for (const l of await s.snap.leaves(tree, page, sp)) if (policy.admits(l.key)) out.push({ key: l.key, valueHash: l.valueHash, subpage: sp });
-    return out;
-  }
-
-  /**
-   * The values of `keys` as of the snapshot. A performance secondary may also ask for
-   * DYNAMIC_FILTER_KEY: its dynamic filter as of the snapshot (plaintext JSON, not stored here).
-   */
-  async fetchValues(peer: Peer, id: string, keys: readonly string[]): Promise<KeyValue[]> {
-    const s = this.open(peer, id);
-    if (keys.length > 10_000) throw new InvalidRequest('at most 10000 keys per fetch');
-    const dynamic = this.filters ? (s.filter?.dynamic ?? { dynamic_filtered_mounts: [], dynamic_filtered_namespaces: [] }) : undefined;
-    const data = dynamic ? keys.filter((k) => k !== DYNAMIC_FILTER_KEY) : keys;
-    // All or nothing: one key outside the kind's classes (node class above all) refuses the call.
-    this.policyWith(s.filter?.keys).admitKeys(data);
-    return Promise.all(keys.map(async (key) => ({ key, value: dynamic && key === DYNAMIC_FILTER_KEY ? Buffer.from(JSON.stringify(dynamic)) : await s.snap.readRaw(key) })));
+  fetchValues(peer: Peer, id: string, keys: readonly string[]): Promise<KeyValue[]> {
+    return this.reconcile.fetchValues(peer, id, keys);
   }
 
   /** A performance secondary's forwarded write (the serve policy admitted the call and kind). */
@@ -532,7 +391,7 @@ export class PrimaryStreamer implements PrimaryService {
     this.unsubscribe();
     this.holds.endAll();
     await this.views.flush();
-    for (const id of [...this.snapshots.keys()]) await this.closeSnapshot({ secondaryId: '', fingerprint: '', address: '' }, id);
+    await this.reconcile.closeAll();
   }
 }
 

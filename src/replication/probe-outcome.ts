@@ -7,6 +7,7 @@
  *   foreignSet('10.0.0.5:8201', 'set-2')    // "https://10.0.0.5:8201 answered as a primary of another replication set (set-2)"
  */
 import { vaultClusterAddr } from '../core/cluster-addr.js';
+import { ChannelError } from './transport.js';
 
 const DETAIL_MAX = 200;
 
@@ -18,7 +19,7 @@ function detail(e: unknown): string {
 /** One sentence for an address whose ping failed. */
 export function probeFailure(addr: string, e: unknown): string {
   const at = vaultClusterAddr(addr);
-  switch ((e as { reason?: unknown }).reason) {
+  switch (e instanceof ChannelError ? e.reason : undefined) {
     case 'permission_denied':
       return `${at} answered and refused this secondary: ${detail(e)}`;
     case 'failed_precondition':
@@ -29,8 +30,9 @@ export function probeFailure(addr: string, e: unknown): string {
     case 'deadline':
       return `${at} did not answer within the probe deadline: ${detail(e)}`;
     default:
-      // unavailable: nothing listening, or no TLS handshake with this set's CA and server name
-      // (a node that is not a primary of this set serves no certificate for it).
+      // unavailable (or no ChannelError at all): nothing listening, or no TLS handshake with this
+      // set's CA and server name (a node that is not a primary of this set serves no certificate
+      // for it).
       return `${at} could not be reached as a primary of this replication set (connection or TLS handshake failed): ${detail(e)}`;
   }
 }

@@ -16,7 +16,7 @@ import type { EmitEvent } from './events.js';
 import { reconcile } from './reconcile.js';
 import { Verifier, type VerificationStatus } from './verification.js';
 import type { LastSeenStore } from './secondary-views.js';
-import type { BootstrapInfo, ConnectionState, PrimaryClient, StreamHandle } from './transport.js';
+import { ChannelError, type BootstrapInfo, type ConnectionState, type PrimaryClient, type StreamHandle } from './transport.js';
 
 export type SecondaryState = 'idle' | 'stream-wals' | 'merkle-diff' | 'merkle-sync';
 
@@ -219,10 +219,8 @@ export class SecondaryLoop {
       this.o.onBootstrap?.(info);
       await this.openStream();
     } catch (e) {
-      // ChannelError carries the channel's reason; the loopback test channel sets `code`.
-      const reason = (e as { reason?: string }).reason ?? (e as { code?: string }).code;
       const message = e instanceof Error ? e.message : String(e);
-      if (reason === 'permission_denied' || reason === 'failed_precondition') {
+      if (e instanceof ChannelError && e.refused) {
         log.error({ err: message }, 'primary refused this secondary');
         this.progress.lastError = message;
         this.o.onFatal?.(message);

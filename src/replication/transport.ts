@@ -9,6 +9,8 @@
  */
 import type { WalEntry } from '../core/wal.js';
 
+export { ChannelError, ChannelReason, channelErrorOfService, reasonOfServiceCode } from './channel-error.js';
+
 export interface Guard {
   readonly index: bigint;
   readonly hash: Buffer;
@@ -193,7 +195,10 @@ export interface StreamHandle {
   cancel(): void;
 }
 
-/** The secondary's side of the channel. Calls reject with a ChannelError (see transport/grpc). */
+/**
+ * The secondary's side of the channel. Every call rejects with a ChannelError (channel-error.ts),
+ * and a stream that ends in error ends with one (or with `onMessage`'s own error, which ends it).
+ */
 export interface PrimaryClient {
   ping(secondaryId: string, deadlineMs?: number): Promise<PingInfo>;
   bootstrap(req: BootstrapRequest): Promise<BootstrapInfo>;

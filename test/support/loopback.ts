@@ -1,26 +1,35 @@
 /**
  * An in-process replication channel: a PrimaryClient that calls a PrimaryService directly, with
- * the same stream semantics as the gRPC transport (start message, batches, end). Tests of the
- * replication logic use it to run without sockets; the gRPC transport has its own tests, and the
- * process-level tests use the real thing.
+ * the same contract as the gRPC transport (test/support/channel-contract.ts runs one suite over
+ * both): the same stream semantics (start message, batches, end), deadlines, and errors, every
+ * one a ChannelError with the reason the gRPC client would read (channelErrorOfService maps what
+ * the service threw, as the gRPC server's status and the client's table do). Tests of the
+ * replication logic use it to run without sockets; process-level tests use the real thing.
  *
- *   const client = loopbackClient(service, { secondaryId: 's1' });
+ *   const link = loopback(service, 's1');
+ *   const client = link.client();
+ *   link.partition(true);      // open calls end 'unavailable'; forward is 'not_sent' until restored
  */
 import { X509Certificate } from 'node:crypto';
+import { Unavailable } from '../../src/core/errors.js';
 import type { ReplicationTransport } from '../../src/replication/driver.js';
 import { fingerprintOf, nameOf } from '../../src/replication/pki.js';
-import type {
-  ClusterCall, ConnectionState, Peer, PrimaryClient, PrimaryService, StreamHandle, StreamMessage, StreamSink, TlsMaterial,
+import {
+  ChannelError, ChannelReason, channelErrorOfService, type ClusterCall, type ConnectionState, type Peer, type PrimaryClient, type PrimaryService,
+  type StreamHandle, type StreamMessage, type StreamSink, type TlsMaterial,
 } from '../../src/replication/transport.js';
 
 export interface Loopback {
   client(): PrimaryClient;
-  /** Makes every call fail as if the network dropped (a partition). */
+  /** Makes every call fail as if the network dropped (a partition); open calls end 'unavailable'. */
   partition(down: boolean): void;
   /** Streams currently open. */
   openStreams(): number;
-  /** Ends the open streams, as a server that drops a peer's calls does; later calls go through. */
-  disconnect(): void;
+  /**
+   * Ends the open calls (streams and unary calls in flight) with `error`, as a server that drops a
+   * peer's calls does (default: the connection was lost, 'unavailable'); later calls go through.
+   */
+  disconnect(error?: ChannelError): void;
 }
 
 export interface LoopbackOptions {
@@ -28,86 +37,146 @@ export interface LoopbackOptions {
   readonly fingerprint?: string;
   /** Whether the serving end is still there; every call fails as unavailable once it is not. */
   readonly alive?: () => boolean;
+  /** Deadline of calls that name none, as the gRPC client's. Default 10 s. */
+  readonly defaultDeadlineMs?: number;
 }
+
+/** One open call as the serving end can cut it. */
+interface OpenCall {
+  cut(error: ChannelError): void;
+}
+
+const lost = (): ChannelError => new ChannelError(ChannelReason.unavailable, 'the connection to the primary was lost');
+const closedError = (): ChannelError => new ChannelError(ChannelReason.unavailable, 'replication client is closed');
 
 export function loopback(service: PrimaryService, secondaryId: string, opts: LoopbackOptions = {}): Loopback {
   let down = false;
-  const sinks = new Set<{ close: () => void }>();
+  const streams = new Set<OpenCall>();
+  const unary = new Set<OpenCall>();
   const peer: Peer = { secondaryId, fingerprint: opts.fingerprint ?? 'loopback', address: 'loopback' };
   const isDown = (): boolean => down || (opts.alive !== undefined && !opts.alive());
-  const guard = async <T>(fn: () => Promise<T>, call: ClusterCall = 'reconcile'): Promise<T> => {
-    if (isDown()) throw Object.assign(new Error('unavailable: partitioned'), { code: 'unavailable' });
-    service.authorize(peer, call);
-    return fn();
+  const defaultDeadlineMs = opts.defaultDeadlineMs ?? 10_000;
+  const cutAll = (error: ChannelError): void => {
+    for (const c of [...streams, ...unary]) c.cut(error);
   };
+
   const make = (): PrimaryClient => {
     let closed = false;
-    return {
-      ping: async () => guard(() => service.ping(peer), 'ping'),
-      bootstrap: (req) => guard(() => service.bootstrap(peer, req), 'bootstrap'),
-      heartbeat: (req) => guard(() => service.heartbeat(peer, req), 'heartbeat'),
-      openSnapshot: () => guard(() => service.openSnapshot(peer)),
-      closeSnapshot: (id) => guard(() => service.closeSnapshot(peer, id)),
-      pageHashes: (id, tree) => guard(() => service.pageHashes(peer, id, tree)),
-      subpageHashes: (id, tree, page) => guard(() => service.subpageHashes(peer, id, tree, page)),
-      leaves: (id, tree, page, subs) => guard(() => service.leaves(peer, id, tree, page, subs)),
-      fetchValues: (id, keys) => guard(() => service.fetchValues(peer, id, keys)),
-      forward: (_id, req) => guard(() => service.forward(peer, req), 'forward'),
+    const mine = new Set<StreamHandle>();
+    /** One unary call: authorized like every call, with a deadline; every failure a ChannelError. */
+    const call = <T>(what: ClusterCall, run: () => Promise<T>, deadlineMs = defaultDeadlineMs): Promise<T> => {
+      if (closed) return Promise.reject(closedError());
+      if (isDown()) return Promise.reject(new ChannelError(ChannelReason.unavailable, 'no connection to the primary'));
+      return new Promise<T>((resolve, reject) => {
+        let done = false;
+        const settle = (fn: () => void): void => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          unary.delete(open);
+          fn();
+        };
+        const open: OpenCall = { cut: (e) => settle(() => reject(e)) };
+        const timer = setTimeout(() => settle(() => reject(new ChannelError(ChannelReason.deadline, 'Deadline exceeded'))), deadlineMs);
+        unary.add(open);
+        (async () => {
+          service.authorize(peer, what);
+          return run();
+        })().then(
+          (v) => settle(() => resolve(v)),
+          (e: unknown) => settle(() => reject(channelErrorOfService(e))),
+        );
+      });
+    };
+    const client: PrimaryClient = {
+      ping: (_id, deadlineMs) => call('ping', () => service.ping(peer), deadlineMs),
+      bootstrap: (req) => call('bootstrap', () => service.bootstrap(peer, req)),
+      heartbeat: (req) => call('heartbeat', () => service.heartbeat(peer, req)),
+      openSnapshot: () => call('reconcile', () => service.openSnapshot(peer)),
+      closeSnapshot: (id) => call('reconcile', () => service.closeSnapshot(peer, id)),
+      pageHashes: (id, tree) => call('reconcile', () => service.pageHashes(peer, id, tree)),
+      subpageHashes: (id, tree, page) => call('reconcile', () => service.subpageHashes(peer, id, tree, page)),
+      leaves: (id, tree, page, subs) => call('reconcile', () => service.leaves(peer, id, tree, page, subs)),
+      fetchValues: (id, keys) => call('reconcile', () => service.fetchValues(peer, id, keys)),
+      // As over gRPC, a forward is sent only on a ready connection: else it certainly never left.
+      forward: (_id, req, deadlineMs) => {
+        if (!closed && isDown()) return Promise.reject(new ChannelError(ChannelReason.notSent, 'no ready connection to the primary (transient_failure)'));
+        return call('forward', () => service.forward(peer, req), deadlineMs);
+      },
       connectionState: (): ConnectionState => (closed ? 'shutdown' : isDown() ? 'transient_failure' : 'ready'),
       close: () => {
         closed = true;
+        for (const s of [...mine]) s.cancel();
       },
       streamWal(req, handlers): StreamHandle {
-        let isClosed = false;
-        const listeners: (() => void)[] = [];
-        let chain: Promise<void> = Promise.resolve();
-        const close = (error?: Error) => {
-          if (isClosed) return;
-          isClosed = true;
-          sinks.delete(entry);
-          for (const l of listeners) l();
-          void chain.then(() => handlers.onEnd(error));
-        };
-        const entry = { close: () => close(Object.assign(new Error('unavailable: partitioned'), { code: 'unavailable' })) };
-        sinks.add(entry);
-        const sink: StreamSink = {
-          send: (msg: StreamMessage) => {
-            if (isClosed) return Promise.resolve();
-            chain = chain.then(async () => {
-              if (!isClosed) await handlers.onMessage(msg);
-            });
-            return chain;
-          },
-          end: () => close(),
-          fail: (e) => close(e),
-          get closed() {
-            return isClosed;
-          },
-          onClose: (l) => listeners.push(l),
-        };
-        if (isDown()) {
-          entry.close();
-        } else {
-          try {
-            service.authorize(peer, 'stream');
-            service.streamWal(peer, { guard: req.guard, maxBatchEntries: req.maxBatchEntries }, sink);
-          } catch (e) {
-            close(e as Error);
-          }
-        }
-        return { cancel: () => close() };
+        const handle = openStream(req, handlers, closed);
+        mine.add(handle);
+        return handle;
       },
     };
+    const openStream = (
+      req: Parameters<PrimaryClient['streamWal']>[0],
+      handlers: Parameters<PrimaryClient['streamWal']>[1],
+      clientClosed: boolean,
+    ): StreamHandle => {
+      let ended = false;
+      const listeners: (() => void)[] = [];
+      let chain: Promise<void> = Promise.resolve();
+      const finish = (error?: Error): void => {
+        if (ended) return;
+        ended = true;
+        streams.delete(open);
+        mine.delete(handle);
+        for (const l of listeners.splice(0)) l();
+        void chain.then(() => handlers.onEnd(error));
+      };
+      const open: OpenCall = { cut: (e) => finish(e) };
+      const handle: StreamHandle = { cancel: () => finish() };
+      const sink: StreamSink = {
+        send: (msg: StreamMessage) => {
+          if (ended) return Promise.reject(new Unavailable('replication stream closed'));
+          const delivered = chain.then(async () => {
+            if (!ended) await handlers.onMessage(msg);
+          });
+          // A handler that throws ends the stream with its own error, as over gRPC.
+          chain = delivered.catch((e: unknown) => finish(e instanceof Error ? e : new Error(String(e))));
+          return delivered.catch((e: unknown) => {
+            throw new Unavailable('replication stream closed', { cause: e });
+          });
+        },
+        end: () => finish(),
+        fail: (e) => finish(channelErrorOfService(e)),
+        get closed() {
+          return ended;
+        },
+        onClose: (l) => (ended ? queueMicrotask(l) : listeners.push(l)),
+      };
+      streams.add(open);
+      if (clientClosed) {
+        finish(closedError());
+      } else if (isDown()) {
+        finish(new ChannelError(ChannelReason.unavailable, 'no connection to the primary'));
+      } else {
+        try {
+          service.authorize(peer, 'stream');
+          service.streamWal(peer, { guard: req.guard, maxBatchEntries: req.maxBatchEntries }, sink);
+        } catch (e) {
+          finish(channelErrorOfService(e));
+        }
+      }
+      return handle;
+    };
+    return client;
   };
   return {
     client: make,
     partition(d) {
       down = d;
-      if (d) for (const s of [...sinks]) s.close();
+      if (d) cutAll(lost());
     },
-    openStreams: () => sinks.size,
-    disconnect() {
-      for (const s of [...sinks]) s.close();
+    openStreams: () => streams.size,
+    disconnect(error = lost()) {
+      cutAll(error);
     },
   };
 }
@@ -117,7 +186,8 @@ export function loopback(service: PrimaryService, secondaryId: string, opts: Loo
  * the service under its address (one listener per address, kinds told apart by server name, as
  * SNI does); `connect` reaches it while it is served. What mTLS checks on the real port is checked
  * here too: the client trusts the server's CA and its certificate was issued by that CA; the peer
- * is the identity and fingerprint the certificate proves. Otherwise every call is unavailable.
+ * is the identity and fingerprint the certificate proves. Otherwise every call is unavailable (a
+ * failed TLS handshake) and a forward is not_sent.
  *
  *   const net = loopbackNetwork();
  *   new ReplicationDriver({ ..., transport: net, clusterListen: 'loop:a' });
@@ -144,13 +214,14 @@ export function loopbackNetwork(): LoopbackNetwork {
       return {
         address,
         disconnect: (id) => {
-          for (const l of served.links) if (l.id === id) l.lb.disconnect();
+          // revoke-secondary: its open calls end refused, as the gRPC server cuts them.
+          for (const l of served.links) if (l.id === id) l.lb.disconnect(new ChannelError(ChannelReason.permissionDenied, 'secondary revoked'));
         },
         close: async () => {
           if (!alive()) return;
           kinds.delete(tls.serverName);
           if (kinds.size === 0) listeners.delete(address);
-          for (const l of served.links) l.lb.disconnect();
+          for (const l of served.links) l.lb.disconnect(new ChannelError(ChannelReason.unavailable, 'replication server is shutting down'));
         },
       };
     },
@@ -183,6 +254,6 @@ export function loopbackNetwork(): LoopbackNetwork {
 /** Never called: the client of an unreachable address fails every call before reaching it. */
 const unavailableService = new Proxy({} as PrimaryService, {
   get: () => () => {
-    throw Object.assign(new Error('unavailable: no server'), { code: 'unavailable' });
+    throw new ChannelError(ChannelReason.unavailable, 'no server');
   },
 });

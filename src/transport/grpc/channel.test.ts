@@ -4,6 +4,7 @@ import { InvalidRequest, NotFound, Unavailable } from '../../core/errors.js';
 import type { WalEntry } from '../../core/wal.js';
 import type { PrimaryClient, ReplicationServer, StreamMessage } from '../../replication/transport.js';
 import { ChannelError, connectPrimary, serveReplication } from './index.js';
+import { grpcCodeOf } from './status.js';
 import { FakePrimary, makePki, type Pki } from './testing/fixtures.js';
 
 const BIG = 2n ** 64n - 1n;
@@ -125,7 +126,7 @@ describe('errors map through the status table', () => {
       throw new InvalidRequest('upgrade the secondary first');
     };
     const e = await rejection(client.bootstrap({ secondaryId: 's1', version: '0.0.1', kind: 'dr', apiAddr: '', clusterAddr: '' }));
-    expect([e.reason, e.grpcCode, e.code]).toEqual(['failed_precondition', Status.FAILED_PRECONDITION, 'invalid_request']);
+    expect([e.reason, grpcCodeOf(e), e.code]).toEqual(['failed_precondition', Status.FAILED_PRECONDITION, 'invalid_request']);
     expect(e.message).toBe('upgrade the secondary first');
   });
 
@@ -134,7 +135,7 @@ describe('errors map through the status table', () => {
       throw new NotFound(`snapshot ${id} is gone`);
     };
     const e = await rejection(client.closeSnapshot('snap-9'));
-    expect([e.reason, e.grpcCode, e.message]).toEqual(['failed_precondition', Status.NOT_FOUND, 'snapshot snap-9 is gone']);
+    expect([e.reason, grpcCodeOf(e), e.message]).toEqual(['failed_precondition', Status.NOT_FOUND, 'snapshot snap-9 is gone']);
   });
 
   it('an unexpected error is a bare internal, logged, its text not sent', async () => {
@@ -142,7 +143,7 @@ describe('errors map through the status table', () => {
       throw new Error('disk path /secret/x');
     };
     const e = await rejection(client.openSnapshot('s1'));
-    expect([e.reason, e.grpcCode, e.message]).toEqual(['internal', Status.INTERNAL, 'internal error']);
+    expect([e.reason, grpcCodeOf(e), e.message]).toEqual(['internal', Status.INTERNAL, 'internal error']);
     expect(JSON.stringify(logged)).not.toBe('[]');
     expect((logged[0] as { err: Error }).err.message).toBe('disk path /secret/x');
   });

@@ -12,7 +12,8 @@ import * as grpc from '@grpc/grpc-js';
 import type { ConnectionState, PrimaryClient, StreamHandle, TlsMaterial } from '../../replication/transport.js';
 import { decode, encode } from './codec.js';
 import { MAX_MESSAGE_BYTES, loadReplication, type RawClient, type Unary } from './proto.js';
-import { ChannelError, ChannelReason, channelErrorOf } from './status.js';
+import { ChannelError, ChannelReason } from '../../replication/transport.js';
+import { channelErrorOf } from './status.js';
 import type * as wire from './wire.js';
 
 export interface ConnectOptions {
@@ -101,7 +102,7 @@ export function connectPrimary(opts: ConnectOptions): PrimaryClient {
     const channel = raw.getChannel();
     const deadline = Date.now() + ms;
     return new Promise<void>((resolve, reject) => {
-      const notSent = (state: string): void => reject(new ChannelError(ChannelReason.notSent, grpc.status.UNAVAILABLE, `no ready connection to the primary (${state})`));
+      const notSent = (state: string): void => reject(new ChannelError(ChannelReason.notSent, `no ready connection to the primary (${state})`));
       const check = (): void => {
         if (closed) return reject(closedError());
         const state = channel.getConnectivityState(true);
@@ -214,5 +215,5 @@ function openStream(
 }
 
 function closedError(): ChannelError {
-  return new ChannelError(ChannelReason.unavailable, grpc.status.UNAVAILABLE, 'replication client is closed');
+  return new ChannelError(ChannelReason.unavailable, 'replication client is closed');
 }

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import type { PrimaryClient, ReplicationServer } from '../../replication/transport.js';
 import { ChannelError, connectPrimary, serveReplication } from './index.js';
+import { grpcCodeOf } from './status.js';
 import { loadReplication, type RawClient } from './proto.js';
 import { FakePrimary, SERVER_NAME, makePki, type Pki } from './testing/fixtures.js';
 import type * as wire from './wire.js';
@@ -97,7 +98,7 @@ describe('authorize', () => {
     ];
     for (const attempt of attempts) {
       const e = await refusal(attempt);
-      expect([e.reason, e.grpcCode, e.message]).toEqual(['permission_denied', grpc.status.PERMISSION_DENIED, 'secondary revoked is revoked']);
+      expect([e.reason, grpcCodeOf(e), e.message]).toEqual(['permission_denied', grpc.status.PERMISSION_DENIED, 'secondary revoked is revoked']);
     }
     const streamError = await new Promise<Error | undefined>((resolve) => {
       client.streamWal({ secondaryId: 'revoked', guard, maxBatchEntries: 1 }, { onMessage: () => {}, onEnd: resolve });

@@ -1,7 +1,8 @@
 import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import * as errors from '../../core/errors.js';
 import { MalformedMessage } from './codec.js';
-import { ChannelError, channelErrorOf, statusOf } from './status.js';
+import { ChannelError, reasonOfServiceCode } from '../../replication/transport.js';
+import { channelErrorOf, grpcCodeOf, reasonAcrossGrpc, statusOf } from './status.js';
 
 function serviceError(code: Status, details: string): ServiceError {
   return Object.assign(new Error(`${code} ${details}`), { code, details, metadata: new Metadata() });
@@ -55,13 +56,19 @@ describe('client side: status -> ChannelError', () => {
     const e = channelErrorOf(serviceError(code, 'why'));
     expect(e).toBeInstanceOf(ChannelError);
     expect(e).toBeInstanceOf(errors.TesseraError);
-    expect([e.reason, e.grpcCode, e.code, e.message]).toEqual([reason, code, tesseraCode, 'why']);
+    expect([e.reason, grpcCodeOf(e), e.code, e.message]).toEqual([reason, code, tesseraCode, 'why']);
   });
 
   it('a malformed message is invalid_argument; anything else internal; a ChannelError passes through', () => {
     expect(channelErrorOf(new MalformedMessage('x')).reason).toBe('invalid_argument');
-    expect(channelErrorOf(new Error('boom'))).toMatchObject({ reason: 'internal', grpcCode: Status.INTERNAL, message: 'boom' });
-    const e = new ChannelError('deadline', Status.DEADLINE_EXCEEDED, 'late');
+    expect(channelErrorOf(new Error('boom'))).toMatchObject({ reason: 'internal', message: 'boom' });
+    const e = new ChannelError('deadline', 'late');
     expect(channelErrorOf(e)).toBe(e);
+  });
+});
+
+describe('the two tables agree with the channel contract', () => {
+  it.each(Object.values(errors.ErrorCode))('a service error %s reaches the client with the reason an in-process channel gives', (code) => {
+    expect(reasonAcrossGrpc(code)).toBe(reasonOfServiceCode(code));
   });
 });

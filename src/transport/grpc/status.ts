@@ -1,37 +1,16 @@
 /**
  * The one error <-> gRPC status table of the replication channel. The server turns a thrown
  * TesseraError into a status through `statusOf` (unknown and internal errors become a bare
- * INTERNAL that leaks nothing); the client turns a failed call back into a ChannelError whose
- * `reason` says what the secondary should do about it.
+ * INTERNAL that leaks nothing); the client turns a failed call back into the channel's
+ * ChannelError (src/replication/channel-error.ts), whose `reason` says what to do about it.
  *
  *   callback(statusOf(err));                                  // server
  *   catch (e) { if (e instanceof ChannelError && e.reason === 'permission_denied') ... } // client
  */
 import { status as Status, type ServiceError, type StatusObject, Metadata } from '@grpc/grpc-js';
-import { ErrorCode, TesseraError, isTesseraError } from '../../core/errors.js';
+import { ErrorCode, isTesseraError } from '../../core/errors.js';
+import { ChannelError, ChannelReason } from '../../replication/transport.js';
 import { MalformedMessage } from './codec.js';
-
-/**
- * What a failed call means to the secondary:
- * - unavailable: the primary is unreachable, shutting down or busy; retry with backoff.
- * - permission_denied: the certificate or the id is refused (revoked, unknown, foreign CA).
- * - failed_precondition: the primary refuses in its current state (version, mode, expired snapshot).
- * - invalid_argument: a message broke the contract (a bug on one side).
- * - deadline: no answer in time; for probing, try the next address.
- * - internal: the other side failed; details are in its log.
- * - not_sent: no ready connection to send the call on: it certainly never reached the primary
- *   (only calls that must tell "not sent" from "may have arrived" check first: forward).
- */
-export const ChannelReason = {
-  unavailable: 'unavailable',
-  permissionDenied: 'permission_denied',
-  failedPrecondition: 'failed_precondition',
-  invalidArgument: 'invalid_argument',
-  deadline: 'deadline',
-  internal: 'internal',
-  notSent: 'not_sent',
-} as const;
-export type ChannelReason = (typeof ChannelReason)[keyof typeof ChannelReason];
 
 /** TesseraError code -> gRPC status. InvalidRequest from a service means "refused in this state". */
 const STATUS_OF_CODE: Record<ErrorCode, Status> = {
@@ -50,7 +29,10 @@ const STATUS_OF_CODE: Record<ErrorCode, Status> = {
   [ErrorCode.licenseRequired]: Status.FAILED_PRECONDITION,
 };
 
-/** gRPC status -> ChannelReason, for every status a call can end with. */
+/**
+ * gRPC status -> ChannelReason, for every status a call can end with: the client's one table.
+ * Composed with STATUS_OF_CODE it gives channel-error.ts's reasonOfServiceCode (status.test.ts).
+ */
 const REASON_OF_STATUS: Record<Status, ChannelReason> = {
   [Status.OK]: ChannelReason.internal,
   [Status.CANCELLED]: ChannelReason.unavailable,
@@ -71,29 +53,6 @@ const REASON_OF_STATUS: Record<Status, ChannelReason> = {
   [Status.UNAUTHENTICATED]: ChannelReason.permissionDenied,
 };
 
-/** How a ChannelError surfaces past the replication layer (e.g. in an HTTP answer). */
-const CODE_OF_REASON: Record<ChannelReason, ErrorCode> = {
-  unavailable: ErrorCode.unavailable,
-  permission_denied: ErrorCode.permissionDenied,
-  failed_precondition: ErrorCode.invalidRequest,
-  invalid_argument: ErrorCode.invalidRequest,
-  deadline: ErrorCode.unavailable,
-  internal: ErrorCode.internal,
-  not_sent: ErrorCode.unavailable,
-};
-
-/** A replication call that failed, as the secondary sees it. */
-export class ChannelError extends TesseraError {
-  constructor(
-    readonly reason: ChannelReason,
-    readonly grpcCode: Status,
-    details: string,
-    options?: { cause?: unknown },
-  ) {
-    super(CODE_OF_REASON[reason], details, options);
-  }
-}
-
 export type CallStatus = Partial<StatusObject> & { code: Status; details: string };
 
 /**
@@ -111,19 +70,28 @@ export function callStatus(code: Status, details: string): CallStatus {
   return { code, details, metadata: new Metadata() };
 }
 
-/** The ChannelError for a failed call: a grpc ServiceError, a message that broke the contract, or else internal. */
+/**
+ * The ChannelError for a failed call: a grpc ServiceError (its status is the `cause`'s `code`), a
+ * message that broke the contract, or else internal.
+ */
 export function channelErrorOf(error: unknown): ChannelError {
   if (error instanceof ChannelError) return error;
   if (isServiceError(error)) {
-    return new ChannelError(REASON_OF_STATUS[error.code] ?? ChannelReason.internal, error.code, error.details || error.message, {
-      cause: error,
-    });
+    return new ChannelError(REASON_OF_STATUS[error.code] ?? ChannelReason.internal, error.details || error.message, { cause: error });
   }
-  if (error instanceof MalformedMessage) {
-    return new ChannelError(ChannelReason.invalidArgument, Status.INVALID_ARGUMENT, error.message, { cause: error });
-  }
+  if (error instanceof MalformedMessage) return new ChannelError(ChannelReason.invalidArgument, error.message, { cause: error });
   const message = error instanceof Error ? error.message : String(error);
-  return new ChannelError(ChannelReason.internal, Status.INTERNAL, message, { cause: error });
+  return new ChannelError(ChannelReason.internal, message, { cause: error });
+}
+
+/** The gRPC status a ChannelError came from, when it came from one. */
+export function grpcCodeOf(error: ChannelError): Status | undefined {
+  return isServiceError(error.cause) ? error.cause.code : undefined;
+}
+
+/** TesseraError code -> the reason a client reads, through both tables (status.test.ts holds it to channel-error.ts). */
+export function reasonAcrossGrpc(code: ErrorCode): ChannelReason {
+  return REASON_OF_STATUS[STATUS_OF_CODE[code]];
 }
 
 export function isServiceError(e: unknown): e is ServiceError {
