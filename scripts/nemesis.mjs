@@ -6,7 +6,7 @@
  *
  * Topology, real processes on 127.0.0.1: a (primary), b (DR secondary), c (performance secondary,
  * filter allow secret/), d (performance secondary, filter allow other/). Every ordered pair of
- * nodes has a TCP proxy (scripts/tcp-proxy.mjs); each secondary reaches its primary's cluster
+ * nodes has a TCP proxy (test/support/tcp-proxy.ts); each secondary reaches its primary's cluster
  * port only through its own proxy (update-primary with update_primary_addrs), so a partition is a
  * cut. The primaries keep few WAL entries (--wal-max, default 64): a secondary held back past them
  * must reconcile by Merkle diff.
@@ -15,7 +15,7 @@
  * (forwarded), and read through the primary, c and d (sometimes the mount outside a filter,
  * which must never be served); every operation is recorded (start, end, node, key, value,
  * outcome ok | error | unknown). Faults, one per cycle, drawn from a PRNG seeded with --seed
- * (nemesis-check.mjs, faultSchedule): SIGKILL + restart, SIGSTOP/SIGCONT, partitions, a secondary
+ * (test/harness/nemesis-check.ts, faultSchedule): SIGKILL + restart, SIGSTOP/SIGCONT, partitions, a secondary
  * held back past the WAL bound, a DR failover through the operator CLI (and, the next time, the
  * failback; a third of them a planned switchover under writes, demote first), a filter change
  * while a performance secondary is down. Reads also check that a node serves every mount it
@@ -36,8 +36,12 @@ import {
   activateSecondary, call, drOperationToken, drStatus, ensureLicense, freePorts, generateRoot, initNode, mainJs, must, perfStatus, repoRoot,
   startNode, unsealNode, waitFor, waitForStreaming, writeNodeConfig,
 } from './cluster.mjs';
-import { checkHistory, FAULTS, faultSchedule, prng, tally } from './nemesis-check.mjs';
-import { startTcpProxy } from './tcp-proxy.mjs';
+
+// The typed house (test/harness, test/support) through swc: registered before it is imported.
+import '@swc-node/register/esm-register';
+
+const { checkHistory, FAULTS, faultSchedule, prng, tally } = await import('../test/harness/nemesis-check.js');
+const { startTcpProxy } = await import('../test/support/tcp-proxy.js');
 
 const DR = 'sys/replication/dr';
 const PERF = 'sys/replication/performance';
