@@ -27,6 +27,8 @@ export interface Reply {
   /** The body as received (metrics, or asserting that a secret is absent from it). */
   readonly text: string;
   readonly headers: Headers;
+  /** "METHOD path on apiAddr", for error messages. */
+  readonly request?: string;
 }
 
 export interface RequestOptions {
@@ -77,7 +79,7 @@ export function vault(apiAddr: string, token?: string): VaultHttp {
       // An absolute API path, so a Vault path that starts with v1 (a mount named v1) stays one.
       { method, path: `/v1/${(q < 0 ? path : path.slice(0, q)).replace(/^\/+/, '')}`, query: { ...query, ...opts.query }, headers, body },
     );
-    return { status: res.status, body: parse(res.text), text: res.text, headers: res.headers };
+    return { status: res.status, body: parse(res.text), text: res.text, headers: res.headers, request: `${method} ${path} on ${apiAddr}` };
   };
   return {
     get: (path, opts) => request('GET', path, opts),
@@ -88,6 +90,18 @@ export function vault(apiAddr: string, token?: string): VaultHttp {
     list: (path, opts) => request('GET', path, { ...opts, query: { ...opts?.query, list: 'true' } }),
     request,
   };
+}
+
+/**
+ * The body of `reply` when its status is one of `ok` (200 or 204 unless given); throws otherwise.
+ * For scripts and set-up steps that need a call to succeed:
+ *
+ *   const init = await must(vault(addr).put('sys/init', { secret_shares: 1, secret_threshold: 1 }), [200]);
+ */
+export async function must(reply: Reply | Promise<Reply>, ok: readonly number[] = [200, 204]): Promise<Body> {
+  const r = await reply;
+  if (!ok.includes(r.status)) throw new Error(`${r.request ?? 'the request'} answered ${r.status}: ${r.text.slice(0, 300)}`);
+  return r.body;
 }
 
 export interface RawRequest {

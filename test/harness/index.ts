@@ -17,6 +17,9 @@ export {
   mountKv2,
   nodeConfig,
   unseal,
+  unsealWith,
+  assertPortFree,
+  writeLicense,
   useHarness,
   type Harness,
   type InitOption,
@@ -32,7 +35,7 @@ export {
   type StartOptions,
 } from './harness.js';
 export { startCluster, type Cluster, type ClusterSpec } from './cluster.js';
-export { rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type SendOptions, type VaultHttp } from './http.js';
+export { must, rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type SendOptions, type VaultHttp } from './http.js';
 export { mainJs, NodeStartError, repoRoot, runCli, spawnNode, type CliOptions, type ExitInfo, type NodeProcess, type Readiness, type SpawnOptions } from './process.js';
 export { scanForStrings, type Finding } from './scan.js';
 export {
@@ -43,6 +46,7 @@ export {
   enablePrimary,
   filteredSet,
   freePort,
+  freePorts,
   generateRoot,
   kvDataSet,
   lastAcked,
@@ -53,6 +57,7 @@ export {
   setPathsFilter,
   startWriter,
   waitInSync,
+  waitStreaming,
   type AckedWrite,
   type Kind,
   type KvDataSet,

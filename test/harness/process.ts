@@ -9,26 +9,39 @@
  * Tests normally go through `useHarness()` (harness.ts), which also kills every process it started.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
+import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-export const mainJs = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+/** The built CLI; `TESSERA_MAIN` points at another build's main.js (the benches compare two builds). */
+export const mainJs = process.env.TESSERA_MAIN ?? fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
 export interface ExitInfo {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
 }
 
-/** How to tell that the node is serving: the dev banner on stdout, or the listening log line. */
-export type Readiness = 'banner' | 'listening-log';
+/**
+ * How to tell that the node is serving: the dev banner on stdout, the listening log line, or
+ * (`{ api }`, for a node on a known address whose output goes to a file) the API answering.
+ */
+export type Readiness = 'banner' | 'listening-log' | { readonly api: string };
 
 export interface SpawnOptions {
   readonly args: readonly string[];
   readonly ready: Readiness;
   readonly env?: Readonly<Record<string, string>>;
   readonly readyTimeoutMs?: number;
+  /**
+   * Append stdout and stderr to this file instead of capturing them (the node writes it itself, so
+   * the log outlives this process's pipes), and start the node in its own process group (a
+   * terminal's Ctrl-C reaches only the script, which stops its nodes in order). Readiness must
+   * then be `{ api }`; `stdoutLines`/`stderrLines` stay empty.
+   */
+  readonly logFile?: string;
 }
 
 export interface NodeProcess {
@@ -63,18 +76,22 @@ function tail(lines: readonly string[], n = 20): string {
 
 export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
   if (!existsSync(mainJs)) throw new NodeStartError(`${mainJs} is missing: run \`npx tsc -p tsconfig.build.json\` first`);
+  if (opts.logFile !== undefined && typeof opts.ready === 'string') throw new NodeStartError('a node logging to a file is ready when its API answers: ready { api }');
+  const fd = opts.logFile === undefined ? undefined : openSync(opts.logFile, 'a');
   const proc = spawn(process.execPath, [mainJs, ...opts.args], {
     cwd: repoRoot,
     env: { ...process.env, ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: fd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd],
+    detached: fd !== undefined,
   });
+  if (fd !== undefined) closeSync(fd);
   const stdoutLines: string[] = [];
   const stderrLines: string[] = [];
   const banner: { apiAddr?: string; unsealKey?: string; rootToken?: string } = {};
   let listeningAddr: string | undefined;
   let onLine: () => void = () => undefined;
 
-  createInterface({ input: proc.stdout! }).on('line', (line) => {
+  if (proc.stdout) createInterface({ input: proc.stdout }).on('line', (line) => {
     stdoutLines.push(line);
     for (const [field, re] of Object.entries(BANNER) as Array<[keyof typeof BANNER, RegExp]>) {
       const m = re.exec(line);
@@ -82,7 +99,7 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
     }
     onLine();
   });
-  createInterface({ input: proc.stderr! }).on('line', (line) => {
+  if (proc.stderr) createInterface({ input: proc.stderr }).on('line', (line) => {
     stderrLines.push(line);
     if (listeningAddr === undefined && line.includes('"http listening"')) {
       try {
@@ -105,8 +122,29 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
     onLine();
   });
 
+  // `{ api }`: polled until sys/seal-status answers (any status).
+  let apiAnswered = false;
+  const ready = opts.ready;
+  if (typeof ready === 'object') {
+    void (async () => {
+      while (!hasExited && !apiAnswered) {
+        try {
+          await fetch(`${ready.api}/v1/sys/seal-status`);
+          apiAnswered = true;
+        } catch {
+          await delay(50);
+        }
+      }
+      onLine();
+    })();
+  }
+
   const isReady = (): string | undefined =>
-    opts.ready === 'banner'
+    typeof ready === 'object'
+      ? apiAnswered
+        ? ready.api
+        : undefined
+      : ready === 'banner'
       ? banner.apiAddr !== undefined && banner.rootToken !== undefined && banner.unsealKey !== undefined
         ? banner.apiAddr
         : undefined
@@ -132,12 +170,14 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
     return result;
   };
 
+  const tailOf = async () =>
+    opts.logFile === undefined ? `stdout:\n${tail(stdoutLines)}\nstderr:\n${tail(stderrLines)}` : `${opts.logFile}:\n${tail((await readFile(opts.logFile, 'utf8').catch(() => '')).split('\n'), 15)}`;
   const timeoutMs = opts.readyTimeoutMs ?? 20_000;
   const apiAddr = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       onLine = () => undefined;
       void kill('SIGKILL');
-      reject(new NodeStartError(`node not ready within ${timeoutMs} ms; stdout:\n${tail(stdoutLines)}\nstderr:\n${tail(stderrLines)}`));
+      void tailOf().then((t) => reject(new NodeStartError(`node not ready within ${timeoutMs} ms; ${t}`)));
     }, timeoutMs);
     onLine = () => {
       const addr = isReady();
@@ -148,7 +188,7 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
       } else if (hasExited) {
         clearTimeout(timer);
         onLine = () => undefined;
-        reject(new NodeStartError(`node exited before it was ready (code ${proc.exitCode}, signal ${proc.signalCode}); stderr:\n${tail(stderrLines)}`));
+        void tailOf().then((t) => reject(new NodeStartError(`node exited before it was ready (code ${proc.exitCode}, signal ${proc.signalCode}); ${t}`)));
       }
     };
     onLine();
