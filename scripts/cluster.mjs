@@ -30,7 +30,7 @@ import '@swc-node/register/esm-register';
 
 const {
   activateSecondary, createHarness, DR, enablePrimary, eventually, generateRoot, initAndUnseal, mainJs, mountKv2, must, PERF, replStatus,
-  repoRoot, secondaryToken, unsealWith, vault, waitStreaming,
+  repoRoot, secondaryToken, startFixedNode, unsealWith, vault, waitStreaming,
 } = await import('../test/harness/index.js');
 
 const drStatus = (apiAddr) => replStatus(apiAddr, 'dr');
@@ -80,12 +80,12 @@ async function main() {
   const harness = createHarness();
   const layout = { primary: { apiPort: base, clusterPort: base + 1 }, secondary: { apiPort: base + 10, clusterPort: base + 11 }, performance: { apiPort: base + 20, clusterPort: base + 21 } };
   const nodes = {};
-  const stopAll = () => Promise.all(Object.values(nodes).map((n) => n.stop()));
+  const stopAll = () => Promise.all(Object.values(nodes).map((n) => n.stop().catch(() => n.exited)));
   let stopping = false;
   const modes = {};
   const describe = () => Object.fromEntries(Object.entries(nodes).map(([k, n]) => [k, {
-    api_addr: n.apiAddr, cluster_addr: n.clusterAddr, pid: n.isRunning() ? n.pid : null, dr_mode_at_start: modes[k] ?? null,
-    home: n.home, data_dir: n.dataDir, config: join(n.home, 'config.hcl'), log: n.logFile,
+    api_addr: n.apiAddr, cluster_addr: n.clusterAddr, pid: n.running() ? n.pid : null, dr_mode_at_start: modes[k] ?? null,
+    home: n.home, data_dir: n.storageDir, config: join(n.home, 'config.hcl'), log: n.logFile,
   }]));
   const save = () => saveState(stateFile, { ...state, warning: 'SECRETS: this file holds the root token and every unseal key of the cluster', nodes: describe() });
 
@@ -93,21 +93,8 @@ async function main() {
     console.log(`warning: the cluster was set up on base port ${state.base_port}; a secondary keeps the primary's old cluster address until update-primary`);
   }
   try {
-    for (const [name, { apiPort, clusterPort }] of Object.entries(layout)) {
-      const home = join(dir, name);
-      await mkdir(home, { recursive: true, mode: 0o700 });
-      const logFile = join(dir, `${name}.log`);
-      const n = await harness.startNode({
-        dataDir: home, apiPort, clusterAddr: `127.0.0.1:${clusterPort}`, licenseDir: join(dir, 'license'), logFile,
-        replication: { walMaxEntries: 100_000, walMaxBytes: 268_435_456 }, logLevel: 'info', readyTimeoutMs: 30_000,
-      });
-      let exit;
-      void n.exited.then((x) => (exit = x));
-      nodes[name] = {
-        name, pid: n.proc.pid, home, dataDir: n.storageDir, logFile, apiAddr: n.apiAddr, clusterAddr: `127.0.0.1:${clusterPort}`, exited: n.exited,
-        isRunning: () => exit === undefined,
-        stop: (timeoutMs = 15_000) => n.stop(timeoutMs).catch(() => n.exited),
-      };
+    for (const [name, ports] of Object.entries(layout)) {
+      nodes[name] = await startFixedNode(harness, dir, name, { ...ports, replication: { walMaxEntries: 100_000, walMaxBytes: 268_435_456 } });
     }
     state.base_port = base;
     const { primary, secondary, performance } = nodes;

@@ -16,7 +16,7 @@
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { decodeOtp } from '../../src/replication/operation-token-encoding.js';
 import { eventually } from './eventually.js';
-import { vault, type Body } from './http.js';
+import { vault, type Body, type VaultOptions } from './http.js';
 
 export type Kind = 'dr' | 'performance';
 export const DR = 'sys/replication/dr';
@@ -24,16 +24,16 @@ export const PERF = 'sys/replication/performance';
 /** `sys/replication/<kind>`. */
 export const replicationBase = (kind: Kind): string => `sys/replication/${kind}`;
 
-/** GET sys/replication/<kind>/status (unauthenticated); throws unless 200. */
-export async function replStatus(apiAddr: string, kind: Kind): Promise<Body> {
-  const r = await vault(apiAddr).get(`${replicationBase(kind)}/status`);
+/** GET sys/replication/<kind>/status (unauthenticated; on a bench's keep-alive agent when given); throws unless 200. */
+export async function replStatus(apiAddr: string, kind: Kind, options: VaultOptions = {}): Promise<Body> {
+  const r = await vault(apiAddr, undefined, options).get(`${replicationBase(kind)}/status`);
   if (r.status !== 200) throw new Error(`${kind}/status answered ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body.data;
 }
 
 /** GET sys/replication/dr/status (unauthenticated); throws unless 200. */
-export async function drStatus(apiAddr: string): Promise<Body> {
-  return replStatus(apiAddr, 'dr');
+export async function drStatus(apiAddr: string, options: VaultOptions = {}): Promise<Body> {
+  return replStatus(apiAddr, 'dr', options);
 }
 
 /** POST primary/enable; `primaryClusterAddr` is the address secondaries are told ('' = bound listener). */
@@ -111,9 +111,10 @@ export async function generateRoot(apiAddr: string, keys: readonly string[], tim
  * DR: the same last_wal and merkle_root (an exact standby). Performance: the secondary applied the
  * primary's last index (its own WAL and local data differ by design, so roots are not compared).
  * The primary must be idle for this to settle. `streaming` false accepts a DR secondary in sync
- * but not (yet) streaming, as right after a reconcile.
+ * but not (yet) streaming, as right after a reconcile. `intervalMs`: how often to poll (benches
+ * time the wait).
  */
-export async function waitInSync(primaryApi: string, secondaryApi: string, timeoutMs = 20_000, kind: Kind = 'dr', streaming = true): Promise<{ primary: Body; secondary: Body }> {
+export async function waitInSync(primaryApi: string, secondaryApi: string, timeoutMs = 20_000, kind: Kind = 'dr', streaming = true, intervalMs = 50): Promise<{ primary: Body; secondary: Body }> {
   return eventually(async () => {
     const primary = await replStatus(primaryApi, kind);
     const secondary = await replStatus(secondaryApi, kind);
@@ -125,7 +126,7 @@ export async function waitInSync(primaryApi: string, secondaryApi: string, timeo
       throw new Error(`performance secondary applied WAL ${secondary.last_remote_wal}, primary at ${primary.last_wal}`);
     }
     return { primary, secondary };
-  }, { timeoutMs, intervalMs: 50 });
+  }, { timeoutMs, intervalMs });
 }
 
 /**

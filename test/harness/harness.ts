@@ -180,7 +180,25 @@ export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel, 
  * `tessera license dev` would): kept when already there and `reuse` (a restart on the same home,
  * or nodes sharing one license), written afresh otherwise.
  */
-export async function writeLicense(lic: string, opts: { reuse: boolean; expired?: boolean }): Promise<{ path: string; issuerKey: string }> {
+export function writeLicense(lic: string, opts: { reuse: boolean; expired?: boolean }): Promise<{ path: string; issuerKey: string }> {
+  if (!opts.reuse) return makeLicense(lic, opts);
+  // Nodes started together on one shared license must not each write their own: a second caller
+  // waits for the write in flight (afterwards, the files on disk are the answer).
+  let made = licensesInFlight.get(lic);
+  if (made === undefined) {
+    made = makeLicense(lic, opts);
+    licensesInFlight.set(lic, made);
+    void made.then(
+      () => licensesInFlight.delete(lic),
+      () => licensesInFlight.delete(lic),
+    );
+  }
+  return made;
+}
+
+const licensesInFlight = new Map<string, Promise<{ path: string; issuerKey: string }>>();
+
+async function makeLicense(lic: string, opts: { reuse: boolean; expired?: boolean }): Promise<{ path: string; issuerKey: string }> {
   const pub = join(lic, 'issuer.pub');
   if (opts.reuse && existsSync(pub)) return { path: join(lic, 'license.json'), issuerKey: (await readFile(pub, 'utf8')).trim() };
   const made = await writeDevLicense(lic, opts.expired === true ? { now: new Date(Date.now() - 400 * 86_400_000) } : {});
@@ -307,6 +325,47 @@ export function createHarness(): Harness {
       await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
     },
   };
+}
+
+/** A node the way scripts run them (cluster, nemesis, benches): named, on fixed ports, logging to a file. */
+export interface FixedNode extends StartedNode {
+  readonly name: string;
+  /** DIR/NAME: config.hcl, and the LevelDB under data/ (`storageDir`). */
+  readonly home: string;
+  readonly logFile: string;
+  /** 127.0.0.1:<clusterPort>. */
+  readonly clusterAddr: string;
+}
+
+export interface FixedNodeOptions {
+  readonly apiPort: number;
+  readonly clusterPort: number;
+  readonly replication?: ReplicationBlock;
+  readonly logLevel?: LogLevel;
+  readonly readyTimeoutMs?: number;
+}
+
+/**
+ * Starts (or restarts, on the same home) node NAME of a script's topology under DIR: home DIR/NAME,
+ * fixed ports, the dev license shared in DIR/license (made once), output appended to DIR/NAME.log,
+ * in its own process group. Not initialised: the script inits or unseals it.
+ */
+export async function startFixedNode(h: Harness, dir: string, name: string, o: FixedNodeOptions): Promise<FixedNode> {
+  const home = join(dir, name);
+  const logFile = join(dir, `${name}.log`);
+  const clusterAddr = `127.0.0.1:${o.clusterPort}`;
+  await mkdir(home, { recursive: true, mode: 0o700 });
+  const n = await h.startNode({
+    dataDir: home,
+    apiPort: o.apiPort,
+    clusterAddr,
+    licenseDir: join(dir, 'license'),
+    logFile,
+    logLevel: o.logLevel ?? 'info',
+    readyTimeoutMs: o.readyTimeoutMs ?? 30_000,
+    ...(o.replication !== undefined ? { replication: o.replication } : {}),
+  });
+  return Object.assign(n, { name, home, logFile, clusterAddr });
 }
 
 /** Throws a clear error when 127.0.0.1:`port` is taken (a fixed-port node would die with a log line instead). */

@@ -42,6 +42,10 @@ export interface SpawnOptions {
    * then be `{ api }`; `stdoutLines`/`stderrLines` stay empty.
    */
   readonly logFile?: string;
+  /** Node.js flags before the script (e.g. --cpu-prof, for profiles). */
+  readonly nodeArgs?: readonly string[];
+  /** Another script than dist/cli/main.js that takes the same arguments (a bench's stand-in server). */
+  readonly script?: string;
 }
 
 export interface NodeProcess {
@@ -51,6 +55,9 @@ export interface NodeProcess {
   /** Dev nodes only, from the banner (base64). */
   readonly unsealKey: string | undefined;
   readonly proc: ChildProcess;
+  readonly pid: number;
+  /** True until the process has exited. */
+  running(): boolean;
   /** Every line so far; the arrays keep growing while the process runs. */
   readonly stdoutLines: readonly string[];
   readonly stderrLines: readonly string[];
@@ -75,10 +82,11 @@ function tail(lines: readonly string[], n = 20): string {
 }
 
 export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
-  if (!existsSync(mainJs)) throw new NodeStartError(`${mainJs} is missing: run \`npx tsc -p tsconfig.build.json\` first`);
+  const script = opts.script ?? mainJs;
+  if (!existsSync(script)) throw new NodeStartError(`${script} is missing: run \`npx tsc -p tsconfig.build.json\` first`);
   if (opts.logFile !== undefined && typeof opts.ready === 'string') throw new NodeStartError('a node logging to a file is ready when its API answers: ready { api }');
   const fd = opts.logFile === undefined ? undefined : openSync(opts.logFile, 'a');
-  const proc = spawn(process.execPath, [mainJs, ...opts.args], {
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), script, ...opts.args], {
     cwd: repoRoot,
     env: { ...process.env, ...opts.env },
     stdio: fd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd],
@@ -145,7 +153,8 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
         ? ready.api
         : undefined
       : ready === 'banner'
-      ? banner.apiAddr !== undefined && banner.rootToken !== undefined && banner.unsealKey !== undefined
+      ? // The dev banner prints the root token last (a bench's stand-in server prints no unseal key).
+        banner.apiAddr !== undefined && banner.rootToken !== undefined
         ? banner.apiAddr
         : undefined
       : listeningAddr;
@@ -199,6 +208,8 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
     rootToken: banner.rootToken,
     unsealKey: banner.unsealKey,
     proc,
+    pid: proc.pid!,
+    running: () => !hasExited,
     stdoutLines,
     stderrLines,
     exited,
@@ -210,6 +221,8 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
 export interface CliOptions {
   /** Replaces the environment entirely (PATH is kept), so no TESSERA_/VAULT_ variable leaks in. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Added to this process's environment (ignored when `env` is given). */
+  readonly addEnv?: Readonly<Record<string, string>>;
   /** Written to stdin, then closed; stdin is ignored when not given. */
   readonly stdin?: string;
 }
@@ -220,7 +233,7 @@ export async function runCli(
   timeoutMs = 20_000,
   opts: CliOptions = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = opts.env === undefined ? process.env : { PATH: process.env.PATH ?? '', ...opts.env };
+  const env = opts.env === undefined ? { ...process.env, ...opts.addEnv } : { PATH: process.env.PATH ?? '', ...opts.env };
   const proc = spawn(process.execPath, [mainJs, ...args], { cwd: repoRoot, env, stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
   proc.stdin?.end(opts.stdin);
   let stdout = '';
