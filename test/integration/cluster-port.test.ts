@@ -3,21 +3,13 @@
  * configured cluster_addr (real gRPC mTLS, in-process nodes): each kind's secondary streams from
  * the same address, and one kind leaving the port leaves the other streaming.
  */
-import { createServer } from 'node:net';
 import { jest } from '@jest/globals';
+import { freePort } from '../harness/dr.js';
 import { eventually } from '../harness/eventually.js';
 import { activatePair, DR, inSync, PERF, replStatus } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(60_000);
-
-/** A port free right now (the node binds it moments later). */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  const port = await new Promise<number>((resolve) => probe.listen(0, '127.0.0.1', () => resolve((probe.address() as { port: number }).port)));
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 describe('one cluster port for both kinds', () => {
   let p: TestNode;

@@ -7,6 +7,7 @@
  *   await inSync(primary, perfSecondary, { kind: 'performance' });
  *   const t = await drOperationToken(secondary, primary.unsealKeys.slice(0, 2));
  */
+import { joinSecondary } from '../harness/cluster.js';
 import * as repl from '../harness/dr.js';
 import type { TestNode } from './in-process.js';
 
@@ -41,14 +42,7 @@ export function drOperationToken(n: TestNode, keys: string[]): Promise<string> {
   return repl.drOperationToken(n.apiAddr, keys);
 }
 
-/**
- * Enables `kind` (default DR) on `p`, activates `s` as its secondary `id`, and waits until they are
- * in sync. A performance secondary's `rootToken` becomes one generated there with `p`'s unseal
- * keys (the token that enabled it does not survive the activation).
- */
-export async function activatePair(p: TestNode, s: TestNode, id: string, kind: repl.Kind = 'dr'): Promise<void> {
-  await repl.enablePrimary(p.apiAddr, p.rootToken, '', kind);
-  await repl.activateSecondary(s.apiAddr, s.rootToken, await secondaryToken(p, id, undefined, kind), kind);
-  if (kind === 'performance') s.rootToken = await repl.generateRoot(s.apiAddr, p.unsealKeys);
-  await inSync(p, s, { kind });
+/** `joinSecondary` (test/harness/cluster.ts, the one activation path) for two in-process nodes. */
+export function activatePair(p: TestNode, s: TestNode, id: string, kind: repl.Kind = 'dr'): Promise<void> {
+  return joinSecondary(p, s, id, kind, 15_000);
 }
