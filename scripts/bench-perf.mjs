@@ -33,11 +33,11 @@ import { ClassicLevel } from 'classic-level';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { agent } from './bench-dr.mjs';
 import { cpuMs, percentile, table } from './bench-util.mjs';
 import '@swc-node/register/esm-register';
 
@@ -58,7 +58,6 @@ const summary = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { n: s.length, p50Ms: percentile(s, 50), p99Ms: percentile(s, 99), maxMs: s.at(-1) ?? NaN };
 };
-const agent = () => new http.Agent({ keepAlive: true, maxSockets: 1 });
 const note = (s) => process.stderr.write(`${s}\n`);
 const value = () => randomBytes(VALUE_BYTES).toString('base64url').slice(0, VALUE_BYTES);
 
