@@ -6,7 +6,8 @@
 import { jest } from '@jest/globals';
 import { freePort } from '../harness/dr.js';
 import { eventually } from '../harness/eventually.js';
-import { activatePair, DR, inSync, PERF, replStatus } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { DR, inSync, PERF, replStatus } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(60_000);
@@ -27,8 +28,8 @@ describe('one cluster port for both kinds', () => {
   });
 
   test('a DR primary and a performance primary share the configured cluster_addr; both secondaries stream', async () => {
-    await activatePair(p, dr, 'dr-east', 'dr');
-    await activatePair(p, perf, 'perf-east', 'performance');
+    await joinSecondary(p, dr, 'dr-east', 'dr');
+    await joinSecondary(p, perf, 'perf-east', 'performance');
     const [pd, pp] = [await replStatus(p, 'dr'), await replStatus(p, 'performance')];
     // Status answers in Vault's form (WIRE.md 8).
     const vaultForm = `https://${clusterAddr}`;

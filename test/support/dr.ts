@@ -6,8 +6,9 @@
  *   await inSync(primary, secondary, { streaming: true });
  *   await inSync(primary, perfSecondary, { kind: 'performance' });
  *   const t = await drOperationToken(secondary, primary.unsealKeys.slice(0, 2));
+ *
+ * Activation is `joinSecondary` (test/harness/cluster.ts), the one path `startCluster` takes too.
  */
-import { joinSecondary } from '../harness/cluster.js';
 import * as repl from '../harness/dr.js';
 import type { TestNode } from './in-process.js';
 
@@ -40,9 +41,4 @@ export function secondaryToken(p: TestNode, id: string, ttl?: string, kind: repl
 /** Runs a whole generate-operation-token attempt on `n` with `keys`; returns the decoded token. */
 export function drOperationToken(n: TestNode, keys: string[]): Promise<string> {
   return repl.drOperationToken(n.apiAddr, keys);
-}
-
-/** `joinSecondary` (test/harness/cluster.ts, the one activation path) for two in-process nodes. */
-export function activatePair(p: TestNode, s: TestNode, id: string, kind: repl.Kind = 'dr'): Promise<void> {
-  return joinSecondary(p, s, id, kind, 15_000);
 }
