@@ -14,6 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { vault } from './http.js';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 /** The built CLI; `TESSERA_MAIN` points at another build's main.js (the benches compare two builds). */
@@ -137,7 +138,7 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
     void (async () => {
       while (!hasExited && !apiAnswered) {
         try {
-          await fetch(`${ready.api}/v1/sys/seal-status`);
+          await vault(ready.api).get('sys/seal-status');
           apiAnswered = true;
         } catch {
           await delay(50);
