@@ -36,12 +36,15 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import {
-  activateSecondary, call, drOperationToken, drStatus, ensureLicense, freePorts, initNode, mainJs, must, startNode,
-  unsealNode, waitFor, waitForStreaming, writeNodeConfig,
-} from './cluster.mjs';
 import { sampleMemory } from './bench-mem.mjs';
 import { cpuMs, percentile, table } from './bench-util.mjs';
+import '@swc-node/register/esm-register';
+
+// The typed house (test/harness) through swc: registered before it is imported.
+const {
+  activateSecondary, createHarness, drOperationToken, drStatus, enablePrimary, freePorts, initAndUnseal, mainJs, mountKv2, must, secondaryToken,
+  startFixedNode, unsealWith, vault, waitStreaming, waitUntil,
+} = await import('../test/harness/index.js');
 
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const DR = 'sys/replication/dr';
@@ -65,7 +68,7 @@ export async function writers({ apiAddr, token, clients, valueBytes, prefix, unt
   try {
     await Promise.all(agents.map(async (a) => {
       for (let i = next++; !until(i); i = next++) {
-        const r = await call(apiAddr, 'PUT', `secret/data/${prefix}/k${i}`, { token, body: { data: { v: value } }, agent: a });
+        const r = await vault(apiAddr, token, { agent: a }).request('PUT', `secret/data/${prefix}/k${i}`, { body: { data: { v: value } } });
         if (r.status !== 200) throw new Error(`write answered ${r.status}: ${r.text.slice(0, 200)}`);
         writes++;
       }
@@ -82,7 +85,7 @@ export async function statusFloor(secondaryAddr, samples = 300) {
   const times = [];
   for (let i = 0; i < samples; i++) {
     const t0 = performance.now();
-    await drStatus(secondaryAddr, a);
+    await drStatus(secondaryAddr, { agent: a });
     times.push(performance.now() - t0);
   }
   a.destroy();
@@ -91,15 +94,15 @@ export async function statusFloor(secondaryAddr, samples = 300) {
 
 /** One lag sample: ms from a write's ack on the primary to its index being visible on the secondary. */
 async function lagSample(ctx, i) {
-  const r = await call(ctx.primary, 'PUT', `secret/data/bench-dr/probe/${ctx.phase}/${i}`, { token: ctx.token, body: { data: { i } }, agent: ctx.writeAgent });
+  const r = await vault(ctx.primary, ctx.token, { agent: ctx.writeAgent }).request('PUT', `secret/data/bench-dr/probe/${ctx.phase}/${i}`, { body: { data: { i } } });
   const tAck = performance.now();
   if (r.status !== 200) throw new Error(`probe write answered ${r.status}: ${r.text.slice(0, 200)}`);
   let target;
   let failed;
-  void drStatus(ctx.primary, ctx.primaryAgent).then((s) => (target = s.last_wal), (e) => (failed = e));
+  void drStatus(ctx.primary, { agent: ctx.primaryAgent }).then((s) => (target = s.last_wal), (e) => (failed = e));
   const seen = [];
   for (;;) {
-    const s = await drStatus(ctx.secondary, ctx.pollAgent);
+    const s = await drStatus(ctx.secondary, { agent: ctx.pollAgent });
     seen.push([performance.now(), s.last_wal]);
     if (failed) throw failed;
     const hit = target === undefined ? undefined : seen.find(([, wal]) => wal >= target);
@@ -140,16 +143,12 @@ export async function benchDr({ seconds = 5, catchupWrites = Number(process.env.
 async function measureDr({ seconds, catchupWrites, clients, throughputClients, pollIntervalMs }) {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
   const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-bench-dr-'));
-  const license = await ensureLicense(join(scratch, 'license'));
   const [pApi, pCluster, sApi, sCluster] = await freePorts(4);
   // Room for every write of the run in the retained WAL, so catch-up streams instead of reconciling.
   const wal = { walMaxEntries: Math.max(1_000_000, catchupWrites * 4), walMaxBytes: 4 * 1024 ** 3 };
-  const spec = {
-    primary: { home: join(scratch, 'primary'), apiPort: pApi, clusterPort: pCluster },
-    secondary: { home: join(scratch, 'secondary'), apiPort: sApi, clusterPort: sCluster },
-  };
-  for (const s of Object.values(spec)) await writeNodeConfig(s.home, { ...s, license, ...wal });
-  const start = (name) => startNode({ name, ...spec[name], logFile: join(scratch, `${name}.log`) });
+  const spec = { primary: { apiPort: pApi, clusterPort: pCluster }, secondary: { apiPort: sApi, clusterPort: sCluster } };
+  const h = createHarness();
+  const start = (name) => startFixedNode(h, scratch, name, { ...spec[name], replication: wal });
   const running = [];
   let ok = false;
   try {
@@ -157,15 +156,12 @@ async function measureDr({ seconds, catchupWrites, clients, throughputClients, p
     running.push(primary);
     let secondary = await start('secondary');
     running.push(secondary);
-    const init = await initNode(primary.apiAddr, 5, 3);
-    const { root_token: token, keys } = init;
-    await unsealNode(primary.apiAddr, keys);
-    const sInit = await initNode(secondary.apiAddr, 1, 1);
-    await unsealNode(secondary.apiAddr, sInit.keys);
-    await must(primary.apiAddr, 'POST', 'sys/mounts/secret', { token, body: { type: 'kv', options: { version: '2' } } });
-    await must(primary.apiAddr, 'POST', `${DR}/primary/enable`, { token, body: {} });
-    await activateSecondary({ primaryAddr: primary.apiAddr, rootToken: token, secondaryAddr: secondary.apiAddr, secondaryToken: sInit.root_token, id: 'bench-dr' });
-    await waitForStreaming(secondary.apiAddr);
+    const { rootToken: token, keys } = await initAndUnseal(primary.apiAddr, { shares: 5, threshold: 3 });
+    const sInit = await initAndUnseal(secondary.apiAddr);
+    await mountKv2(primary.apiAddr, token);
+    await enablePrimary(primary.apiAddr, token);
+    await activateSecondary(secondary.apiAddr, sInit.rootToken, await secondaryToken(primary.apiAddr, token, 'bench-dr'));
+    await waitStreaming(secondary.apiAddr);
     const mem = () => sampleMemory({ primary: { pid: primary.pid }, secondary: { pid: secondary.pid } });
 
     // (0) throughput with the secondary streaming
@@ -202,7 +198,7 @@ async function measureDr({ seconds, catchupWrites, clients, throughputClients, p
     const underLoad = { ...loaded, loadClients: clients, loadWritesPerSec: loadRun.writes / loadRun.seconds, memory: await loadMem.stop() };
 
     // (b) catch-up
-    await waitFor('the secondary to catch up after the load', async () => {
+    await waitUntil('the secondary to catch up after the load', async () => {
       const [p, s] = [await drStatus(primary.apiAddr), await drStatus(secondary.apiAddr)];
       return s.last_wal === p.last_wal ? true : undefined;
     }, { timeoutMs: 120_000 });
@@ -218,13 +214,13 @@ async function measureDr({ seconds, catchupWrites, clients, throughputClients, p
     secondary = await start('secondary');
     running.push(secondary);
     const tListening = performance.now();
-    await unsealNode(secondary.apiAddr, keys);
+    await unsealWith(secondary.apiAddr, keys);
     const tUnsealed = performance.now();
     const pollAgent = agent();
     const states = new Set();
     let merkleSync = false;
-    const catchup = await waitFor('the secondary to catch up', async () => {
-      const s = await drStatus(secondary.apiAddr, pollAgent);
+    const catchup = await waitUntil('the secondary to catch up', async () => {
+      const s = await drStatus(secondary.apiAddr, { agent: pollAgent });
       states.add(s.state);
       if (s.last_merkle_sync) merkleSync = true;
       return s.last_wal >= wal1 ? performance.now() : undefined;
@@ -253,7 +249,7 @@ async function measureDr({ seconds, catchupWrites, clients, throughputClients, p
     };
 
     // (c) promote to first acknowledged write
-    await waitForStreaming(secondary.apiAddr);
+    await waitStreaming(secondary.apiAddr);
     const opToken = await drOperationToken(secondary.apiAddr, keys.slice(0, 3));
     note('DR bench: primary stopped (SIGTERM); promoting the secondary...');
     await primary.stop();
@@ -261,11 +257,11 @@ async function measureDr({ seconds, catchupWrites, clients, throughputClients, p
     primary = undefined;
     const wAgent = agent();
     const t0 = performance.now();
-    await must(secondary.apiAddr, 'POST', `${DR}/secondary/promote`, { body: { dr_operation_token: opToken } }, [204]);
+    await must(vault(secondary.apiAddr).request('POST', `${DR}/secondary/promote`, { body: { dr_operation_token: opToken } }), [204]);
     const tPromoted = performance.now();
     let retries = 0;
     for (;;) {
-      const r = await call(secondary.apiAddr, 'PUT', 'secret/data/bench-dr/after-promote', { token, body: { data: { ok: true } }, agent: wAgent });
+      const r = await vault(secondary.apiAddr, token, { agent: wAgent }).request('PUT', 'secret/data/bench-dr/after-promote', { body: { data: { ok: true } } });
       if (r.status === 200) break;
       if (r.status !== 503 && r.status !== 400) throw new Error(`write after promote answered ${r.status}: ${r.text.slice(0, 200)}`);
       if (performance.now() - t0 > 60_000) throw new Error(`no write accepted within 60 s of promote (last ${r.status}: ${r.text.slice(0, 200)})`);
@@ -283,6 +279,7 @@ async function measureDr({ seconds, catchupWrites, clients, throughputClients, p
     return { throughput, pollIntervalMs, statusRoundTrip: floor, lagIdle: idle, lagUnderLoad: underLoad, catchUp, promote, walMaxEntries: wal.walMaxEntries };
   } finally {
     await Promise.all(running.map((n) => n.stop()));
+    await h.cleanup();
     if (ok) await rm(scratch, { recursive: true, force: true });
     else note(`DR bench failed; node logs kept in ${scratch}`);
   }

@@ -33,16 +33,19 @@ import { ClassicLevel } from 'classic-level';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import {
-  activateSecondary, call, ensureLicense, generateRoot, freePorts, initNode, mainJs, must, perfStatus, repoRoot, startNode, unsealNode,
-  waitFor, waitForStreaming, writeNodeConfig,
-} from './cluster.mjs';
+import { agent } from './bench-dr.mjs';
 import { cpuMs, percentile, table } from './bench-util.mjs';
+import '@swc-node/register/esm-register';
+
+// The typed house (test/harness) through swc: registered before it is imported.
+const {
+  activateSecondary, createHarness, enablePrimary, freePorts, generateRoot, initAndUnseal, mainJs, mountKv2, must, repoRoot, secondaryToken,
+  startFixedNode, vault, waitInSync, waitStreaming, waitUntil,
+} = await import('../test/harness/index.js');
 
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const PERF = 'sys/replication/performance';
@@ -55,7 +58,6 @@ const summary = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { n: s.length, p50Ms: percentile(s, 50), p99Ms: percentile(s, 99), maxMs: s.at(-1) ?? NaN };
 };
-const agent = () => new http.Agent({ keepAlive: true, maxSockets: 1 });
 const note = (s) => process.stderr.write(`${s}\n`);
 const value = () => randomBytes(VALUE_BYTES).toString('base64url').slice(0, VALUE_BYTES);
 
@@ -67,21 +69,15 @@ async function seed(apiAddr, token, prefix, count, clients = 16) {
   let next = 0;
   try {
     await Promise.all(agents.map(async (a) => {
-      for (let i = next++; i < count; i = next++) await must(apiAddr, 'PUT', `${prefix}/k${i}`, { token, body: { data: { v } }, agent: a }, [200]);
+      for (let i = next++; i < count; i = next++) await must(vault(apiAddr, token, { agent: a }).request('PUT', `${prefix}/k${i}`, { body: { data: { v } } }), [200]);
     }));
   } finally {
     for (const a of agents) a.destroy();
   }
 }
 
-/** Waits until `secondary` streams and has applied the primary's last WAL index as read now. */
-async function inSync(primary, secondary, timeoutMs = 60_000) {
-  const target = (await perfStatus(primary)).last_wal;
-  return waitFor(`${secondary} to apply WAL ${target}`, async () => {
-    const s = await perfStatus(secondary);
-    return s.state === 'stream-wals' && s.last_remote_wal >= target ? s : undefined;
-  }, { timeoutMs, intervalMs: 5 });
-}
+/** Waits (polling every 5 ms: the wait is timed) until `secondary` streams and has applied the primary's last WAL index. */
+const inSync = async (primary, secondary, timeoutMs = 60_000) => (await waitInSync(primary, secondary, timeoutMs, 'performance', true, 5)).secondary;
 
 /** (a) One sequential writer for `seconds` after a warm-up; latencies of 200 answers. */
 async function writeLatency(apiAddr, token, prefix, seconds) {
@@ -93,7 +89,7 @@ async function writeLatency(apiAddr, token, prefix, seconds) {
     const end = performance.now() + ms;
     for (let i = 0; performance.now() < end; i++) {
       const t0 = performance.now();
-      const r = await call(apiAddr, 'PUT', `${prefix}/${phase}/k${i}`, { token, body: { data: { v } }, agent: a });
+      const r = await vault(apiAddr, token, { agent: a }).request('PUT', `${prefix}/${phase}/k${i}`, { body: { data: { v } } });
       times.push(performance.now() - t0);
       if (r.status !== 200) throw new Error(`write on ${apiAddr} answered ${r.status}: ${r.text.slice(0, 200)}`);
       if (Array.isArray(r.body?.warnings) && r.body.warnings.length > 0) warnings++;
@@ -123,7 +119,7 @@ async function readPhase(targets, all, clients, seconds) {
         await Promise.all(agents.map(async (a, c) => {
           for (let i = c; performance.now() < end; i += clients) {
             const s0 = performance.now();
-            const r = await call(n.apiAddr, 'GET', `secret/data/read/k${(i * 37) % READ_SECRETS}`, { token: n.token, agent: a });
+            const r = await vault(n.apiAddr, n.token, { agent: a }).request('GET', `secret/data/read/k${(i * 37) % READ_SECRETS}`);
             if (r.status !== 200) throw new Error(`read on ${n.name} answered ${r.status}: ${r.text.slice(0, 200)}`);
             times.push(performance.now() - s0);
           }
@@ -159,20 +155,20 @@ async function readPhase(targets, all, clients, seconds) {
 async function filterChange(primary, secondary, id, body, probe, want) {
   const path = `${PERF}/primary/paths-filter/${id}`;
   const t0 = performance.now();
-  if (body) await must(primary.apiAddr, 'POST', path, { token: primary.token, body }, [204]);
-  else await must(primary.apiAddr, 'DELETE', path, { token: primary.token }, [204]);
+  if (body) await must(vault(primary.apiAddr, primary.token).request('POST', path, { body }), [204]);
+  else await must(vault(primary.apiAddr, primary.token).request('DELETE', path), [204]);
   const st = await inSync(primary.apiAddr, secondary.apiAddr);
   const ms = performance.now() - t0;
   if (!st.last_merkle_sync) throw new Error(`${secondary.name} reports no last_merkle_sync after the filter change`);
-  await waitFor(`GET ${probe} on ${secondary.name} to answer ${want}`, async () => ((await call(secondary.apiAddr, 'GET', probe, { token: secondary.token })).status === want ? true : undefined), { timeoutMs: 10_000, intervalMs: 5 });
+  await waitUntil(`GET ${probe} on ${secondary.name} to answer ${want}`, async () => ((await vault(secondary.apiAddr, secondary.token).request('GET', probe)).status === want ? true : undefined), { timeoutMs: 10_000, intervalMs: 5 });
   const servingMs = performance.now() - t0;
   return { filter: body ?? null, reconcileMs: ms, servingMs, fetchedKeys: st.last_merkle_sync.fetched_keys, deletedKeys: st.last_merkle_sync.deleted_keys };
 }
 
 /** Mounts and auth methods of the primary's root namespace in the filter catalog's shape. */
 async function catalogOf(apiAddr, token) {
-  const mounts = (await must(apiAddr, 'GET', 'sys/mounts', { token })).data;
-  const auth = (await must(apiAddr, 'GET', 'sys/auth', { token })).data;
+  const mounts = (await must(vault(apiAddr, token).request('GET', 'sys/mounts'))).data;
+  const auth = (await must(vault(apiAddr, token).request('GET', 'sys/auth'))).data;
   return [
     ...Object.entries(mounts).map(([path, m]) => ({ namespace: '', path, uuid: m.uuid, local: m.local })),
     ...Object.entries(auth).map(([path, m]) => ({ namespace: '', path: `auth/${path}`, uuid: m.uuid, local: m.local })),
@@ -217,44 +213,38 @@ export async function benchPerf({ seconds = 3, readClients = 4, movedSecrets = 1
 async function measurePerf({ seconds, readClients, movedSecrets }) {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
   const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-bench-perf-'));
-  const license = await ensureLicense(join(scratch, 'license'));
   const ports = await freePorts(6);
   const spec = {
-    primary: { home: join(scratch, 'primary'), apiPort: ports[0], clusterPort: ports[1] },
-    a: { home: join(scratch, 'perf-a'), apiPort: ports[2], clusterPort: ports[3] },
-    b: { home: join(scratch, 'perf-b'), apiPort: ports[4], clusterPort: ports[5] },
+    primary: { apiPort: ports[0], clusterPort: ports[1] },
+    a: { apiPort: ports[2], clusterPort: ports[3] },
+    b: { apiPort: ports[4], clusterPort: ports[5] },
   };
-  for (const s of Object.values(spec)) await writeNodeConfig(s.home, { ...s, license });
+  const h = createHarness();
+  const wal = { walMaxEntries: 100_000, walMaxBytes: 268_435_456 };
   const running = [];
   let ok = false;
   try {
-    const [primary, a, b] = await Promise.all(['primary', 'a', 'b'].map((name) => startNode({ name, ...spec[name], logFile: join(scratch, `${name}.log`) })));
+    const [primary, a, b] = await Promise.all(Object.keys(spec).map((name) => startFixedNode(h, scratch, name, { ...spec[name], replication: wal })));
     running.push(primary, a, b);
-    const init = await initNode(primary.apiAddr, 5, 3);
-    await unsealNode(primary.apiAddr, init.keys);
-    primary.token = init.root_token;
-    for (const s of [a, b]) {
-      const own = await initNode(s.apiAddr, 1, 1);
-      await unsealNode(s.apiAddr, own.keys);
-      s.token = own.root_token; // enables it; replaced after activation by a root token of its own
-    }
+    const init = await initAndUnseal(primary.apiAddr, { shares: 5, threshold: 3 });
+    primary.token = init.rootToken;
+    for (const s of [a, b]) s.token = (await initAndUnseal(s.apiAddr)).rootToken; // enables it; replaced after activation by a root token of its own
     const token = primary.token;
-    const kv2 = { type: 'kv', options: { version: '2' } };
-    await must(primary.apiAddr, 'POST', 'sys/mounts/secret', { token, body: kv2 });
-    await must(primary.apiAddr, 'POST', 'sys/mounts/moved', { token, body: kv2 });
-    await must(primary.apiAddr, 'POST', `${PERF}/primary/enable`, { token, body: {} });
+    await mountKv2(primary.apiAddr, token);
+    await mountKv2(primary.apiAddr, token, 'moved');
+    await enablePrimary(primary.apiAddr, token, '', 'performance');
     note('perf bench: activating two performance secondaries...');
     for (const [k, s] of [['a', a], ['b', b]]) {
-      await activateSecondary({ kind: 'performance', primaryAddr: primary.apiAddr, rootToken: token, secondaryAddr: s.apiAddr, secondaryToken: s.token, id: IDS[k] });
+      await activateSecondary(s.apiAddr, s.token, await secondaryToken(primary.apiAddr, token, IDS[k], undefined, 'performance'), 'performance');
     }
-    await Promise.all([a, b].map((s) => waitForStreaming(s.apiAddr, 60_000, 'performance')));
+    await Promise.all([a, b].map((s) => waitStreaming(s.apiAddr, { kind: 'performance' })));
     // The enabling token does not survive the activation: root there from the primary's shares.
-    for (const s of [a, b]) s.token = await generateRoot(s.apiAddr, init.keys);
+    for (const s of [a, b]) s.token = await generateRoot(s.apiAddr, init.keys, 60_000);
     note(`perf bench: seeding ${READ_SECRETS} read secrets and ${movedSecrets} secrets in moved/...`);
     await seed(primary.apiAddr, token, 'secret/data/read', READ_SECRETS);
     await seed(primary.apiAddr, token, 'moved/data/s', movedSecrets);
     await Promise.all([a, b].map((s) => inSync(primary.apiAddr, s.apiAddr)));
-    for (const s of [a, b]) await must(s.apiAddr, 'GET', `secret/data/read/k${READ_SECRETS - 1}`, { token: s.token }, [200]);
+    for (const s of [a, b]) await must(vault(s.apiAddr, s.token).request('GET', `secret/data/read/k${READ_SECRETS - 1}`), [200]);
 
     // (a) forwarded vs direct write latency
     note(`perf bench: write latency, direct on the primary then forwarded through A, ${seconds} s each...`);
@@ -282,7 +272,7 @@ async function measurePerf({ seconds, readClients, movedSecrets }) {
     const catalog = await catalogOf(primary.apiAddr, token);
     note('perf bench: filter change on A (deny moved/), then filter deleted...');
     const deny = await filterChange(primary, a, IDS.a, { mode: 'deny', paths: ['moved'] }, 'moved/data/s/k0', 404);
-    await must(b.apiAddr, 'GET', 'moved/data/s/k0', { token: b.token }, [200]);
+    await must(vault(b.apiAddr, b.token).request('GET', 'moved/data/s/k0'), [200]);
     const undeny = await filterChange(primary, a, IDS.a, undefined, `moved/data/s/k${movedSecrets - 1}`, 200);
 
     for (const n of [a, b, primary]) {
@@ -291,7 +281,7 @@ async function measurePerf({ seconds, readClients, movedSecrets }) {
       if (exit.code !== 0) throw new Error(`${n.name} exited with ${JSON.stringify(exit)} on SIGTERM`);
     }
     const denyFilter = { mode: 'deny', paths: ['moved/'] };
-    const counted = await keysAffected(primary.dataDir, catalog, undefined, denyFilter);
+    const counted = await keysAffected(primary.storageDir, catalog, undefined, denyFilter);
     const filter = {
       movedSecrets,
       replicatedLeavesOnPrimary: counted.replicatedLeaves,
@@ -303,6 +293,7 @@ async function measurePerf({ seconds, readClients, movedSecrets }) {
     return { valueBytes: VALUE_BYTES, readSecrets: READ_SECRETS, writeLatency: { direct, forwarded }, reads: phases, scaleOut, filter };
   } finally {
     await Promise.all(running.map((n) => n.stop()));
+    await h.cleanup();
     if (ok) await rm(scratch, { recursive: true, force: true });
     else note(`perf bench failed; node logs kept in ${scratch}`);
   }

@@ -36,10 +36,13 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { freePorts } from './cluster.mjs';
 import { sampleMemory, treeCpuMs, treeSize } from './bench-mem.mjs';
 import { pgConnect } from './bench-pg-wire.mjs';
 import { percentile } from './bench-util.mjs';
+import '@swc-node/register/esm-register';
+
+// The typed house's free-port helper (test/harness) through swc: registered before it is imported.
+const { freePorts } = await import('../test/harness/dr.js');
 
 export const PG_BIN = process.env.BENCH_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const PG_PACKAGE = 'postgresql-15';

@@ -36,17 +36,19 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
-import {
-  activateSecondary, call, drStatus, ensureLicense, freePorts, initNode, mainJs, must, repoRoot, startNode,
-  unsealNode, waitFor, waitForStreaming, writeNodeConfig,
-} from './cluster.mjs';
 import { sampleMemory } from './bench-mem.mjs';
 import { agent, lagPhase, statusFloor, withProbe, writers } from './bench-dr.mjs';
 import { table } from './bench-util.mjs';
+import '@swc-node/register/esm-register';
+
+// The typed house (test/harness) through swc: registered before it is imported.
+const {
+  activateSecondary, createHarness, drStatus, enablePrimary, freePorts, initAndUnseal, mainJs, mountKv2, must, repoRoot, secondaryToken,
+  startFixedNode, unsealWith, vault, waitStreaming, waitUntil,
+} = await import('../test/harness/index.js');
 
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const self = fileURLToPath(import.meta.url);
-const DR = 'sys/replication/dr';
 const LOAD_VALUE_BYTES = 1024;
 /** Retained WAL entries: far above the streaming lag under load, far below the reconcile's rewrites. */
 const WAL_BOUND = 2_000;
@@ -121,8 +123,8 @@ async function caughtUp(primaryAddr, secondaryAddr, what, timeoutMs) {
   const t0 = performance.now();
   try {
     const target = (await drStatus(primaryAddr)).last_wal;
-    await waitFor(what, async () => {
-      const s = await drStatus(secondaryAddr, a);
+    await waitUntil(what, async () => {
+      const s = await drStatus(secondaryAddr, { agent: a });
       states.add(s.state);
       return s.state === 'stream-wals' && s.last_wal >= target ? true : undefined;
     }, { timeoutMs, intervalMs: 5 });
@@ -135,17 +137,13 @@ async function caughtUp(primaryAddr, secondaryAddr, what, timeoutMs) {
 async function measureScale({ keys, seconds, clients }) {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
   const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-bench-scale-'));
-  const license = await ensureLicense(join(scratch, 'license'));
   const [pApi, pCluster, sApi, sCluster] = await freePorts(4);
   const wal = { walMaxEntries: WAL_BOUND, walMaxBytes: 1024 ** 3 };
-  const spec = {
-    primary: { home: join(scratch, 'primary'), apiPort: pApi, clusterPort: pCluster },
-    secondary: { home: join(scratch, 'secondary'), apiPort: sApi, clusterPort: sCluster },
-  };
-  const configs = {};
-  for (const [k, s] of Object.entries(spec)) configs[k] = await writeNodeConfig(s.home, { ...s, license, ...wal, logLevel: 'info' });
+  const spec = { primary: { apiPort: pApi, clusterPort: pCluster }, secondary: { apiPort: sApi, clusterPort: sCluster } };
+  const configs = { primary: join(scratch, 'primary', 'config.hcl'), secondary: join(scratch, 'secondary', 'config.hcl') };
   const logs = { primary: join(scratch, 'primary.log'), secondary: join(scratch, 'secondary.log') };
-  const start = (name) => startNode({ name, ...spec[name], logFile: logs[name] });
+  const h = createHarness();
+  const start = (name) => startFixedNode(h, scratch, name, { ...spec[name], replication: wal, logLevel: 'info' });
   const running = new Set();
   const up = async (name) => {
     const n = await start(name);
@@ -160,40 +158,38 @@ async function measureScale({ keys, seconds, clients }) {
   try {
     // (1) set up, stop, preload in a child, restart
     let primary = await up('primary');
-    const { root_token: token, keys: unsealKeys, keys_base64: unsealB64 } = await initNode(primary.apiAddr, 5, 3);
-    await unsealNode(primary.apiAddr, unsealKeys);
-    await must(primary.apiAddr, 'POST', 'sys/mounts/secret', { token, body: { type: 'kv', options: { version: '2' } } });
-    await must(primary.apiAddr, 'POST', 'sys/mounts/kv', { token, body: { type: 'kv', options: { version: '1' } } });
-    await must(primary.apiAddr, 'POST', `${DR}/primary/enable`, { token, body: {} });
+    const { rootToken: token, keys: unsealKeys, keysBase64: unsealB64 } = await initAndUnseal(primary.apiAddr, { shares: 5, threshold: 3 });
+    await mountKv2(primary.apiAddr, token);
+    await must(vault(primary.apiAddr, token).post('sys/mounts/kv', { type: 'kv', options: { version: '1' } }));
+    await enablePrimary(primary.apiAddr, token);
     await down(primary);
     note(`scale bench (${keys} keys): preloading through the node's own write path...`);
     const pre = await preload({ configPath: configs.primary, unsealKeys: unsealB64.slice(0, 3), keys });
     primary = await up('primary');
-    await unsealNode(primary.apiAddr, unsealKeys);
+    await unsealWith(primary.apiAddr, unsealKeys);
     for (const i of [0, keys - 1]) {
-      const r = await must(primary.apiAddr, 'GET', `kv/scale/k${i}`, { token }, [200]);
+      const r = await must(vault(primary.apiAddr, token).request('GET', `kv/scale/k${i}`), [200]);
       if (JSON.stringify(r.data) !== JSON.stringify(preloadValue(i))) throw new Error(`preloaded k${i} reads back as ${JSON.stringify(r.data)}`);
     }
-    await must(primary.apiAddr, 'PUT', CHANGED, { token, body: { v: 'before' } });
-    const preloadInfo = { ...pre, spotChecked: [0, keys - 1].map((i) => `kv/scale/k${i}`), primaryDataMb: duMb(primary.dataDir) };
+    await must(vault(primary.apiAddr, token).request('PUT', CHANGED, { body: { v: 'before' } }));
+    const preloadInfo = { ...pre, spotChecked: [0, keys - 1].map((i) => `kv/scale/k${i}`), primaryDataMb: duMb(primary.storageDir) };
 
     // (2) activation: the whole data set by Merkle sync
     let secondary = await up('secondary');
-    const sInit = await initNode(secondary.apiAddr, 1, 1);
-    await unsealNode(secondary.apiAddr, sInit.keys);
+    const sInit = await initAndUnseal(secondary.apiAddr);
     const memOf = () => sampleMemory({ primary: { pid: primary.pid }, secondary: { pid: secondary.pid } });
     note(`scale bench (${keys} keys): activating the DR secondary (full Merkle sync)...`);
     const actMem = memOf();
     const tAct = performance.now();
-    await activateSecondary({ primaryAddr: primary.apiAddr, rootToken: token, secondaryAddr: secondary.apiAddr, secondaryToken: sInit.root_token, id: 'bench-scale' });
-    const initialSync = await waitForStreaming(secondary.apiAddr, 30 * 60_000);
+    await activateSecondary(secondary.apiAddr, sInit.rootToken, await secondaryToken(primary.apiAddr, token, 'bench-scale'));
+    const initialSync = await waitStreaming(secondary.apiAddr, { timeoutMs: 30 * 60_000 });
     const activation = {
       seconds: (performance.now() - tAct) / 1000,
       keysMoved: (initialSync.last_merkle_sync?.fetched_keys ?? 0) + (initialSync.last_merkle_sync?.deleted_keys ?? 0),
       lastMerkleSync: initialSync.last_merkle_sync ?? null,
       bytesMoved: initialSync.last_merkle_sync_bytes ?? null,
       memory: await actMem.stop(),
-      secondaryDataMb: duMb(secondary.dataDir),
+      secondaryDataMb: duMb(secondary.storageDir),
     };
 
     // (3) throughput and lag with the secondary streaming; memory over the whole stretch too
@@ -227,12 +223,12 @@ async function measureScale({ keys, seconds, clients }) {
     await down(secondary);
     const rewrites = WAL_BOUND + 500;
     const a = agent();
-    for (let i = 0; i < rewrites; i++) await must(primary.apiAddr, 'PUT', CHANGED, { token, body: { v: `after-${i}` }, agent: a });
+    for (let i = 0; i < rewrites; i++) await must(vault(primary.apiAddr, token, { agent: a }).request('PUT', CHANGED, { body: { v: `after-${i}` } }));
     a.destroy();
     const pStatus = await drStatus(primary.apiAddr);
     secondary = await up('secondary');
     const tUnseal = performance.now();
-    await unsealNode(secondary.apiAddr, unsealKeys);
+    await unsealWith(secondary.apiAddr, unsealKeys);
     const recMem = memOf();
     const rec = await caughtUp(primary.apiAddr, secondary.apiAddr, 'the secondary to reconcile', 10 * 60_000);
     const sStatus = await drStatus(secondary.apiAddr);
@@ -260,6 +256,7 @@ async function measureScale({ keys, seconds, clients }) {
     };
   } finally {
     await Promise.all([...running].map(down));
+    await h.cleanup();
     if (!ok) note(`scale bench failed; node logs kept in ${scratch}`);
     else if (process.env.BENCH_SCALE_KEEP) note(`scale bench: data and node logs kept in ${scratch}`);
     else await rm(scratch, { recursive: true, force: true });

@@ -23,106 +23,41 @@
  * only after the commit is fsynced. The node is stopped before the LevelDB ceiling runs, so the
  * two never compete for the disk. Results: a table on stdout and bench-results/bench.json.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { headlineNotes, headlineRows, headlineText, machine } from './bench-headline.mjs';
 import { leveldbCeiling } from './bench-leveldb.mjs';
 import { cpuMs, percentile, table } from './bench-util.mjs';
+import '@swc-node/register/esm-register';
 
-/** TESSERA_MAIN points at another build's main.js (e.g. to compare two builds). */
-const mainJs = process.env.TESSERA_MAIN ?? fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+// The typed house (test/harness) through swc: registered before it is imported. mainJs honours
+// TESSERA_MAIN (another build's main.js, e.g. to compare two builds).
+const { mainJs, spawnNode, vault } = await import('../test/harness/index.js');
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const CLIENTS = (process.env.BENCH_CLIENTS ?? '1,4,16').split(',').map(Number);
 const VALUE_BYTES = 1024;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const WARMUP_MS = 500;
+const JSON_TYPE = { 'Content-Type': 'application/json' };
 
 /**
- * Starts `server -dev` with its temp dir inside `scratch`; resolves once the banner is complete.
- * `nodeArgs` go before the script (e.g. --cpu-prof); `script` defaults to dist/cli/main.js
- * (bench-floor.mjs passes a stand-in server that prints the same banner); `env` is added.
+ * Starts `server -dev` with its temp dir inside `scratch` (the harness's node starter); resolves
+ * once the banner is complete. `nodeArgs` go before the script (e.g. --cpu-prof); `script`
+ * defaults to dist/cli/main.js (bench-floor.mjs passes a stand-in server that prints the same
+ * banner); `env` is added.
  */
-export async function startDevNode(scratch, { nodeArgs = [], script = mainJs, env = {} } = {}) {
-  const proc = spawn(process.execPath, [...nodeArgs, script, 'server', '-dev', '-dev-listen-address', '127.0.0.1:0'], {
-    env: { ...process.env, ...env, TMPDIR: scratch },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const stderr = [];
-  createInterface({ input: proc.stderr }).on('line', (l) => stderr.push(l));
-  const exited = new Promise((resolve) => proc.once('close', (code, signal) => resolve({ code, signal })));
-  const banner = {};
-  const ready = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`dev node not ready in 20 s:\n${stderr.slice(-10).join('\n')}`)), 20_000);
-    createInterface({ input: proc.stdout }).on('line', (line) => {
-      const m = /^(Api Address|Root Token): (\S+)$/.exec(line);
-      if (m) banner[m[1]] = m[2];
-      if (banner['Api Address'] && banner['Root Token']) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    void exited.then(({ code }) => {
-      clearTimeout(timer);
-      reject(new Error(`dev node exited (${code}) before it was ready:\n${stderr.slice(-10).join('\n')}`));
-    });
-  });
-  try {
-    await ready;
-  } catch (e) {
-    proc.kill('SIGKILL');
-    throw e;
-  }
-  return {
-    pid: proc.pid,
-    apiAddr: banner['Api Address'],
-    rootToken: banner['Root Token'],
-    async stop() {
-      proc.kill('SIGTERM');
-      const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
-      const r = await exited;
-      clearTimeout(timer);
-      return r;
-    },
-    kill: () => proc.kill('SIGKILL'),
-  };
+export function startDevNode(scratch, { nodeArgs = [], script = mainJs, env = {} } = {}) {
+  return spawnNode({ args: ['server', '-dev', '-dev-listen-address', '127.0.0.1:0'], ready: 'banner', env: { ...env, TMPDIR: scratch }, nodeArgs, script });
 }
-
-function put(agent, apiAddr, token, path, body, method = 'PUT') {
-  const url = new URL(apiAddr);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: url.hostname,
-        port: url.port,
-        method,
-        path: `/v1/${path}`,
-        agent,
-        headers: { 'X-Vault-Token': token, ...(body === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }) },
-      },
-      (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-
 
 /** Group-commit counters from the node's Prometheus text: fsynced batches and the transactions in them. */
 async function commitCounters(node) {
-  const r = await put(undefined, node.apiAddr, node.rootToken, 'sys/metrics?format=prometheus', undefined, 'GET');
+  const r = await vault(node.apiAddr, node.rootToken).get('sys/metrics?format=prometheus');
   const num = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(r.text)?.[1] ?? NaN);
   return {
     batches: num('tessera_group_commit_batch_transactions_count'),
@@ -146,10 +81,11 @@ export async function httpWrites(node, clients, seconds) {
     const start = performance.now();
     await Promise.all(
       agents.map(async (agent, c) => {
+        const v = vault(node.apiAddr, node.rootToken, { agent });
         for (let i = 0; performance.now() < end; i++) {
           const body = JSON.stringify({ data: { v: valueFor(i + c) } });
           const t0 = performance.now();
-          const r = await put(agent, node.apiAddr, node.rootToken, `secret/data/bench/${phase}/n${clients}/c${c}/k${i}`, body);
+          const r = await v.request('PUT', `secret/data/bench/${phase}/n${clients}/c${c}/k${i}`, { raw: body, headers: JSON_TYPE });
           if (r.status !== 200) throw new Error(`write answered ${r.status}: ${r.text.slice(0, 200)}`);
           const t1 = performance.now();
           latencies.push(t1 - t0);

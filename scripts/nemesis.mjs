@@ -6,7 +6,7 @@
  *
  * Topology, real processes on 127.0.0.1: a (primary), b (DR secondary), c (performance secondary,
  * filter allow secret/), d (performance secondary, filter allow other/). Every ordered pair of
- * nodes has a TCP proxy (scripts/tcp-proxy.mjs); each secondary reaches its primary's cluster
+ * nodes has a TCP proxy (test/support/tcp-proxy.ts); each secondary reaches its primary's cluster
  * port only through its own proxy (update-primary with update_primary_addrs), so a partition is a
  * cut. The primaries keep few WAL entries (--wal-max, default 64): a secondary held back past them
  * must reconcile by Merkle diff.
@@ -15,7 +15,7 @@
  * (forwarded), and read through the primary, c and d (sometimes the mount outside a filter,
  * which must never be served); every operation is recorded (start, end, node, key, value,
  * outcome ok | error | unknown). Faults, one per cycle, drawn from a PRNG seeded with --seed
- * (nemesis-check.mjs, faultSchedule): SIGKILL + restart, SIGSTOP/SIGCONT, partitions, a secondary
+ * (test/harness/nemesis-check.ts, faultSchedule): SIGKILL + restart, SIGSTOP/SIGCONT, partitions, a secondary
  * held back past the WAL bound, a DR failover through the operator CLI (and, the next time, the
  * failback; a third of them a planned switchover under writes, demote first), a filter change
  * while a performance secondary is down. Reads also check that a node serves every mount it
@@ -24,7 +24,7 @@
  * OUT/nemesis-<seed>.jsonl, the summary to OUT/nemesis-<seed>.summary.json and stdout; the exit
  * code is 1 on any violation. Node data and logs are in a temp dir, removed on success unless --keep.
  */
-import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -32,12 +32,16 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import {
-  activateSecondary, call, drOperationToken, drStatus, ensureLicense, freePorts, generateRoot, initNode, mainJs, must, perfStatus, repoRoot,
-  startNode, unsealNode, waitFor, waitForStreaming, writeNodeConfig,
-} from './cluster.mjs';
-import { checkHistory, FAULTS, faultSchedule, prng, tally } from './nemesis-check.mjs';
-import { startTcpProxy } from './tcp-proxy.mjs';
+
+// The typed house (test/harness, test/support) through swc: registered before it is imported.
+import '@swc-node/register/esm-register';
+
+const {
+  activateSecondary, createHarness, drOperationToken, drStatus, enablePrimary, freePorts, generateRoot, initAndUnseal, mainJs, must, mountKv2,
+  replStatus, repoRoot, runCli, secondaryToken, startFixedNode, unsealWith, vault, waitStreaming, waitUntil,
+} = await import('../test/harness/index.js');
+const { checkHistory, FAULTS, faultSchedule, prng, tally } = await import('../test/harness/nemesis-check.js');
+const { startTcpProxy } = await import('../test/support/tcp-proxy.js');
 
 const DR = 'sys/replication/dr';
 const PERF = 'sys/replication/performance';
@@ -47,34 +51,30 @@ const PERF_SECONDARIES = ['c', 'd'];
 const HOME_MOUNT = { c: 'secret', d: 'other' };
 const OP_TIMEOUT_MS = 3_000;
 
-/** `call` with a deadline: resolves { status, body } or { timeout: true } or { netError }. */
-async function timedCall(addr, method, path, opts) {
+/**
+ * One workload request with a deadline: resolves { status, body } or { timeout: true } or { netError }.
+ * Over node:http's global agent, so a refused connection is told apart (ECONNREFUSED: certainly
+ * not applied) from a reset or a timeout (maybe applied).
+ */
+async function timedCall(addr, method, path, { token, body } = {}) {
   let timer;
   const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve({ timeout: true }), OP_TIMEOUT_MS); });
   try {
-    return await Promise.race([call(addr, method, path, opts).catch((e) => ({ netError: e.code ?? String(e) })), timeout]);
+    const request = vault(addr, token, { agent: http.globalAgent }).request(method, path, body === undefined ? {} : { body });
+    return await Promise.race([request.catch((e) => ({ netError: e.code ?? String(e) })), timeout]);
   } finally {
     clearTimeout(timer);
   }
 }
 
-/** Runs the built CLI; resolves { code, stdout, stderr }. */
+/** Runs the built CLI (the harness's runCli); resolves { code, stdout, stderr }. */
 function cli(args, { stdin, token, timeoutMs = 180_000 } = {}) {
-  return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [mainJs, ...args], { cwd: repoRoot, env: { ...process.env, NO_COLOR: '1', ...(token ? { TESSERA_TOKEN: token } : {}) }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    proc.stdout.on('data', (c) => { stdout += c; });
-    proc.stderr.on('data', (c) => { stderr += c; });
-    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
-    proc.once('exit', (code, signal) => { clearTimeout(timer); resolve({ code: code ?? signal, stdout, stderr }); });
-    proc.stdin.end(stdin ?? '');
-  });
+  return runCli(args, timeoutMs, { stdin: stdin ?? '', addEnv: { NO_COLOR: '1', ...(token ? { TESSERA_TOKEN: token } : {}) } });
 }
 
 class Topology {
-  constructor(dir, license, walMax) {
-    Object.assign(this, { dir, license, walMax, nodes: {}, ports: {}, proxies: {}, keys: [], tokens: {} });
+  constructor(dir, walMax) {
+    Object.assign(this, { dir, walMax, harness: createHarness(), nodes: {}, ports: {}, proxies: {}, keys: [], tokens: {} });
     /** Roles now: a failover swaps them. */
     this.roles = { primary: 'a', dr: 'b' };
     /** [{ mounts, from, to }] per performance secondary, for the checker; the last is the filter now. */
@@ -86,10 +86,6 @@ class Topology {
   async start() {
     const ports = await freePorts(8);
     ['a', 'b', 'c', 'd'].forEach((n, i) => { this.ports[n] = { apiPort: ports[2 * i], clusterPort: ports[2 * i + 1] }; });
-    for (const n of Object.keys(this.ports)) {
-      // a and b take turns as primary: both keep the short WAL.
-      await writeNodeConfig(join(this.dir, n), { ...this.ports[n], license: this.license, walMaxEntries: n === 'a' || n === 'b' ? this.walMax : 100_000, logLevel: 'info' });
-    }
     await Promise.all(Object.keys(this.ports).map((n) => this.boot(n)));
     // A proxy for every ordered pair: proxies[x][y] is how x reaches y's cluster port.
     for (const x of Object.keys(this.ports)) {
@@ -97,20 +93,18 @@ class Topology {
       for (const y of Object.keys(this.ports)) if (x !== y) this.proxies[x][y] = await startTcpProxy(`127.0.0.1:${this.ports[y].clusterPort}`);
     }
     const a = this.api('a');
-    const init = await initNode(a, 3, 2);
+    const init = await initAndUnseal(a, { shares: 3, threshold: 2 });
     this.keys = init.keys;
-    this.root = init.root_token;
-    await unsealNode(a, this.keys);
-    for (const m of MOUNTS) await must(a, 'POST', `sys/mounts/${m}`, { token: this.root, body: { type: 'kv', options: { version: '2' } } });
-    await must(a, 'POST', `${DR}/primary/enable`, { token: this.root, body: {} });
-    await must(a, 'POST', `${PERF}/primary/enable`, { token: this.root, body: {} });
+    this.root = init.rootToken;
+    for (const m of MOUNTS) await mountKv2(a, this.root, m);
+    await enablePrimary(a, this.root, '', 'dr');
+    await enablePrimary(a, this.root, '', 'performance');
     for (const n of ['b', ...PERF_SECONDARIES]) {
-      const own = await initNode(this.api(n), 1, 1);
-      await unsealNode(this.api(n), own.keys);
+      const own = await initAndUnseal(this.api(n));
       const kind = n === 'b' ? 'dr' : 'performance';
-      await activateSecondary({ kind, primaryAddr: a, rootToken: this.root, secondaryAddr: this.api(n), secondaryToken: own.root_token, id: `nemesis-${n}` });
+      await activateSecondary(this.api(n), own.rootToken, await secondaryToken(a, this.root, `nemesis-${n}`, undefined, kind), kind);
       // Tokens are local to a performance secondary, and the enabling one does not survive the activation.
-      if (kind === 'performance') this.tokens[n] = await generateRoot(this.api(n), this.keys);
+      if (kind === 'performance') this.tokens[n] = await generateRoot(this.api(n), this.keys, 60_000);
       if (kind === 'performance') await this.setFilter(n, this.filterOf(n));
     }
     for (const n of ['b', ...PERF_SECONDARIES]) await this.followThroughProxy(n);
@@ -128,19 +122,21 @@ class Topology {
   filterOf(n) { return this.filterTimeline[n].at(-1).mounts; }
 
   async boot(n) {
-    this.nodes[n] = await startNode({ name: n, home: join(this.dir, n), ...this.ports[n], logFile: join(this.dir, `${n}.log`) });
+    // a and b take turns as primary: both keep the short WAL.
+    const replication = { walMaxEntries: n === 'a' || n === 'b' ? this.walMax : 100_000, walMaxBytes: 268_435_456 };
+    this.nodes[n] = await startFixedNode(this.harness, this.dir, n, { ...this.ports[n], replication });
   }
 
   async restart(n) {
     await this.boot(n);
-    await unsealNode(this.api(n), this.keys);
+    await unsealWith(this.api(n), this.keys);
   }
 
   /** Lets n keep `mounts`: as an allow list, or (`deny`, when that says the same) as a deny list of the others. */
   async setFilter(n, mounts, form = 'allow') {
     const others = MOUNTS.filter((m) => !mounts.includes(m));
     const body = form === 'deny' && others.length > 0 ? { mode: 'deny', paths: others.map((m) => `${m}/`) } : { mode: 'allow', paths: mounts.map((m) => `${m}/`) };
-    await must(this.api(this.primary), 'POST', `${PERF}/primary/paths-filter/nemesis-${n}`, { token: this.root, body });
+    await must(vault(this.api(this.primary), this.root).request('POST', `${PERF}/primary/paths-filter/nemesis-${n}`, { body }));
   }
 
   /** Points secondary `n` at the current primary through the proxy n -> primary, and waits for it to stream. */
@@ -148,14 +144,14 @@ class Topology {
     const addrs = [this.proxies[n][this.primary].address];
     const kind = this.kindOf(n);
     if (kind === 'dr') {
-      await waitForStreaming(this.api(n), 60_000, 'dr');
+      await waitStreaming(this.api(n), { timeoutMs: 60_000 });
       const op = await drOperationToken(this.api(n), this.keys);
-      await must(this.api(n), 'POST', `${DR}/secondary/update-primary`, { body: { dr_operation_token: op, update_primary_addrs: addrs } });
+      await must(vault(this.api(n)).request('POST', `${DR}/secondary/update-primary`, { body: { dr_operation_token: op, update_primary_addrs: addrs } }));
     } else {
-      await waitFor(`${n} to accept its token`, async () => ((await call(this.api(n), 'GET', 'auth/token/lookup-self', { token: this.tokens[n] })).status === 200 ? true : undefined));
-      await must(this.api(n), 'POST', `${PERF}/secondary/update-primary`, { token: this.tokens[n], body: { update_primary_addrs: addrs } });
+      await waitUntil(`${n} to accept its token`, async () => ((await vault(this.api(n), this.tokens[n]).request('GET', 'auth/token/lookup-self')).status === 200 ? true : undefined));
+      await must(vault(this.api(n), this.tokens[n]).request('POST', `${PERF}/secondary/update-primary`, { body: { update_primary_addrs: addrs } }));
     }
-    await waitForStreaming(this.api(n), 90_000, kind, addrs[0]);
+    await waitStreaming(this.api(n), { kind, timeoutMs: 90_000, from: addrs[0] });
   }
 
   /** Every link to and from node n. */
@@ -167,13 +163,14 @@ class Topology {
 
   /** Every secondary streaming: the steady state a fault starts from. */
   async steady(timeoutMs = 90_000) {
-    await Promise.all([this.dr, ...PERF_SECONDARIES].map((n) => waitForStreaming(this.api(n), timeoutMs, this.kindOf(n))));
+    await Promise.all([this.dr, ...PERF_SECONDARIES].map((n) => waitStreaming(this.api(n), { kind: this.kindOf(n), timeoutMs })));
   }
 
   async stopAll() {
-    for (const n of Object.values(this.nodes)) if (n.isRunning()) try { process.kill(n.pid, 'SIGCONT'); } catch { /* gone */ }
-    await Promise.all(Object.values(this.nodes).map((n) => n.stop(5_000)));
+    for (const n of Object.values(this.nodes)) if (n.running()) try { process.kill(n.pid, 'SIGCONT'); } catch { /* gone */ }
+    await Promise.all(Object.values(this.nodes).map((n) => n.stop(5_000).catch(() => n.exited)));
     await Promise.all(Object.values(this.proxies).flatMap((to) => Object.values(to).map((p) => p.close())));
+    await this.harness.cleanup();
   }
 }
 
@@ -238,14 +235,14 @@ async function failover(topo, { variant, holdMs }, log) {
   if (variant === 'planned') {
     // A switchover under writes: the demote stops writes, drains to the DR secondary and says who
     // confirmed the final index. Confirmed, nothing acknowledged may be lost (no loss window).
-    const r = await must(topo.api(oldP), 'POST', `${DR}/primary/demote`, { token: topo.root, body: {} });
+    const r = await must(vault(topo.api(oldP), topo.root).request('POST', `${DR}/primary/demote`, { body: {} }));
     demoted = r.data;
     // The DR secondary is the only one: confirmed by it, under whatever id it last joined with.
     if (!(demoted?.confirmed?.length === 1 && demoted.unconfirmed?.length === 0 && demoted.timed_out === false)) log(`planned switchover: ${newP} did not confirm the final index (${JSON.stringify(demoted)}); the promote may need -force`);
     else syncedAt = Number.MAX_SAFE_INTEGER;
   } else {
     const through = (await drStatus(topo.api(oldP))).last_wal;
-    await waitFor(`${newP} to apply WAL ${through}`, async () => ((await drStatus(topo.api(newP))).last_wal >= through ? true : undefined), { timeoutMs: 90_000, intervalMs: 20 });
+    await waitUntil(`${newP} to apply WAL ${through}`, async () => ((await drStatus(topo.api(newP))).last_wal >= through ? true : undefined), { timeoutMs: 90_000, intervalMs: 20 });
   }
   const cutAt = Date.now();
   if (variant === 'planned') {
@@ -331,7 +328,7 @@ async function runFault(topo, fault, log) {
     await topo.steady();
     const from = (await drStatus(topo.api(topo.primary))).last_wal;
     for (const p of topo.proxiesOf(target)) p.cut();
-    await waitFor('the primary to move past its WAL bound', async () => ((await drStatus(topo.api(topo.primary))).last_wal - from > topo.walMax + 8 ? true : undefined), { timeoutMs: 60_000, intervalMs: 100 });
+    await waitUntil('the primary to move past its WAL bound', async () => ((await drStatus(topo.api(topo.primary))).last_wal - from > topo.walMax + 8 ? true : undefined), { timeoutMs: 60_000, intervalMs: 100 });
     topo.healAll();
   } else if (type === 'failover') {
     await failover(topo, fault, log);
@@ -344,12 +341,12 @@ async function runFault(topo, fault, log) {
 
 /** Every KV v2 value of `mount` on a node: { 'mount/key': { value, version } }, or null when not served. */
 async function readMount(addr, token, mount) {
-  const listed = await call(addr, 'LIST', `${mount}/metadata/`, { token });
+  const listed = await vault(addr, token).request('LIST', `${mount}/metadata/`);
   if (listed.status === 404) return Array.isArray(listed.body?.errors) && listed.body.errors.length === 0 ? {} : null;
   if (listed.status !== 200) throw new Error(`LIST ${mount}/metadata/ on ${addr} answered ${listed.status}`);
   const out = {};
   for (const key of listed.body.data.keys) {
-    const r = await must(addr, 'GET', `${mount}/data/${key}`, { token });
+    const r = await must(vault(addr, token).request('GET', `${mount}/data/${key}`));
     out[`${mount}/${key}`] = { value: r.data.data.value, version: r.data.metadata.version };
   }
   return out;
@@ -371,13 +368,13 @@ async function converge(topo, nodes, timeoutMs, { verifyRoots = false } = {}) {
     // What the last check saw, so a timeout says why (which mount, which keys differ).
     let why = 'not checked yet';
     try {
-      await waitFor(`${n} to converge`, async () => {
+      await waitUntil(`${n} to converge`, async () => {
         if (n === topo.dr) {
           const [ps, s] = await Promise.all([drStatus(p), drStatus(topo.api(n))]);
           why = `state ${s.state}, last_wal ${s.last_wal} of ${ps.last_wal}, roots ${s.merkle_root === ps.merkle_root ? 'equal' : 'differ'}`;
           return s.state === 'stream-wals' && s.last_wal === ps.last_wal && s.merkle_root === ps.merkle_root ? true : undefined;
         }
-        const s = await perfStatus(topo.api(n));
+        const s = await replStatus(topo.api(n), 'performance');
         why = `state ${s.state}`;
         if (s.state !== 'stream-wals') return undefined;
         for (const m of MOUNTS) {
@@ -404,8 +401,8 @@ async function converge(topo, nodes, timeoutMs, { verifyRoots = false } = {}) {
       }, { timeoutMs, intervalMs: 100 }).catch((e) => { throw new Error(`${e.message} (last seen: ${why})`); });
       times[n] = Date.now() - t0;
       if (verifyRoots && n !== topo.dr) {
-        await waitFor(`${n}'s filtered Merkle root to be verified`, async () => {
-          const [ps, s] = await Promise.all([perfStatus(p), perfStatus(topo.api(n))]);
+        await waitUntil(`${n}'s filtered Merkle root to be verified`, async () => {
+          const [ps, s] = await Promise.all([replStatus(p, 'performance'), replStatus(topo.api(n), 'performance')]);
           if (s.verification_mismatch) throw Object.assign(new Error(`${n} reports a Merkle root mismatch at WAL ${s.verification_mismatch_wal}`), { fatal: true });
           // A secondary repairs a mismatch by itself (issue 17 item 10); one repaired meanwhile still diverged.
           if (s.verification_repairs > 0) throw Object.assign(new Error(`${n} diverged from its primary and repaired it by a Merkle sync ${s.verification_repairs} time(s)`), { fatal: true });
@@ -426,17 +423,16 @@ async function merkleChecks(topo) {
     const rep = r?.data?.merkle_corruption_report;
     return Boolean(rep) && !rep.corrupted_root && Object.values(rep.corrupted_tree_map).every((t) => !t.corrupted_subtree_root && !t.corrupted_index_tuples_map);
   };
-  for (const n of [topo.primary, ...PERF_SECONDARIES]) out[n] = clean((await call(topo.api(n), 'POST', 'sys/replication/merkle-check', { token: topo.token(n), body: {} })).body);
+  for (const n of [topo.primary, ...PERF_SECONDARIES]) out[n] = clean((await vault(topo.api(n), topo.token(n)).request('POST', 'sys/replication/merkle-check', { body: {} })).body);
   const op = await drOperationToken(topo.api(topo.dr), topo.keys);
-  out[topo.dr] = clean((await call(topo.api(topo.dr), 'POST', `${DR}/secondary/merkle-check`, { body: { dr_operation_token: op } })).body);
+  out[topo.dr] = clean((await vault(topo.api(topo.dr)).request('POST', `${DR}/secondary/merkle-check`, { body: { dr_operation_token: op } })).body);
   return out;
 }
 
 export async function runNemesis({ cycles = 5, seed = 1, faults = FAULTS, cycleMs = 2_500, walMax = 64, convergeMs = 60_000, out = join(repoRoot, 'bench-results'), keep = false, log = console.log } = {}) {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
   const dir = await mkdtemp(join(tmpdir(), 'tessera-nemesis-'));
-  const license = await ensureLicense(join(dir, 'license'));
-  const topo = new Topology(dir, license, walMax);
+  const topo = new Topology(dir, walMax);
   const history = [];
   const schedule = faultSchedule(seed, cycles, cycleMs, faults);
   const workRng = prng(seed ^ 0x5bd1e995);

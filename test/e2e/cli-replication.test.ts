@@ -5,10 +5,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  activateSecondary, drStatus, enablePrimary, eventually, initAndUnseal, runCli, secondaryToken, useHarness, waitInSync, DR,
-  type StartedNode,
-} from '../harness/index.js';
+import { drStatus, eventually, runCli, startCluster, useHarness, DR, type StartedNode } from '../harness/index.js';
 
 const h = useHarness();
 let primary: StartedNode;
@@ -17,13 +14,9 @@ let keys: readonly string[];
 let root: string;
 
 beforeAll(async () => {
-  primary = await h.startNode();
-  ({ keys, rootToken: root } = await initAndUnseal(primary.apiAddr));
-  await enablePrimary(primary.apiAddr, root);
-  secondary = await h.startNode();
-  const sk = await initAndUnseal(secondary.apiAddr);
-  await activateSecondary(secondary.apiAddr, sk.rootToken, await secondaryToken(primary.apiAddr, root, 'dr-east'));
-  await waitInSync(primary.apiAddr, secondary.apiAddr);
+  const c = await startCluster(h, { primaryInit: { shares: 1, threshold: 1 }, dr: ['dr-east'] });
+  [primary, secondary] = [c.primary, c.dr[0]!];
+  [keys, root] = [c.primary.unsealKeys, c.primary.rootToken];
 }, 60_000);
 
 const cli = (addr: string, args: string[], stdin?: string) =>

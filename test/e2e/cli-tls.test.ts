@@ -3,10 +3,10 @@
  * their TESSERA_/VAULT_ variables; and an https address against a plain-HTTP port fails fast with
  * a message that says so.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createCa, issueLeaf } from '../../src/replication/pki.js';
-import { nodeConfig, runCli, spawnNode, useHarness, type NodeProcess } from '../harness/index.js';
+import { nodeConfig, runCli, spawnNode, useHarness, writeLicense, type NodeProcess } from '../harness/index.js';
 
 const h = useHarness();
 let tlsNode: NodeProcess;
@@ -24,9 +24,7 @@ beforeAll(async () => {
   await writeFile(join(dir, 'cas', 'ca.crt'), ca.certPem);
   await writeFile(join(dir, 'tls.crt'), leaf.certPem);
   await writeFile(join(dir, 'tls.key'), leaf.keyPem);
-  const lic = await runCli(['license', 'dev', '-out', join(dir, 'lic')]);
-  expect(lic.code).toBe(0);
-  const issuer = (await readFile(join(dir, 'lic', 'issuer.pub'), 'utf8')).trim();
+  const { issuerKey: issuer } = await writeLicense(join(dir, 'lic'), { reuse: false });
   const config = nodeConfig(dir, issuer, 'info').replace(
     '  tls_disable = true',
     `  tls_cert_file = ${JSON.stringify(join(dir, 'tls.crt'))}\n  tls_key_file = ${JSON.stringify(join(dir, 'tls.key'))}`,

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { checkAcknowledged, checkFilterLeaks, checkHistory, checkMonotonicReads, checkMountsServed, faultSchedule, recheck, type Op } from '../../scripts/nemesis-check.mjs';
+import { checkAcknowledged, checkFilterLeaks, checkHistory, checkMonotonicReads, checkMountsServed, faultSchedule, recheck, type Op } from '../harness/nemesis-check.js';
 
 const run = promisify(execFile);
 const SEED = 2;

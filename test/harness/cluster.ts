@@ -7,8 +7,9 @@
  *   const { primary, dr: [east] } = await startCluster(h, { mountKv2: true, dr: ['east'] });
  *   await drOperationToken(east.apiAddr, primary.unsealKeys.slice(0, 2));
  *   const c = await startCluster(h, { node: { inProcess: true }, performance: ['perf-east'] });
+ *   await joinSecondary(primary, node, 'west', 'performance');   // a node the test prepared itself
  */
-import { activateSecondary, enablePrimary, generateRoot, secondaryToken, waitInSync, type Kind } from './dr.js';
+import { activateSecondary, enablePrimary, generateRoot, replStatus, secondaryToken, waitInSync, type Kind } from './dr.js';
 import { mountKv2, type Harness, type InProcessNode, type InProcessOptions, type NodeHandle, type StartedNode, type StartOptions } from './harness.js';
 
 export interface ClusterSpec<O> {
@@ -47,20 +48,29 @@ export async function startCluster(h: Harness, spec: ClusterSpec<StartOptions> |
     start(spec.primary ?? {}, spec.primaryInit ?? { shares: 3, threshold: 2 }),
     ...kinds.flatMap(([, ids]) => ids.map(() => start({}, true))),
   ]);
-  const root = primary!.rootToken!;
-  if (spec.mountKv2 === true) await mountKv2(primary!.apiAddr, root);
+  if (spec.mountKv2 === true) await mountKv2(primary!.apiAddr, primary!.rootToken!);
   const out = { primary: primary!, dr: [] as NodeHandle[], performance: [] as NodeHandle[] };
   for (const [kind, ids] of kinds) {
-    if (ids.length === 0) continue;
-    await enablePrimary(primary!.apiAddr, root, '', kind);
     for (const id of ids) {
       const s = secondaries.shift()!;
-      await activateSecondary(s.apiAddr, s.rootToken!, await secondaryToken(primary!.apiAddr, root, id, undefined, kind), kind);
-      // The enabling token does not survive a performance activation: one from the primary's keys.
-      if (kind === 'performance') Object.assign(s, { rootToken: await generateRoot(s.apiAddr, primary!.unsealKeys) });
-      await waitInSync(primary!.apiAddr, s.apiAddr, 20_000, kind);
+      await joinSecondary(primary!, s, id, kind);
       out[kind === 'dr' ? 'dr' : 'performance'].push(s);
     }
   }
   return out as Cluster<NodeHandle>;
+}
+
+/**
+ * The one activation path: enables `kind` on `primary` (unless it already is), activates
+ * `secondary` as its secondary `id`, and waits until they are in sync. A performance secondary's
+ * `rootToken` becomes one generated there with the primary's unseal keys (the token that enabled
+ * it does not survive the activation). `startCluster` runs it for every secondary; tests that
+ * start or prepare their nodes themselves call it directly.
+ */
+export async function joinSecondary(primary: NodeHandle, secondary: NodeHandle, id: string, kind: Kind = 'dr', timeoutMs = 20_000): Promise<void> {
+  const root = primary.rootToken!;
+  if ((await replStatus(primary.apiAddr, kind)).mode !== 'primary') await enablePrimary(primary.apiAddr, root, '', kind);
+  await activateSecondary(secondary.apiAddr, secondary.rootToken!, await secondaryToken(primary.apiAddr, root, id, undefined, kind), kind);
+  if (kind === 'performance') Object.assign(secondary, { rootToken: await generateRoot(secondary.apiAddr, primary.unsealKeys) });
+  await waitInSync(primary.apiAddr, secondary.apiAddr, timeoutMs, kind);
 }

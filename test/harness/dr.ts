@@ -13,10 +13,10 @@
  *   await enablePrimary(primary.apiAddr, root, '', 'performance');  // the same, performance kind
  *   await waitInSync(primary.apiAddr, perf.apiAddr, 20_000, 'performance');
  */
-import { createServer } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { decodeOtp } from '../../src/replication/operation-token-encoding.js';
 import { eventually } from './eventually.js';
-import { vault, type Body } from './http.js';
+import { vault, type Body, type VaultOptions } from './http.js';
 
 export type Kind = 'dr' | 'performance';
 export const DR = 'sys/replication/dr';
@@ -24,16 +24,16 @@ export const PERF = 'sys/replication/performance';
 /** `sys/replication/<kind>`. */
 export const replicationBase = (kind: Kind): string => `sys/replication/${kind}`;
 
-/** GET sys/replication/<kind>/status (unauthenticated); throws unless 200. */
-export async function replStatus(apiAddr: string, kind: Kind): Promise<Body> {
-  const r = await vault(apiAddr).get(`${replicationBase(kind)}/status`);
+/** GET sys/replication/<kind>/status (unauthenticated; on a bench's keep-alive agent when given); throws unless 200. */
+export async function replStatus(apiAddr: string, kind: Kind, options: VaultOptions = {}): Promise<Body> {
+  const r = await vault(apiAddr, undefined, options).get(`${replicationBase(kind)}/status`);
   if (r.status !== 200) throw new Error(`${kind}/status answered ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body.data;
 }
 
 /** GET sys/replication/dr/status (unauthenticated); throws unless 200. */
-export async function drStatus(apiAddr: string): Promise<Body> {
-  return replStatus(apiAddr, 'dr');
+export async function drStatus(apiAddr: string, options: VaultOptions = {}): Promise<Body> {
+  return replStatus(apiAddr, 'dr', options);
 }
 
 /** POST primary/enable; `primaryClusterAddr` is the address secondaries are told ('' = bound listener). */
@@ -66,9 +66,14 @@ export async function setPathsFilter(apiAddr: string, token: string, id: string,
   if (r.status !== 204) throw new Error(`paths-filter/${id} answered ${r.status}: ${JSON.stringify(r.body)}`);
 }
 
-/** Runs one token-generation flow at `base` (attempt, one update per key) and decodes the token. */
+/**
+ * Runs one token-generation flow at `base`: cancels an attempt already in progress, starts one,
+ * gives keys until it completes, and decodes the token.
+ */
 async function generateToken(apiAddr: string, base: string, keys: readonly string[]): Promise<string> {
   const v = vault(apiAddr);
+  const current = await v.get(`${base}/attempt`);
+  if (current.status === 200 && current.body?.started === true) await v.delete(`${base}/attempt`);
   const start = await v.post(`${base}/attempt`, {});
   if (start.status !== 200) throw new Error(`${base}/attempt answered ${start.status}: ${JSON.stringify(start.body)}`);
   const { nonce, otp } = start.body as { nonce: string; otp: string };
@@ -77,12 +82,13 @@ async function generateToken(apiAddr: string, base: string, keys: readonly strin
     const r = await v.post(`${base}/update`, { key, nonce });
     if (r.status !== 200) throw new Error(`${base}/update answered ${r.status}: ${JSON.stringify(r.body)}`);
     last = r.body;
+    if (last?.complete === true) break;
   }
-  if (last?.complete !== true) throw new Error(`the attempt did not complete: ${JSON.stringify(last)}`);
+  if (last?.complete !== true) throw new Error(`${base}: the attempt did not complete (too few keys): ${JSON.stringify(last)}`);
   return decodeOtp(last.encoded_token as string, otp);
 }
 
-/** Runs the generate-operation-token flow (attempt, one update per key) and decodes the token. */
+/** Runs the generate-operation-token flow on a DR secondary with `keys` and decodes the token. */
 export function drOperationToken(apiAddr: string, keys: readonly string[]): Promise<string> {
   return generateToken(apiAddr, `${DR}/secondary/generate-operation-token`, keys);
 }
@@ -90,13 +96,14 @@ export function drOperationToken(apiAddr: string, keys: readonly string[]): Prom
 /**
  * A root token of the node at `apiAddr` from `sys/generate-root` with `keys`: on a performance
  * secondary, its primary's unseal keys (it adopted the primary's seal at activation, and the
- * token that enabled it does not survive the activation). Waits until the activation finished.
+ * token that enabled it does not survive the activation). Waits (up to `timeoutMs`) until the
+ * activation finished.
  */
-export async function generateRoot(apiAddr: string, keys: readonly string[]): Promise<string> {
-  await eventually(async () => expect((await replStatus(apiAddr, 'performance')).mode).not.toBe('bootstrapping'), { timeoutMs: 20_000, intervalMs: 50 });
-  const seal = await vault(apiAddr).get('sys/seal-status');
-  if (seal.status !== 200) throw new Error(`sys/seal-status answered ${seal.status}: ${JSON.stringify(seal.body)}`);
-  return generateToken(apiAddr, 'sys/generate-root', keys.slice(0, seal.body.t as number));
+export async function generateRoot(apiAddr: string, keys: readonly string[], timeoutMs = 20_000): Promise<string> {
+  await eventually(async () => {
+    if ((await replStatus(apiAddr, 'performance')).mode === 'bootstrapping') throw new Error(`${apiAddr} is still bootstrapping its performance activation`);
+  }, { timeoutMs, intervalMs: 50 });
+  return generateToken(apiAddr, 'sys/generate-root', keys);
 }
 
 /**
@@ -104,33 +111,58 @@ export async function generateRoot(apiAddr: string, keys: readonly string[]): Pr
  * DR: the same last_wal and merkle_root (an exact standby). Performance: the secondary applied the
  * primary's last index (its own WAL and local data differ by design, so roots are not compared).
  * The primary must be idle for this to settle. `streaming` false accepts a DR secondary in sync
- * but not (yet) streaming, as right after a reconcile.
+ * but not (yet) streaming, as right after a reconcile. `intervalMs`: how often to poll (benches
+ * time the wait).
  */
-export async function waitInSync(primaryApi: string, secondaryApi: string, timeoutMs = 20_000, kind: Kind = 'dr', streaming = true): Promise<{ primary: Body; secondary: Body }> {
+export async function waitInSync(primaryApi: string, secondaryApi: string, timeoutMs = 20_000, kind: Kind = 'dr', streaming = true, intervalMs = 50): Promise<{ primary: Body; secondary: Body }> {
   return eventually(async () => {
     const primary = await replStatus(primaryApi, kind);
     const secondary = await replStatus(secondaryApi, kind);
-    if (streaming || kind === 'performance') expect(secondary.state).toBe('stream-wals');
+    if ((streaming || kind === 'performance') && secondary.state !== 'stream-wals') throw new Error(`${secondaryApi} is in state ${secondary.state}, not stream-wals`);
     if (kind === 'dr') {
-      expect(secondary.last_wal).toBe(primary.last_wal);
-      expect(secondary.merkle_root).toBe(primary.merkle_root);
-    } else {
-      expect(secondary.last_remote_wal).toBe(primary.last_wal);
+      if (secondary.last_wal !== primary.last_wal) throw new Error(`DR secondary at WAL ${secondary.last_wal}, primary at ${primary.last_wal}`);
+      if (secondary.merkle_root !== primary.merkle_root) throw new Error(`DR secondary Merkle root ${secondary.merkle_root}, primary ${primary.merkle_root}`);
+    } else if (secondary.last_remote_wal !== primary.last_wal) {
+      throw new Error(`performance secondary applied WAL ${secondary.last_remote_wal}, primary at ${primary.last_wal}`);
     }
     return { primary, secondary };
-  }, { timeoutMs, intervalMs: 50 });
+  }, { timeoutMs, intervalMs });
+}
+
+/**
+ * Polls until the node at `secondaryApi` is a `kind` secondary streaming WALs (from `from`, a
+ * primary cluster address as host:port or https://host:port, when given); resolves with its
+ * status. Unlike `waitInSync` it needs no idle primary: for topologies under load.
+ */
+export async function waitStreaming(secondaryApi: string, opts: { kind?: Kind; timeoutMs?: number; from?: string } = {}): Promise<Body> {
+  const hostPort = (a: unknown) => String(a ?? '').replace(/^https:\/\//, '');
+  return eventually(async () => {
+    const s = await replStatus(secondaryApi, opts.kind ?? 'dr');
+    if (s.mode !== 'secondary' || s.state !== 'stream-wals') throw new Error(`${secondaryApi} is ${s.mode} in state ${s.state}, not a streaming secondary`);
+    if (opts.from !== undefined && hostPort(s.primary_cluster_addr) !== hostPort(opts.from)) throw new Error(`${secondaryApi} streams from ${s.primary_cluster_addr}, not ${opts.from}`);
+    return s;
+  }, { timeoutMs: opts.timeoutMs ?? 60_000, intervalMs: 100 });
+}
+
+/** `n` distinct free loopback ports: all bound on port 0 at once, then released. */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () =>
+      new Promise<Server>((resolve, reject) => {
+        const server = createServer();
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => resolve(server));
+      }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  return ports;
 }
 
 /** A free loopback port: bound on port 0, then released. */
 export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  return (await freePorts(1))[0]!;
 }
 
 export interface AckedWrite {

@@ -36,3 +36,17 @@ export async function eventually<T>(fn: () => T | Promise<T>, opts: EventuallyOp
     await delay(intervalMs);
   }
 }
+
+/**
+ * `eventually` for a poll that answers "not yet" with undefined: retries `fn` until it returns
+ * anything else (or throws no more), and names `what` at the deadline. 30 s, every 50 ms unless told.
+ *
+ *   const wal = await waitUntil('the secondary to apply WAL 42', async () => ((await drStatus(addr)).last_wal >= 42 ? true : undefined));
+ */
+export function waitUntil<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, opts: EventuallyOptions = {}): Promise<T> {
+  return eventually(async () => {
+    const v = await fn();
+    if (v === undefined) throw new Error(`waiting for ${what}`);
+    return v;
+  }, { timeoutMs: opts.timeoutMs ?? 30_000, intervalMs: opts.intervalMs ?? 50 });
+}

@@ -28,6 +28,7 @@
  */
 import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeDevLicense } from '../../src/license/index.js';
@@ -78,6 +79,15 @@ export interface StartOptions {
   readonly listener?: Readonly<Record<string, string>>;
   /** Non-dev nodes: init and unseal once started, filling `rootToken` and `unsealKeys`. */
   readonly init?: InitOption;
+  /** Non-dev nodes: listen (and advertise api_addr) on 127.0.0.1:<apiPort>; a free port unless given. */
+  readonly apiPort?: number;
+  /** Non-dev nodes: a license directory shared by several nodes (made there once); HOME/lic unless given. */
+  readonly licenseDir?: string;
+  /**
+   * Non-dev nodes: output appended to this file, the node in its own process group, ready once
+   * its API answers (needs `apiPort`); the way scripts run long-lived nodes.
+   */
+  readonly logFile?: string;
   readonly inProcess?: false;
 }
 
@@ -96,6 +106,10 @@ export interface ReplicationBlock {
 
 /** Optional parts of a non-dev node's config. */
 export interface NodeConfigExtras {
+  /** The listener's port (and api_addr's); 0, a free port, unless given. */
+  readonly apiPort?: number;
+  /** The license file; HOME/lic/license.json unless given. */
+  readonly licensePath?: string;
   readonly clusterAddr?: string;
   readonly replication?: ReplicationBlock;
   readonly leases?: LeaseSettings;
@@ -145,16 +159,16 @@ export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel, 
   return [
     `storage "leveldb" { path = ${q(join(home, 'data'))} }`,
     'listener "tcp" {',
-    '  address = "127.0.0.1:0"',
+    `  address = "127.0.0.1:${extras.apiPort ?? 0}"`,
     '  tls_disable = true',
     ...Object.entries(extras.listener ?? {}).map(([k, v]) => `  ${k} = ${v}`),
     '}',
-    'api_addr = "http://127.0.0.1:0"',
+    `api_addr = "http://127.0.0.1:${extras.apiPort ?? 0}"`,
     `cluster_addr = ${q(extras.clusterAddr ?? '127.0.0.1:0')}`,
     ...replication,
     ...(extras.leases?.maxLeaseTtl !== undefined ? [`max_lease_ttl = ${q(extras.leases.maxLeaseTtl)}`] : []),
     ...(extras.leases?.defaultLeaseTtl !== undefined ? [`default_lease_ttl = ${q(extras.leases.defaultLeaseTtl)}`] : []),
-    `license_path = ${q(join(home, 'lic', 'license.json'))}`,
+    `license_path = ${q(extras.licensePath ?? join(home, 'lic', 'license.json'))}`,
     `license_issuer_keys = [${q(issuerKey)}]`,
     `log_level = ${q(logLevel)}`,
     '',
@@ -162,11 +176,29 @@ export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel, 
 }
 
 /**
- * A dev license in HOME/lic (made in-process with src/license, as `tessera license dev` would):
- * kept when already there and `reuse` (a restart on the same home), written afresh otherwise.
+ * A dev license in directory `lic` (license.json, issuer.pub; made in-process with src/license, as
+ * `tessera license dev` would): kept when already there and `reuse` (a restart on the same home,
+ * or nodes sharing one license), written afresh otherwise.
  */
-async function writeLicense(home: string, opts: { reuse: boolean; expired?: boolean }): Promise<{ path: string; issuerKey: string }> {
-  const lic = join(home, 'lic');
+export function writeLicense(lic: string, opts: { reuse: boolean; expired?: boolean }): Promise<{ path: string; issuerKey: string }> {
+  if (!opts.reuse) return makeLicense(lic, opts);
+  // Nodes started together on one shared license must not each write their own: a second caller
+  // waits for the write in flight (afterwards, the files on disk are the answer).
+  let made = licensesInFlight.get(lic);
+  if (made === undefined) {
+    made = makeLicense(lic, opts);
+    licensesInFlight.set(lic, made);
+    void made.then(
+      () => licensesInFlight.delete(lic),
+      () => licensesInFlight.delete(lic),
+    );
+  }
+  return made;
+}
+
+const licensesInFlight = new Map<string, Promise<{ path: string; issuerKey: string }>>();
+
+async function makeLicense(lic: string, opts: { reuse: boolean; expired?: boolean }): Promise<{ path: string; issuerKey: string }> {
   const pub = join(lic, 'issuer.pub');
   if (opts.reuse && existsSync(pub)) return { path: join(lic, 'license.json'), issuerKey: (await readFile(pub, 'utf8')).trim() };
   const made = await writeDevLicense(lic, opts.expired === true ? { now: new Date(Date.now() - 400 * 86_400_000) } : {});
@@ -217,7 +249,7 @@ export function createHarness(): Harness {
   const startInProc = async (opts: InProcessOptions): Promise<InProcessNode> => {
     const dir = opts.dir ?? (await tempDir('tessera-it-'));
     await mkdir(dir, { recursive: true });
-    const license = (opts.license ?? 'valid') === 'none' ? undefined : await writeLicense(dir, { reuse: false, expired: opts.license === 'expired' });
+    const license = (opts.license ?? 'valid') === 'none' ? undefined : await writeLicense(join(dir, 'lic'), { reuse: false, expired: opts.license === 'expired' });
     let n: InProcessNode | undefined;
     n = await startInProcess(opts, {
       dir,
@@ -254,18 +286,25 @@ export function createHarness(): Harness {
   const startConfigured = async (opts: StartOptions): Promise<StartedNode> => {
     const home = opts.dataDir ?? (await tempDir('tessera-e2e-node-'));
     await mkdir(home, { recursive: true });
-    const { issuerKey } = await writeLicense(home, { reuse: true });
+    const license = await writeLicense(opts.licenseDir ?? join(home, 'lic'), { reuse: true });
     const configPath = join(home, 'config.hcl');
+    if (opts.apiPort !== undefined) await assertPortFree(opts.apiPort);
+    const clusterPort = Number(opts.clusterAddr?.split(':').pop() ?? 0);
+    if (clusterPort !== 0) await assertPortFree(clusterPort);
     const extras: NodeConfigExtras = {
+      ...(opts.apiPort !== undefined ? { apiPort: opts.apiPort } : {}),
+      ...(opts.licenseDir !== undefined ? { licensePath: license.path } : {}),
       ...(opts.clusterAddr !== undefined ? { clusterAddr: opts.clusterAddr } : {}),
       ...(opts.replication !== undefined ? { replication: opts.replication } : {}),
       ...(opts.leases !== undefined ? { leases: opts.leases } : {}),
       ...(opts.listener !== undefined ? { listener: opts.listener } : {}),
     };
-    await writeFile(configPath, nodeConfig(home, issuerKey, opts.logLevel ?? 'info', extras));
+    await writeFile(configPath, nodeConfig(home, license.issuerKey, opts.logLevel ?? 'info', extras));
+    if (opts.logFile !== undefined && opts.apiPort === undefined) throw new Error('a node logging to a file needs a known apiPort');
     const n = await spawnNode({
       args: ['server', '-config', configPath],
-      ready: 'listening-log',
+      ready: opts.logFile !== undefined ? { api: `http://127.0.0.1:${opts.apiPort}` } : 'listening-log',
+      ...(opts.logFile !== undefined ? { logFile: opts.logFile } : {}),
       ...(opts.env !== undefined ? { env: opts.env } : {}),
       ...(opts.readyTimeoutMs !== undefined ? { readyTimeoutMs: opts.readyTimeoutMs } : {}),
     });
@@ -288,6 +327,56 @@ export function createHarness(): Harness {
   };
 }
 
+/** A node the way scripts run them (cluster, nemesis, benches): named, on fixed ports, logging to a file. */
+export interface FixedNode extends StartedNode {
+  readonly name: string;
+  /** DIR/NAME: config.hcl, and the LevelDB under data/ (`storageDir`). */
+  readonly home: string;
+  readonly logFile: string;
+  /** 127.0.0.1:<clusterPort>. */
+  readonly clusterAddr: string;
+}
+
+export interface FixedNodeOptions {
+  readonly apiPort: number;
+  readonly clusterPort: number;
+  readonly replication?: ReplicationBlock;
+  readonly logLevel?: LogLevel;
+  readonly readyTimeoutMs?: number;
+}
+
+/**
+ * Starts (or restarts, on the same home) node NAME of a script's topology under DIR: home DIR/NAME,
+ * fixed ports, the dev license shared in DIR/license (made once), output appended to DIR/NAME.log,
+ * in its own process group. Not initialised: the script inits or unseals it.
+ */
+export async function startFixedNode(h: Harness, dir: string, name: string, o: FixedNodeOptions): Promise<FixedNode> {
+  const home = join(dir, name);
+  const logFile = join(dir, `${name}.log`);
+  const clusterAddr = `127.0.0.1:${o.clusterPort}`;
+  await mkdir(home, { recursive: true, mode: 0o700 });
+  const n = await h.startNode({
+    dataDir: home,
+    apiPort: o.apiPort,
+    clusterAddr,
+    licenseDir: join(dir, 'license'),
+    logFile,
+    logLevel: o.logLevel ?? 'info',
+    readyTimeoutMs: o.readyTimeoutMs ?? 30_000,
+    ...(o.replication !== undefined ? { replication: o.replication } : {}),
+  });
+  return Object.assign(n, { name, home, logFile, clusterAddr });
+}
+
+/** Throws a clear error when 127.0.0.1:`port` is taken (a fixed-port node would die with a log line instead). */
+export async function assertPortFree(port: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', (e: NodeJS.ErrnoException) => reject(new Error(`127.0.0.1:${port} is in use (${e.code}); pick other ports or stop what holds them`)));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve()));
+  });
+}
+
 /** A harness whose cleanup runs in this file's afterAll, whether the tests passed or not. */
 export function useHarness(): Harness {
   const h = createHarness();
@@ -304,6 +393,18 @@ export async function initAndUnseal(apiAddr: string, opts: { shares?: number; th
   const result: InitResult = { keys: init.body.keys, keysBase64: init.body.keys_base64, rootToken: init.body.root_token };
   for (const key of result.keys.slice(0, threshold)) await unseal(apiAddr, key);
   return result;
+}
+
+/** Gives `keys` one by one until the node is unsealed (none when it already is); throws when they run out first. */
+export async function unsealWith(apiAddr: string, keys: readonly string[]): Promise<void> {
+  const seal = await vault(apiAddr).get('sys/seal-status');
+  if (seal.status !== 200) throw new Error(`sys/seal-status answered ${seal.status}: ${seal.text}`);
+  let st: { sealed: boolean; t?: number } = seal.body;
+  for (const key of keys) {
+    if (!st.sealed) break;
+    st = await unseal(apiAddr, key);
+  }
+  if (st.sealed) throw new Error(`${apiAddr} is still sealed after ${keys.length} key(s) (threshold ${st.t})`);
 }
 
 /** PUT sys/unseal once; throws unless the answer is 200. Resolves with the seal status. */

@@ -27,6 +27,8 @@ export interface Reply {
   /** The body as received (metrics, or asserting that a secret is absent from it). */
   readonly text: string;
   readonly headers: Headers;
+  /** "METHOD path on apiAddr", for error messages. */
+  readonly request?: string;
 }
 
 export interface RequestOptions {
@@ -61,8 +63,29 @@ function parse(text: string): Body {
   }
 }
 
+export interface VaultOptions {
+  /**
+   * Send over node:http on this (keep-alive) agent instead of src/api's fetch transport: for
+   * benchmarks whose load generators and lag probes each hold one connection.
+   */
+  readonly agent?: http.Agent;
+}
+
 /** `path` is relative to /v1/ (no leading slash needed); a `?query` in it is sent as the query. */
-export function vault(apiAddr: string, token?: string): VaultHttp {
+export function vault(apiAddr: string, token?: string, options: VaultOptions = {}): VaultHttp {
+  const overAgent = async (agent: http.Agent, method: string, path: string, query: Record<string, string>, headers: Record<string, string>, body: string | Uint8Array | undefined): Promise<Reply> => {
+    const qs = new URLSearchParams(query).toString();
+    const res = await rawRequest(apiAddr, {
+      method,
+      path: `${path}${qs === '' ? '' : `?${qs}`}`,
+      headers: { ...(token !== undefined && token !== '' ? { 'X-Vault-Token': token } : {}), ...headers },
+      ...(body !== undefined ? { body: Buffer.from(body) } : {}),
+      agent,
+    });
+    const h = new Headers();
+    for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v);
+    return { status: res.status, body: parse(res.text), text: res.text, headers: h };
+  };
   const request = async (method: string, path: string, opts: SendOptions = {}): Promise<Reply> => {
     const q = path.indexOf('?');
     const query: Record<string, string> = q < 0 ? {} : Object.fromEntries(new URLSearchParams(path.slice(q + 1)));
@@ -72,12 +95,11 @@ export function vault(apiAddr: string, token?: string): VaultHttp {
       body = JSON.stringify(opts.body);
       if (!Object.keys(headers).some((k) => k.toLowerCase() === 'content-type')) headers['Content-Type'] = 'application/json';
     }
-    const res = await exchange(
-      { addr: apiAddr, token },
-      // An absolute API path, so a Vault path that starts with v1 (a mount named v1) stays one.
-      { method, path: `/v1/${(q < 0 ? path : path.slice(0, q)).replace(/^\/+/, '')}`, query: { ...query, ...opts.query }, headers, body },
-    );
-    return { status: res.status, body: parse(res.text), text: res.text, headers: res.headers };
+    // An absolute API path, so a Vault path that starts with v1 (a mount named v1) stays one.
+    const apiPath = `/v1/${(q < 0 ? path : path.slice(0, q)).replace(/^\/+/, '')}`;
+    if (options.agent !== undefined) return { ...(await overAgent(options.agent, method, apiPath, { ...query, ...opts.query }, headers, body)), request: `${method} ${path} on ${apiAddr}` };
+    const res = await exchange({ addr: apiAddr, token }, { method, path: apiPath, query: { ...query, ...opts.query }, headers, body });
+    return { status: res.status, body: parse(res.text), text: res.text, headers: res.headers, request: `${method} ${path} on ${apiAddr}` };
   };
   return {
     get: (path, opts) => request('GET', path, opts),
@@ -88,6 +110,18 @@ export function vault(apiAddr: string, token?: string): VaultHttp {
     list: (path, opts) => request('GET', path, { ...opts, query: { ...opts?.query, list: 'true' } }),
     request,
   };
+}
+
+/**
+ * The body of `reply` when its status is one of `ok` (200 or 204 unless given); throws otherwise.
+ * For scripts and set-up steps that need a call to succeed:
+ *
+ *   const init = await must(vault(addr).put('sys/init', { secret_shares: 1, secret_threshold: 1 }), [200]);
+ */
+export async function must(reply: Reply | Promise<Reply>, ok: readonly number[] = [200, 204]): Promise<Body> {
+  const r = await reply;
+  if (!ok.includes(r.status)) throw new Error(`${r.request ?? 'the request'} answered ${r.status}: ${r.text.slice(0, 300)}`);
+  return r.body;
 }
 
 export interface RawRequest {

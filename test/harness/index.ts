@@ -10,13 +10,17 @@
  *   await node.vault().get('sys/mounts');
  *   const { primary, dr: [east] } = await startCluster(h, { dr: ['east'] });
  */
-export { eventually, EventuallyTimeout, type EventuallyOptions } from './eventually.js';
+export { eventually, EventuallyTimeout, waitUntil, type EventuallyOptions } from './eventually.js';
 export {
   createHarness,
   initAndUnseal,
   mountKv2,
   nodeConfig,
   unseal,
+  unsealWith,
+  startFixedNode,
+  assertPortFree,
+  writeLicense,
   useHarness,
   type Harness,
   type InitOption,
@@ -28,11 +32,13 @@ export {
   type LogLevel,
   type NodeConfigExtras,
   type ReplicationBlock,
+  type FixedNode,
+  type FixedNodeOptions,
   type StartedNode,
   type StartOptions,
 } from './harness.js';
-export { startCluster, type Cluster, type ClusterSpec } from './cluster.js';
-export { rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type SendOptions, type VaultHttp } from './http.js';
+export { joinSecondary, startCluster, type Cluster, type ClusterSpec } from './cluster.js';
+export { must, rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type SendOptions, type VaultHttp, type VaultOptions } from './http.js';
 export { mainJs, NodeStartError, repoRoot, runCli, spawnNode, type CliOptions, type ExitInfo, type NodeProcess, type Readiness, type SpawnOptions } from './process.js';
 export { scanForStrings, type Finding } from './scan.js';
 export {
@@ -43,6 +49,7 @@ export {
   enablePrimary,
   filteredSet,
   freePort,
+  freePorts,
   generateRoot,
   kvDataSet,
   lastAcked,
@@ -53,6 +60,7 @@ export {
   setPathsFilter,
   startWriter,
   waitInSync,
+  waitStreaming,
   type AckedWrite,
   type Kind,
   type KvDataSet,

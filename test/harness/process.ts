@@ -9,26 +9,44 @@
  * Tests normally go through `useHarness()` (harness.ts), which also kills every process it started.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
+import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { vault } from './http.js';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-export const mainJs = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+/** The built CLI; `TESSERA_MAIN` points at another build's main.js (the benches compare two builds). */
+export const mainJs = process.env.TESSERA_MAIN ?? fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
 export interface ExitInfo {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
 }
 
-/** How to tell that the node is serving: the dev banner on stdout, or the listening log line. */
-export type Readiness = 'banner' | 'listening-log';
+/**
+ * How to tell that the node is serving: the dev banner on stdout, the listening log line, or
+ * (`{ api }`, for a node on a known address whose output goes to a file) the API answering.
+ */
+export type Readiness = 'banner' | 'listening-log' | { readonly api: string };
 
 export interface SpawnOptions {
   readonly args: readonly string[];
   readonly ready: Readiness;
   readonly env?: Readonly<Record<string, string>>;
   readonly readyTimeoutMs?: number;
+  /**
+   * Append stdout and stderr to this file instead of capturing them (the node writes it itself, so
+   * the log outlives this process's pipes), and start the node in its own process group (a
+   * terminal's Ctrl-C reaches only the script, which stops its nodes in order). Readiness must
+   * then be `{ api }`; `stdoutLines`/`stderrLines` stay empty.
+   */
+  readonly logFile?: string;
+  /** Node.js flags before the script (e.g. --cpu-prof, for profiles). */
+  readonly nodeArgs?: readonly string[];
+  /** Another script than dist/cli/main.js that takes the same arguments (a bench's stand-in server). */
+  readonly script?: string;
 }
 
 export interface NodeProcess {
@@ -38,6 +56,9 @@ export interface NodeProcess {
   /** Dev nodes only, from the banner (base64). */
   readonly unsealKey: string | undefined;
   readonly proc: ChildProcess;
+  readonly pid: number;
+  /** True until the process has exited. */
+  running(): boolean;
   /** Every line so far; the arrays keep growing while the process runs. */
   readonly stdoutLines: readonly string[];
   readonly stderrLines: readonly string[];
@@ -62,19 +83,24 @@ function tail(lines: readonly string[], n = 20): string {
 }
 
 export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
-  if (!existsSync(mainJs)) throw new NodeStartError(`${mainJs} is missing: run \`npx tsc -p tsconfig.build.json\` first`);
-  const proc = spawn(process.execPath, [mainJs, ...opts.args], {
+  const script = opts.script ?? mainJs;
+  if (!existsSync(script)) throw new NodeStartError(`${script} is missing: run \`npx tsc -p tsconfig.build.json\` first`);
+  if (opts.logFile !== undefined && typeof opts.ready === 'string') throw new NodeStartError('a node logging to a file is ready when its API answers: ready { api }');
+  const fd = opts.logFile === undefined ? undefined : openSync(opts.logFile, 'a');
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), script, ...opts.args], {
     cwd: repoRoot,
     env: { ...process.env, ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: fd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd],
+    detached: fd !== undefined,
   });
+  if (fd !== undefined) closeSync(fd);
   const stdoutLines: string[] = [];
   const stderrLines: string[] = [];
   const banner: { apiAddr?: string; unsealKey?: string; rootToken?: string } = {};
   let listeningAddr: string | undefined;
   let onLine: () => void = () => undefined;
 
-  createInterface({ input: proc.stdout! }).on('line', (line) => {
+  if (proc.stdout) createInterface({ input: proc.stdout }).on('line', (line) => {
     stdoutLines.push(line);
     for (const [field, re] of Object.entries(BANNER) as Array<[keyof typeof BANNER, RegExp]>) {
       const m = re.exec(line);
@@ -82,7 +108,7 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
     }
     onLine();
   });
-  createInterface({ input: proc.stderr! }).on('line', (line) => {
+  if (proc.stderr) createInterface({ input: proc.stderr }).on('line', (line) => {
     stderrLines.push(line);
     if (listeningAddr === undefined && line.includes('"http listening"')) {
       try {
@@ -105,9 +131,31 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
     onLine();
   });
 
+  // `{ api }`: polled until sys/seal-status answers (any status).
+  let apiAnswered = false;
+  const ready = opts.ready;
+  if (typeof ready === 'object') {
+    void (async () => {
+      while (!hasExited && !apiAnswered) {
+        try {
+          await vault(ready.api).get('sys/seal-status');
+          apiAnswered = true;
+        } catch {
+          await delay(50);
+        }
+      }
+      onLine();
+    })();
+  }
+
   const isReady = (): string | undefined =>
-    opts.ready === 'banner'
-      ? banner.apiAddr !== undefined && banner.rootToken !== undefined && banner.unsealKey !== undefined
+    typeof ready === 'object'
+      ? apiAnswered
+        ? ready.api
+        : undefined
+      : ready === 'banner'
+      ? // The dev banner prints the root token last (a bench's stand-in server prints no unseal key).
+        banner.apiAddr !== undefined && banner.rootToken !== undefined
         ? banner.apiAddr
         : undefined
       : listeningAddr;
@@ -132,12 +180,14 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
     return result;
   };
 
+  const tailOf = async () =>
+    opts.logFile === undefined ? `stdout:\n${tail(stdoutLines)}\nstderr:\n${tail(stderrLines)}` : `${opts.logFile}:\n${tail((await readFile(opts.logFile, 'utf8').catch(() => '')).split('\n'), 15)}`;
   const timeoutMs = opts.readyTimeoutMs ?? 20_000;
   const apiAddr = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       onLine = () => undefined;
       void kill('SIGKILL');
-      reject(new NodeStartError(`node not ready within ${timeoutMs} ms; stdout:\n${tail(stdoutLines)}\nstderr:\n${tail(stderrLines)}`));
+      void tailOf().then((t) => reject(new NodeStartError(`node not ready within ${timeoutMs} ms; ${t}`)));
     }, timeoutMs);
     onLine = () => {
       const addr = isReady();
@@ -148,7 +198,7 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
       } else if (hasExited) {
         clearTimeout(timer);
         onLine = () => undefined;
-        reject(new NodeStartError(`node exited before it was ready (code ${proc.exitCode}, signal ${proc.signalCode}); stderr:\n${tail(stderrLines)}`));
+        void tailOf().then((t) => reject(new NodeStartError(`node exited before it was ready (code ${proc.exitCode}, signal ${proc.signalCode}); ${t}`)));
       }
     };
     onLine();
@@ -159,6 +209,8 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
     rootToken: banner.rootToken,
     unsealKey: banner.unsealKey,
     proc,
+    pid: proc.pid!,
+    running: () => !hasExited,
     stdoutLines,
     stderrLines,
     exited,
@@ -170,6 +222,8 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
 export interface CliOptions {
   /** Replaces the environment entirely (PATH is kept), so no TESSERA_/VAULT_ variable leaks in. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Added to this process's environment (ignored when `env` is given). */
+  readonly addEnv?: Readonly<Record<string, string>>;
   /** Written to stdin, then closed; stdin is ignored when not given. */
   readonly stdin?: string;
 }
@@ -180,7 +234,7 @@ export async function runCli(
   timeoutMs = 20_000,
   opts: CliOptions = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = opts.env === undefined ? process.env : { PATH: process.env.PATH ?? '', ...opts.env };
+  const env = opts.env === undefined ? { ...process.env, ...opts.addEnv } : { PATH: process.env.PATH ?? '', ...opts.env };
   const proc = spawn(process.execPath, [mainJs, ...args], { cwd: repoRoot, env, stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
   proc.stdin?.end(opts.stdin);
   let stdout = '';

@@ -5,7 +5,8 @@
  * nothing, and update-primary says what each address it probed did.
  */
 import { activateSecondary, freePort, generateRoot } from '../harness/dr.js';
-import { DR, PERF, activatePair, drOperationToken, inSync, replStatus, secondaryToken, type Kind } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { DR, PERF, drOperationToken, inSync, replStatus, secondaryToken, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode, type TestNodeOptions } from '../support/in-process.js';
 
 const nodes: TestNode[] = [];
@@ -32,7 +33,7 @@ describe.each(['dr', 'performance'] as const)('%s replication', (kind) => {
   test('status answers in Vault\'s form; update_primary_addrs takes https://host:port and host:port', async () => {
     const p = await node();
     const s = await node();
-    await activatePair(p, s, 'east', kind);
+    await joinSecondary(p, s, 'east', kind);
     const ps = await replStatus(p, kind);
     expect(ps.primary_cluster_addr).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     const synced = await inSync(p, s, { kind });
@@ -78,7 +79,7 @@ describe.each(['dr', 'performance'] as const)('%s replication', (kind) => {
 
 test('update-primary says what each probed address did, in Vault\'s form, instead of "did not answer"', async () => {
   const [p, s, q] = [await node(), await node(), await node()];
-  await activatePair(p, s, 'east', 'dr');
+  await joinSecondary(p, s, 'east', 'dr');
   // q is a DR primary of another set: it answers on its cluster port, but not as a primary of this set.
   expect((await q.call('POST', `${DR}/primary/enable`, {})).status).toBe(204);
   const other = (await replStatus(q, 'dr')).primary_cluster_addr as string;

@@ -17,7 +17,8 @@ import { eventually } from '../harness/eventually.js';
 import { MemoryBackend } from '../../src/storage/memory.js';
 import { ChannelError, connectPrimary } from '../../src/transport/grpc/index.js';
 import { storagePrefix, MOUNT_TABLE_PREFIX } from '../../src/vault/mounts.js';
-import { DR, PERF, activatePair, drOperationToken, drStatus, replStatus } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { DR, PERF, drOperationToken, drStatus, replStatus } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const nodes: TestNode[] = [];
@@ -329,7 +330,7 @@ describe('update-primary by address after revocation (issue 6 item 7)', () => {
   it('a revoked secondary cannot probe its primary: a clear 400, and nothing changes', async () => {
     const a = await node();
     const b = await node();
-    await activatePair(a, b, 'b');
+    await joinSecondary(a, b, 'b');
     const before = await drStatus(b);
     expect((await a.call('POST', `${DR}/primary/revoke-secondary`, { id: 'b' })).status).toBe(204);
     const op = await drOperationToken(b, a.unsealKeys.slice(0, 2));

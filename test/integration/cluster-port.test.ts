@@ -3,21 +3,14 @@
  * configured cluster_addr (real gRPC mTLS, in-process nodes): each kind's secondary streams from
  * the same address, and one kind leaving the port leaves the other streaming.
  */
-import { createServer } from 'node:net';
 import { jest } from '@jest/globals';
+import { freePort } from '../harness/dr.js';
 import { eventually } from '../harness/eventually.js';
-import { activatePair, DR, inSync, PERF, replStatus } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { DR, inSync, PERF, replStatus } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(60_000);
-
-/** A port free right now (the node binds it moments later). */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  const port = await new Promise<number>((resolve) => probe.listen(0, '127.0.0.1', () => resolve((probe.address() as { port: number }).port)));
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 describe('one cluster port for both kinds', () => {
   let p: TestNode;
@@ -35,8 +28,8 @@ describe('one cluster port for both kinds', () => {
   });
 
   test('a DR primary and a performance primary share the configured cluster_addr; both secondaries stream', async () => {
-    await activatePair(p, dr, 'dr-east', 'dr');
-    await activatePair(p, perf, 'perf-east', 'performance');
+    await joinSecondary(p, dr, 'dr-east', 'dr');
+    await joinSecondary(p, perf, 'perf-east', 'performance');
     const [pd, pp] = [await replStatus(p, 'dr'), await replStatus(p, 'performance')];
     // Status answers in Vault's form (WIRE.md 8).
     const vaultForm = `https://${clusterAddr}`;

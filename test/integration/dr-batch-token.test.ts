@@ -12,7 +12,8 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { runCli } from '../../src/cli/testing/run-cli.js';
 import { eventually, repoRoot } from '../harness/index.js';
-import { DR, activatePair, drStatus, inSync } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { DR, drStatus, inSync } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const nodes: TestNode[] = [];
@@ -130,7 +131,7 @@ describe('batch tokens as DR operation tokens', () => {
     const sink = new Writable({ write: (chunk: Buffer, _enc, done) => { lines.push(chunk.toString('utf8')); done(); } });
     const p = await node();
     const s = await node(pino({ level: 'info' }, sink));
-    await activatePair(p, s, 's');
+    await joinSecondary(p, s, 's');
     await policy(p, 'dr-ops', DR_OPS_HCL);
     await policy(p, 'dr-check', 'path "sys/replication/dr/secondary/merkle-check" { capabilities = ["update"] }');
     const checkOnly = await batchToken(p, ['dr-check'], '1h');
@@ -181,7 +182,7 @@ describe('batch tokens as DR operation tokens', () => {
   it('promotes a DR secondary with no share holders (the runbook\'s pre-staged batch token)', async () => {
     const p = await node();
     const s = await node();
-    await activatePair(p, s, 's');
+    await joinSecondary(p, s, 's');
     const hcl = join(dir, 'dr-ops.hcl');
     await writeFile(hcl, DR_OPS_HCL);
     const vars = { P: p.apiAddr, S: s.apiAddr, HCL: hcl };

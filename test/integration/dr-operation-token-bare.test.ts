@@ -5,19 +5,25 @@
  * `.../update`. In-process nodes, real gRPC.
  */
 import { decodeOtp } from '../../src/replication/operation-token-encoding.js';
-import { DR, OP, activatePair } from '../support/dr.js';
-import { startTestNode, type TestNode } from '../support/in-process.js';
+import { startCluster } from '../harness/cluster.js';
+import { useHarness, type InProcessNode } from '../harness/harness.js';
+import { DR, OP } from '../support/dr.js';
 
-const nodes: TestNode[] = [];
+const h = useHarness();
+const nodes: InProcessNode[] = [];
 afterEach(async () => {
   for (const n of nodes.splice(0).reverse()) await n.stop();
 });
 
+/** A primary and its DR secondary `dr-east`, in process. */
+async function pair(): Promise<[InProcessNode, InProcessNode]> {
+  const { primary, dr: [secondary] } = await startCluster(h, { node: { inProcess: true }, dr: ['dr-east'] });
+  nodes.push(primary, secondary!);
+  return [primary, secondary!];
+}
+
 test('on a DR secondary the bare path starts, reads and cancels the one attempt; the token it makes authorizes DR operations', async () => {
-  const p = await startTestNode();
-  const s = await startTestNode();
-  nodes.push(p, s);
-  await activatePair(p, s, 'dr-east');
+  const [p, s] = await pair();
   const call = (method: string, path: string, body?: Record<string, unknown>) => s.call(method, path, body, { token: null });
 
   const idle = await call('GET', OP);
@@ -56,10 +62,7 @@ test('on a DR secondary the bare path starts, reads and cancels the one attempt;
 });
 
 test('the bare path refuses bad input with a 400 and on a node that is not a DR secondary', async () => {
-  const p = await startTestNode();
-  const s = await startTestNode();
-  nodes.push(p, s);
-  await activatePair(p, s, 'dr-east');
+  const [p, s] = await pair();
   const bad = await s.call('POST', OP, { otp: 'short' }, { token: null });
   expect(bad.status).toBe(400);
   expect(bad.body.errors).toEqual([expect.stringMatching(/otp/i)]);

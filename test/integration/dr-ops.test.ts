@@ -7,7 +7,8 @@ import { VERSION } from '../../src/core/version.js';
 import { PrimaryStreamer } from '../../src/replication/primary-service.js';
 import { StorageEngine } from '../../src/storage/engine.js';
 import { MemoryBackend } from '../../src/storage/memory.js';
-import { DR, activatePair, drOperationToken as opToken, drStatus as status, inSync } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { DR, drOperationToken as opToken, drStatus as status, inSync } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const nodes: TestNode[] = [];
@@ -63,7 +64,7 @@ it('answers calls from the wrong mode with a 400 naming the mode and what is all
 it('runs maintenance on a DR secondary with a DR operation token, and deletes the token', async () => {
   const p = await node();
   const s = await node();
-  await activatePair(p, s, 's');
+  await joinSecondary(p, s, 's');
   const t = await opToken(s, p.unsealKeys.slice(0, 2));
   const check = await s.call('POST', `${DR}/secondary/merkle-check`, { dr_operation_token: t }, { token: null });
   expect(check.status).toBe(200);
@@ -78,7 +79,7 @@ it('runs maintenance on a DR secondary with a DR operation token, and deletes th
 it('update-primary: refuses token with addrs, forgets with a blank token, reattaches by address', async () => {
   const p = await node();
   const s = await node();
-  await activatePair(p, s, 's');
+  await joinSecondary(p, s, 's');
   const t = await opToken(s, p.unsealKeys.slice(0, 2));
   const primaryCluster = (await status(p)).primary_cluster_addr as string;
 
@@ -119,7 +120,7 @@ it('demotes a primary that rejoins by token without a wipe, and refuses addresse
   const b = await node();
   await a.call('POST', 'sys/mounts/kv', { type: 'kv' });
   await a.call('PUT', 'kv/shared', { v: 1 });
-  await activatePair(a, b, 'b');
+  await joinSecondary(a, b, 'b');
 
   // Failover: B promoted (A still up, as after a partition), A demoted.
   const tb = await opToken(b, a.unsealKeys.slice(0, 2));

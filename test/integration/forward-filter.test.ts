@@ -14,7 +14,8 @@ import { clusterHostPort } from '../../src/core/cluster-addr.js';
 import { connectPrimary } from '../../src/transport/grpc/index.js';
 import type { PrimaryClient } from '../../src/replication/transport.js';
 import { eventually } from '../harness/eventually.js';
-import { activatePair, inSync, PERF, replStatus } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { inSync, PERF, replStatus } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(90_000);
@@ -58,7 +59,7 @@ async function setUp(): Promise<Fixture> {
     const r = await p.call('POST', path, body);
     expect({ path, ok: r.status < 300 }).toEqual({ path, ok: true });
   }
-  await activatePair(p, s, ID, 'performance');
+  await joinSecondary(p, s, ID, 'performance');
   expect((await p.call('POST', `${PERF}/primary/paths-filter/${ID}`, { mode: 'deny', paths: ['eu', 'team-eu', 'auth/eu-users'] })).status).toBe(204);
   await inSync(p, s, { kind: 'performance' });
   await eventually(async () => expect((await s.call('GET', 'sys/mounts')).body.data['eu/']).toBeUndefined());

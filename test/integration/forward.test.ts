@@ -8,7 +8,8 @@ import { jest } from '@jest/globals';
 import { clusterHostPort } from '../../src/core/cluster-addr.js';
 import { connectPrimary } from '../../src/transport/grpc/index.js';
 import { generateRoot } from '../harness/dr.js';
-import { activatePair, inSync, PERF, replStatus, secondaryToken } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { inSync, PERF, replStatus, secondaryToken } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(60_000);
@@ -23,7 +24,7 @@ describe('performance secondary write forwarding', () => {
     [p, s] = await Promise.all([startTestNode(), startTestNode()]);
     expect((await p.call('POST', 'sys/mounts/secret', KV2)).status).toBe(204);
     expect((await p.call('PUT', 'secret/data/before', { data: { v: 1 } })).status).toBe(200);
-    await activatePair(p, s, 'perf-fwd', 'performance');
+    await joinSecondary(p, s, 'perf-fwd', 'performance');
   });
   afterEach(async () => {
     await Promise.all([pStopped ? undefined : p.stop(), s.stop()]);
@@ -176,8 +177,8 @@ describe('forwarded writes and the primary\'s DR secondaries', () => {
     const [p, s, d] = await Promise.all([startTestNode(), startTestNode(), startTestNode()]);
     try {
       expect((await p.call('POST', 'sys/mounts/secret', KV2)).status).toBe(204);
-      await activatePair(p, s, 'perf-fwd', 'performance');
-      await activatePair(p, d, 'dr-fwd', 'dr');
+      await joinSecondary(p, s, 'perf-fwd', 'performance');
+      await joinSecondary(p, d, 'dr-fwd', 'dr');
       await inSync(p, d, { streaming: true });
       // The DR secondary applies slowly: each apply waits 400 ms before it starts.
       const engine = d.node.engine;

@@ -7,7 +7,8 @@
 import { decrypt, generateKey, readMessage, readPrivateKey } from 'openpgp';
 import { decodeOtp } from '../../src/seal/root-generation-encoding.js';
 import { eventually } from '../harness/eventually.js';
-import { DR, activatePair, drOperationToken } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { DR, drOperationToken } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const GR = 'sys/generate-root';
@@ -186,7 +187,7 @@ it('works on a DR primary; a DR secondary does not serve it; promoted, it takes 
   const p = await startTestNode();
   const s = await startTestNode();
   try {
-    await activatePair(p, s, 'gr-sec');
+    await joinSecondary(p, s, 'gr-sec');
     const { nonce, otp } = (await p.call('PUT', `${GR}/attempt`, {}, open)).body;
     const done = await give(p, nonce, p.unsealKeys.slice(0, 2));
     expect((await lookupSelf(p, decodeOtp(done.encoded_token, otp))).policies).toEqual(['root']);

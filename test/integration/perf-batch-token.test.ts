@@ -9,7 +9,8 @@
  */
 import { jest } from '@jest/globals';
 import { eventually } from '../harness/eventually.js';
-import { DR, activatePair, inSync } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { DR, inSync } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(90_000);
@@ -23,9 +24,9 @@ describe('batch tokens minted on a performance secondary', () => {
   beforeEach(async () => {
     [p, s, d] = await Promise.all([startTestNode(), startTestNode(), startTestNode()]);
     expect((await p.call('POST', 'sys/policies/acl/dr-check', { policy: CHECK_ONLY })).status).toBe(204);
-    await activatePair(p, d, 'dr-batch', 'dr');
+    await joinSecondary(p, d, 'dr-batch', 'dr');
     // No batch token was ever made on the primary before this secondary joins.
-    await activatePair(p, s, 'perf-batch', 'performance');
+    await joinSecondary(p, s, 'perf-batch', 'performance');
     await inSync(p, d, { streaming: true });
     // The secondary's enabling root token works again once its bootstrap has finished.
     await eventually(async () => expect((await s.call('GET', 'auth/token/lookup-self')).status).toBe(200), { timeoutMs: 20_000 });

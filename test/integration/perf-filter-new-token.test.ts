@@ -6,7 +6,8 @@
  */
 import { eventually } from '../harness/eventually.js';
 import { generateRoot } from '../harness/dr.js';
-import { activatePair, inSync, PERF, replStatus, secondaryToken } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { inSync, PERF, replStatus, secondaryToken } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const kv2 = { type: 'kv', options: { version: '2' } };
@@ -24,7 +25,7 @@ test('update-primary with a new token drops the old id\'s filter: the secondary 
   for (const m of ['secret', 'other']) expect((await p.call('POST', `sys/mounts/${m}`, kv2)).status).toBe(204);
   expect((await p.call('PUT', 'other/data/a', { data: { v: 'a' } })).status).toBe(200);
   expect((await p.call('PUT', 'secret/data/s', { data: { v: 's' } })).status).toBe(200);
-  await activatePair(p, s, 'east', 'performance');
+  await joinSecondary(p, s, 'east', 'performance');
   const root = await generateRoot(s.apiAddr, p.unsealKeys.slice(0, 2));
   const read = (path: string) => s.call('GET', path, undefined, { token: root });
 

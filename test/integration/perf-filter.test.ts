@@ -9,7 +9,8 @@ import { jest } from '@jest/globals';
 import { keyFilter, type PathsFilter } from '../../src/core/paths-filter.js';
 import { loadFilterCatalog } from '../../src/replication/filter-catalog.js';
 import { eventually } from '../harness/eventually.js';
-import { activatePair, drOperationToken, inSync, PERF, replStatus } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { drOperationToken, inSync, PERF, replStatus } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(90_000);
@@ -93,7 +94,7 @@ describe('performance paths filters', () => {
     const early = await p.call('POST', `${FILTER}/east`, { mode: 'deny', paths: ['team-a'] });
     expect(early.status).toBe(400);
     expect(early.body.errors[0]).toMatch(/not a performance primary \(performance mode: disabled\)/);
-    await activatePair(p, s, 'east', 'performance');
+    await joinSecondary(p, s, 'east', 'performance');
     const refusals: [unknown, RegExp, string?][] = [
       [{ mode: 'deny', paths: ['team-a'] }, /no performance secondary "west" is known/, 'west'],
       [{ mode: 'maybe', paths: ['team-a'] }, /mode must be "allow" or "deny"/],
@@ -124,7 +125,7 @@ describe('performance paths filters', () => {
   });
 
   test('deny: a namespace covers its mounts and later children; change and delete reconcile by Merkle diff', async () => {
-    await activatePair(p, s, 'east', 'performance');
+    await joinSecondary(p, s, 'east', 'performance');
     const deny: PathsFilter = { mode: 'deny', paths: ['team-a/', 'auth/up/'] };
     const affectedBySet = await keysAffected(p, undefined, deny);
     expect(affectedBySet).toBeGreaterThan(2);
@@ -205,7 +206,7 @@ describe('performance paths filters', () => {
   });
 
   test('allow: only the listed mounts and namespaces (with the namespaces containing them) reach the secondary', async () => {
-    await activatePair(p, s, 'west', 'performance');
+    await joinSecondary(p, s, 'west', 'performance');
     expect((await p.call('POST', `${FILTER}/west`, { paths: ['team-a/kv/'] })).status).toBe(204);
     expect((await p.call('GET', `${FILTER}/west`)).body.data).toEqual({ mode: 'allow', paths: ['team-a/kv/'] });
     await reconciled(p, s);
@@ -232,8 +233,8 @@ describe('performance paths filters across a DR failover of the primary', () => 
     const [p, d, s] = await Promise.all([startTestNode(), startTestNode(), startTestNode()]);
     try {
       await seed(p);
-      await activatePair(p, d, 'dr-1', 'dr');
-      await activatePair(p, s, 'east', 'performance');
+      await joinSecondary(p, d, 'dr-1', 'dr');
+      await joinSecondary(p, s, 'east', 'performance');
       expect((await p.call('POST', `${FILTER}/east`, { mode: 'deny', paths: ['team-a'] })).status).toBe(204);
       await reconciled(p, s);
       await inSync(p, d, { kind: 'dr' });

@@ -4,7 +4,7 @@
  * it makes is local to it: valid on the secondary, unknown to the primary.
  */
 import { decodeOtp } from '../../src/seal/root-generation-encoding.js';
-import { activatePair } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const GR = 'sys/generate-root';
@@ -14,7 +14,7 @@ let p: TestNode;
 let s: TestNode;
 beforeAll(async () => {
   [p, s] = await Promise.all([startTestNode(), startTestNode()]);
-  await activatePair(p, s, 'perf-root', 'performance');
+  await joinSecondary(p, s, 'perf-root', 'performance');
 }, 60_000);
 afterAll(async () => {
   await Promise.all([s?.stop(), p?.stop()]);

@@ -5,7 +5,8 @@
  */
 import { jest } from '@jest/globals';
 import { eventually } from '../harness/eventually.js';
-import { activatePair, drOperationToken, inSync, PERF, replStatus, secondaryToken } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { drOperationToken, inSync, PERF, replStatus, secondaryToken } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 jest.setTimeout(60_000);
@@ -24,7 +25,7 @@ describe('performance replication', () => {
 
   test('activation streams the replicated class only; tokens stay local; a local mount survives', async () => {
     // s.rootToken becomes a root token generated on the secondary with the primary's shares.
-    await activatePair(p, s, 'perf-east', 'performance');
+    await joinSecondary(p, s, 'perf-east', 'performance');
     const sp = await replStatus(s, 'performance');
     expect(sp).toMatchObject({ mode: 'secondary', state: 'stream-wals', secondary_id: 'perf-east', connection_state: 'ready' });
     expect(sp.known_primary_cluster_addrs).toEqual([expect.any(String)]);
@@ -68,7 +69,7 @@ describe('performance replication', () => {
     expect((await p.call('POST', 'auth/approle/role/app', { token_policies: 'default' })).status).toBe(204);
     const roleId = (await p.call('GET', 'auth/approle/role/app/role-id')).body.data.role_id;
     const secretId = (await p.call('POST', 'auth/approle/role/app/secret-id', { num_uses: 2 })).body.data.secret_id;
-    await activatePair(p, s, 'perf-w', 'performance');
+    await joinSecondary(p, s, 'perf-w', 'performance');
     // A write of replicated data through the secondary goes to the primary (see forward.test.ts).
     expect((await s.call('PUT', 'secret/data/before', { data: { v: 'via-s' } })).status).toBe(200);
     expect((await p.call('GET', 'secret/data/before')).body.data.data).toEqual({ v: 'via-s' });
@@ -102,7 +103,7 @@ describe('performance replication', () => {
   });
 
   test('promote, demote, update-primary with addresses and with a blank token, disable', async () => {
-    await activatePair(p, s, 'perf-x', 'performance');
+    await joinSecondary(p, s, 'perf-x', 'performance');
     const clusterId = (await replStatus(p, 'performance')).cluster_id;
     // Demote the primary, promote the secondary (sudo token of its own, no DR operation token).
     expect((await p.call('POST', `${PERF}/primary/demote`, {})).status).toBe(200);
@@ -137,7 +138,7 @@ describe('performance replication', () => {
   });
 
   test('secondary operations need a sudo token; the performance license gates the endpoints', async () => {
-    await activatePair(p, s, 'perf-auth', 'performance');
+    await joinSecondary(p, s, 'perf-auth', 'performance');
     expect((await s.call('POST', `${PERF}/secondary/promote`, {}, { token: null })).status).toBe(403);
     expect((await replStatus(s, 'performance')).mode).toBe('secondary');
     const unlicensed = await startTestNode({ license: 'none' });
@@ -154,9 +155,9 @@ describe('performance replication', () => {
   test('a promoted DR secondary takes over the performance set; its secondary follows by address, no new token', async () => {
     const d = await startTestNode();
     try {
-      await activatePair(p, s, 'perf-follow', 'performance');
+      await joinSecondary(p, s, 'perf-follow', 'performance');
       // d: DR secondary of the performance primary p; it holds p's performance role, inert.
-      await activatePair(p, d, 'dr-standby');
+      await joinSecondary(p, d, 'dr-standby');
       expect((await replStatus(d, 'performance')).mode).toBe('disabled');
       const opToken = await drOperationToken(d, p.unsealKeys.slice(0, 2));
       await p.stop({ keepDir: true });

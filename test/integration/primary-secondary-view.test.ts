@@ -5,7 +5,8 @@
  * (item 12). In-process nodes, real gRPC, real LevelDB.
  */
 import { eventually } from '../harness/eventually.js';
-import { activatePair, DR, drStatus } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { DR, drStatus } from '../support/dr.js';
 import { startTestNode } from '../support/in-process.js';
 
 const metricLines = async (n: { call: (m: string, p: string) => Promise<{ text: string }> }, name: string): Promise<string[]> =>
@@ -14,7 +15,7 @@ const metricLines = async (n: { call: (m: string, p: string) => Promise<{ text: 
 it('a primary disabled and enabled again (a new set) lists none of the old set\'s secondaries, in status or metrics (item 11)', async () => {
   const p = await startTestNode();
   const s = await startTestNode();
-  await activatePair(p, s, 'old-east');
+  await joinSecondary(p, s, 'old-east');
   await eventually(async () => expect((await drStatus(p)).secondaries.map((x: { node_id: string }) => x.node_id)).toEqual(['old-east']));
   const oldSet = (await drStatus(p)).cluster_id;
 
@@ -46,7 +47,7 @@ it('a secondary gone while behind shows lag_ms from the oldest entry it lacks, g
   const p = await startTestNode();
   const s = await startTestNode();
   await p.call('POST', 'sys/mounts/kv', { type: 'kv' });
-  await activatePair(p, s, 'east');
+  await joinSecondary(p, s, 'east');
   await eventually(async () => expect((await drStatus(p)).secondaries[0]).toMatchObject({ connection_status: 'connected', lag_entries: 0 }));
   await s.stop();
   const view = async () => (await drStatus(p)).secondaries.find((x: { node_id: string }) => x.node_id === 'east');
@@ -74,7 +75,7 @@ it('a secondary gone while behind shows lag_ms from the oldest entry it lacks, g
 it('shows what the primary observed of a secondary in Vault\'s address fields, and what it reports as reported_* (item 19)', async () => {
   const p = await startTestNode();
   const s = await startTestNode();
-  await activatePair(p, s, 'east');
+  await joinSecondary(p, s, 'east');
   const seen = await eventually(async () => {
     const x = (await drStatus(p)).secondaries.find((v: { node_id: string }) => v.node_id === 'east');
     expect(x.connection_status).toBe('connected');

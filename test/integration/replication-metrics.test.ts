@@ -3,7 +3,8 @@
  * performance pair (in-process nodes, real gRPC): the values are those of the status endpoints.
  */
 import { eventually } from '../harness/eventually.js';
-import { activatePair, inSync, replStatus } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { inSync, replStatus } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const gauge = (text: string, name: string, labels: string): number | undefined => {
@@ -22,7 +23,7 @@ describe('replication metrics', () => {
     const s = await startTestNode();
     nodes.push(p, s);
     await p.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } });
-    await activatePair(p, s, 'dr-east');
+    await joinSecondary(p, s, 'dr-east');
     for (let i = 0; i < 5; i++) await p.call('PUT', `secret/data/m/${i}`, { data: { i } });
 
     await eventually(async () => {
@@ -49,7 +50,7 @@ describe('replication metrics', () => {
     let s = await startTestNode();
     nodes.push(p);
     await p.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } });
-    await activatePair(p, s, 'dr-east');
+    await joinSecondary(p, s, 'dr-east');
     await p.call('PUT', 'secret/data/h/0', { data: { i: 0 } });
     await eventually(async () => {
       const view = (await replStatus(p, 'dr')).secondaries[0];
@@ -95,7 +96,7 @@ describe('replication metrics', () => {
     const f = await startTestNode();
     nodes.push(p, f);
     await p.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } });
-    await activatePair(p, f, 'perf-eu', 'performance');
+    await joinSecondary(p, f, 'perf-eu', 'performance');
     // A write on the performance secondary is forwarded to the primary: both ends time it.
     await eventually(async () => expect((await f.call('GET', 'sys/mounts')).body.data['secret/']).toBeDefined());
     expect((await f.call('PUT', 'secret/data/fwd', { data: { v: 1 } })).status).toBe(200);

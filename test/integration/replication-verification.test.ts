@@ -7,7 +7,8 @@
  */
 import { roleStatus } from '../../src/replication/status.js';
 import { eventually } from '../harness/eventually.js';
-import { activatePair, inSync, PERF, replStatus, type Kind } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { inSync, PERF, replStatus, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const nodes: TestNode[] = [];
@@ -39,7 +40,7 @@ async function verifiedAt(p: TestNode, s: TestNode, kind: Kind): Promise<any> {
 it.each(['dr', 'performance'] as const)('%s: last_verified_wal follows the primary\'s writes, with no mismatch', async (kind) => {
   const p = await node();
   const s = await node();
-  await activatePair(p, s, 'east', kind);
+  await joinSecondary(p, s, 'east', kind);
   const first = await verifiedAt(p, s, kind);
   expect(first.last_verified_wal).toBeGreaterThan(0);
   expect(new Date(first.last_verified_at).toISOString()).toBe(first.last_verified_at);
@@ -53,7 +54,7 @@ it.each(['dr', 'performance'] as const)('%s: last_verified_wal follows the prima
 it('dr: verification advances under a steady write load too (the primary never idles for a heartbeat)', async () => {
   const p = await node();
   const s = await node();
-  await activatePair(p, s, 'east');
+  await joinSecondary(p, s, 'east');
   const start = (await verifiedAt(p, s, 'dr')).last_verified_wal as number;
   let writing = true;
   let written = 0;
@@ -77,7 +78,7 @@ it('dr: verification advances under a steady write load too (the primary never i
 it('dr: a secondary altered behind replication\'s back reports the mismatch in status and as an event, repairs it by a Merkle sync, and metrics count the repair', async () => {
   const p = await node();
   const s = await node();
-  await activatePair(p, s, 'east');
+  await joinSecondary(p, s, 'east');
   await writePolicy(p, 'before');
   const before = await verifiedAt(p, s, 'dr');
   // Status as it reads the moment the mismatch is found (the repair follows at once).
@@ -128,7 +129,7 @@ it('performance with a paths filter: verified against the root of the keys its f
   expect((await p.call('POST', 'team-a/sys/mounts/kv', kv2)).status).toBe(204);
   expect((await p.call('PUT', 'secret/data/root-one', { data: { v: 1 } })).status).toBe(200);
   expect((await p.call('PUT', 'team-a/kv/data/a-one', { data: { v: 'a' } })).status).toBe(200);
-  await activatePair(p, s, 'east', 'performance');
+  await joinSecondary(p, s, 'east', 'performance');
   expect((await p.call('POST', `${PERF}/primary/paths-filter/east`, { mode: 'deny', paths: ['team-a'] })).status).toBe(204);
   await inSync(p, s, { kind: 'performance' });
   // The secondary holds less than the primary's replicated tree: only a filtered root can match.

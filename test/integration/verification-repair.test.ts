@@ -19,7 +19,8 @@ import { StorageEngine } from '../../src/storage/engine.js';
 import { openLevelBackend } from '../../src/storage/leveldb.js';
 import type { ReplicationEvent } from '../../src/replication/events.js';
 import { eventually } from '../harness/eventually.js';
-import { activatePair, replStatus, type Kind } from '../support/dr.js';
+import { joinSecondary } from '../harness/cluster.js';
+import { replStatus, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 const KEYS = 40;
@@ -30,7 +31,7 @@ async function divergedPair(kind: Kind): Promise<{ p: TestNode; s: TestNode; raw
   expect((await p.call('POST', 'sys/mounts/kv', { type: 'kv' })).status).toBe(204);
   for (let i = 0; i < KEYS; i++) expect((await p.call('PUT', `kv/k${i}`, { v: i })).status).toBe(204);
   const s = await startTestNode();
-  await activatePair(p, s, 's1', kind);
+  await joinSecondary(p, s, 's1', kind);
   // Verified once against the primary's root: the pair is in sync to start with.
   await eventually(async () => expect((await replStatus(s, kind)).last_verified_wal).toBeGreaterThan(0), { timeoutMs: 15_000, intervalMs: 50 });
   const uuid = (await p.call('GET', 'sys/mounts')).body.data['kv/'].uuid as string;
@@ -96,7 +97,7 @@ it('dr: a divergence made while the secondary was stopped is repaired after its 
   expect((await p.call('POST', 'sys/mounts/kv', { type: 'kv' })).status).toBe(204);
   for (let i = 0; i < 10; i++) expect((await p.call('PUT', `kv/k${i}`, { v: i })).status).toBe(204);
   const s = await startTestNode();
-  await activatePair(p, s, 's1');
+  await joinSecondary(p, s, 's1');
   await eventually(async () => expect((await replStatus(s, 'dr')).last_verified_wal).toBeGreaterThan(0), { timeoutMs: 15_000, intervalMs: 50 });
   const uuid = (await p.call('GET', 'sys/mounts')).body.data['kv/'].uuid as string;
   const rawKey = `logical/${uuid}/k3`;

@@ -6,6 +6,8 @@
  *   await inSync(primary, secondary, { streaming: true });
  *   await inSync(primary, perfSecondary, { kind: 'performance' });
  *   const t = await drOperationToken(secondary, primary.unsealKeys.slice(0, 2));
+ *
+ * Activation is `joinSecondary` (test/harness/cluster.ts), the one path `startCluster` takes too.
  */
 import * as repl from '../harness/dr.js';
 import type { TestNode } from './in-process.js';
@@ -39,16 +41,4 @@ export function secondaryToken(p: TestNode, id: string, ttl?: string, kind: repl
 /** Runs a whole generate-operation-token attempt on `n` with `keys`; returns the decoded token. */
 export function drOperationToken(n: TestNode, keys: string[]): Promise<string> {
   return repl.drOperationToken(n.apiAddr, keys);
-}
-
-/**
- * Enables `kind` (default DR) on `p`, activates `s` as its secondary `id`, and waits until they are
- * in sync. A performance secondary's `rootToken` becomes one generated there with `p`'s unseal
- * keys (the token that enabled it does not survive the activation).
- */
-export async function activatePair(p: TestNode, s: TestNode, id: string, kind: repl.Kind = 'dr'): Promise<void> {
-  await repl.enablePrimary(p.apiAddr, p.rootToken, '', kind);
-  await repl.activateSecondary(s.apiAddr, s.rootToken, await secondaryToken(p, id, undefined, kind), kind);
-  if (kind === 'performance') s.rootToken = await repl.generateRoot(s.apiAddr, p.unsealKeys);
-  await inSync(p, s, { kind });
 }
