@@ -14,7 +14,8 @@
  */
 import type { Logger } from 'pino';
 import { isTesseraError } from '../core/errors.js';
-import { logFields, type EventKind, type ReplicationEvents } from '../replication/events.js';
+import type { Kind } from '../core/replication/index.js';
+import { logFields, type ReplicationEvents } from '../replication/events.js';
 
 type AnyFn = (...args: any[]) => Promise<unknown>;
 
@@ -29,7 +30,7 @@ export interface AuditSpec<F extends AnyFn> {
 export type AuditSpecs<S> = { readonly [K in keyof S]?: S[K] extends AnyFn ? AuditSpec<S[K]> : never };
 
 /** The event kind and type of an audited op: `performance/primary/enable` -> performance, primary/enable. */
-export function eventOfOp(op: string): { kind: EventKind; type: string } {
+export function eventOfOp(op: string): { kind: Kind; type: string } {
   if (op.startsWith('performance/')) return { kind: 'performance', type: op.slice('performance/'.length) };
   return { kind: 'dr', type: op.startsWith('dr/') ? op.slice(3) : op };
 }

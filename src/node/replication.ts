@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
 import type { ForwardScope } from '../core/paths-filter.js';
-import { KIND_POLICY, type Kind, type Mode } from '../core/replication/index.js';
+import { KIND_POLICY, KINDS, type Kind, type Mode } from '../core/replication/index.js';
 import { OperationTokens } from '../replication/operation-token.js';
 import { ReplicationDriver, type CoreHooks } from '../replication/driver.js';
 import { heldRoleStatus, roleStatus } from '../replication/status.js';
@@ -166,7 +166,7 @@ export async function wireReplication(o: {
   const filters = new PathsFilters({ store: () => core.store(), registry: perfRegistry, migrateLegacyTables });
   // What each kind is while sealed (or not loaded): only its summary says.
   const sealedMode: Record<Kind, string> = { dr: 'disabled', performance: 'disabled' };
-  for (const kind of ['dr', 'performance'] as const) {
+  for (const kind of KINDS) {
     const summary = await engine.getSystem(KIND_POLICY[kind].modeSummary);
     if (summary) sealedMode[kind] = (JSON.parse(summary.toString('utf8')) as { mode: string }).mode;
   }
@@ -174,7 +174,7 @@ export async function wireReplication(o: {
     const d = drivers[kind];
     return d.isLoaded ? d.state.mode : (sealedMode[kind] as Mode);
   };
-  for (const kind of ['dr', 'performance'] as const) {
+  for (const kind of KINDS) {
     const other: Kind = kind === 'dr' ? 'performance' : 'dr';
     drivers[kind] = new ReplicationDriver({
       kind,

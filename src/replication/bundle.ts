@@ -7,13 +7,14 @@
  *   const b = parseBundle(unwrapped.data);
  */
 import { z } from 'zod';
+import { KINDS } from '../core/replication/index.js';
 import { InvalidRequest } from '../core/errors.js';
 
 export const BUNDLE_VERSION = 1;
 
 const schema = z.object({
   v: z.literal(BUNDLE_VERSION),
-  kind: z.enum(['dr', 'performance']),
+  kind: z.enum(KINDS),
   cluster_id: z.string().min(1),
   secondary_id: z.string().min(1),
   primary_cluster_addr: z.string().min(1),

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { Internal, InvalidRequest, TesseraError, ErrorCode, Unavailable } from '../core/errors.js';
 import type { Tree } from '../core/merkle.js';
 import { touchesCatalog, type KeyFilter } from '../core/paths-filter.js';
-import { KIND_POLICY, type TokenStatus } from '../core/replication/index.js';
+import { KIND_POLICY, type Kind, type TokenStatus } from '../core/replication/index.js';
 import type { WalEntry } from '../core/wal.js';
 import { compareVersions, VERSION } from '../core/version.js';
 import { treeHashes, type PinnedSnapshot } from '../storage/merkle-view.js';
@@ -106,7 +106,7 @@ export class PrimaryStreamer implements PrimaryService {
       registry: SecondaryRegistry;
       info: PrimaryInfo;
       now?: () => number;
-      kind: 'dr' | 'performance';
+      kind: Kind;
       /** After a secondary's handshake succeeds (its first one activates its token). */
       onBootstrap?: (secondaryId: string) => Promise<void>;
       /** Interval of the primary's heartbeats on an idle stream. Default 1000 ms. */
