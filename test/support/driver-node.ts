@@ -15,7 +15,7 @@ import { SealManager } from '../../src/seal/index.js';
 import { StorageEngine } from '../../src/storage/engine.js';
 import { MemoryBackend } from '../../src/storage/memory.js';
 import { VaultCore } from '../../src/vault/core.js';
-import { coreHooks } from '../../src/node/replication.js';
+import { vaultCatalog } from '../../src/node/vault-catalog.js';
 import { ReplicationDriver, type ReplicationTransport } from '../../src/replication/driver.js';
 
 /** Wall time plus an offset a test moves forward. */
@@ -56,7 +56,7 @@ export async function driverNode(kind: Kind, name: string, transport: Replicatio
     kind,
     engine,
     seal,
-    core: coreHooks(core),
+    core: vaultCatalog(core),
     transport,
     log: pino({ level: 'silent' }),
     clusterListen: `loop:${name}`,

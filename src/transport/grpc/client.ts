@@ -9,7 +9,7 @@
  *   client.close();
  */
 import * as grpc from '@grpc/grpc-js';
-import type { ConnectionState, PrimaryClient, StreamHandle, TlsMaterial } from '../../replication/transport.js';
+import type { ConnectionState, PrimaryClient, StreamHandle, TlsMaterial } from '../../replication/index.js';
 import { decode, encode } from './codec.js';
 import { MAX_MESSAGE_BYTES, loadReplication, type RawClient, type Unary } from './proto.js';
 import { ChannelError, ChannelReason, channelErrorOf } from './status.js';

@@ -24,7 +24,7 @@ import type {
   SnapshotInfo,
   StreamMessage,
   StreamOutcome,
-} from '../../replication/transport.js';
+} from '../../replication/index.js';
 import type * as wire from './wire.js';
 
 /** A message that decodes as protobuf but breaks the contract; or a domain value that cannot be sent. */
