@@ -93,6 +93,8 @@ export function pathsFilterRoutes(svc: PathsFilterService): Route[] {
 
 const required = (name: string) => z.string({ error: `missing required field "${name}"` }).min(1, `missing required field "${name}"`);
 const opToken = required('dr_operation_token');
+/** A secondary operation's fields alone, and with the DR operation token (KIND_POLICY's secondaryAuth picks one). */
+const secondaryFields = <S extends z.ZodRawShape>(fields: z.ZodObject<S>) => ({ fields, withToken: fields.extend({ dr_operation_token: opToken }) });
 
 export function replicationKindRoutes(kind: 'dr', dr: DrService): Route[];
 export function replicationKindRoutes(kind: 'performance', svc: KindService): Route[];
@@ -102,7 +104,7 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
   const S = `sys/replication/${kind}/secondary`;
   const LICENSE = { feature: policy.license } as const;
   const dr = svc as DrService;
-  const sudo = (pattern: string, fields: z.ZodType<any>, handler: (f: any, ctx: RouteContext<any>) => Promise<Reply>): Route => ({
+  const sudo = <F>(pattern: string, fields: z.ZodType<F>, handler: (f: F, ctx: RouteContext<F>) => Promise<Reply>): Route => ({
     pattern, access: 'sudo', scope: 'node', license: LICENSE, operations: { update: op(fields, async (ctx) => handler(ctx.fields, ctx)) },
   });
   const withOpToken = <F extends { dr_operation_token: string }>(pattern: string, fields: z.ZodType<F>, handler: (f: F) => Promise<Reply>): Route => ({
@@ -115,10 +117,10 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
     },
   });
   /** A secondary operation, authorized as the kind says (KIND_POLICY.secondaryAuth). */
-  const secondaryOp = <F>(pattern: string, fields: z.ZodObject<any>, handler: (f: F) => Promise<Reply>): Route =>
+  const secondaryOp = <F, G extends F & { dr_operation_token: string }>(pattern: string, schemas: { fields: z.ZodType<F>; withToken: z.ZodType<G> }, handler: (f: F) => Promise<Reply>): Route =>
     policy.secondaryAuth === 'dr-operation-token'
-      ? withOpToken(pattern, fields.extend({ dr_operation_token: opToken }) as any, handler as any)
-      : sudo(pattern, fields, async (f) => handler(f));
+      ? withOpToken(pattern, schemas.withToken, handler)
+      : sudo(pattern, schemas.fields, async (f) => handler(f));
   const Reindex = z.object({ dr_operation_token: opToken, diff: boolish.default(false), force: boolish.default(false), skip_flush: boolish.default(false) });
   const UpdatePrimary = z.object({
     token: z.string().optional(),
@@ -162,15 +164,15 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
       await dr.enableSecondary({ token: f.token, primaryApiAddr: f.primary_api_addr, caFile: f.ca_file, caPath: f.ca_path, ...restore });
       return noContent();
     }),
-    secondaryOp<{ primary_cluster_addr: string; force: boolean }>(`${S}/promote`, z.object({ primary_cluster_addr: z.string().default(''), force: boolish.default(false) }), async (f) => {
+    secondaryOp(`${S}/promote`, secondaryFields(z.object({ primary_cluster_addr: z.string().default(''), force: boolish.default(false) })), async (f) => {
       await dr.promote({ force: f.force, primaryClusterAddr: f.primary_cluster_addr });
       return noContent();
     }),
-    secondaryOp(`${S}/disable`, z.object({}), async () => {
+    secondaryOp<object, { dr_operation_token: string }>(`${S}/disable`, secondaryFields(z.object({})), async () => {
       await dr.disableSecondary();
       return noContent();
     }),
-    secondaryOp<z.infer<typeof UpdatePrimary>>(`${S}/update-primary`, UpdatePrimary, async (f) => {
+    secondaryOp(`${S}/update-primary`, secondaryFields(UpdatePrimary), async (f) => {
       if (f.token !== undefined && f.update_primary_addrs !== undefined) {
         throw new InvalidRequest('token and update_primary_addrs are mutually exclusive; send exactly one');
       }
