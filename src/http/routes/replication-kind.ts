@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import { vaultClusterAddr } from '../../core/cluster-addr.js';
-import { InvalidRequest } from '../../core/errors.js';
+import { Internal, InvalidRequest } from '../../core/errors.js';
 import { KIND_POLICY, type Kind } from '../../core/replication/index.js';
 import { boolish, duration, stringList } from '../fields.js';
 import { bare, noContent, ok, type Reply } from '../reply.js';
@@ -103,7 +103,8 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
   const P = `sys/replication/${kind}/primary`;
   const S = `sys/replication/${kind}/secondary`;
   const LICENSE = { feature: policy.license } as const;
-  const dr = svc as DrService;
+  // DR's additions, present on the DR service only (the overloads above say which kind passes which).
+  const drOnly = 'checkOperationToken' in svc ? svc : undefined;
   const sudo = <F>(pattern: string, fields: z.ZodType<F>, handler: (f: F, ctx: RouteContext<F>) => Promise<Reply>): Route => ({
     pattern, access: 'sudo', scope: 'node', license: LICENSE, operations: { update: op(fields, async (ctx) => handler(ctx.fields, ctx)) },
   });
@@ -111,7 +112,8 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
     pattern, access: 'body', scope: 'node', drSecondary: true, license: LICENSE,
     operations: {
       update: op(fields, async ({ fields: f }) => {
-        await dr.checkOperationToken(f.dr_operation_token, pattern);
+        if (!drOnly) throw new Internal(`${policy.label} replication has no DR operation tokens`);
+        await drOnly.checkOperationToken(f.dr_operation_token, pattern);
         return handler(f);
       }),
     },
@@ -132,11 +134,11 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
 
   return [
     sudo(`${P}/enable`, z.object({ primary_cluster_addr: z.string().default('') }), async (f) => {
-      await dr.enablePrimary(f.primary_cluster_addr);
+      await svc.enablePrimary(f.primary_cluster_addr);
       return noContent();
     }),
     sudo(`${P}/demote`, z.object({}).passthrough(), async () => {
-      const report = await dr.demote();
+      const report = await svc.demote();
       const unconfirmed = Array.isArray(report['unconfirmed']) ? report['unconfirmed'].length : 0;
       const warnings = unconfirmed > 0
         ? [`${unconfirmed} secondaries did not confirm the last WAL index; promoting one of them may lose writes (see unconfirmed)`]
@@ -144,39 +146,39 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
       return ok({ ...report }, warnings.length > 0 ? { warnings } : {});
     }),
     sudo(`${P}/disable`, z.object({}).passthrough(), async () => {
-      await dr.disablePrimary();
+      await svc.disablePrimary();
       return noContent();
     }),
     sudo(`${P}/secondary-token`, z.object({ id: required('id'), ttl: duration.default(1800), secondary_public_key: z.string().default('') }), async (f) => {
-      const r = await dr.secondaryToken({ id: f.id, ttlSeconds: f.ttl, secondaryPublicKey: f.secondary_public_key });
+      const r = await svc.secondaryToken({ id: f.id, ttlSeconds: f.ttl, secondaryPublicKey: f.secondary_public_key });
       if (r.token !== undefined) return ok({ token: r.token });
       return { kind: 'envelope', data: null, wrapInfo: r.wrapInfo ?? null };
     }),
     sudo(`${P}/revoke-secondary`, z.object({ id: required('id') }), async (f) => {
-      await dr.revokeSecondary(f.id);
+      await svc.revokeSecondary(f.id);
       return noContent();
     }),
-    sudo(`${S}/generate-public-key`, z.object({}).passthrough(), async () => ok({ secondary_public_key: await dr.generatePublicKey() })),
+    sudo(`${S}/generate-public-key`, z.object({}).passthrough(), async () => ok({ secondary_public_key: await svc.generatePublicKey() })),
     sudo(`${S}/enable`, z.object({ token: required('token'), primary_api_addr: z.string().default(''), ca_file: z.string().default(''), ca_path: z.string().default('') }), async (f, ctx) => {
       // A root caller gets its token back if the activation fails after the wipe (nothing else
       // could authorize a new secondary/enable on the emptied node).
       const restore = ctx.caller?.root === true ? { restoreToken: ctx.caller.token } : {};
-      await dr.enableSecondary({ token: f.token, primaryApiAddr: f.primary_api_addr, caFile: f.ca_file, caPath: f.ca_path, ...restore });
+      await svc.enableSecondary({ token: f.token, primaryApiAddr: f.primary_api_addr, caFile: f.ca_file, caPath: f.ca_path, ...restore });
       return noContent();
     }),
     secondaryOp(`${S}/promote`, secondaryFields(z.object({ primary_cluster_addr: z.string().default(''), force: boolish.default(false) })), async (f) => {
-      await dr.promote({ force: f.force, primaryClusterAddr: f.primary_cluster_addr });
+      await svc.promote({ force: f.force, primaryClusterAddr: f.primary_cluster_addr });
       return noContent();
     }),
     secondaryOp<object, { dr_operation_token: string }>(`${S}/disable`, secondaryFields(z.object({})), async () => {
-      await dr.disableSecondary();
+      await svc.disableSecondary();
       return noContent();
     }),
     secondaryOp(`${S}/update-primary`, secondaryFields(UpdatePrimary), async (f) => {
       if (f.token !== undefined && f.update_primary_addrs !== undefined) {
         throw new InvalidRequest('token and update_primary_addrs are mutually exclusive; send exactly one');
       }
-      const { forgotten } = await dr.updatePrimary({
+      const { forgotten } = await svc.updatePrimary({
         ...(f.token !== undefined ? { token: f.token } : {}),
         ...(f.update_primary_addrs !== undefined ? { addrs: f.update_primary_addrs } : {}),
         primaryApiAddr: f.primary_api_addr,
@@ -193,13 +195,13 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
         ],
       });
     }),
-    ...(kind === 'dr'
+    ...(drOnly
       ? [
           withOpToken(`${S}/reindex`, Reindex, async (f) => {
-            const { warnings } = await dr.reindex({ diff: f.diff, force: f.force, skipFlush: f.skip_flush });
+            const { warnings } = await drOnly.reindex({ diff: f.diff, force: f.force, skipFlush: f.skip_flush });
             return ok(null, { warnings });
           }),
-          withOpToken(`${S}/merkle-check`, z.object({ dr_operation_token: opToken }), async () => ok(await dr.merkleCheck())),
+          withOpToken(`${S}/merkle-check`, z.object({ dr_operation_token: opToken }), async () => ok(await drOnly.merkleCheck())),
         ]
       : []),
   ];
