@@ -1,5 +1,5 @@
 /**
- * The vault core: the services behind the HTTP routes, and the `Services` the dispatcher needs
+ * The vault core: the services behind the HTTP routes, and the `CoreServices` the dispatcher needs
  * (namespace resolution, authentication, mounted engines, wrapping). It owns the seal lifecycle:
  * on unseal it opens the barrier and loads the namespace, mount and policy caches; on seal it
  * drops them. Observers of the seal (replication, generate-root) follow it through the
