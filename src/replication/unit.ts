@@ -156,25 +156,7 @@ export class ReplicationUnit {
     };
     const filters = new PathsFilters({ store: () => vault.store(), registry, catalog: () => vault.filterCatalog(), migrateLegacyTables: () => vault.migrateLegacyTables() });
     this.forwarding = new ForwardedWrites({ drivers, scopeFor: (id) => filters.scopeFor(id), lastIndex: () => engine.lastGuard().index, log: o.log, audit, ...(o.onForwarded ? { observe: o.onForwarded } : {}) });
-    for (const kind of KINDS) {
-      drivers[kind] = new ReplicationDriver({
-        kind,
-        engine,
-        seal: o.seal,
-        core: vault,
-        // The listener of the current run: a stop closes it and a start makes a new one.
-        transport: { serve: ({ kind: served, tls, service }) => this.cluster.serve({ kind: served, tls, service }), connect: (c) => o.transport.connect(c) },
-        log: o.log.child({ replication: kind }),
-        clusterListen: o.clusterListen,
-        apiAddr: o.apiAddr,
-        now,
-        otherMode: () => this.liveMode(otherKind(kind)),
-        forwarded: this.forwarding.executorFor,
-        emit: events.emitter(kind),
-        ...(o.forwardWaitMs !== undefined ? { forwardWaitMs: o.forwardWaitMs } : {}),
-        ...(KIND_POLICY[kind].filters ? { pathsFilter: filters } : {}),
-      });
-    }
+    for (const kind of KINDS) drivers[kind] = this.driverOf(kind, events, filters);
     // Rates behind WAL headroom and the ETAs (progress.ts), sampled once a second while running.
     this.progress = new ReplicationProgress({ engine, drivers });
     this.local = new LocalReplication({ engine, now, log: o.log, role: (kind) => this.roleStatus(kind) });
@@ -221,6 +203,28 @@ export class ReplicationUnit {
         await this.suspendRoles();
       },
     };
+  }
+
+  /** One kind's driver over the unit's cluster listener, told the other kind's mode for the rules across kinds. */
+  private driverOf(kind: Kind, events: ReplicationEvents, filters: PathsFilters): ReplicationDriver {
+    const o = this.o;
+    return new ReplicationDriver({
+      kind,
+      engine: o.engine,
+      seal: o.seal,
+      core: o.vault,
+      // The listener of the current run: a stop closes it and the next start makes a new one.
+      transport: { serve: ({ kind: served, tls, service }) => this.cluster.serve({ kind: served, tls, service }), connect: (c) => o.transport.connect(c) },
+      log: o.log.child({ replication: kind }),
+      clusterListen: o.clusterListen,
+      apiAddr: o.apiAddr,
+      now: o.now,
+      otherMode: () => this.liveMode(otherKind(kind)),
+      forwarded: this.forwarding.executorFor,
+      emit: events.emitter(kind),
+      ...(o.forwardWaitMs !== undefined ? { forwardWaitMs: o.forwardWaitMs } : {}),
+      ...(KIND_POLICY[kind].filters ? { pathsFilter: filters } : {}),
+    });
   }
 
   /** Runs replication: the sampler, and the roles when the vault is unsealed. Nothing when running. */
