@@ -3,6 +3,7 @@
  * becoming active again needs): stopping the primary's unit closes its cluster port, its DR
  * secondary disconnects and forwarding refuses (503); starting it again serves the same port, the
  * pair streams again, and a write made meanwhile and one made after reach the secondary. Twice.
+ * A stopped performance secondary answers a write it would forward with 503 and writes nothing.
  * In-process nodes over real gRPC/mTLS on 127.0.0.1.
  */
 import { connect } from 'node:net';
@@ -58,5 +59,23 @@ describe('the replication unit: stop and start while the node runs', () => {
       const synced = await inSync(p, s, { streaming: true });
       expect(synced).toMatchObject({ mode: 'secondary', connection_state: 'ready', state: 'stream-wals' });
     }
+  });
+
+  it('a stopped performance secondary refuses to forward writes (503, nothing written); started, it forwards again', async () => {
+    p = await startTestNode();
+    s = await startTestNode();
+    await p.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } });
+    await activatePair(p, s, 'perf-east', 'performance');
+
+    await s.node.replication.stop();
+    const refusedWrite = await s.call('PUT', 'secret/data/fwd', { data: { v: 1 } });
+    expect(refusedWrite.status).toBe(503);
+    expect(refusedWrite.body.errors[0]).toMatch(/replication is stopped on this node.*nothing was written/);
+    expect((await p.call('GET', 'secret/data/fwd')).status).toBe(404);
+
+    await s.node.replication.start();
+    await inSync(p, s, { kind: 'performance' });
+    await eventually(async () => expect((await s.call('PUT', 'secret/data/fwd', { data: { v: 2 } })).status).toBe(200), { timeoutMs: 15_000 });
+    expect((await p.call('GET', 'secret/data/fwd')).body.data.data).toEqual({ v: 2 });
   });
 });
