@@ -1,7 +1,7 @@
 /**
  * Test support for the replication driver's unit tests: one node as the driver sees it (the
  * storage engine over the in-memory backend, its seal, the vault core, and one driver of `kind`),
- * composed as src/node/replication.ts composes them but without HTTP or gRPC: the channel is the
+ * composed as the replication unit (src/replication/unit.ts) composes them but without HTTP or gRPC: the channel is the
  * loopback network (test/support/loopback.ts), the clock injected.
  *
  *   const net = loopbackNetwork();
