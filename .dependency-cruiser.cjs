@@ -1,6 +1,7 @@
 /**
  * Import rules of ARCHITECTURE.md: dependencies point inward.
- * core <- storage <- seal <- vault/replication <- http/transport <- node; cli -> api only.
+ * core <- storage <- seal <- vault, replication (neither imports the other) <- http/transport <- node;
+ * cli -> api only.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -54,6 +55,27 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/api/' },
       to: { path: '^src/', pathNot: '^src/(api|core)/' },
+    },
+    {
+      name: 'vault-never-replication',
+      comment: 'The vault core knows nothing of replication: the node composes the two (src/node/node.ts).',
+      severity: 'error',
+      from: { path: '^src/vault/' },
+      to: { path: '^src/replication/' },
+    },
+    {
+      name: 'replication-never-vault',
+      comment: 'Replication reaches the vault only through the VaultCatalog it declares (replication/catalog.ts); the node adapts the core to it.',
+      severity: 'error',
+      from: { path: '^src/replication/' },
+      to: { path: '^src/vault/' },
+    },
+    {
+      name: 'replication-front-door',
+      comment: 'Outside src/replication/, replication is imported only through its index.ts.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/replication/' },
+      to: { path: '^src/replication/', pathNot: '^src/replication/index[.]ts$' },
     },
     {
       name: 'no-circular',

@@ -14,19 +14,19 @@ import type { ForwardOutcome } from './forwarding.js';
 import { forwardRequestOf, replyOfForwarded } from './forwarding.js';
 import type { ForwardScope } from '../core/paths-filter.js';
 import type { Caller } from '../vault/caller.js';
+import type { GrantCapability } from '../vault/policy.js';
 import type { LogicalResponse, Operation, PathHelp } from '../vault/logical.js';
-import type { ForwardRequest } from '../replication/transport.js';
+import type { ForwardRequest } from '../replication/index.js';
 import type { ApiRequest } from './request.js';
 import { parseFields } from './fields.js';
 import { bare, envelope, type Reply, type StreamSource } from './reply.js';
 import { helpBody, routeHelp, wantsHelp } from './help.js';
 import { findRoute, type Match, type Route } from './route.js';
 
-/** What the HTTP layer needs from the node; implemented by the vault core. */
-export interface Services {
+/** What the HTTP layer needs from the vault core (which implements it). */
+export interface CoreServices {
   initialized(): Promise<boolean>;
   sealed(): boolean;
-  drSecondary(): boolean;
   resolveNamespace(headerNs: string, path: string): { namespace: string; path: string };
   /** Validates the token and builds its ACL; `check` may refuse it before a use is spent. PermissionDenied otherwise. */
   authenticate(token: string | undefined, namespace: string, check?: (caller: Caller) => void): Promise<Caller>;
@@ -34,6 +34,14 @@ export interface Services {
   /** A mounted engine's answer, or undefined when no mount serves the path. */
   logical(namespace: string, path: string, operation: Operation, data: Record<string, unknown>): Promise<{ response: LogicalResponse | null } | undefined>;
   wrap(reply: { data: Record<string, unknown> | null; auth?: Record<string, unknown> | null }, ttlSeconds: number, creationPath: string): Promise<Record<string, unknown>>;
+  /** Path help of a path under a mounted engine (`?help=1`); undefined when no mount serves it. */
+  engineHelp(namespace: string, path: string): Promise<PathHelp | undefined>;
+}
+
+/** What the HTTP layer needs from replication (its unit's `requests` facet implements it). */
+export interface ReplicationGates {
+  /** Whether this cluster is a DR secondary (it then serves only the paths routes mark `drSecondary`). */
+  drSecondary(): boolean;
   /**
    * A performance secondary's way to its primary for a write it may not apply itself: the
    * primary's reply once this node has applied it (or with a warning saying it has not yet).
@@ -42,8 +50,26 @@ export interface Services {
   forwardWrite?: (req: ForwardRequest) => Promise<ForwardOutcome>;
   /** While applied replicated data is not yet visible (caches reloading), the wait for it. */
   visible?(): Promise<void> | undefined;
-  /** Path help of a path under a mounted engine (`?help=1`); undefined when no mount serves it. */
-  engineHelp?(namespace: string, path: string): Promise<PathHelp | undefined>;
+}
+
+/** Everything a request's way through the node needs: the node composes it from the core and replication. */
+export interface Services extends CoreServices, ReplicationGates {}
+
+/** The services of a node: the core's, with replication's gates beside them (neither knows the other). */
+export function composeServices(core: CoreServices, gates: ReplicationGates): Services {
+  return {
+    initialized: () => core.initialized(),
+    sealed: () => core.sealed(),
+    resolveNamespace: (headerNs, path) => core.resolveNamespace(headerNs, path),
+    authenticate: (token, namespace, check) => core.authenticate(token, namespace, check),
+    requireLicense: (feature, hostedOk) => core.requireLicense(feature, hostedOk),
+    logical: (namespace, path, operation, data) => core.logical(namespace, path, operation, data),
+    wrap: (reply, ttlSeconds, creationPath) => core.wrap(reply, ttlSeconds, creationPath),
+    engineHelp: (namespace, path) => core.engineHelp(namespace, path),
+    drSecondary: () => gates.drSecondary(),
+    ...(gates.forwardWrite ? { forwardWrite: gates.forwardWrite } : {}),
+    ...(gates.visible ? { visible: () => gates.visible?.() } : {}),
+  };
 }
 
 export interface Dispatched {
@@ -54,7 +80,7 @@ export interface Dispatched {
   readonly stream?: StreamSource;
 }
 
-const CAPABILITY: Readonly<Record<Operation, readonly string[]>> = {
+const CAPABILITY: Readonly<Record<Operation, readonly GrantCapability[]>> = {
   read: ['read'],
   list: ['list'],
   create: ['create', 'update'],
@@ -207,7 +233,7 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
       });
     }
     const system = path === 'sys' || path.startsWith('sys/') || path.startsWith('auth/');
-    const help = routed ? routeHelp(routed.route) : system ? undefined : await services.engineHelp?.(namespace, path);
+    const help = routed ? routeHelp(routed.route) : system ? undefined : await services.engineHelp(namespace, path);
     if (help === undefined) throw new NotFound([system ? `unsupported path: ${path.slice(0, 128)}` : `no handler for route "${path.slice(0, 128)}". route entry not found.`]);
     return { reply: bare(200, helpBody(path, help)), path };
   }

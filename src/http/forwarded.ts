@@ -9,7 +9,7 @@
  */
 import { Internal } from '../core/errors.js';
 import type { ForwardScope } from '../core/paths-filter.js';
-import type { ForwardReply, ForwardRequest } from '../replication/transport.js';
+import type { ForwardReply, ForwardRequest } from '../replication/index.js';
 import { dispatchForwarded, type Services } from './dispatch.js';
 import type { Route } from './route.js';
 import { forwardedApiRequest } from './request.js';

@@ -7,11 +7,11 @@
  *   const out = await services.forwardWrite(forwardRequestOf(req));
  *   return replyOfForwarded(out);
  */
-import type { ForwardOutcome, ForwardRequest } from '../replication/transport.js';
+import type { ForwardOutcome, ForwardRequest } from '../replication/index.js';
 import { bare, type Reply } from './reply.js';
 import type { ApiRequest } from './request.js';
 
-export type { ForwardOutcome } from '../replication/transport.js';
+export type { ForwardOutcome } from '../replication/index.js';
 
 /** What crosses the cluster channel: never the client's token (tokens are local to a cluster). */
 export function forwardRequestOf(req: ApiRequest): ForwardRequest {

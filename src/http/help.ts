@@ -7,12 +7,12 @@
  *   // { help: 'Request:        sys/policies/acl/ops\nMatching Route: sys/policies/acl/:name\n...', see_also: null, openapi: {...} }
  *
  * The wire shape is Vault's: sdk/logical/response.go `HelpResponse` puts `help`, `see_also` and
- * `openapi` in the response data, and http/help.go `handleHelp` answers that data bare (no
+ * `openapi` in the response data, and http/help.go's handler answers that data bare (no
  * request_id/data envelope), which is what the api package's `Help` struct decodes and
  * `vault path-help` prints (`help`). The text follows sdk/framework/path.go `pathHelpTemplate`
  * (Request, Matching Route, synopsis, ## PARAMETERS, ## DESCRIPTION), with an ## OPERATIONS
  * section because our summaries are per operation. `openapi` is a small OpenAPI 3.0.2 document of
- * the one path, as Vault's `documentPath` gives.
+ * the one path, as Vault's sdk/framework/openapi.go gives for one path.
  */
 import type { z } from 'zod';
 import { VERSION } from '../core/version.js';
@@ -48,7 +48,7 @@ const ACCESS: Readonly<Record<Route['access'], string>> = {
 };
 
 type Def = { type: string; innerType?: z.ZodType; defaultValue?: unknown; options?: readonly z.ZodType[]; in?: z.ZodType; checks?: unknown[] };
-const def = (s: z.ZodType): Def => (s as unknown as { _zod: { def: Def } })._zod.def;
+const def = (s: z.ZodType): Def => s.def as Def;
 
 /** What a field schema takes, by Vault's type names, and whether it is required or has a default. */
 function describeSchema(schema: z.ZodType): { type: string; required: boolean; defaultValue?: unknown; description?: string } {
@@ -105,7 +105,7 @@ function typeName(s: z.ZodType): string {
 function objectShape(schema: z.ZodType): Record<string, z.ZodType> {
   const d = def(schema);
   if (d.type !== 'object') return {};
-  return (schema as unknown as { shape: Record<string, z.ZodType> }).shape;
+  return (schema as z.ZodObject).shape;
 }
 
 /** The path parameters of a pattern: `:name` (one segment) and `*name` (the rest). */

@@ -7,7 +7,7 @@
 import { InvalidRequest, UnsupportedOperation } from '../core/errors.js';
 import { parseDuration } from '../core/duration.js';
 import type { Operation } from '../vault/logical.js';
-import type { ForwardRequest } from '../replication/transport.js';
+import type { ForwardRequest } from '../replication/index.js';
 import { LIST_HEADER, LIST_MARK } from './list-method.js';
 
 export interface ApiRequest {

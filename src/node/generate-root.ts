@@ -4,7 +4,7 @@
  * keys, and the token store as issuer, so the decoded token is a new root token of this node
  * (root policy, no TTL, root namespace). One operator log line per operation, never a token.
  *
- *   const svc = wireGenerateRoot({ core, seal, log });
+ *   const svc = wireGenerateRoot({ core, seal, lifecycle, log });
  *   routes.push(...generateRootRoutes(svc));
  */
 import type { Logger } from 'pino';
@@ -12,10 +12,11 @@ import { isTesseraError } from '../core/errors.js';
 import type { GenerationService } from '../http/routes/generate-root.js';
 import { RootGeneration, type SealManager } from '../seal/index.js';
 import type { VaultCore } from '../vault/core.js';
+import type { SealLifecycle } from '../vault/lifecycle.js';
 
 const PREFIX = 'node/generate-root/';
 
-export function wireGenerateRoot(o: { core: VaultCore; seal: SealManager; log: Logger }): GenerationService {
+export function wireGenerateRoot(o: { core: VaultCore; seal: SealManager; lifecycle: SealLifecycle; log: Logger }): GenerationService {
   const { core, seal } = o;
   const gen = new RootGeneration({
     records: {
@@ -31,7 +32,7 @@ export function wireGenerateRoot(o: { core: VaultCore; seal: SealManager; log: L
     },
   });
   // Shares are root key material: a sealed node keeps none of them.
-  core.onSealing.push(() => gen.forgetShares());
+  o.lifecycle.subscribe({ sealing: () => gen.forgetShares() });
 
   const log = o.log.child({ component: 'generate-root' });
   const logged = <A extends unknown[], R>(op: string, fn: (...a: A) => Promise<R>, detail: (r: R) => Record<string, unknown> = () => ({})) =>

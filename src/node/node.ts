@@ -1,7 +1,10 @@
 /**
- * One running node: LevelDB -> storage engine -> seal -> vault core -> HTTP. `startNode` returns
- * once the listener is up; `stop()` closes the listener, then storage (in that order, so no
- * request can reach a closed database).
+ * One running node: LevelDB -> storage engine -> seal -> vault core and replication unit -> HTTP.
+ * The node composes finished services and steps aside: the core and the replication unit both
+ * observe one seal lifecycle (made before either), the HTTP layer gets the core's services with
+ * the unit's request gates beside them, and no request runs through code of this folder.
+ * `startNode` returns once the listener is up; `stop()` closes the listener, stops replication,
+ * then seals and closes storage (in that order, so no request can reach a closed database).
  *
  *   const node = await startNode(config, { logger });
  *   node.apiAddr // 'http://127.0.0.1:8200'
@@ -11,19 +14,22 @@ import { isMainThread } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { forwardedExecutor } from '../http/forwarded.js';
 import { startHttp, type HttpServer } from '../http/server.js';
+import type { Services } from '../http/dispatch.js';
 import { loadStaticSite } from '../http/static.js';
 import { describeLicense, hasFeature, loadLicense, type Feature, type LicenseStatus } from '../license/index.js';
-import type { ReplicationDriver } from '../replication/driver.js';
-import type { ReplicationEvents } from '../replication/events.js';
+import { composeServices } from '../http/dispatch.js';
+import { ReplicationUnit, type ReplicationDriver, type ReplicationEvents } from '../replication/index.js';
 import { SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
 import { openLevelBackend } from '../storage/leveldb.js';
-import { VaultCore } from '../vault/core.js';
+import { connectPrimary, createClusterServer } from '../transport/grpc/index.js';
+import { VaultCore, type LicenseView } from '../vault/core.js';
+import { SealLifecycle } from '../vault/lifecycle.js';
 import { wireGenerateRoot } from './generate-root.js';
 import { NodeMetrics } from './metrics.js';
-import { wireReplication } from './replication.js';
 import type { Route } from '../http/route.js';
 import { dashboardSite, nodeRoutes } from './routes.js';
+import { vaultCatalog } from './vault-catalog.js';
 
 export interface NodeConfig {
   readonly storagePath: string;
@@ -50,6 +56,8 @@ export interface RunningNode {
   readonly core: VaultCore;
   readonly engine: StorageEngine;
   readonly metrics: NodeMetrics;
+  /** Replication on this node: started with the node, stoppable and restartable while it runs. */
+  readonly replication: ReplicationUnit;
   readonly dr: ReplicationDriver;
   readonly performance: ReplicationDriver;
   /** Replication events of this node (sys/replication/events). */
@@ -59,9 +67,20 @@ export interface RunningNode {
   stop(): Promise<void>;
 }
 
-export async function startNode(config: NodeConfig, deps: { logger: Logger; now?: () => number }): Promise<RunningNode> {
-  const log = deps.logger;
-  const now = deps.now ?? Date.now;
+interface Deps {
+  readonly logger: Logger;
+  readonly now?: () => number;
+}
+
+/** Storage, and the metrics that observe its batches. */
+interface Storage {
+  readonly backend: Awaited<ReturnType<typeof openLevelBackend>>;
+  readonly engine: StorageEngine;
+  readonly metrics: NodeMetrics;
+  close(): Promise<void>;
+}
+
+async function openStorage(config: NodeConfig, now: () => number): Promise<Storage> {
   // Owner-only files: LevelDB creates its tables and logs itself with 0644 & ~umask, so the
   // process umask is what makes them 0600 (openLevelBackend makes the directory 0700 and fixes
   // the modes of files already there). Worker threads cannot set it; nodes run on the main thread.
@@ -79,68 +98,108 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     walRetainedEntries: () => Number(engine.lastGuard().index - engine.firstRetainedIndex() + 1n),
     walRetainedBytes: () => engine.walRetainedBytes(),
   });
-  const seal = new SealManager({ get: (n) => engine.getSystem(n), put: (n, v) => engine.putSystem(n, v) });
+  return {
+    backend,
+    engine,
+    metrics,
+    async close() {
+      await engine.close();
+      await backend.close();
+    },
+  };
+}
 
+/** The license, re-checked for expiry at every use, and its sys/license/status view. */
+async function loadNodeLicense(config: NodeConfig, now: () => number, log: Logger): Promise<{ view: LicenseView; status: () => Record<string, unknown> }> {
   let license: LicenseStatus = await loadLicense(config.licensePath, config.licenseIssuerKeys, new Date(now()));
   log.info({ license: license.valid ? { id: license.licenseId, expires: license.expiresAt.toISOString(), features: license.features } : { reason: license.reason } }, 'license loaded');
-  const licenseView = {
+  const view: LicenseView = {
     has: (feature: string) => {
       if (license.valid && license.expiresAt.getTime() <= now()) license = { valid: false, reason: 'expired', detail: `license expired at ${license.expiresAt.toISOString()}`, license };
       return hasFeature(license, feature as Feature);
     },
     why: () => describeLicense(license),
   };
-
-  const core = new VaultCore({ storage: engine, seal, license: licenseView, hosted: config.hosted, now, ...(config.leases ? { ttlLimits: config.leases } : {}) });
-  await core.start();
-  let apiAddr = config.apiAddr;
-  const repl = await wireReplication({
-    engine, seal, core, log, now, clusterListen: config.clusterAddr, apiAddr: () => apiAddr,
-    ...(config.forwardWaitMs !== undefined ? { forwardWaitMs: config.forwardWaitMs } : {}),
-    onForwarded: (f) => metrics!.observeForwarded(f),
+  const status = () => ({
+    autoloading_used: false,
+    persisted_autoload: license.valid
+      ? { license_id: license.licenseId, customer_name: license.customer, issue_time: license.issuedAt.toISOString(), expiration_time: license.expiresAt.toISOString(), features: license.features, valid: true }
+      : { valid: false, reason: license.reason, detail: license.detail },
   });
-  metrics.bindReplication((kind) => repl.routes.status.status(kind));
-  const facts = {
-    clusterName: () => 'tessera',
-    clusterId: () => repl.clusterId(),
-    drMode: () => repl.drMode(),
-    performanceMode: () => repl.performanceMode(),
-    apiAddr: () => apiAddr,
-    clusterAddr: () => repl.dr.clusterAddr(),
-    storageFailure: () => engine.failure()?.message,
-  };
-  const sys = {
-    licenseStatus: () => ({
-      autoloading_used: false,
-      persisted_autoload: license.valid
-        ? { license_id: license.licenseId, customer_name: license.customer, issue_time: license.issuedAt.toISOString(), expiration_time: license.expiresAt.toISOString(), features: license.features, valid: true }
-        : { valid: false, reason: license.reason, detail: license.detail },
-    }),
-    metrics: async () => ({ contentType: metrics!.contentType, text: await metrics!.render() }),
-  };
-  const routes = nodeRoutes(core, facts, repl.routes, sys, wireGenerateRoot({ core, seal, log }));
-  // As a performance primary, this node runs its secondaries' forwarded writes through the same routes.
-  repl.executeForwarded(forwardedExecutor(core, routes, (e) => log.error({ err: e }, 'forwarded write failed')));
+  return { view, status };
+}
 
+/** The replication unit over the gRPC cluster transport, observing the seal, its gauges bound. */
+async function buildReplication(o: { config: NodeConfig; storage: Storage; seal: SealManager; core: VaultCore; lifecycle: SealLifecycle; log: Logger; now: () => number; apiAddr: () => string }): Promise<ReplicationUnit> {
+  const { config, storage, log } = o;
+  const unit = await ReplicationUnit.create({
+    engine: storage.engine,
+    seal: o.seal,
+    vault: vaultCatalog(o.core),
+    transport: { listen: (address) => createClusterServer({ address, log }), connect: connectPrimary },
+    log,
+    now: o.now,
+    clusterListen: config.clusterAddr,
+    apiAddr: o.apiAddr,
+    ...(config.forwardWaitMs !== undefined ? { forwardWaitMs: config.forwardWaitMs } : {}),
+    onForwarded: (f) => storage.metrics.observeForwarded(f),
+  });
+  o.lifecycle.subscribe(unit.sealObserver);
+  storage.metrics.bindReplication((kind) => unit.status.status(kind));
+  return unit;
+}
+
+/** The API listener with the dashboard; storage is closed if it cannot start. */
+async function listen(config: NodeConfig, o: { services: Services; routes: readonly Route[]; storage: Storage; log: Logger }): Promise<HttpServer> {
   const dashboard = loadStaticSite(dashboardSite());
-  if (dashboard.missing.length > 0) log.warn({ missing: dashboard.missing }, 'dashboard files missing; /ui/ answers 404 for them');
-  let http: HttpServer;
+  if (dashboard.missing.length > 0) o.log.warn({ missing: dashboard.missing }, 'dashboard files missing; /ui/ answers 404 for them');
   try {
-    http = await startHttp({
-      services: core,
-      routes,
+    return await startHttp({
+      services: o.services,
+      routes: o.routes,
       statics: [dashboard],
       address: config.listenAddress,
-      logger: log,
+      logger: o.log,
       ...(config.tls ? { tls: config.tls } : {}),
       ...(config.listenerTimeouts ? { timeouts: config.listenerTimeouts } : {}),
-      onRequest: (info) => metrics!.observeRequest(info),
+      onRequest: (info) => o.storage.metrics.observeRequest(info),
     });
   } catch (e) {
-    await engine.close();
-    await backend.close();
+    await o.storage.close();
     throw e;
   }
+}
+
+export async function startNode(config: NodeConfig, deps: Deps): Promise<RunningNode> {
+  const log = deps.logger;
+  const now = deps.now ?? Date.now;
+  const storage = await openStorage(config, now);
+  const { engine, metrics } = storage;
+  const seal = new SealManager({ get: (n) => engine.getSystem(n), put: (n, v) => engine.putSystem(n, v) });
+  const license = await loadNodeLicense(config, now, log);
+  // Made before the core and every observer: the core announces its seal, they follow it.
+  const lifecycle = new SealLifecycle();
+  const core = new VaultCore({ storage: engine, seal, license: license.view, hosted: config.hosted, now, lifecycle, ...(config.leases ? { ttlLimits: config.leases } : {}) });
+  await core.start();
+  let apiAddr = config.apiAddr;
+  const replication = await buildReplication({ config, storage, seal, core, lifecycle, log, now, apiAddr: () => apiAddr });
+  const facts = {
+    clusterName: () => 'tessera',
+    clusterId: () => replication.clusterId(),
+    drMode: () => replication.mode('dr'),
+    performanceMode: () => replication.mode('performance'),
+    apiAddr: () => apiAddr,
+    clusterAddr: () => replication.clusterAddr(),
+    storageFailure: () => engine.failure()?.message,
+  };
+  const sys = { licenseStatus: license.status, metrics: async () => ({ contentType: metrics.contentType, text: await metrics.render() }) };
+  const routes = nodeRoutes(core, facts, replication, sys, wireGenerateRoot({ core, seal, lifecycle, log }));
+  const services = composeServices(core, replication.requests);
+  // As a performance primary, this node runs its secondaries' forwarded writes through the same routes.
+  replication.serveForwarded(forwardedExecutor(services, routes, (e) => log.error({ err: e }, 'forwarded write failed')));
+  await replication.start();
+
+  const http = await listen(config, { services, routes, storage, log });
   if (apiAddr === '' || /:0$/.test(apiAddr)) apiAddr = http.url;
   log.info({ api_addr: http.url }, 'http listening');
 
@@ -156,18 +215,18 @@ export async function startNode(config: NodeConfig, deps: { logger: Logger; now?
     core,
     engine,
     metrics,
-    dr: repl.dr,
-    performance: repl.performance,
-    events: repl.events,
+    replication,
+    dr: replication.drivers.dr,
+    performance: replication.drivers.performance,
+    events: replication.eventLog,
     routes,
     async stop() {
       clearInterval(tidy);
       // Listener first: no request may reach storage after it is closed.
       await http.close();
-      await repl.suspend();
+      await replication.stop();
       await core.sealNow().catch(() => undefined);
-      await engine.close();
-      await backend.close();
+      await storage.close();
       log.info('node stopped');
     },
   };

@@ -7,13 +7,11 @@
  *   registerReplicationGauges(registry, () => statusOf);   // statusOf(kind) -> status `data`
  */
 import { Gauge, type Registry } from 'prom-client';
+import { KINDS, type Kind } from '../core/replication/index.js';
 import { registerProgressGauges } from './replication-progress-metrics.js';
 import { num, statusGauges, type Snapshot } from './status-gauges.js';
 
-export type ReplicationKind = 'dr' | 'performance';
-export type StatusSource = (kind: ReplicationKind) => Promise<Record<string, unknown>>;
-
-const KINDS: readonly ReplicationKind[] = ['dr', 'performance'];
+export type StatusSource = (kind: Kind) => Promise<Record<string, unknown>>;
 
 /**
  * Registers the gauges; `source()` answers undefined until replication is wired (the registry

@@ -8,28 +8,20 @@ import { authMethodRoutes } from '../http/routes/auth-methods.js';
 import { mountRoutes } from '../http/routes/mounts.js';
 import { namespaceRoutes } from '../http/routes/namespaces.js';
 import { policyRoutes } from '../http/routes/policies.js';
-import { drOperationTokenRoutes, type DrOperationTokenService } from '../http/routes/dr-operation-token.js';
+import { drOperationTokenRoutes } from '../http/routes/dr-operation-token.js';
 import { generateRootRoutes, type GenerationService } from '../http/routes/generate-root.js';
-import { pathsFilterRoutes, replicationKindRoutes, type DrService, type KindService, type PathsFilterService } from '../http/routes/replication-kind.js';
-import { replicationRoutes, type ReplicationService } from '../http/routes/replication.js';
-import { replicationEventsRoutes, type EventsService } from '../http/routes/replication-events.js';
+import { pathsFilterRoutes, replicationKindRoutes } from '../http/routes/replication-kind.js';
+import { replicationRoutes } from '../http/routes/replication.js';
+import { replicationEventsRoutes } from '../http/routes/replication-events.js';
 import { sealRoutes, type NodeFacts } from '../http/routes/seal.js';
 import { systemRoutes, type SystemService } from '../http/routes/system.js';
 import { tokenRoutes } from '../http/routes/tokens.js';
 import { wrappingRoutes } from '../http/routes/wrapping.js';
+import type { ReplicationUnit } from '../replication/index.js';
 import type { VaultCore } from '../vault/core.js';
 
-export interface ReplicationRoutes {
-  readonly status: ReplicationService;
-  readonly dr: DrService;
-  readonly performance: KindService;
-  readonly pathsFilters: PathsFilterService;
-  readonly drTokens: DrOperationTokenService;
-  readonly resolveWrappingToken: (presented: string) => Promise<string>;
-  readonly events: EventsService;
-}
-
-export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationRoutes, sys: SystemService, generateRoot: GenerationService): Route[] {
+/** The routes over the core's services and the replication unit's facets (each route file declares what it needs). */
+export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationUnit, sys: SystemService, generateRoot: GenerationService): Route[] {
   return [
     ...sealRoutes(core, facts),
     ...generateRootRoutes(generateRoot),

@@ -6,9 +6,10 @@
  *   perKind('tessera_replication_lag_entries', 'help', (d) => num(d.lag_entries));
  */
 import { Gauge, type Registry } from 'prom-client';
+import type { Kind } from '../core/replication/index.js';
 
 export interface Snapshot {
-  readonly kind: 'dr' | 'performance';
+  readonly kind: Kind;
   readonly data: Record<string, unknown>;
 }
 

@@ -123,7 +123,7 @@ export async function wipeAndAdoptSeal(d: { readonly engine: StorageEngine; read
   await d.engine.wipe();
   if (!b) return;
   await d.seal.adoptFromPrimaryUnsealed(
-    { sealConfig: b.seal_config as never, encryptedKeyring: Buffer.from(b.encrypted_keyring, 'base64') },
+    { sealConfig: b.seal_config, encryptedKeyring: Buffer.from(b.encrypted_keyring, 'base64') },
     Buffer.from(b.keyring, 'base64'),
   );
   await d.core.reopen();

@@ -12,6 +12,7 @@
  *   const b64 = sealTo(pair.publicKeyB64, bundleBytes);         // on the primary
  *   const bundle = openSealed(b64, pair);                       // on the secondary
  */
+import type { Kind } from '../core/replication/index.js';
 import {
   SignJWT,
   decodeJwt,
@@ -94,7 +95,7 @@ export interface ActivationJwtRequest {
   readonly ttlSeconds: number;
   readonly now: Date;
   readonly clusterId?: string;
-  readonly kind?: 'dr' | 'performance';
+  readonly kind?: Kind;
 }
 
 /** A fresh P-521 key pair in both stored forms. */

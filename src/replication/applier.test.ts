@@ -4,6 +4,7 @@
  * secondary's own WAL with the upstream guard beside it, local writes interleave, the stream
  * resumes from the upstream guard after a restart, and local replicated writes are refused.
  */
+import type { Kind } from '../core/replication/index.js';
 import pino from 'pino';
 import { Unavailable } from '../core/errors.js';
 import { crossKindRefusal, KIND_POLICY } from '../core/replication/index.js';
@@ -19,7 +20,7 @@ const put = (key: string, value: string) => ({ type: 'put' as const, key, value:
 const opts = { walMaxEntries: 1000, walMaxBytes: 1 << 30 };
 const log = pino({ level: 'silent' });
 
-async function pair(kind: 'dr' | 'performance') {
+async function pair(kind: Kind) {
   const primary = await StorageEngine.open(new MemoryBackend(), opts);
   const secondaryBackend = new MemoryBackend();
   const secondary = await StorageEngine.open(secondaryBackend, opts);

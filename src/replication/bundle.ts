@@ -7,13 +7,14 @@
  *   const b = parseBundle(unwrapped.data);
  */
 import { z } from 'zod';
+import { KINDS } from '../core/replication/index.js';
 import { InvalidRequest } from '../core/errors.js';
 
 export const BUNDLE_VERSION = 1;
 
 const schema = z.object({
   v: z.literal(BUNDLE_VERSION),
-  kind: z.enum(['dr', 'performance']),
+  kind: z.enum(KINDS),
   cluster_id: z.string().min(1),
   secondary_id: z.string().min(1),
   primary_cluster_addr: z.string().min(1),
@@ -23,7 +24,8 @@ const schema = z.object({
   ca_pem: z.string().min(1),
   cert_pem: z.string().min(1),
   key_pem: z.string().min(1),
-  seal_config: z.record(z.string(), z.unknown()),
+  /** The primary's seal config (Shamir shares and threshold), adopted with its keyring. */
+  seal_config: z.object({ type: z.literal('shamir'), secret_shares: z.number().int(), secret_threshold: z.number().int() }),
   /** The primary's keyring sealed under its root key (base64): unseals with the primary's shares. */
   encrypted_keyring: z.string().min(1),
   /** The live keyring (base64), so the secondary serves without an unseal right after activation. */

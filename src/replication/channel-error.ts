@@ -3,7 +3,7 @@
  * PrimaryClient call, and every WAL stream that ends in error, rejects with a ChannelError whose
  * `reason` says what the caller should do about it. The gRPC client maps a call's status to it in
  * one table (src/transport/grpc/status.ts); the loopback test channel throws it directly, turning
- * what the primary's service threw into what the caller sees through `reasonOfServiceError`, the
+ * what the primary's service threw into what the caller sees through `reasonOfServiceCode`, the
  * same answer the gRPC server's status and the client's table give (status.test.ts checks they
  * agree for every ErrorCode). Callers branch on `e.reason` only after `e instanceof ChannelError`.
  *

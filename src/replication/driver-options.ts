@@ -62,7 +62,7 @@ export interface DriverOptions {
   readonly clusterListen: string;
   readonly apiAddr: () => string;
   readonly now?: () => number;
-  /** Heartbeat interval and timeout, and the longest a demote waits for secondaries (see dr-drain.ts). */
+  /** Heartbeat interval and timeout, and the longest a demote waits for secondaries (see applied-waits.ts). */
   readonly timing?: { readonly heartbeatMs?: number; readonly heartbeatTimeoutMs?: number; readonly demoteDrainTimeoutMs?: number };
   /** The mode of the other kind on this node, for the rules across kinds (crossKindRefusal). */
   readonly otherMode?: () => Mode;

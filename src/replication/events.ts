@@ -11,14 +11,13 @@
  *   for await (const item of events.follow({ after: 0, signal, heartbeatMs: 15_000 })) ...
  */
 import type { Logger } from 'pino';
-
-export type EventKind = 'dr' | 'performance';
+import type { Kind } from '../core/replication/index.js';
 
 export interface ReplicationEvent {
   readonly id: number;
   /** RFC 3339. */
   readonly time: string;
-  readonly kind: EventKind;
+  readonly kind: Kind;
   readonly type: string;
   readonly [detail: string]: unknown;
 }
@@ -50,7 +49,7 @@ export class ReplicationEvents {
    * Records an event without logging it, for a caller that writes the log line itself (the audit
    * trail puts the event's fields on its own line, so an operation is one line, not two).
    */
-  record(kind: EventKind, type: string, detail: Record<string, unknown> = {}): ReplicationEvent {
+  record(kind: Kind, type: string, detail: Record<string, unknown> = {}): ReplicationEvent {
     const safe: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(detail)) if (!RESERVED.has(k) && v !== undefined) safe[k] = v;
     const event: ReplicationEvent = { id: this.nextId++, time: new Date(this.o.now()).toISOString(), kind, type, ...safe };
@@ -67,14 +66,14 @@ export class ReplicationEvents {
   }
 
   /** Records and logs one event (level `error` for a verification mismatch, else `info`). */
-  emit(kind: EventKind, type: string, detail: Record<string, unknown> = {}, level: 'info' | 'warn' | 'error' = 'info'): ReplicationEvent {
+  emit(kind: Kind, type: string, detail: Record<string, unknown> = {}, level: 'info' | 'warn' | 'error' = 'info'): ReplicationEvent {
     const e = this.record(kind, type, detail);
     this.o.log?.[level](logFields(e), `replication event ${kind} ${type}`);
     return e;
   }
 
   /** An emitter bound to one kind. */
-  emitter(kind: EventKind): EmitEvent {
+  emitter(kind: Kind): EmitEvent {
     return (type, detail, level) => void this.emit(kind, type, detail, level);
   }
 

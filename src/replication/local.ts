@@ -7,6 +7,7 @@
  *   await repl.load();
  *   await repl.status('dr') // { mode: 'disabled', merkle_root: '…', last_wal: 12, … }
  */
+import type { Kind } from '../core/replication/index.js';
 import type { Logger } from 'pino';
 import { InvalidRequest } from '../core/errors.js';
 import { TREES, type CorruptionReport } from '../core/merkle.js';
@@ -36,7 +37,7 @@ export class LocalReplication {
   private meta: Meta = { lastReindexEpoch: 0, lastCorruptionCheckEpoch: 0, corrupted: false };
   private reindexState: Reindex = { running: false };
 
-  constructor(private readonly opts: { engine: MerkleEngine; now: () => number; log: Logger; role?: (kind: 'dr' | 'performance') => Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined> }) {}
+  constructor(private readonly opts: { engine: MerkleEngine; now: () => number; log: Logger; role?: (kind: Kind) => Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined> }) {}
 
   async load(): Promise<void> {
     const raw = await this.opts.engine.getSystem(META);
@@ -48,7 +49,7 @@ export class LocalReplication {
   }
 
   /** The block for one kind: the node's own Merkle and WAL facts, then the role's fields over them. */
-  async status(kind: 'dr' | 'performance'): Promise<Record<string, unknown>> {
+  async status(kind: Kind): Promise<Record<string, unknown>> {
     const guard = this.opts.engine.lastGuard();
     const r = this.reindexState;
     return {

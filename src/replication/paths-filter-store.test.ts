@@ -15,7 +15,7 @@ import { ScopedStore, type Store } from '../storage/store.js';
 import { Mounts, storagePrefix } from '../vault/mounts.js';
 import { Namespaces } from '../vault/namespaces.js';
 import { Policies } from '../vault/policies.js';
-import { loadFilterCatalog } from './filter-catalog.js';
+import { loadFilterCatalog } from '../vault/filter-catalog.js';
 import { PathsFilterStore } from './paths-filter-store.js';
 
 async function open(): Promise<{ engine: StorageEngine; store: Store }> {

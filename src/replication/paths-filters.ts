@@ -3,7 +3,7 @@
  * operator's set/read/delete of one secondary's filter, its dynamic filter, and the key filter the
  * stream and the Merkle hashes apply (PrimaryStreamer's `pathsFilter` hook).
  *
- *   const filters = new PathsFilters({ store: () => core.store(), registry: () => ['east', 'west'] });
+ *   const filters = new PathsFilters({ store: () => core.store(), registry: () => ['east', 'west'], catalog });
  *   await filters.set('east', { mode: 'deny', paths: ['team-a'] });   // validated first, then one commit
  *   await filters.dynamic('east');   // { dynamic_filtered_mounts: ['team-a/kv/'], dynamic_filtered_namespaces: ['team-a/'] }
  *   const kf = await filters.keyFilter('east');                      // undefined when none is set
@@ -14,14 +14,13 @@
  */
 import { InvalidRequest } from '../core/errors.js';
 import {
-  assertFilterPathsExist, dynamicFilter, filterAsGiven, forwardScope, keyFilter, type ForwardScope, parsePathsFilter, type DynamicFilter, type KeyFilter, type PathsFilter,
+  type Catalog, assertFilterPathsExist, dynamicFilter, filterAsGiven, forwardScope, keyFilter, type ForwardScope, parsePathsFilter, type DynamicFilter, type KeyFilter, type PathsFilter,
 } from '../core/paths-filter.js';
 import type { WalEntry } from '../core/wal.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { LocalKeys } from '../storage/keyspace.js';
 import type { Store } from '../storage/store.js';
 import { DYNAMIC_FILTER_KEY } from './applier.js';
-import { loadFilterCatalog } from './filter-catalog.js';
 import { PathsFilterStore } from './paths-filter-store.js';
 
 export interface PathsFiltersOptions {
@@ -31,6 +30,11 @@ export interface PathsFiltersOptions {
    * throws InvalidRequest, naming the mode, when this node is not a performance primary.
    */
   readonly registry: () => readonly string[];
+  /**
+   * The mounts, auth mounts and namespaces the filters judge, read from storage now (the vault
+   * owns their tables): every durable commit shows in it.
+   */
+  readonly catalog: () => Promise<Catalog>;
   /** Moves legacy one-array mount tables to one key per mount (a filter drops mounts by key). */
   readonly migrateLegacyTables?: () => Promise<void>;
 }
@@ -61,7 +65,7 @@ export class PathsFilters {
   async set(id: string, body: { readonly mode?: unknown; readonly paths?: unknown }): Promise<PathsFilter> {
     const filter = parsePathsFilter(body);
     this.known(id);
-    assertFilterPathsExist(filter, await loadFilterCatalog(this.o.store()));
+    assertFilterPathsExist(filter, await this.o.catalog());
     await this.o.migrateLegacyTables?.();
     await this.stored.set(id, filter);
     return filter;
@@ -86,24 +90,24 @@ export class PathsFilters {
   /** Spec 2.6: the mounts and namespaces the filter of `id` excludes now (empty lists without one). */
   async dynamic(id: string): Promise<DynamicFilter> {
     this.known(id);
-    return dynamicFilter(await this.stored.get(id), await loadFilterCatalog(this.o.store()));
+    return dynamicFilter(await this.stored.get(id), await this.o.catalog());
   }
 
   /** The key filter of `id` over the catalog as of now; undefined when it has no filter. */
   async keyFilter(id: string): Promise<KeyFilter | undefined> {
     const f = await this.stored.get(id);
     if (f === undefined) return undefined;
-    return keyFilter(f, (await loadFilterCatalog(this.o.store())).mounts);
+    return keyFilter(f, (await this.o.catalog()).mounts);
   }
 
   /** What a forwarded request of `id` may name here: what its filter lets it hold (no registry check). */
   async scopeFor(id: string): Promise<ForwardScope> {
-    return forwardScope(await this.stored.get(id), await loadFilterCatalog(this.o.store()));
+    return forwardScope(await this.stored.get(id), await this.o.catalog());
   }
 
   /** The dynamic filter of `id` from the current catalog, for the secondary to keep (no registry check). */
   async dynamicFor(id: string): Promise<DynamicFilter> {
-    return dynamicFilter(await this.stored.get(id), await loadFilterCatalog(this.o.store()));
+    return dynamicFilter(await this.stored.get(id), await this.o.catalog());
   }
 }
 

@@ -17,7 +17,7 @@
  *   progress.decorate('dr', roleStatus(...), Date.now());
  */
 import { RateEstimator, etaSeconds, walHeadroomEntries } from '../core/rate.js';
-import type { Kind } from '../core/replication/index.js';
+import { KINDS, type Kind } from '../core/replication/index.js';
 import type { ReplicationDriver } from './driver.js';
 
 export interface ProgressEngine {
@@ -42,7 +42,6 @@ interface KindRates {
 }
 
 const round2 = (n: number): number => Math.round(n * 100) / 100;
-const KINDS: readonly Kind[] = ['dr', 'performance'];
 
 export class ReplicationProgress {
   private readonly writes = new RateEstimator();

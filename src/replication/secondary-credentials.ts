@@ -107,7 +107,7 @@ export async function mintActivationToken(d: MintDeps, req: TokenRequest, now: n
     }
   }
   const path = `sys/replication/${d.kind}/primary/secondary-token`;
-  const wrapped = await d.core.wrap(bundle as unknown as Record<string, unknown>, req.ttlSeconds, path);
+  const wrapped = await d.core.wrap({ ...bundle }, req.ttlSeconds, path);
   const latest = d.primary() ?? p;
   await d.savePrimary({ ...latest, wrapAccessors: { ...latest.wrapAccessors, [req.id]: wrapped.accessor } });
   const jwt = await signActivationJwt(

@@ -8,7 +8,7 @@
  *   loop.start(); ... await loop.stop();
  */
 import type { Logger } from 'pino';
-import type { Behind } from '../core/replication/index.js';
+import type { Behind, Kind } from '../core/replication/index.js';
 import { VERSION } from '../core/version.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { applierFor, DYNAMIC_FILTER_KEY, type Applier } from './applier.js';
@@ -29,7 +29,7 @@ export interface SecondaryLoopOptions {
   readonly applier?: Applier;
   readonly connect: () => PrimaryClient;
   readonly secondaryId: string;
-  readonly kind: 'dr' | 'performance';
+  readonly kind: Kind;
   /** The version sent in the handshake; VERSION unless given. */
   readonly version?: string;
   readonly apiAddr: () => string;
@@ -99,7 +99,7 @@ export class SecondaryLoop {
   private readonly verifier: Verifier;
 
   constructor(private readonly o: SecondaryLoopOptions) {
-    this.applier = o.applier ?? applierFor('dr', o.engine);
+    this.applier = o.applier ?? applierFor(o.kind, o.engine);
     this.verifier = new Verifier({ kind: o.kind, engine: o.engine, now: () => this.now(), log: o.log, ...(o.emit ? { emit: o.emit } : {}) });
     this.progress = {
       state: 'idle', connection: 'idle', lastRemoteWal: this.applier.guard().index, primaryLastWal: 0n, primaryCommitTimeMs: 0,

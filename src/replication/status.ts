@@ -53,7 +53,7 @@ export interface WalRetention {
 
 export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, wal?: WalRetention): Record<string, unknown> {
   const s = dr.state;
-  const base = statusFields(s) as unknown as Record<string, unknown>;
+  const base: Record<string, unknown> = { ...statusFields(s) };
   switch (s.mode) {
     case 'disabled':
       return { mode: 'disabled', state: 'idle', ...(dr.material.lastError ? { last_error: dr.material.lastError } : {}) };

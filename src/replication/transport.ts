@@ -7,6 +7,7 @@
  *   const client = connectPrimary({ address: server.address, tls: clientTls });
  *   const info = await client.bootstrap({ secondaryId: 's1', version: VERSION, kind: 'dr', apiAddr, clusterAddr });
  */
+import type { Kind } from '../core/replication/index.js';
 import type { WalEntry } from '../core/wal.js';
 
 export { ChannelError, ChannelReason, channelErrorOfService, reasonOfServiceCode } from './channel-error.js';
@@ -36,7 +37,7 @@ export interface PingInfo {
 export interface BootstrapRequest {
   readonly secondaryId: string;
   readonly version: string;
-  readonly kind: 'dr' | 'performance';
+  readonly kind: Kind;
   readonly apiAddr: string;
   readonly clusterAddr: string;
 }

@@ -15,6 +15,7 @@
  * differ after a repair, the next one waits twice as long (REPAIR_BACKOFF_MS, up to
  * REPAIR_BACKOFF_MAX_MS): a defect that a sync cannot fix does not turn into a reconcile loop.
  */
+import type { Kind } from '../core/replication/index.js';
 import type { Logger } from 'pino';
 import type { StorageEngine } from '../storage/engine.js';
 import type { EmitEvent } from './events.js';
@@ -22,7 +23,7 @@ import { filteredView, servedTrees, type FilterSource } from './filtered-view.js
 import { servePolicy } from './serve-policy.js';
 
 /** The root of the trees `kind` replicates, as of now (a consistent pair with `lastGuard()` in the same tick). */
-export function replicatedRoot(engine: StorageEngine, kind: 'dr' | 'performance'): Buffer {
+export function replicatedRoot(engine: StorageEngine, kind: Kind): Buffer {
   return servePolicy(kind).servesTree(2) ? engine.merkleRoot() : engine.subtreeRoot(1);
 }
 
@@ -37,7 +38,7 @@ export interface RootAt {
  * the last index the secondary has been sent (`sentThrough`). Index and root are read in one tick,
  * so the root is the one at that index.
  */
-export function rootToVerify(engine: StorageEngine, kind: 'dr' | 'performance', sentThrough: bigint): RootAt | undefined {
+export function rootToVerify(engine: StorageEngine, kind: Kind, sentThrough: bigint): RootAt | undefined {
   const last = engine.lastGuard().index;
   if (sentThrough !== last || last === 0n) return undefined;
   return { wal: last, root: replicatedRoot(engine, kind) };
@@ -93,7 +94,7 @@ export class Verifier {
   private repairsSinceMatch = 0;
   private backoffMs = 0;
 
-  constructor(private readonly o: { kind: 'dr' | 'performance'; engine: StorageEngine; now: () => number; log: Logger; emit?: EmitEvent }) {}
+  constructor(private readonly o: { kind: Kind; engine: StorageEngine; now: () => number; log: Logger; emit?: EmitEvent }) {}
 
   get status(): VerificationStatus {
     return this.state;

@@ -1,6 +1,7 @@
 /**
  * Who is calling: the validated token's identity and what its policies allow.
  */
+import type { GrantCapability } from './policy.js';
 import type { TokenEntryView } from './token-entry.js';
 
 export interface Caller {
@@ -14,5 +15,5 @@ export interface Caller {
   /** Holds the root policy: may do anything, including create children with any policy. */
   readonly root: boolean;
   /** Capability check on a path relative to the caller's namespace. */
-  allows(path: string, capability: string): boolean;
+  allows(path: string, capability: GrantCapability): boolean;
 }

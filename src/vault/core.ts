@@ -1,8 +1,9 @@
 /**
- * The vault core: the services behind the HTTP routes, and the `Services` the dispatcher needs
+ * The vault core: the services behind the HTTP routes, and the `CoreServices` the dispatcher needs
  * (namespace resolution, authentication, mounted engines, wrapping). It owns the seal lifecycle:
  * on unseal it opens the barrier and loads the namespace, mount and policy caches; on seal it
- * drops them.
+ * drops them. Observers of the seal (replication, generate-root) follow it through the
+ * `SealLifecycle` given at construction (lifecycle.ts); the core knows nothing of replication.
  *
  *   const core = new VaultCore({ storage, seal, license, hosted: false });
  *   await core.start();
@@ -12,7 +13,6 @@ import { InvalidRequest, LicenseRequired, PermissionDenied, Sealed } from '../co
 import type { Store } from '../storage/store.js';
 import { ScopedStore } from '../storage/store.js';
 import type { SealManager, SealStatus, Cipher } from '../seal/index.js';
-import type { ForwardOutcome, ForwardRequest } from '../replication/transport.js';
 import type { Caller } from './caller.js';
 import { createKvEngine } from './kv/index.js';
 import type { LogicalResponse, Operation, PathHelp, SecretsEngine } from './logical.js';
@@ -22,6 +22,7 @@ import { Policies } from './policies.js';
 import { AuthMethods } from './auth/index.js';
 import { DEFAULT_TTL_LIMITS, TokenStore, type TtlLimits } from './tokens.js';
 import { Wrapping } from './wrapping.js';
+import { SealLifecycle } from './lifecycle.js';
 
 /** What the core needs from the storage engine. */
 export interface CoreStorage {
@@ -42,6 +43,8 @@ export interface CoreOptions {
   readonly now?: () => number;
   /** System bounds on token TTLs (config `max_lease_ttl`, `default_lease_ttl`). */
   readonly ttlLimits?: TtlLimits;
+  /** Told after every unseal and before every seal; a core of its own when not given. */
+  readonly lifecycle?: SealLifecycle;
 }
 
 export class VaultCore {
@@ -56,9 +59,11 @@ export class VaultCore {
   private secure: Store | undefined;
   private isInitialized = false;
   private readonly engines: Record<1 | 2, SecretsEngine>;
+  private readonly lifecycle: SealLifecycle;
 
   constructor(private readonly opts: CoreOptions) {
     this.seal = opts.seal;
+    this.lifecycle = opts.lifecycle ?? new SealLifecycle();
     const store = () => this.store();
     // Each refuses a path the other takes (see their constructors).
     this.namespaces = new Namespaces(store, (parent, name) => this.mounts.list(parent).find((m) => m.path.startsWith(name))?.path);
@@ -101,23 +106,6 @@ export class VaultCore {
   }
   private loaded = false;
 
-  /** Set by the node once replication is wired: whether this cluster is a DR secondary. */
-  drSecondaryCheck: () => boolean = () => false;
-  /**
-   * Set by the node's replication wiring: a performance secondary's way to forward a write of
-   * replicated data to its primary (the dispatcher calls it; see http/dispatch.ts `forwardable`).
-   */
-  forwardWrite: ((req: ForwardRequest) => Promise<ForwardOutcome>) | undefined = undefined;
-  /** Set by the replication wiring: the wait for replicated data applied so far to be visible, if any. */
-  visible: () => Promise<void> | undefined = () => undefined;
-  /** Run after every unseal (barrier open, caches loaded) and before every seal. */
-  readonly onOpened: Array<() => Promise<void>> = [];
-  readonly onSealing: Array<() => Promise<void>> = [];
-
-  drSecondary(): boolean {
-    return this.drSecondaryCheck();
-  }
-
   /** sys/init: shares of a new root key and a root token; the node stays sealed, as Vault. */
   async initialize(req: { secret_shares: number; secret_threshold: number; rootTokenId?: string }): Promise<{ keys: string[]; keys_base64: string[]; root_token: string }> {
     const result = await this.seal.init({ secret_shares: req.secret_shares, secret_threshold: req.secret_threshold });
@@ -138,7 +126,7 @@ export class VaultCore {
   }
 
   async sealNow(): Promise<void> {
-    if (this.secure !== undefined) for (const hook of this.onSealing) await hook();
+    if (this.secure !== undefined) await this.lifecycle.sealing();
     await this.seal.seal();
     this.secure = undefined;
     this.loaded = false;
@@ -148,7 +136,7 @@ export class VaultCore {
   private async opened(): Promise<void> {
     await this.reopen();
     this.loaded = true;
-    for (const hook of this.onOpened) await hook();
+    await this.lifecycle.opened();
   }
 
   /** Rebinds the barrier to the live keyring (it changes at DR activation) and reloads caches. */
@@ -185,7 +173,7 @@ export class VaultCore {
       policies: entry.policies,
       namespace: entry.namespace_path,
       root: entry.policies.includes('root'),
-      allows: (path, capability) => acl.allows(path, capability as never),
+      allows: (path, capability) => acl.allows(path, capability),
     });
     check(caller(seen));
     // An unlimited token has no use to spend: the entry already read is the one to act with (no

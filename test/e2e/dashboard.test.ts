@@ -6,6 +6,7 @@
  * filter; once the DR secondary is paused (SIGSTOP) it shows it disconnected. A screenshot is
  * taken every run; UPDATE_SCREENSHOT=1 also writes it to docs/dashboard.png for the README.
  */
+import type { Kind } from '../../src/core/replication/index.js';
 import { copyFileSync, mkdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +23,7 @@ afterAll(async () => {
 });
 
 /** What the page shows for one kind, read through the DOM. */
-async function kindView(page: Page, kind: 'dr' | 'performance') {
+async function kindView(page: Page, kind: Kind) {
   return page.$eval(`section[data-kind="${kind}"]`, (s) => ({
     mode: s.getAttribute('data-mode'),
     role: s.querySelector('.role')?.textContent ?? '',

@@ -5,6 +5,7 @@
  * write only once its connected DR secondaries applied it); both performance secondaries follow
  * it by address (update_primary_addrs, no new token), filters intact, then serve and forward again.
  */
+import type { Kind } from '../../src/core/replication/index.js';
 import {
   activateSecondary, drOperationToken, enablePrimary, eventually, generateRoot, initAndUnseal, PERF, replStatus, secondaryToken,
   setPathsFilter, startWriter, useHarness, vault, waitInSync, DR, type StartedNode, type Writer,
@@ -25,7 +26,7 @@ test('SIGKILL the primary under forwarded writes: the promoted DR secondary hold
     expect((await pv.put('other/data/o', { data: { value: 'o' } })).status).toBe(200);
     await enablePrimary(p.apiAddr, pk.rootToken, '', 'performance');
     await enablePrimary(p.apiAddr, pk.rootToken, '', 'dr');
-    const join = async (node: StartedNode, id: string, kind: 'dr' | 'performance') => {
+    const join = async (node: StartedNode, id: string, kind: Kind) => {
       const own = await initAndUnseal(node.apiAddr);
       await activateSecondary(node.apiAddr, own.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, id, undefined, kind), kind);
       // The enabling root token does not survive a performance activation: root there comes from the primary's shares.

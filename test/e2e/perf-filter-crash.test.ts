@@ -8,6 +8,7 @@
  * Data sets, not Merkle roots, are compared on performance secondaries: their root also covers
  * their own local data. The mounts are KV v1 so one secret is one key and a LIST shows them all.
  */
+import type { Kind } from '../../src/core/replication/index.js';
 import {
   activateSecondary, enablePrimary, eventually, filteredSet, generateRoot, initAndUnseal, kvDataSet, PERF, replStatus, secondaryToken,
   setPathsFilter, unseal, useHarness, vault, waitInSync, type InitResult, type KvDataSet, type StartedNode,
@@ -45,7 +46,7 @@ test('a performance secondary killed while its filter changes restarts into exac
 
   // Tokens are local to a performance secondary, and the enabling one does not survive the
   // activation: each gets a root token of its own from the primary's shares.
-  const join = async (node: StartedNode, id: string, kind: 'dr' | 'performance'): Promise<{ node: StartedNode; token: string }> => {
+  const join = async (node: StartedNode, id: string, kind: Kind): Promise<{ node: StartedNode; token: string }> => {
     const own = await initAndUnseal(node.apiAddr);
     await activateSecondary(node.apiAddr, own.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, id, undefined, kind), kind);
     return { node, token: kind === 'performance' ? await generateRoot(node.apiAddr, pk.keys) : own.rootToken };

@@ -18,7 +18,8 @@ import { decodeOtp } from '../../src/replication/operation-token-encoding.js';
 import { eventually } from './eventually.js';
 import { vault, type Body, type VaultOptions } from './http.js';
 
-export type Kind = 'dr' | 'performance';
+export type { Kind } from '../../src/core/replication/index.js';
+import type { Kind } from '../../src/core/replication/index.js';
 export const DR = 'sys/replication/dr';
 export const PERF = 'sys/replication/performance';
 /** `sys/replication/<kind>`. */

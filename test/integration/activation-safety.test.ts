@@ -3,11 +3,11 @@
  * bounded; a token the primary would refuse is refused before the node wipes its data.
  * In-process nodes over real gRPC/mTLS and real LevelDB.
  */
+import { KINDS } from '../../src/core/replication/index.js';
 import { generateRoot } from '../harness/dr.js';
 import { base, inSync, replStatus, secondaryToken, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
-const KINDS: readonly Kind[] = ['dr', 'performance'];
 
 let p: TestNode;
 beforeAll(async () => {

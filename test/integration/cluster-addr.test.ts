@@ -4,6 +4,7 @@
  * and as `host:port`, status answers `https://host:port`, a malformed address is a 400 that changes
  * nothing, and update-primary says what each address it probed did.
  */
+import { KINDS } from '../../src/core/replication/index.js';
 import { activateSecondary, freePort, generateRoot } from '../harness/dr.js';
 import { joinSecondary } from '../harness/cluster.js';
 import { DR, PERF, drOperationToken, inSync, replStatus, secondaryToken, type Kind } from '../support/dr.js';
@@ -28,7 +29,7 @@ async function updatePrimary(s: TestNode, kind: Kind, auth: string | undefined, 
     : s.call('POST', `${PERF}/secondary/update-primary`, body);
 }
 
-describe.each(['dr', 'performance'] as const)('%s replication', (kind) => {
+describe.each(KINDS)('%s replication', (kind) => {
   const base = kind === 'dr' ? DR : PERF;
   test('status answers in Vault\'s form; update_primary_addrs takes https://host:port and host:port', async () => {
     const p = await node();

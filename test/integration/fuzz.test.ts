@@ -26,6 +26,7 @@
  * reproduces a run, FUZZ_REQUESTS=<n> changes the count. On a failure the batch's offending
  * request is in the message (shrinking is off: a batch is replayed from the seed instead).
  */
+import { KINDS } from '../../src/core/replication/index.js';
 import http from 'node:http';
 import fc from 'fast-check';
 import { startCluster, useHarness, waitInSync, type Cluster, type InProcessNode } from '../harness/index.js';
@@ -186,7 +187,7 @@ async function canaryOn(t: Target): Promise<string> {
 test('valid tokens never reach the destructive endpoints (the exclusion list), whatever the prefix or query', () => {
   const refused = [
     ['PUT', '/v1/sys/seal'], ['PUT', '/v1/sys/step-down'], ['POST', '/v1/ns1/sys/seal?x=1'],
-    ...['dr', 'performance'].flatMap((k) => ['primary/enable', 'primary/disable', 'primary/demote', 'primary/revoke-secondary', 'secondary/enable', 'secondary/disable', 'secondary/promote', 'secondary/update-primary'].map((o) => ['POST', `/v1/sys/replication/${k}/${o}`])),
+    ...KINDS.flatMap((k) => ['primary/enable', 'primary/disable', 'primary/demote', 'primary/revoke-secondary', 'secondary/enable', 'secondary/disable', 'secondary/promote', 'secondary/update-primary'].map((o) => ['POST', `/v1/sys/replication/${k}/${o}`])),
     ['POST', '/v1/sys/replication/performance/primary/paths-filter/perf'], ['DELETE', '/v1/sys/replication/performance/primary/paths-filter/perf'],
     ['POST', '/v1/sys/replication/reindex'], ['POST', '/v1/sys/replication/dr/secondary/reindex'],
     ['PUT', '/v1/sys/generate-root/attempt'], ['DELETE', '/v1/sys/generate-root/attempt'], ['PUT', '/v1/sys/replication/dr/secondary/generate-operation-token/attempt'],

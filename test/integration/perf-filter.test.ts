@@ -7,7 +7,7 @@
  */
 import { jest } from '@jest/globals';
 import { keyFilter, type PathsFilter } from '../../src/core/paths-filter.js';
-import { loadFilterCatalog } from '../../src/replication/filter-catalog.js';
+import { loadFilterCatalog } from '../../src/vault/filter-catalog.js';
 import { eventually } from '../harness/eventually.js';
 import { joinSecondary } from '../harness/cluster.js';
 import { drOperationToken, inSync, PERF, replStatus } from '../support/dr.js';

@@ -2,6 +2,7 @@
  * Replication endpoints that make sense on one node: status shapes and types, license and hosted
  * rules, Merkle check of an on-disk corruption and its repair by reindex, and metrics.
  */
+import { KINDS } from '../../src/core/replication/index.js';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openLevelBackend } from '../../src/storage/leveldb.js';
@@ -18,7 +19,7 @@ describe('status', () => {
   it('reports a disabled kind with strictly typed fields, unauthenticated', async () => {
     const all = await n.call('GET', 'sys/replication/status', undefined, { token: null });
     expect(all.status).toBe(200);
-    for (const kind of ['dr', 'performance']) {
+    for (const kind of KINDS) {
       const b = all.body.data[kind];
       expect(b.mode).toBe('disabled');
       expect(typeof b.last_wal).toBe('number');

@@ -5,6 +5,7 @@
  * behind replication's back (a key written straight into its engine) reports the mismatch in
  * status and as an event, repairs it by a Merkle sync, and says so (events, status, metrics).
  */
+import { KINDS } from '../../src/core/replication/index.js';
 import { roleStatus } from '../../src/replication/status.js';
 import { eventually } from '../harness/eventually.js';
 import { joinSecondary } from '../harness/cluster.js';
@@ -37,7 +38,7 @@ async function verifiedAt(p: TestNode, s: TestNode, kind: Kind): Promise<any> {
   }, { timeoutMs: 15_000 });
 }
 
-it.each(['dr', 'performance'] as const)('%s: last_verified_wal follows the primary\'s writes, with no mismatch', async (kind) => {
+it.each(KINDS)('%s: last_verified_wal follows the primary\'s writes, with no mismatch', async (kind) => {
   const p = await node();
   const s = await node();
   await joinSecondary(p, s, 'east', kind);

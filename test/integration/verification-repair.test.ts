@@ -12,6 +12,7 @@
  * Also (item 13): the diff phase of that second reconcile shows its own progress (nothing yet),
  * not the activation sync's final figures.
  */
+import { KINDS } from '../../src/core/replication/index.js';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { roleStatus } from '../../src/replication/status.js';
@@ -47,7 +48,7 @@ async function divergedPair(kind: Kind): Promise<{ p: TestNode; s: TestNode; raw
   return { p, s, rawKey, events };
 }
 
-describe.each(['dr', 'performance'] as const)('%s: a verification mismatch', (kind) => {
+describe.each(KINDS)('%s: a verification mismatch', (kind) => {
   it('is repaired by the secondary itself, by a Merkle diff and sync, and status and events say so', async () => {
     const { p, s, rawKey, events } = await divergedPair(kind);
     const lastWal = async () => (await replStatus(p, kind))[kind === 'dr' ? 'last_dr_wal' : 'last_performance_wal'];

@@ -1,7 +1,7 @@
 /**
  * Test support for the replication driver's unit tests: one node as the driver sees it (the
  * storage engine over the in-memory backend, its seal, the vault core, and one driver of `kind`),
- * composed as src/node/replication.ts composes them but without HTTP or gRPC: the channel is the
+ * composed as the replication unit (src/replication/unit.ts) composes them but without HTTP or gRPC: the channel is the
  * loopback network (test/support/loopback.ts), the clock injected.
  *
  *   const net = loopbackNetwork();
@@ -15,7 +15,7 @@ import { SealManager } from '../../src/seal/index.js';
 import { StorageEngine } from '../../src/storage/engine.js';
 import { MemoryBackend } from '../../src/storage/memory.js';
 import { VaultCore } from '../../src/vault/core.js';
-import { coreHooks } from '../../src/node/replication.js';
+import { vaultCatalog } from '../../src/node/vault-catalog.js';
 import { ReplicationDriver, type ReplicationTransport } from '../../src/replication/driver.js';
 
 /** Wall time plus an offset a test moves forward. */
@@ -56,7 +56,7 @@ export async function driverNode(kind: Kind, name: string, transport: Replicatio
     kind,
     engine,
     seal,
-    core: coreHooks(core),
+    core: vaultCatalog(core),
     transport,
     log: pino({ level: 'silent' }),
     clusterListen: `loop:${name}`,

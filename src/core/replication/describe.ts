@@ -7,6 +7,7 @@
  *   throw refusalError(r.error)   // InvalidRequest (400)
  */
 import { InvalidRequest, type TesseraError } from '../errors.js';
+import { KIND_POLICY } from './policy.js';
 import {
   lookupSecondary,
   TokenStatus,
@@ -62,7 +63,7 @@ export function allowedEvents(state: State): readonly EventType[] {
 }
 
 export function kindLabel(state: State): string {
-  return state.kind === 'dr' ? 'DR' : 'performance';
+  return KIND_POLICY[state.kind].label;
 }
 
 /** "this cluster is a DR primary" and the like. */

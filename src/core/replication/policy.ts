@@ -6,7 +6,7 @@
  *   p.trees        // Merkle subtrees a secondary of this kind streams and reconciles
  *   p.record.key   // where the role record lives (p.record.keyClass says in which class)
  */
-import type { Kind } from './types.js';
+import { Kind } from './types.js';
 
 export interface KindPolicy {
   readonly kind: Kind;
@@ -86,7 +86,13 @@ export const KIND_POLICY: Readonly<Record<Kind, KindPolicy>> = {
   },
 };
 
-export const KINDS: readonly Kind[] = ['dr', 'performance'];
+/** Every kind, in the order status, metrics and events list them. */
+export const KINDS = [Kind.dr, Kind.performance] as const satisfies readonly Kind[];
+
+/** The other kind: each kind's rules across kinds name it. */
+export function otherKind(kind: Kind): Kind {
+  return kind === Kind.dr ? Kind.performance : Kind.dr;
+}
 
 /** Modes as far as the rules across kinds need them. */
 type ModeOf = 'disabled' | 'primary' | 'secondary' | 'bootstrapping';
@@ -104,7 +110,7 @@ export function crossKindRefusal(kind: Kind, intent: 'enableSecondary' | 'other'
     return 'this cluster is a DR secondary: it has no performance replication role of its own (it takes over its primary\'s when promoted)';
   }
   if (intent === 'enableSecondary' && other !== 'disabled') {
-    const otherLabel = KIND_POLICY[kind === 'dr' ? 'performance' : 'dr'].label;
+    const otherLabel = KIND_POLICY[otherKind(kind)].label;
     return `${otherLabel} replication is ${other} on this cluster; enabling a ${KIND_POLICY[kind].label} secondary wipes all data, so disable ${otherLabel} replication first`;
   }
   return undefined;

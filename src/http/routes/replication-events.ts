@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { InvalidRequest } from '../../core/errors.js';
-import type { FollowItem, ReplicationEvent } from '../../replication/events.js';
+import type { FollowItem, ReplicationEvent } from '../../replication/index.js';
 import { ok, streamed } from '../reply.js';
 import { op, type Route } from '../route.js';
 

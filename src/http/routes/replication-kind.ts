@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import { vaultClusterAddr } from '../../core/cluster-addr.js';
-import { InvalidRequest } from '../../core/errors.js';
+import { Internal, InvalidRequest } from '../../core/errors.js';
 import { KIND_POLICY, type Kind } from '../../core/replication/index.js';
 import { boolish, duration, stringList } from '../fields.js';
 import { bare, noContent, ok, type Reply } from '../reply.js';
@@ -93,6 +93,8 @@ export function pathsFilterRoutes(svc: PathsFilterService): Route[] {
 
 const required = (name: string) => z.string({ error: `missing required field "${name}"` }).min(1, `missing required field "${name}"`);
 const opToken = required('dr_operation_token');
+/** A secondary operation's fields alone, and with the DR operation token (KIND_POLICY's secondaryAuth picks one). */
+const secondaryFields = <S extends z.ZodRawShape>(fields: z.ZodObject<S>) => ({ fields, withToken: fields.extend({ dr_operation_token: opToken }) });
 
 export function replicationKindRoutes(kind: 'dr', dr: DrService): Route[];
 export function replicationKindRoutes(kind: 'performance', svc: KindService): Route[];
@@ -101,25 +103,27 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
   const P = `sys/replication/${kind}/primary`;
   const S = `sys/replication/${kind}/secondary`;
   const LICENSE = { feature: policy.license } as const;
-  const dr = svc as DrService;
-  const name = kind === 'dr' ? 'DR' : 'performance';
-  const sudo = (pattern: string, summary: string, fields: z.ZodType<any>, handler: (f: any, ctx: RouteContext<any>) => Promise<Reply>): Route => ({
+  // DR's additions, present on the DR service only (the overloads above say which kind passes which).
+  const drOnly = 'checkOperationToken' in svc ? svc : undefined;
+  const name = policy.label;
+  const sudo = <F>(pattern: string, summary: string, fields: z.ZodType<F>, handler: (f: F, ctx: RouteContext<F>) => Promise<Reply>): Route => ({
     pattern, access: 'sudo', scope: 'node', license: LICENSE, operations: { update: op(fields, async (ctx) => handler(ctx.fields, ctx), summary) },
   });
   const withOpToken = <F extends { dr_operation_token: string }>(pattern: string, summary: string, fields: z.ZodType<F>, handler: (f: F) => Promise<Reply>): Route => ({
     pattern, access: 'body', scope: 'node', drSecondary: true, license: LICENSE,
     operations: {
       update: op(fields, async ({ fields: f }) => {
-        await dr.checkOperationToken(f.dr_operation_token, pattern);
+        if (!drOnly) throw new Internal(`${policy.label} replication has no DR operation tokens`);
+        await drOnly.checkOperationToken(f.dr_operation_token, pattern);
         return handler(f);
       }, summary),
     },
   });
   /** A secondary operation, authorized as the kind says (KIND_POLICY.secondaryAuth). */
-  const secondaryOp = <F>(pattern: string, summary: string, fields: z.ZodObject<any>, handler: (f: F) => Promise<Reply>): Route =>
+  const secondaryOp = <F, G extends F & { dr_operation_token: string }>(pattern: string, summary: string, schemas: { fields: z.ZodType<F>; withToken: z.ZodType<G> }, handler: (f: F) => Promise<Reply>): Route =>
     policy.secondaryAuth === 'dr-operation-token'
-      ? withOpToken(pattern, summary, fields.extend({ dr_operation_token: opToken }) as any, handler as any)
-      : sudo(pattern, summary, fields, async (f) => handler(f));
+      ? withOpToken(pattern, summary, schemas.withToken, handler)
+      : sudo(pattern, summary, schemas.fields, async (f) => handler(f));
   const Reindex = z.object({ dr_operation_token: opToken, diff: boolish.default(false), force: boolish.default(false), skip_flush: boolish.default(false) });
   const UpdatePrimary = z.object({
     token: z.string().optional(),
@@ -131,11 +135,11 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
 
   return [
     sudo(`${P}/enable`, `Enable ${name} replication on this node as a primary.`, z.object({ primary_cluster_addr: z.string().default('') }), async (f) => {
-      await dr.enablePrimary(f.primary_cluster_addr);
+      await svc.enablePrimary(f.primary_cluster_addr);
       return noContent();
     }),
     sudo(`${P}/demote`, `Demote this ${name} primary to a secondary of its replication set.`, z.object({}).passthrough(), async () => {
-      const report = await dr.demote();
+      const report = await svc.demote();
       const unconfirmed = Array.isArray(report['unconfirmed']) ? report['unconfirmed'].length : 0;
       const warnings = unconfirmed > 0
         ? [`${unconfirmed} secondaries did not confirm the last WAL index; promoting one of them may lose writes (see unconfirmed)`]
@@ -143,39 +147,39 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
       return ok({ ...report }, warnings.length > 0 ? { warnings } : {});
     }),
     sudo(`${P}/disable`, `Disable ${name} replication on this primary.`, z.object({}).passthrough(), async () => {
-      await dr.disablePrimary();
+      await svc.disablePrimary();
       return noContent();
     }),
     sudo(`${P}/secondary-token`, `Generate a wrapped token that activates a ${name} secondary.`, z.object({ id: required('id'), ttl: duration.default(1800), secondary_public_key: z.string().default('') }), async (f) => {
-      const r = await dr.secondaryToken({ id: f.id, ttlSeconds: f.ttl, secondaryPublicKey: f.secondary_public_key });
+      const r = await svc.secondaryToken({ id: f.id, ttlSeconds: f.ttl, secondaryPublicKey: f.secondary_public_key });
       if (r.token !== undefined) return ok({ token: r.token });
       return { kind: 'envelope', data: null, wrapInfo: r.wrapInfo ?? null };
     }),
     sudo(`${P}/revoke-secondary`, `Revoke a ${name} secondary's permission to connect to this primary.`, z.object({ id: required('id') }), async (f) => {
-      await dr.revokeSecondary(f.id);
+      await svc.revokeSecondary(f.id);
       return noContent();
     }),
-    sudo(`${S}/generate-public-key`, 'Generate the public key a primary encrypts the secondary token with.', z.object({}).passthrough(), async () => ok({ secondary_public_key: await dr.generatePublicKey() })),
+    sudo(`${S}/generate-public-key`, 'Generate the public key a primary encrypts the secondary token with.', z.object({}).passthrough(), async () => ok({ secondary_public_key: await svc.generatePublicKey() })),
     sudo(`${S}/enable`, `Enable ${name} replication on this node as a secondary, with a token from its primary.`, z.object({ token: required('token'), primary_api_addr: z.string().default(''), ca_file: z.string().default(''), ca_path: z.string().default('') }), async (f, ctx) => {
       // A root caller gets its token back if the activation fails after the wipe (nothing else
       // could authorize a new secondary/enable on the emptied node).
       const restore = ctx.caller?.root === true ? { restoreToken: ctx.caller.token } : {};
-      await dr.enableSecondary({ token: f.token, primaryApiAddr: f.primary_api_addr, caFile: f.ca_file, caPath: f.ca_path, ...restore });
+      await svc.enableSecondary({ token: f.token, primaryApiAddr: f.primary_api_addr, caFile: f.ca_file, caPath: f.ca_path, ...restore });
       return noContent();
     }),
-    secondaryOp<{ primary_cluster_addr: string; force: boolean }>(`${S}/promote`, `Promote this ${name} secondary to a primary.`, z.object({ primary_cluster_addr: z.string().default(''), force: boolish.default(false) }), async (f) => {
-      await dr.promote({ force: f.force, primaryClusterAddr: f.primary_cluster_addr });
+    secondaryOp(`${S}/promote`, `Promote this ${name} secondary to a primary.`, secondaryFields(z.object({ primary_cluster_addr: z.string().default(''), force: boolish.default(false) })), async (f) => {
+      await svc.promote({ force: f.force, primaryClusterAddr: f.primary_cluster_addr });
       return noContent();
     }),
-    secondaryOp(`${S}/disable`, `Disable ${name} replication on this secondary.`, z.object({}), async () => {
-      await dr.disableSecondary();
+    secondaryOp<object, { dr_operation_token: string }>(`${S}/disable`, `Disable ${name} replication on this secondary.`, secondaryFields(z.object({})), async () => {
+      await svc.disableSecondary();
       return noContent();
     }),
-    secondaryOp<z.infer<typeof UpdatePrimary>>(`${S}/update-primary`, `Point this ${name} secondary at a new primary.`, UpdatePrimary, async (f) => {
+    secondaryOp(`${S}/update-primary`, `Point this ${name} secondary at a new primary.`, secondaryFields(UpdatePrimary), async (f) => {
       if (f.token !== undefined && f.update_primary_addrs !== undefined) {
         throw new InvalidRequest('token and update_primary_addrs are mutually exclusive; send exactly one');
       }
-      const { forgotten } = await dr.updatePrimary({
+      const { forgotten } = await svc.updatePrimary({
         ...(f.token !== undefined ? { token: f.token } : {}),
         ...(f.update_primary_addrs !== undefined ? { addrs: f.update_primary_addrs } : {}),
         primaryApiAddr: f.primary_api_addr,
@@ -192,13 +196,13 @@ export function replicationKindRoutes(kind: Kind, svc: KindService | DrService):
         ],
       });
     }),
-    ...(kind === 'dr'
+    ...(drOnly
       ? [
           withOpToken(`${S}/reindex`, 'Rebuild the Merkle index of this DR secondary.', Reindex, async (f) => {
-            const { warnings } = await dr.reindex({ diff: f.diff, force: f.force, skipFlush: f.skip_flush });
+            const { warnings } = await drOnly.reindex({ diff: f.diff, force: f.force, skipFlush: f.skip_flush });
             return ok(null, { warnings });
           }),
-          withOpToken(`${S}/merkle-check`, "Check this DR secondary's Merkle index against its storage.", z.object({ dr_operation_token: opToken }), async () => ok(await dr.merkleCheck())),
+          withOpToken(`${S}/merkle-check`, "Check this DR secondary's Merkle index against its storage.", z.object({ dr_operation_token: opToken }), async () => ok(await drOnly.merkleCheck())),
         ]
       : []),
   ];

@@ -3,15 +3,14 @@
  * Merkle maintenance endpoints (sudo, root namespace only, licensed).
  */
 import { z } from 'zod';
+import { KIND_POLICY, type Kind } from '../../core/replication/index.js';
 import { boolish, empty } from '../fields.js';
 import { ok } from '../reply.js';
 import { op, type Route } from '../route.js';
 
-export type ReplicationKind = 'dr' | 'performance';
-
 /** What these routes need from the replication side of the node. */
 export interface ReplicationService {
-  status(kind: ReplicationKind): Promise<Record<string, unknown>>;
+  status(kind: Kind): Promise<Record<string, unknown>>;
   reindex(opts: { diff: boolean; force: boolean; skipFlush: boolean }): Promise<{ warnings: string[] }>;
   merkleCheck(): Promise<Record<string, unknown>>;
 }
@@ -22,14 +21,13 @@ const ReindexBody = z.object({
   skip_flush: boolish.default(false),
 });
 
-const FEATURE: Readonly<Record<ReplicationKind, string>> = { dr: 'dr-replication', performance: 'performance-replication' };
 
 export function replicationRoutes(repl: ReplicationService): Route[] {
-  const statusRoute = (kind: ReplicationKind): Route => ({
+  const statusRoute = (kind: Kind): Route => ({
     pattern: `sys/replication/${kind}/status`,
     access: 'public',
     drSecondary: true,
-    license: { feature: FEATURE[kind], hostedOk: true },
+    license: { feature: KIND_POLICY[kind].license, hostedOk: true },
     operations: { read: op(empty, async () => ok(await repl.status(kind)), `Read the ${kind === 'dr' ? 'DR' : 'performance'} replication status of this node.`) },
   });
   return [
@@ -37,7 +35,7 @@ export function replicationRoutes(repl: ReplicationService): Route[] {
       pattern: 'sys/replication/status',
       access: 'public',
       drSecondary: true,
-      license: { feature: FEATURE.dr, hostedOk: true },
+      license: { feature: KIND_POLICY.dr.license, hostedOk: true },
       operations: {
         read: op(empty, async () => ok({ dr: await repl.status('dr'), performance: await repl.status('performance') }), 'Read the status of both kinds of replication on this node.'),
       },
@@ -48,7 +46,7 @@ export function replicationRoutes(repl: ReplicationService): Route[] {
       pattern: 'sys/replication/reindex',
       access: 'sudo',
       scope: 'node',
-      license: { feature: FEATURE.dr },
+      license: { feature: KIND_POLICY.dr.license },
       operations: {
         update: op(ReindexBody, async ({ fields }) => {
           const { warnings } = await repl.reindex({ diff: fields.diff, force: fields.force, skipFlush: fields.skip_flush });
@@ -60,7 +58,7 @@ export function replicationRoutes(repl: ReplicationService): Route[] {
       pattern: 'sys/replication/merkle-check',
       access: 'sudo',
       scope: 'node',
-      license: { feature: FEATURE.dr },
+      license: { feature: KIND_POLICY.dr.license },
       operations: { update: op(empty, async () => ok(await repl.merkleCheck()), "Check the Merkle index of this node's replicated data against its storage.") },
     },
   ];

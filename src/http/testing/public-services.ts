@@ -16,5 +16,6 @@ export const publicServices: Services = {
   },
   requireLicense: () => {},
   logical: async () => undefined,
+  engineHelp: async () => undefined,
   wrap: async () => ({}),
 };

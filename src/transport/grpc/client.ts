@@ -9,10 +9,10 @@
  *   client.close();
  */
 import * as grpc from '@grpc/grpc-js';
-import type { ConnectionState, PrimaryClient, StreamHandle, TlsMaterial } from '../../replication/transport.js';
+import type { ConnectionState, PrimaryClient, StreamHandle, TlsMaterial } from '../../replication/index.js';
 import { decode, encode } from './codec.js';
 import { MAX_MESSAGE_BYTES, loadReplication, type RawClient, type Unary } from './proto.js';
-import { ChannelError, ChannelReason } from '../../replication/transport.js';
+import { ChannelError, ChannelReason } from '../../replication/index.js';
 import { channelErrorOf } from './status.js';
 import type * as wire from './wire.js';
 

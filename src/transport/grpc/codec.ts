@@ -7,6 +7,7 @@
  *   const raw = encode.streamMessage({ type: 'heartbeat', lastWal: 7n, lastCommitTimeMs, sentAtMs });
  *   decode.streamMessage(raw); // deep-equal to what went in
  */
+import { KINDS } from '../../core/replication/index.js';
 import { ErrorCode, TesseraError } from '../../core/errors.js';
 import type { WalEntry, WalOp } from '../../core/wal.js';
 import type {
@@ -23,7 +24,7 @@ import type {
   SnapshotInfo,
   StreamMessage,
   StreamOutcome,
-} from '../../replication/transport.js';
+} from '../../replication/index.js';
 import type * as wire from './wire.js';
 
 /** A message that decodes as protobuf but breaks the contract; or a domain value that cannot be sent. */
@@ -38,7 +39,6 @@ export type Tree = 1 | 2;
 const U64_MAX = (1n << 64n) - 1n;
 const DIGITS = /^\d{1,20}$/;
 const OUTCOMES: readonly StreamOutcome[] = ['ok', 'not_retained', 'non_matching_guard'];
-const KINDS: readonly BootstrapRequest['kind'][] = ['dr', 'performance'];
 
 function u64(n: bigint, what: string): wire.U64 {
   if (n < 0n || n > U64_MAX) throw new MalformedMessage(`${what} ${n} is not a uint64`);

@@ -11,5 +11,5 @@
 export { createClusterServer, serveReplication, type ClusterServer, type ClusterServerOptions, type KindRegistration, type ServeOptions } from './server.js';
 export { SniServerCredentials } from './sni-credentials.js';
 export { connectPrimary, type ConnectOptions } from './client.js';
-export { ChannelError, ChannelReason } from '../../replication/transport.js';
+export { ChannelError, ChannelReason } from '../../replication/index.js';
 export { MalformedMessage } from './codec.js';

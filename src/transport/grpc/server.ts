@@ -21,8 +21,8 @@
 import { X509Certificate } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { InvalidRequest, PermissionDenied, Unavailable } from '../../core/errors.js';
-import { fingerprintOf, identityOf } from '../../replication/pki.js';
-import type { ClusterCall, Peer, PrimaryService, ReplicationServer, TlsMaterial } from '../../replication/transport.js';
+import { fingerprintOf, identityOf } from '../../replication/index.js';
+import type { ClusterCall, Peer, PrimaryService, ReplicationServer, TlsMaterial } from '../../replication/index.js';
 import { decode, encode } from './codec.js';
 import { MAX_MESSAGE_BYTES, loadReplication } from './proto.js';
 import { CallSink } from './sink.js';

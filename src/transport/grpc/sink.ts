@@ -10,7 +10,7 @@
 import { once } from 'node:events';
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import { Unavailable } from '../../core/errors.js';
-import type { StreamMessage, StreamSink } from '../../replication/transport.js';
+import type { StreamMessage, StreamSink } from '../../replication/index.js';
 import { encode } from './codec.js';
 import type { CallStatus } from './status.js';
 import type * as wire from './wire.js';

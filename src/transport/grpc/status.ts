@@ -9,7 +9,7 @@
  */
 import { status as Status, type ServiceError, type StatusObject, Metadata } from '@grpc/grpc-js';
 import { ErrorCode, isTesseraError } from '../../core/errors.js';
-import { ChannelError, ChannelReason } from '../../replication/transport.js';
+import { ChannelError, ChannelReason } from '../../replication/index.js';
 import { MalformedMessage } from './codec.js';
 
 /** TesseraError code -> gRPC status. InvalidRequest from a service means "refused in this state". */

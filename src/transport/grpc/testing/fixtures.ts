@@ -10,7 +10,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { PermissionDenied } from '../../../core/errors.js';
-import { createCa, issueLeaf, type LeafMaterial } from '../../../replication/pki.js';
+import { createCa, issueLeaf, type LeafMaterial } from '../../../replication/index.js';
 import type {
   BootstrapInfo,
   BootstrapRequest,
@@ -28,7 +28,7 @@ import type {
   SnapshotInfo,
   StreamSink,
   TlsMaterial,
-} from '../../../replication/transport.js';
+} from '../../../replication/index.js';
 
 export const SERVER_NAME = 'primary.cluster-1';
 

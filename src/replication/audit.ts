@@ -14,9 +14,11 @@
  */
 import type { Logger } from 'pino';
 import { isTesseraError } from '../core/errors.js';
-import { logFields, type EventKind, type ReplicationEvents } from '../replication/events.js';
+import type { Kind } from '../core/replication/index.js';
+import { logFields, type ReplicationEvents } from './events.js';
 
-type AnyFn = (...args: any[]) => Promise<unknown>;
+/** Any async method: every function's parameters are assignable to `never[]`. */
+type AnyFn = (...args: never[]) => Promise<unknown>;
 
 export interface AuditSpec<F extends AnyFn> {
   readonly op: string;
@@ -29,7 +31,7 @@ export interface AuditSpec<F extends AnyFn> {
 export type AuditSpecs<S> = { readonly [K in keyof S]?: S[K] extends AnyFn ? AuditSpec<S[K]> : never };
 
 /** The event kind and type of an audited op: `performance/primary/enable` -> performance, primary/enable. */
-export function eventOfOp(op: string): { kind: EventKind; type: string } {
+export function eventOfOp(op: string): { kind: Kind; type: string } {
   if (op.startsWith('performance/')) return { kind: 'performance', type: op.slice('performance/'.length) };
   return { kind: 'dr', type: op.startsWith('dr/') ? op.slice(3) : op };
 }
@@ -47,13 +49,13 @@ export function audited<S extends object>(log: Logger, service: S, specs: AuditS
     if (spec === undefined || typeof fn !== 'function') continue;
     wrapped.set(name, async (...args: unknown[]) => {
       try {
-        const result = await (fn as AnyFn).apply(service, args);
+        const result: unknown = await (fn as (...a: unknown[]) => Promise<unknown>).apply(service, args);
         const outcome = spec.refused?.(result) === true ? 'refused' : 'ok';
-        log.info({ audit: 'replication', op: spec.op, ...line(spec.op, { outcome, ...spec.detail?.(args as never, result as never) }) }, `replication ${spec.op}: ${outcome}`);
+        log.info({ audit: 'replication', op: spec.op, ...line(spec.op, { outcome, ...spec.detail?.(args as Parameters<AnyFn>, result as Awaited<ReturnType<AnyFn>>) }) }, `replication ${spec.op}: ${outcome}`);
         return result;
       } catch (e) {
         const code = isTesseraError(e) ? e.code : 'internal';
-        log.info({ audit: 'replication', op: spec.op, ...line(spec.op, { outcome: 'refused', error_code: code, ...spec.detail?.(args as never, undefined) }) }, `replication ${spec.op}: refused (${code})`);
+        log.info({ audit: 'replication', op: spec.op, ...line(spec.op, { outcome: 'refused', error_code: code, ...spec.detail?.(args as Parameters<AnyFn>, undefined) }) }, `replication ${spec.op}: refused (${code})`);
         throw e;
       }
     });

@@ -1,6 +1,7 @@
 /**
- * The primary's mount (secret engines and auth methods) and namespace catalog, read from storage, in the plain shape the pure paths
- * filter takes (src/core/paths-filter.ts). Read through the Store (decrypted), so it reflects every
+ * The mount (secret engines and auth methods) and namespace catalog, read from storage, in the plain shape the pure paths
+ * filter takes (src/core/paths-filter.ts); replication's paths filters read it through the catalog
+ * the node hands them. Read through the Store (decrypted), so it reflects every
  * durable commit: build it after reading a WAL batch (so no mount of the batch is unknown to it)
  * and right after pinning a Merkle snapshot (a mount removed since is then judged unknown, which the
  * predicate handles). Rebuild it when a batch touches a mount table (touchesCatalog).
@@ -10,9 +11,9 @@
  */
 import type { Catalog, CatalogMount } from '../core/paths-filter.js';
 import type { Store } from '../storage/store.js';
-import { readAuthTable } from '../vault/auth/table.js';
-import { readMountTable } from '../vault/mounts.js';
-import { readNamespaceEntries } from '../vault/namespaces.js';
+import { readAuthTable } from './auth/table.js';
+import { readMountTable } from './mounts.js';
+import { readNamespaceEntries } from './namespaces.js';
 
 export async function loadFilterCatalog(store: Store): Promise<Catalog> {
   const replicated = await readMountTable(store, false);

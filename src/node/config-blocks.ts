@@ -1,0 +1,236 @@
+/**
+ * The blocks of the server config file (`storage`, `listener`, `replication`) and the checks
+ * every part of the file shares: each parser adds what is wrong to `issues` as
+ * "key.path: problem" and answers undefined for a block it cannot use, so one ConfigError can
+ * list every problem (config.ts).
+ *
+ *   const issues: ConfigIssue[] = [];
+ *   const listener = parseListener(tree['listener'], issues, warn);   // { type: 'tcp', address, tls, timeouts }
+ */
+import { z } from 'zod';
+import { splitHostPort } from '../core/cluster-addr.js';
+import { parseDuration } from '../core/duration.js';
+
+export type StorageConfig = { readonly type: 'leveldb'; readonly path: string } | { readonly type: 'inmem' };
+
+export type TlsConfig =
+  | { readonly mode: 'disabled' }
+  | { readonly mode: 'enabled'; readonly certFile: string; readonly keyFile: string };
+
+export interface ListenerConfig {
+  readonly type: 'tcp';
+  /** "host:port"; port 0 asks the OS for a free port. */
+  readonly address: string;
+  readonly tls: TlsConfig;
+  /**
+   * Vault's listener deadlines, in ms, when set: `http_read_header_timeout` (headers),
+   * `http_read_timeout` (body), `http_idle_timeout` (keep-alive idle). Unset ones keep the HTTP
+   * layer's defaults (10 s, 60 s, 65 s).
+   */
+  readonly timeouts: { readonly headersMs?: number; readonly bodyMs?: number; readonly idleMs?: number };
+}
+
+export interface ReplicationConfig {
+  /** The WAL tail the primary keeps for secondaries, bounded by both limits. */
+  readonly walMaxEntries: number;
+  readonly walMaxBytes: number;
+}
+
+export interface ConfigIssue {
+  /** Dotted key path such as "listener.tcp.address"; '' for the file as a whole. */
+  readonly key: string;
+  readonly problem: string;
+}
+
+/** Reports a key that is ignored ("key.path", what). */
+export type Warn = (key: string, what: string) => void;
+
+export const configDefaults = {
+  listenerAddress: '127.0.0.1:8200',
+  walMaxEntries: 100_000,
+  walMaxBytes: 268_435_456,
+  /** Vault's defaults for both `max_lease_ttl` and `default_lease_ttl`: 768h. */
+  leaseTtl: 768 * 3600,
+} as const;
+
+const hostPort = z.string().superRefine((v, ctx) => {
+  if (splitHostPort(v) === undefined) ctx.addIssue({ code: 'custom', message: `bad address "${v}": expected "host:port" with a port 0-65535` });
+});
+export const boolish = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']), z.literal(0), z.literal(1)], {
+  error: 'expected true or false',
+});
+export const toBool = (v: z.infer<typeof boolish>): boolean => v === true || v === 'true' || v === '1' || v === 1;
+
+// Address and TLS are checked apart so that a bad address does not hide missing TLS files.
+const listenerAddressSchema = z.object({ address: hostPort.default(configDefaults.listenerAddress) });
+const listenerTlsSchema = z.object({
+  tls_disable: boolish.default(false),
+  tls_cert_file: z.string().default(''),
+  tls_key_file: z.string().default(''),
+});
+/** A listener deadline: Vault's duration forms, above zero. */
+const listenerDuration = z.union([z.number(), z.string()], { error: 'expected a duration such as "10s"' }).transform((v, ctx) => {
+  try {
+    const seconds = parseDuration(v);
+    if (seconds > 0 && seconds <= 86_400) return Math.round(seconds * 1000);
+    ctx.addIssue({ code: 'custom', message: 'must be a duration above zero and at most 24h' });
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `invalid duration ${JSON.stringify(v).slice(0, 40)} (expected such as "10s")` });
+  }
+  return z.NEVER;
+});
+const listenerTimeoutSchema = z.object({
+  http_read_header_timeout: listenerDuration.optional(),
+  http_read_timeout: listenerDuration.optional(),
+  http_idle_timeout: listenerDuration.optional(),
+});
+const leveldbSchema = z.object({ path: z.string().min(1, 'must not be empty') });
+const storageSchemas = { leveldb: leveldbSchema, inmem: z.object({}) } as const;
+
+const replicationSchema = z.strictObject({
+  wal_max_entries: z.number().int().positive().default(configDefaults.walMaxEntries),
+  wal_max_bytes: z.number().int().positive().default(configDefaults.walMaxBytes),
+});
+
+/** The one `storage` block: leveldb (a path) or inmem; unknown keys are warned about. */
+export function parseStorage(raw: unknown, issues: ConfigIssue[], warn: Warn): StorageConfig | undefined {
+  return oneLabelled(raw, 'storage', issues, (label, body, key): StorageConfig | undefined => {
+    if (label !== 'leveldb' && label !== 'inmem') {
+      issues.push({ key, problem: `unknown storage type "${label}" (supported: leveldb, inmem)` });
+      return undefined;
+    }
+    warnUnknown(body, [storageSchemas[label]], key, warn);
+    if (label === 'inmem') return check(storageSchemas.inmem, body, key, issues) && { type: 'inmem' };
+    const parsed = check(storageSchemas.leveldb, body, key, issues);
+    return parsed && { type: 'leveldb', path: parsed.path };
+  });
+}
+
+/** The one `listener "tcp"` block: address, TLS files unless tls_disable, and deadlines. */
+export function parseListener(raw: unknown, issues: ConfigIssue[], warn: Warn): ListenerConfig | undefined {
+  return oneLabelled(raw, 'listener', issues, (label, body, key): ListenerConfig | undefined => {
+    if (label !== 'tcp') {
+      issues.push({ key, problem: `unknown listener type "${label}" (supported: tcp)` });
+      return undefined;
+    }
+    warnUnknown(body, [listenerAddressSchema, listenerTlsSchema, listenerTimeoutSchema], key, warn);
+    const a = check(listenerAddressSchema, body, key, issues);
+    const t = check(listenerTlsSchema, body, key, issues);
+    const d = check(listenerTimeoutSchema, body, key, issues);
+    if (t === undefined) return undefined;
+    const timeouts = {
+      ...(d?.http_read_header_timeout !== undefined ? { headersMs: d.http_read_header_timeout } : {}),
+      ...(d?.http_read_timeout !== undefined ? { bodyMs: d.http_read_timeout } : {}),
+      ...(d?.http_idle_timeout !== undefined ? { idleMs: d.http_idle_timeout } : {}),
+    };
+    if (toBool(t.tls_disable)) return a && d && { type: 'tcp', address: a.address, tls: { mode: 'disabled' }, timeouts };
+    for (const f of ['tls_cert_file', 'tls_key_file'] as const) {
+      if (t[f] === '') issues.push({ key: `${key}.${f}`, problem: 'missing: TLS is enabled (tls_disable is not true)' });
+    }
+    return a && d && { type: 'tcp', address: a.address, tls: { mode: 'enabled', certFile: t.tls_cert_file, keyFile: t.tls_key_file }, timeouts };
+  });
+}
+
+/** The optional `replication` block (ours, strict): the WAL bounds, defaults when absent. */
+export function parseReplication(raw: unknown, issues: ConfigIssue[]): ReplicationConfig {
+  let replication: ReplicationConfig = { walMaxEntries: configDefaults.walMaxEntries, walMaxBytes: configDefaults.walMaxBytes };
+  const replicationBodies = raw === undefined ? [] : blockBodies(raw, 'replication', issues);
+  if (replicationBodies.length > 1) issues.push({ key: 'replication', problem: 'only one replication block is allowed' });
+  const r = replicationBodies.length === 1 ? check(replicationSchema, replicationBodies[0], 'replication', issues) : undefined;
+  if (r !== undefined) replication = { walMaxEntries: r.wal_max_entries, walMaxBytes: r.wal_max_bytes };
+  return replication;
+}
+
+/**
+ * Accepts HCL's `{label: [body]}`, Vault JSON's `{label: body}`, and lists of either, and requires
+ * exactly one block.
+ */
+function oneLabelled<T>(
+  raw: unknown,
+  name: string,
+  issues: ConfigIssue[],
+  build: (label: string, body: Record<string, unknown>, key: string) => T | undefined,
+): T | undefined {
+  if (raw === undefined) {
+    issues.push({ key: name, problem: `missing (for example ${name} "${name === 'storage' ? 'leveldb' : 'tcp'}" { ... })` });
+    return undefined;
+  }
+  const blocks: { label: string; body: Record<string, unknown> }[] = [];
+  for (const map of Array.isArray(raw) ? raw : [raw]) {
+    if (!isObject(map)) {
+      issues.push({ key: name, problem: `expected a labelled block such as ${name} "TYPE" { ... }` });
+      return undefined;
+    }
+    for (const [label, value] of Object.entries(map)) {
+      for (const body of blockBodies(value, `${name}.${label}`, issues)) blocks.push({ label, body });
+    }
+  }
+  if (blocks.length !== 1) {
+    if (blocks.length > 1) issues.push({ key: name, problem: `only one ${name} block is allowed` });
+    return undefined;
+  }
+  const [only] = blocks;
+  return only === undefined ? undefined : build(only.label, only.body, `${name}.${only.label}`);
+}
+
+function blockBodies(raw: unknown, key: string, issues: ConfigIssue[]): Record<string, unknown>[] {
+  const bodies = Array.isArray(raw) ? raw : [raw];
+  if (bodies.length === 0 || !bodies.every(isObject)) {
+    issues.push({ key, problem: 'expected a block { ... }' });
+    return [];
+  }
+  return bodies;
+}
+
+/** Parses `value` with `schema`, turning each zod issue into one ConfigIssue under `prefix`. */
+export function check<S extends z.ZodType>(schema: S, value: unknown, prefix: string, issues: ConfigIssue[]): z.output<S> | undefined {
+  const result = schema.safeParse(value, { reportInput: true });
+  if (result.success) return result.data;
+  for (const issue of result.error.issues) {
+    const key = joinKey(prefix, issue.path);
+    if (issue.code === 'unrecognized_keys') {
+      for (const k of issue.keys) issues.push({ key: joinKey(key, [k]), problem: 'unknown key' });
+    } else {
+      issues.push({ key, problem: describeIssue(issue) });
+    }
+  }
+  return undefined;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_type') {
+    return issue.input === undefined ? 'missing' : `wrong type: expected ${issue.expected}, got ${typeName(issue.input)}`;
+  }
+  if (issue.code === 'invalid_value') {
+    return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, got ${JSON.stringify(issue.input)}`;
+  }
+  return issue.message;
+}
+
+function typeName(v: unknown): string {
+  if (Array.isArray(v)) return 'a list or block';
+  if (v === null) return 'null';
+  if (typeof v === 'object') return 'a block';
+  return `${typeof v} ${JSON.stringify(v)}`;
+}
+
+function joinKey(prefix: string, path: readonly PropertyKey[]): string {
+  let key = prefix;
+  for (const p of path) key = typeof p === 'number' ? `${key}[${p}]` : key === '' ? String(p) : `${key}.${String(p)}`;
+  return key;
+}
+
+function warnUnknown(
+  body: Record<string, unknown>,
+  schemas: readonly z.ZodObject[],
+  key: string,
+  warn: (k: string, w: string) => void,
+): void {
+  for (const k of Object.keys(body)) {
+    if (!schemas.some((s) => k in s.shape)) warn(`${key}.${k}`, 'unknown key, ignored');
+  }
+}
+
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
