@@ -88,6 +88,8 @@ export interface StartOptions {
    * its API answers (needs `apiPort`); the way scripts run long-lived nodes.
    */
   readonly logFile?: string;
+  /** Non-dev nodes: Node.js flags before the script (e.g. --cpu-prof). */
+  readonly nodeArgs?: readonly string[];
   readonly inProcess?: false;
 }
 
@@ -133,7 +135,9 @@ export interface Harness {
   startNode(opts?: StartOptions): Promise<StartedNode>;
   /** A fresh directory removed by `cleanup()`. */
   tempDir(prefix?: string): Promise<string>;
-  /** SIGKILLs every node still running, then removes every temp dir. Safe to call twice. */
+  /** Runs `fn` first in `cleanup()` (a topology's TCP proxy, say). */
+  onCleanup(fn: () => Promise<unknown>): void;
+  /** Runs what `onCleanup` registered, SIGKILLs every node still running, then removes every temp dir. Safe to call twice. */
   cleanup(): Promise<void>;
 }
 
@@ -221,6 +225,7 @@ export function createHarness(): Harness {
   };
 
   const inProcess = new Set<InProcessNode>();
+  const cleanups: Array<() => Promise<unknown>> = [];
 
   const track = (n: NodeProcess) => {
     nodes.add(n);
@@ -305,6 +310,7 @@ export function createHarness(): Harness {
       args: ['server', '-config', configPath],
       ready: opts.logFile !== undefined ? { api: `http://127.0.0.1:${opts.apiPort}` } : 'listening-log',
       ...(opts.logFile !== undefined ? { logFile: opts.logFile } : {}),
+      ...(opts.nodeArgs !== undefined ? { nodeArgs: opts.nodeArgs } : {}),
       ...(opts.env !== undefined ? { env: opts.env } : {}),
       ...(opts.readyTimeoutMs !== undefined ? { readyTimeoutMs: opts.readyTimeoutMs } : {}),
     });
@@ -318,7 +324,9 @@ export function createHarness(): Harness {
   return {
     startNode: startAny as Harness['startNode'],
     tempDir,
+    onCleanup: (fn) => void cleanups.push(fn),
     async cleanup() {
+      await Promise.all(cleanups.splice(0).map((fn) => fn().catch(() => undefined)));
       await Promise.all([...nodes].map((n) => n.kill('SIGKILL')));
       await Promise.all([...inProcess].map((n) => n.stop({ keepDir: true })));
       process.off('exit', onExit);
