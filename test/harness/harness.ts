@@ -354,26 +354,36 @@ export interface FixedNodeOptions {
 }
 
 /**
- * Starts (or restarts, on the same home) node NAME of a script's topology under DIR: home DIR/NAME,
- * fixed ports, the dev license shared in DIR/license (made once), output appended to DIR/NAME.log,
- * in its own process group. Not initialised: the script inits or unseals it.
+ * The start options of node NAME of a script's topology under DIR: home DIR/NAME, fixed ports, the
+ * dev license shared in DIR/license (made once), output appended to DIR/NAME.log, in its own
+ * process group. Give them to `h.startNode` or, per node, to `startCluster` (cluster.ts). Makes DIR/NAME.
  */
-export async function startFixedNode(h: Harness, dir: string, name: string, o: FixedNodeOptions): Promise<FixedNode> {
+export async function fixedNodeOptions(dir: string, name: string, o: FixedNodeOptions): Promise<StartOptions & { readonly dataDir: string; readonly logFile: string; readonly clusterAddr: string }> {
   const home = join(dir, name);
-  const logFile = join(dir, `${name}.log`);
-  const clusterAddr = `127.0.0.1:${o.clusterPort}`;
   await mkdir(home, { recursive: true, mode: 0o700 });
-  const n = await h.startNode({
+  return {
     dataDir: home,
     apiPort: o.apiPort,
-    clusterAddr,
+    clusterAddr: `127.0.0.1:${o.clusterPort}`,
     licenseDir: join(dir, 'license'),
-    logFile,
+    logFile: join(dir, `${name}.log`),
     logLevel: o.logLevel ?? 'info',
     readyTimeoutMs: o.readyTimeoutMs ?? 30_000,
     ...(o.replication !== undefined ? { replication: o.replication } : {}),
-  });
-  return Object.assign(n, { name, home, logFile, clusterAddr });
+  };
+}
+
+/** `node`, started with `fixedNodeOptions(dir, name, ...)`, as a FixedNode (its name, home, log file and cluster address). */
+export function asFixedNode(node: StartedNode, dir: string, name: string, clusterPort: number): FixedNode {
+  return Object.assign(node, { name, home: join(dir, name), logFile: join(dir, `${name}.log`), clusterAddr: `127.0.0.1:${clusterPort}` });
+}
+
+/**
+ * Starts (or restarts, on the same home) node NAME of a script's topology under DIR
+ * (`fixedNodeOptions`). Not initialised: the script inits or unseals it.
+ */
+export async function startFixedNode(h: Harness, dir: string, name: string, o: FixedNodeOptions): Promise<FixedNode> {
+  return asFixedNode(await h.startNode(await fixedNodeOptions(dir, name, o)), dir, name, o.clusterPort);
 }
 
 /** Throws a clear error when 127.0.0.1:`port` is taken (a fixed-port node would die with a log line instead). */

@@ -19,6 +19,8 @@ export {
   unseal,
   unsealWith,
   startFixedNode,
+  fixedNodeOptions,
+  asFixedNode,
   assertPortFree,
   writeLicense,
   useHarness,
