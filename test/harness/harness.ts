@@ -12,7 +12,9 @@
  *   `node` (the RunningNode), `call()` (compatibility alias of `vault().request()`).
  *   `startTestNode()` (test/support/in-process.ts) is the same builder.
  * - Topologies: `startCluster(h, { dr: ['east'] })` (cluster.ts) builds a primary and activated,
- *   in-sync secondaries of either kind.
+ *   in-sync secondaries of either kind, each node with start options of its own (scripts give
+ *   theirs with `fixedNodeOptions`), optionally behind a TCP proxy and with hooks before enable
+ *   and activation: the one topology builder of the tests and the scripts.
  *
  *   const h = useHarness();                         // registers afterAll(() => h.cleanup())
  *   const dev = await h.startNode({ dev: true });   // dev.rootToken from the banner
