@@ -42,8 +42,8 @@ import '@swc-node/register/esm-register';
 
 // The typed house (test/harness) through swc: registered before it is imported.
 const {
-  activateSecondary, createHarness, drOperationToken, drStatus, enablePrimary, freePorts, initAndUnseal, mainJs, mountKv2, must, secondaryToken,
-  startFixedNode, unsealWith, vault, waitStreaming, waitUntil,
+  createHarness, drOperationToken, drStatus, fixedNodeOptions, freePorts, mainJs, must, startCluster, startFixedNode, unsealWith, vault,
+  waitStreaming, waitUntil,
 } = await import('../test/harness/index.js');
 
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
@@ -152,16 +152,14 @@ async function measureDr({ seconds, catchupWrites, clients, throughputClients, p
   const running = [];
   let ok = false;
   try {
-    let primary = await start('primary');
-    running.push(primary);
-    let secondary = await start('secondary');
-    running.push(secondary);
-    const { rootToken: token, keys } = await initAndUnseal(primary.apiAddr, { shares: 5, threshold: 3 });
-    const sInit = await initAndUnseal(secondary.apiAddr);
-    await mountKv2(primary.apiAddr, token);
-    await enablePrimary(primary.apiAddr, token);
-    await activateSecondary(secondary.apiAddr, sInit.rootToken, await secondaryToken(primary.apiAddr, token, 'bench-dr'));
-    await waitStreaming(secondary.apiAddr);
+    // The topology builder: both nodes on fixed ports, the primary initialised (5 shares,
+    // threshold 3) with secret/ as KV v2, the secondary activated and in sync.
+    const opts = async (name) => fixedNodeOptions(scratch, name, { ...spec[name], replication: wal });
+    const cluster = await startCluster(h, { primary: await opts('primary'), primaryInit: { shares: 5, threshold: 3 }, mountKv2: true, dr: [{ id: 'bench-dr', node: await opts('secondary') }] });
+    let primary = cluster.primary;
+    let secondary = cluster.dr[0];
+    running.push(primary, secondary);
+    const { rootToken: token, unsealKeys: keys } = primary;
     const mem = () => sampleMemory({ primary: { pid: primary.pid }, secondary: { pid: secondary.pid } });
 
     // (0) throughput with the secondary streaming

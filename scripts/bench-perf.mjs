@@ -43,8 +43,7 @@ import '@swc-node/register/esm-register';
 
 // The typed house (test/harness) through swc: registered before it is imported.
 const {
-  activateSecondary, createHarness, enablePrimary, freePorts, generateRoot, initAndUnseal, mainJs, mountKv2, must, repoRoot, secondaryToken,
-  startFixedNode, vault, waitInSync, waitStreaming, waitUntil,
+  asFixedNode, createHarness, fixedNodeOptions, freePorts, mainJs, mountKv2, must, repoRoot, startCluster, vault, waitInSync, waitUntil,
 } = await import('../test/harness/index.js');
 
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
@@ -224,22 +223,22 @@ async function measurePerf({ seconds, readClients, movedSecrets }) {
   const running = [];
   let ok = false;
   try {
-    const [primary, a, b] = await Promise.all(Object.keys(spec).map((name) => startFixedNode(h, scratch, name, { ...spec[name], replication: wal })));
-    running.push(primary, a, b);
-    const init = await initAndUnseal(primary.apiAddr, { shares: 5, threshold: 3 });
-    primary.token = init.rootToken;
-    for (const s of [a, b]) s.token = (await initAndUnseal(s.apiAddr)).rootToken; // enables it; replaced after activation by a root token of its own
-    const token = primary.token;
-    await mountKv2(primary.apiAddr, token);
-    await mountKv2(primary.apiAddr, token, 'moved');
-    await enablePrimary(primary.apiAddr, token, '', 'performance');
+    // The topology builder: three nodes on fixed ports, the primary initialised (5 shares,
+    // threshold 3) with secret/ and moved/ as KV v2, both performance secondaries activated, in
+    // sync, each with a root token of its own from the primary's shares.
     note('perf bench: activating two performance secondaries...');
-    for (const [k, s] of [['a', a], ['b', b]]) {
-      await activateSecondary(s.apiAddr, s.token, await secondaryToken(primary.apiAddr, token, IDS[k], undefined, 'performance'), 'performance');
-    }
-    await Promise.all([a, b].map((s) => waitStreaming(s.apiAddr, { kind: 'performance' })));
-    // The enabling token does not survive the activation: root there from the primary's shares.
-    for (const s of [a, b]) s.token = await generateRoot(s.apiAddr, init.keys, 60_000);
+    const opts = (name) => fixedNodeOptions(scratch, name, { ...spec[name], replication: wal });
+    const cluster = await startCluster(h, {
+      primary: await opts('primary'),
+      primaryInit: { shares: 5, threshold: 3 },
+      mountKv2: true,
+      performance: [{ id: IDS.a, node: await opts('a') }, { id: IDS.b, node: await opts('b') }],
+      beforeEnable: ({ primary: p }) => mountKv2(p.apiAddr, p.rootToken, 'moved'),
+    });
+    const named = { primary: cluster.primary, a: cluster.performance[0], b: cluster.performance[1] };
+    const [primary, a, b] = Object.entries(named).map(([name, n]) => Object.assign(asFixedNode(n, scratch, name, spec[name].clusterPort), { token: n.rootToken }));
+    running.push(primary, a, b);
+    const token = primary.token;
     note(`perf bench: seeding ${READ_SECRETS} read secrets and ${movedSecrets} secrets in moved/...`);
     await seed(primary.apiAddr, token, 'secret/data/read', READ_SECRETS);
     await seed(primary.apiAddr, token, 'moved/data/s', movedSecrets);

@@ -19,6 +19,8 @@
  * (mode 0600) holds addresses, pids, the root token and the unseal keys; node logs go to
  * .tessera-cluster/<node>.log. SIGINT/SIGTERM stop every node.
  *
+ * A first run (no primary data yet) builds the topology with the tests' topology builder
+ * (startCluster, test/harness/cluster.ts) on the fixed layout; later runs resume step by step.
  * Every step is the tests' typed house (test/harness: the node starter, config and license
  * writers, HTTP client, activation, generate-root, waits), loaded through @swc-node/register.
  */
@@ -29,8 +31,8 @@ import { parseArgs } from 'node:util';
 import '@swc-node/register/esm-register';
 
 const {
-  activateSecondary, createHarness, DR, enablePrimary, eventually, generateRoot, initAndUnseal, mainJs, mountKv2, must, PERF, replStatus,
-  repoRoot, secondaryToken, startFixedNode, unsealWith, vault, waitStreaming,
+  activateSecondary, asFixedNode, createHarness, DR, enablePrimary, eventually, fixedNodeOptions, generateRoot, initAndUnseal, mainJs, mountKv2,
+  must, PERF, replStatus, repoRoot, secondaryToken, startCluster, startFixedNode, unsealWith, vault, waitStreaming,
 } = await import('../test/harness/index.js');
 
 const drStatus = (apiAddr) => replStatus(apiAddr, 'dr');
@@ -93,68 +95,98 @@ async function main() {
     console.log(`warning: the cluster was set up on base port ${state.base_port}; a secondary keeps the primary's old cluster address until update-primary`);
   }
   try {
-    for (const [name, ports] of Object.entries(layout)) {
-      nodes[name] = await startFixedNode(harness, dir, name, { ...ports, replication: { walMaxEntries: 100_000, walMaxBytes: 268_435_456 } });
+    const replication = { walMaxEntries: 100_000, walMaxBytes: 268_435_456 };
+    if (!existsSync(join(dir, 'primary', 'data'))) {
+      // First run: the topology builder (test/harness/cluster.ts) on the fixed layout. The state
+      // is saved once every node is initialised (before replication is enabled), and again once
+      // both secondaries are activated and in sync; a run that dies in between resumes below.
+      const opts = (name) => fixedNodeOptions(dir, name, { ...layout[name], replication });
+      const cluster = await startCluster(harness, {
+        primary: await opts('primary'),
+        primaryInit: { shares: 5, threshold: 3 },
+        mountKv2: true,
+        dr: [{ id: 'dr-secondary', node: await opts('secondary') }],
+        performance: [{ id: 'perf-secondary', node: await opts('performance') }],
+        beforeEnable: async (c) => {
+          for (const [name, n] of [['primary', c.primary], ['secondary', c.dr[0]], ['performance', c.performance[0]]]) nodes[name] = asFixedNode(n, dir, name, layout[name].clusterPort);
+          state.base_port = base;
+          const keys = [...c.primary.unsealKeys];
+          Object.assign(state, { root_token: c.primary.rootToken, unseal_keys: keys, unseal_keys_b64: keys.map((k) => Buffer.from(k, 'hex').toString('base64')), threshold: 3 });
+          state.secondary_bootstrap = { root_token: c.dr[0].rootToken, unseal_key: c.dr[0].unsealKeys[0], note: 'used only until DR activation replaces this seal' };
+          state.performance_bootstrap = { root_token: c.performance[0].rootToken, unseal_key: c.performance[0].unsealKeys[0], note: 'used only until performance activation replaces this seal and its tokens' };
+          await save();
+        },
+      });
+      Object.assign(state, { activated: true, dr_secondary_id: 'dr-secondary' });
+      Object.assign(state, { performance_activated: true, performance_secondary_id: 'perf-secondary', performance_root_token: cluster.performance[0].rootToken });
+      await save();
+    } else {
+      // Later runs on the same data: start the nodes again, unseal, and finish whatever a run
+      // that died left undone.
+      for (const [name, ports] of Object.entries(layout)) {
+        nodes[name] = await startFixedNode(harness, dir, name, { ...ports, replication });
+      }
+      state.base_port = base;
+      const { primary, secondary, performance } = nodes;
+
+      // Unseal keys: the primary's, which every node uses once activated; the secondary's own
+      // throwaway share only until then.
+      const p0 = await sealStatus(primary.apiAddr);
+      if (!p0.initialized) {
+        const init = await initAndUnseal(primary.apiAddr, { shares: 5, threshold: 3 });
+        Object.assign(state, { root_token: init.rootToken, unseal_keys: init.keys, unseal_keys_b64: init.keysBase64, threshold: 3 });
+        await save();
+      }
+      if (!state.unseal_keys) throw new Error(`${stateFile} has no unseal keys for the existing data; start over with --fresh`);
+      const s0 = await sealStatus(secondary.apiAddr);
+      if (!s0.initialized) {
+        const init = await initAndUnseal(secondary.apiAddr);
+        state.secondary_bootstrap = { root_token: init.rootToken, unseal_key: init.keys[0], note: 'used only until DR activation replaces this seal' };
+        await save();
+      }
+      const f0 = await sealStatus(performance.apiAddr);
+      if (!f0.initialized) {
+        const init = await initAndUnseal(performance.apiAddr);
+        state.performance_bootstrap = { root_token: init.rootToken, unseal_key: init.keys[0], note: 'used only until performance activation replaces this seal and its tokens' };
+        await save();
+      }
+      const ownKey = { secondary: state.secondary_bootstrap?.unseal_key, performance: state.performance_bootstrap?.unseal_key };
+      for (const [k, n] of Object.entries(nodes)) {
+        const st = await sealStatus(n.apiAddr);
+        await unsealWith(n.apiAddr, st.n === 1 && ownKey[k] ? [ownKey[k]] : state.unseal_keys);
+      }
+
+      if (!state.activated) {
+        const mounts = await must(vault(primary.apiAddr, state.root_token).get('sys/mounts'));
+        if (!mounts.data?.['secret/']) await mountKv2(primary.apiAddr, state.root_token);
+        if ((await drStatus(primary.apiAddr)).mode === 'disabled') await enablePrimary(primary.apiAddr, state.root_token, '', 'dr');
+        const sdr = await drStatus(secondary.apiAddr);
+        let id = sdr.secondary_id;
+        if (sdr.mode === 'disabled') {
+          // A run that died between token and activation used the id up: ids are single-use.
+          const known = (await drStatus(primary.apiAddr)).known_secondaries ?? [];
+          id = known.includes('dr-secondary') ? `dr-secondary-${Date.now()}` : 'dr-secondary';
+          await activateSecondary(secondary.apiAddr, state.secondary_bootstrap.root_token, await secondaryToken(primary.apiAddr, state.root_token, id), 'dr');
+        }
+        Object.assign(state, { activated: true, dr_secondary_id: id });
+        await save();
+      }
+      if (!state.performance_activated) {
+        if ((await perfStatus(primary.apiAddr)).mode === 'disabled') await enablePrimary(primary.apiAddr, state.root_token, '', 'performance');
+        const fs = await perfStatus(performance.apiAddr);
+        let id = fs.secondary_id;
+        if (fs.mode === 'disabled') {
+          const known = (await perfStatus(primary.apiAddr)).known_secondaries ?? [];
+          id = known.includes('perf-secondary') ? `perf-secondary-${Date.now()}` : 'perf-secondary';
+          const jwt = await secondaryToken(primary.apiAddr, state.root_token, id, undefined, 'performance');
+          await activateSecondary(performance.apiAddr, state.performance_bootstrap.root_token, jwt, 'performance');
+        }
+        const performanceRoot = await generateRoot(performance.apiAddr, state.unseal_keys, 60_000);
+        Object.assign(state, { performance_activated: true, performance_secondary_id: id, performance_root_token: performanceRoot });
+        await save();
+      }
     }
-    state.base_port = base;
     const { primary, secondary, performance } = nodes;
-
-    // Unseal keys: the primary's, which every node uses once activated; the secondary's own
-    // throwaway share only until then.
-    const p0 = await sealStatus(primary.apiAddr);
-    if (!p0.initialized) {
-      const init = await initAndUnseal(primary.apiAddr, { shares: 5, threshold: 3 });
-      Object.assign(state, { root_token: init.rootToken, unseal_keys: init.keys, unseal_keys_b64: init.keysBase64, threshold: 3 });
-      await save();
-    }
-    if (!state.unseal_keys) throw new Error(`${stateFile} has no unseal keys for the existing data; start over with --fresh`);
-    const s0 = await sealStatus(secondary.apiAddr);
-    if (!s0.initialized) {
-      const init = await initAndUnseal(secondary.apiAddr);
-      state.secondary_bootstrap = { root_token: init.rootToken, unseal_key: init.keys[0], note: 'used only until DR activation replaces this seal' };
-      await save();
-    }
-    const f0 = await sealStatus(performance.apiAddr);
-    if (!f0.initialized) {
-      const init = await initAndUnseal(performance.apiAddr);
-      state.performance_bootstrap = { root_token: init.rootToken, unseal_key: init.keys[0], note: 'used only until performance activation replaces this seal and its tokens' };
-      await save();
-    }
-    const ownKey = { secondary: state.secondary_bootstrap?.unseal_key, performance: state.performance_bootstrap?.unseal_key };
-    for (const [k, n] of Object.entries(nodes)) {
-      const st = await sealStatus(n.apiAddr);
-      await unsealWith(n.apiAddr, st.n === 1 && ownKey[k] ? [ownKey[k]] : state.unseal_keys);
-    }
-
-    if (!state.activated) {
-      const mounts = await must(vault(primary.apiAddr, state.root_token).get('sys/mounts'));
-      if (!mounts.data?.['secret/']) await mountKv2(primary.apiAddr, state.root_token);
-      if ((await drStatus(primary.apiAddr)).mode === 'disabled') await enablePrimary(primary.apiAddr, state.root_token, '', 'dr');
-      const sdr = await drStatus(secondary.apiAddr);
-      let id = sdr.secondary_id;
-      if (sdr.mode === 'disabled') {
-        // A run that died between token and activation used the id up: ids are single-use.
-        const known = (await drStatus(primary.apiAddr)).known_secondaries ?? [];
-        id = known.includes('dr-secondary') ? `dr-secondary-${Date.now()}` : 'dr-secondary';
-        await activateSecondary(secondary.apiAddr, state.secondary_bootstrap.root_token, await secondaryToken(primary.apiAddr, state.root_token, id), 'dr');
-      }
-      Object.assign(state, { activated: true, dr_secondary_id: id });
-      await save();
-    }
-    if (!state.performance_activated) {
-      if ((await perfStatus(primary.apiAddr)).mode === 'disabled') await enablePrimary(primary.apiAddr, state.root_token, '', 'performance');
-      const fs = await perfStatus(performance.apiAddr);
-      let id = fs.secondary_id;
-      if (fs.mode === 'disabled') {
-        const known = (await perfStatus(primary.apiAddr)).known_secondaries ?? [];
-        id = known.includes('perf-secondary') ? `perf-secondary-${Date.now()}` : 'perf-secondary';
-        const jwt = await secondaryToken(primary.apiAddr, state.root_token, id, undefined, 'performance');
-        await activateSecondary(performance.apiAddr, state.performance_bootstrap.root_token, jwt, 'performance');
-      }
-      const performanceRoot = await generateRoot(performance.apiAddr, state.unseal_keys, 60_000);
-      Object.assign(state, { performance_activated: true, performance_secondary_id: id, performance_root_token: performanceRoot });
-      await save();
-    }
 
     // Whatever roles the nodes hold now (a failover drill may have swapped them).
     for (const [k, n] of Object.entries(nodes)) modes[k] = (await eventually(() => drStatus(n.apiAddr), { timeoutMs: 30_000, intervalMs: 50 })).mode;
@@ -190,6 +222,8 @@ async function main() {
     ].join('\n'));
   } catch (e) {
     await stopAll();
+    // Nodes the builder started before any step handed them over: SIGKILLed.
+    await harness.cleanup();
     if (Object.keys(nodes).length > 0) await save().catch(() => undefined);
     throw e;
   }

@@ -37,8 +37,8 @@ import { parseArgs } from 'node:util';
 import '@swc-node/register/esm-register';
 
 const {
-  activateSecondary, createHarness, drOperationToken, drStatus, enablePrimary, freePorts, generateRoot, initAndUnseal, mainJs, must, mountKv2,
-  replStatus, repoRoot, runCli, secondaryToken, startFixedNode, unsealWith, vault, waitStreaming, waitUntil,
+  asFixedNode, createHarness, drOperationToken, drStatus, fixedNodeOptions, freePorts, mainJs, must, mountKv2, replStatus, repoRoot, runCli,
+  startCluster, startFixedNode, unsealWith, vault, waitStreaming, waitUntil,
 } = await import('../test/harness/index.js');
 const { checkHistory, FAULTS, faultSchedule, prng, tally } = await import('../test/harness/nemesis-check.js');
 const { startTcpProxy } = await import('../test/support/tcp-proxy.js');
@@ -72,6 +72,12 @@ function cli(args, { stdin, token, timeoutMs = 180_000 } = {}) {
   return runCli(args, timeoutMs, { stdin: stdin ?? '', addEnv: { NO_COLOR: '1', ...(token ? { TESSERA_TOKEN: token } : {}) } });
 }
 
+/** The paths filter that keeps `mounts`: as an allow list, or (`deny`, when that says the same) as a deny list of the others. */
+function filterBody(mounts, form = 'allow') {
+  const others = MOUNTS.filter((m) => !mounts.includes(m));
+  return form === 'deny' && others.length > 0 ? { mode: 'deny', paths: others.map((m) => `${m}/`) } : { mode: 'allow', paths: mounts.map((m) => `${m}/`) };
+}
+
 class Topology {
   constructor(dir, walMax) {
     Object.assign(this, { dir, walMax, harness: createHarness(), nodes: {}, ports: {}, proxies: {}, keys: [], tokens: {} });
@@ -86,26 +92,26 @@ class Topology {
   async start() {
     const ports = await freePorts(8);
     ['a', 'b', 'c', 'd'].forEach((n, i) => { this.ports[n] = { apiPort: ports[2 * i], clusterPort: ports[2 * i + 1] }; });
-    await Promise.all(Object.keys(this.ports).map((n) => this.boot(n)));
+    // The topology builder: a primary (3 shares, threshold 2) with both mounts, b activated as its
+    // DR secondary, c and d as its performance secondaries with their filters, each in sync; a
+    // performance secondary's root token is its own (the enabling one does not survive the activation).
+    const opts = (n) => fixedNodeOptions(this.dir, n, { ...this.ports[n], replication: this.replicationOf(n) });
+    const cluster = await startCluster(this.harness, {
+      primary: await opts('a'),
+      primaryInit: { shares: 3, threshold: 2 },
+      dr: [{ id: 'nemesis-b', node: await opts('b') }],
+      performance: await Promise.all(PERF_SECONDARIES.map(async (n) => ({ id: `nemesis-${n}`, node: await opts(n), filter: filterBody(this.filterOf(n)) }))),
+      beforeEnable: async ({ primary }) => { for (const m of MOUNTS) await mountKv2(primary.apiAddr, primary.rootToken, m); },
+    });
+    const built = { a: cluster.primary, b: cluster.dr[0], c: cluster.performance[0], d: cluster.performance[1] };
+    for (const [n, node] of Object.entries(built)) this.nodes[n] = asFixedNode(node, this.dir, n, this.ports[n].clusterPort);
+    this.keys = cluster.primary.unsealKeys;
+    this.root = cluster.primary.rootToken;
+    for (const n of PERF_SECONDARIES) this.tokens[n] = built[n].rootToken;
     // A proxy for every ordered pair: proxies[x][y] is how x reaches y's cluster port.
     for (const x of Object.keys(this.ports)) {
       this.proxies[x] = {};
       for (const y of Object.keys(this.ports)) if (x !== y) this.proxies[x][y] = await startTcpProxy(`127.0.0.1:${this.ports[y].clusterPort}`);
-    }
-    const a = this.api('a');
-    const init = await initAndUnseal(a, { shares: 3, threshold: 2 });
-    this.keys = init.keys;
-    this.root = init.rootToken;
-    for (const m of MOUNTS) await mountKv2(a, this.root, m);
-    await enablePrimary(a, this.root, '', 'dr');
-    await enablePrimary(a, this.root, '', 'performance');
-    for (const n of ['b', ...PERF_SECONDARIES]) {
-      const own = await initAndUnseal(this.api(n));
-      const kind = n === 'b' ? 'dr' : 'performance';
-      await activateSecondary(this.api(n), own.rootToken, await secondaryToken(a, this.root, `nemesis-${n}`, undefined, kind), kind);
-      // Tokens are local to a performance secondary, and the enabling one does not survive the activation.
-      if (kind === 'performance') this.tokens[n] = await generateRoot(this.api(n), this.keys, 60_000);
-      if (kind === 'performance') await this.setFilter(n, this.filterOf(n));
     }
     for (const n of ['b', ...PERF_SECONDARIES]) await this.followThroughProxy(n);
   }
@@ -121,10 +127,13 @@ class Topology {
   /** The mounts performance secondary n's filter keeps now. */
   filterOf(n) { return this.filterTimeline[n].at(-1).mounts; }
 
+  /** a and b take turns as primary: both keep the short WAL. */
+  replicationOf(n) {
+    return { walMaxEntries: n === 'a' || n === 'b' ? this.walMax : 100_000, walMaxBytes: 268_435_456 };
+  }
+
   async boot(n) {
-    // a and b take turns as primary: both keep the short WAL.
-    const replication = { walMaxEntries: n === 'a' || n === 'b' ? this.walMax : 100_000, walMaxBytes: 268_435_456 };
-    this.nodes[n] = await startFixedNode(this.harness, this.dir, n, { ...this.ports[n], replication });
+    this.nodes[n] = await startFixedNode(this.harness, this.dir, n, { ...this.ports[n], replication: this.replicationOf(n) });
   }
 
   async restart(n) {
@@ -134,9 +143,7 @@ class Topology {
 
   /** Lets n keep `mounts`: as an allow list, or (`deny`, when that says the same) as a deny list of the others. */
   async setFilter(n, mounts, form = 'allow') {
-    const others = MOUNTS.filter((m) => !mounts.includes(m));
-    const body = form === 'deny' && others.length > 0 ? { mode: 'deny', paths: others.map((m) => `${m}/`) } : { mode: 'allow', paths: mounts.map((m) => `${m}/`) };
-    await must(vault(this.api(this.primary), this.root).request('POST', `${PERF}/primary/paths-filter/nemesis-${n}`, { body }));
+    await must(vault(this.api(this.primary), this.root).request('POST', `${PERF}/primary/paths-filter/nemesis-${n}`, { body: filterBody(mounts, form) }));
   }
 
   /** Points secondary `n` at the current primary through the proxy n -> primary, and waits for it to stream. */

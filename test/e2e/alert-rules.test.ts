@@ -15,7 +15,7 @@
 import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { activateSecondary, enablePrimary, eventually, initAndUnseal, mountKv2, repoRoot, secondaryToken, startCluster, useHarness, vault, waitInSync, type StartedNode } from '../harness/index.js';
+import { eventually, repoRoot, startCluster, useHarness, vault, waitInSync } from '../harness/index.js';
 
 const h = useHarness();
 const RULES = join(repoRoot, 'deploy', 'alerts.yml');
@@ -169,14 +169,21 @@ test('a DR pair and a performance secondary: healthy, nothing fires; a stopped s
 }, 240_000);
 
 test('a 50-entry WAL and writes while its DR secondary is down: WAL headroom low; the secondary\'s mode change and a stalled merkle-sync fire theirs; sealed, the node alert fires', async () => {
-  const [p, s] = (await Promise.all([h.startNode({ ...SLOW_START, replication: { walMaxEntries: 50 } }), h.startNode(SLOW_START)])) as [StartedNode, StartedNode];
-  const pk = await initAndUnseal(p.apiAddr, { shares: 3, threshold: 2 });
-  const sk = await initAndUnseal(s.apiAddr);
-  await mountKv2(p.apiAddr, pk.rootToken);
-  const before = await scrape('dr-west', s.apiAddr, sk.rootToken);
-  expect(before.get('tessera_replication_mode{kind="dr",mode="disabled",instance="dr-west",job="tessera"}')).toBe('1');
-  await enablePrimary(p.apiAddr, pk.rootToken);
-  await activateSecondary(s.apiAddr, sk.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, 'dr-west'));
+  // The secondary is scraped once before replication is enabled, with its own (pre-activation) root token.
+  let before: Samples = new Map();
+  const c = await startCluster(h, {
+    node: SLOW_START,
+    primary: { replication: { walMaxEntries: 50 } },
+    mountKv2: true,
+    dr: ['dr-west'],
+    beforeEnable: async ({ dr: [s] }) => {
+      before = await scrape('dr-west', s!.apiAddr, s!.rootToken);
+      expect(before.get('tessera_replication_mode{kind="dr",mode="disabled",instance="dr-west",job="tessera"}')).toBe('1');
+    },
+  });
+  const p = c.primary;
+  const s = c.dr[0]!;
+  const pk = { rootToken: p.rootToken };
   await waitInSync(p.apiAddr, s.apiAddr);
   const after = await eventually(async () => {
     const x = await scrape('dr-west', s.apiAddr, pk.rootToken);

@@ -5,27 +5,21 @@
  * the page in a real headless browser (Debian's chromium driven by puppeteer-core).
  */
 import puppeteer, { type Browser } from 'puppeteer-core';
-import { eventually } from '../harness/eventually.js';
-import { activateSecondary, enablePrimary, freePort } from '../harness/dr.js';
-import { drStatus, secondaryToken } from '../support/dr.js';
-import { startTestNode } from '../support/in-process.js';
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { eventually, startCluster, useHarness } from '../harness/index.js';
+import { drStatus } from '../support/dr.js';
 
+const h = useHarness();
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let browser: Browser | undefined;
-let proxy: TcpProxy | undefined;
 afterAll(async () => {
   await browser?.close();
-  await proxy?.close();
 });
 
 test('a secondary\'s last error is shown as past once its connection is healthy and verified again', async () => {
-  const port = await freePort();
-  const p = await startTestNode({ clusterAddr: `127.0.0.1:${port}` });
-  proxy = await startTcpProxy(`127.0.0.1:${port}`);
-  await enablePrimary(p.apiAddr, p.rootToken, proxy.address);
-  const s = await startTestNode();
-  await activateSecondary(s.apiAddr, s.rootToken, await secondaryToken(p, 'east'));
+  // The secondary is told the proxy's address, in front of the primary's cluster port (closed by the harness).
+  const c = await startCluster(h, { node: { inProcess: true }, proxy: true, dr: ['east'] });
+  const s = c.dr[0]!;
+  const proxy = c.proxy!;
   await eventually(async () => expect(await drStatus(s)).toMatchObject({ state: 'stream-wals', connection_state: 'ready' }), { timeoutMs: 15_000 });
 
   // A partition: the secondary records an error; healed, it streams and verifies again.

@@ -8,15 +8,11 @@
  * The writes go to a KV v1 mount so that one secret is one storage key and the expected counts
  * are exact (KV v2 adds version and metadata records and trims old versions).
  */
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
-import {
-  activateSecondary, drStatus, enablePrimary, eventually, freePort, initAndUnseal, secondaryToken, useHarness, vault,
-  waitInSync, type Body, type StartedNode,
-} from '../harness/index.js';
+import type { TcpProxy } from '../support/tcp-proxy.js';
+import { drStatus, eventually, startCluster, useHarness, vault, waitInSync, type Body, type StartedNode } from '../harness/index.js';
 
 const h = useHarness();
 let proxy: TcpProxy | undefined;
-afterAll(async () => proxy?.close());
 
 const KEYS = 12;
 const WRITES = 300;
@@ -35,23 +31,23 @@ describe('partition through a TCP proxy on the cluster channel', () => {
   let primaryNow: Body;
 
   test('the secondary activates and streams through the proxy', async () => {
-    // The primary's cluster port is fixed so the proxy can point at it before primary/enable.
-    const clusterPort = await freePort();
-    const p = await h.startNode({ clusterAddr: `127.0.0.1:${clusterPort}`, replication: { walMaxEntries: 50 } });
+    // The proxy sits in front of the primary's (fixed) cluster port before primary/enable, and is
+    // the address secondaries are told: every cluster call crosses it.
+    const c = await startCluster(h, {
+      primary: { replication: { walMaxEntries: 50 } },
+      proxy: true,
+      dr: ['dr-far'],
+      beforeEnable: async ({ primary }) => {
+        pv = primary.vault();
+        expect((await pv.post('sys/mounts/kv', { type: 'kv', options: { version: '1' } })).status).toBe(204);
+        for (let k = 0; k < KEYS; k++) expect((await pv.put(`kv/k${k}`, { value: 'initial' })).status).toBe(204);
+      },
+    });
+    const p = c.primary;
     pApi = p.apiAddr;
-    const pk = await initAndUnseal(p.apiAddr, { shares: 3, threshold: 2 });
-    pv = vault(p.apiAddr, pk.rootToken);
-    expect((await pv.post('sys/mounts/kv', { type: 'kv', options: { version: '1' } })).status).toBe(204);
-    for (let k = 0; k < KEYS; k++) expect((await pv.put(`kv/k${k}`, { value: 'initial' })).status).toBe(204);
-
-    proxy = await startTcpProxy(`127.0.0.1:${clusterPort}`);
-    // The address secondaries are told: the proxy, so every cluster call crosses it.
-    await enablePrimary(p.apiAddr, pk.rootToken, proxy.address);
+    proxy = c.proxy!;
     expect((await drStatus(p.apiAddr)).primary_cluster_addr).toBe(`https://${proxy.address}`);
-
-    s = await h.startNode();
-    const sk = await initAndUnseal(s.apiAddr);
-    await activateSecondary(s.apiAddr, sk.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, 'dr-far'));
+    s = c.dr[0]!;
     const synced = await waitInSync(p.apiAddr, s.apiAddr);
     expect(synced.secondary.primary_cluster_addr).toBe(`https://${proxy.address}`);
     expect(proxy.stats().forwarded).toBeGreaterThan(0);

@@ -5,10 +5,8 @@
  * write only once its connected DR secondaries applied it); both performance secondaries follow
  * it by address (update_primary_addrs, no new token), filters intact, then serve and forward again.
  */
-import type { Kind } from '../../src/core/replication/index.js';
 import {
-  activateSecondary, drOperationToken, enablePrimary, eventually, generateRoot, initAndUnseal, PERF, replStatus, secondaryToken,
-  setPathsFilter, startWriter, useHarness, vault, waitInSync, DR, type StartedNode, type Writer,
+  drOperationToken, eventually, PERF, replStatus, startCluster, startWriter, useHarness, vault, waitInSync, DR, type StartedNode, type Writer,
 } from '../harness/index.js';
 
 const h = useHarness();
@@ -16,25 +14,33 @@ const KV2 = { type: 'kv', options: { version: '2' } };
 // Nodes start in parallel on a 2-core machine shared with other work: start-up is CPU-bound.
 const SLOW_START = { readyTimeoutMs: 45_000 };
 
+interface Joined {
+  readonly node: StartedNode;
+  readonly token: string;
+}
+
 test('SIGKILL the primary under forwarded writes: the promoted DR secondary holds every acknowledged one with its value, and the performance secondaries follow it', async () => {
   const writers: Writer[] = [];
   try {
-    const [p, ...others] = (await Promise.all([0, 1, 2, 3].map(() => h.startNode(SLOW_START)))) as [StartedNode, ...StartedNode[]];
-    const pk = await initAndUnseal(p.apiAddr, { shares: 3, threshold: 2 });
-    const pv = vault(p.apiAddr, pk.rootToken);
-    for (const m of ['secret', 'other']) expect((await pv.post(`sys/mounts/${m}`, KV2)).status).toBe(204);
-    expect((await pv.put('other/data/o', { data: { value: 'o' } })).status).toBe(200);
-    await enablePrimary(p.apiAddr, pk.rootToken, '', 'performance');
-    await enablePrimary(p.apiAddr, pk.rootToken, '', 'dr');
-    const join = async (node: StartedNode, id: string, kind: Kind) => {
-      const own = await initAndUnseal(node.apiAddr);
-      await activateSecondary(node.apiAddr, own.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, id, undefined, kind), kind);
-      // The enabling root token does not survive a performance activation: root there comes from the primary's shares.
-      return { node, token: kind === 'performance' ? await generateRoot(node.apiAddr, pk.keys) : own.rootToken };
-    };
-    const [a, d, r] = await Promise.all([join(others[0]!, 'perf-a', 'performance'), join(others[1]!, 'perf-d', 'performance'), join(others[2]!, 'dr-r', 'dr')]);
-    await setPathsFilter(p.apiAddr, pk.rootToken, 'perf-a', { mode: 'deny', paths: ['other'] });
-    await setPathsFilter(p.apiAddr, pk.rootToken, 'perf-d', { mode: 'allow', paths: ['other'] });
+    // A DR secondary and two filtered performance secondaries; root on each performance one comes
+    // from the primary's shares (the enabling token does not survive the activation).
+    const c = await startCluster(h, {
+      node: SLOW_START,
+      dr: ['dr-r'],
+      performance: [
+        { id: 'perf-a', filter: { mode: 'deny', paths: ['other'] } },
+        { id: 'perf-d', filter: { mode: 'allow', paths: ['other'] } },
+      ],
+      beforeEnable: async ({ primary }) => {
+        const v = primary.vault();
+        for (const m of ['secret', 'other']) expect((await v.post(`sys/mounts/${m}`, KV2)).status).toBe(204);
+        expect((await v.put('other/data/o', { data: { value: 'o' } })).status).toBe(200);
+      },
+    });
+    const p = c.primary;
+    const pk = { rootToken: p.rootToken, keys: p.unsealKeys };
+    const [a, d] = [0, 1].map((i) => ({ node: c.performance[i]!, token: c.performance[i]!.rootToken })) as [Joined, Joined];
+    const r = { node: c.dr[0]! };
     await Promise.all([waitInSync(p.apiAddr, a.node.apiAddr, 20_000, 'performance'), waitInSync(p.apiAddr, d.node.apiAddr, 20_000, 'performance'), waitInSync(p.apiAddr, r.node.apiAddr)]);
 
     // Four clients write through the performance secondary, each to a new path every time, so

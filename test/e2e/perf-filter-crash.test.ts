@@ -8,10 +8,9 @@
  * Data sets, not Merkle roots, are compared on performance secondaries: their root also covers
  * their own local data. The mounts are KV v1 so one secret is one key and a LIST shows them all.
  */
-import type { Kind } from '../../src/core/replication/index.js';
 import {
-  activateSecondary, enablePrimary, eventually, filteredSet, generateRoot, initAndUnseal, kvDataSet, PERF, replStatus, secondaryToken,
-  setPathsFilter, unseal, useHarness, vault, waitInSync, type InitResult, type KvDataSet, type StartedNode,
+  eventually, filteredSet, kvDataSet, PERF, replStatus, setPathsFilter, startCluster, unseal, useHarness, vault, waitInSync, type KvDataSet,
+  type StartedNode,
 } from '../harness/index.js';
 
 const h = useHarness();
@@ -19,6 +18,11 @@ const MOUNTS = ['alpha', 'beta', 'gamma'] as const;
 const KV1 = { type: 'kv', options: { version: '1' } };
 // Nodes start in parallel on a 2-core machine shared with other work: start-up is CPU-bound.
 const SLOW_START = { readyTimeoutMs: 45_000 };
+
+interface Joined {
+  readonly node: StartedNode;
+  readonly token: string;
+}
 
 async function write(apiAddr: string, token: string, round: string): Promise<void> {
   const v = vault(apiAddr, token);
@@ -36,24 +40,25 @@ async function converges(pApi: string, sApi: string, sToken: string, expected: K
 
 test('a performance secondary killed while its filter changes restarts into exactly its filtered data set', async () => {
   // Four processes, started at once: node start-up dominates the wall time on a loaded machine.
-  const [p, ...others] = (await Promise.all([0, 1, 2, 3].map(() => h.startNode(SLOW_START)))) as [StartedNode, ...StartedNode[]];
-  const pk: InitResult = await initAndUnseal(p.apiAddr, { shares: 3, threshold: 2 });
-  const pv = vault(p.apiAddr, pk.rootToken);
-  for (const m of MOUNTS) expect((await pv.post(`sys/mounts/${m}`, KV1)).status).toBe(204);
-  await write(p.apiAddr, pk.rootToken, 'r0');
-  await enablePrimary(p.apiAddr, pk.rootToken, '', 'performance');
-  await enablePrimary(p.apiAddr, pk.rootToken, '', 'dr');
-
   // Tokens are local to a performance secondary, and the enabling one does not survive the
-  // activation: each gets a root token of its own from the primary's shares.
-  const join = async (node: StartedNode, id: string, kind: Kind): Promise<{ node: StartedNode; token: string }> => {
-    const own = await initAndUnseal(node.apiAddr);
-    await activateSecondary(node.apiAddr, own.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, id, undefined, kind), kind);
-    return { node, token: kind === 'performance' ? await generateRoot(node.apiAddr, pk.keys) : own.rootToken };
-  };
-  const [a, d, r] = await Promise.all([join(others[0]!, 'perf-allow', 'performance'), join(others[1]!, 'perf-deny', 'performance'), join(others[2]!, 'dr-one', 'dr')]);
-  await setPathsFilter(p.apiAddr, pk.rootToken, 'perf-allow', { mode: 'allow', paths: ['alpha'] });
-  await setPathsFilter(p.apiAddr, pk.rootToken, 'perf-deny', { mode: 'deny', paths: ['beta'] });
+  // activation: startCluster gives each a root token of its own from the primary's shares.
+  const c = await startCluster(h, {
+    node: SLOW_START,
+    dr: ['dr-one'],
+    performance: [
+      { id: 'perf-allow', filter: { mode: 'allow', paths: ['alpha'] } },
+      { id: 'perf-deny', filter: { mode: 'deny', paths: ['beta'] } },
+    ],
+    beforeEnable: async ({ primary }) => {
+      for (const m of MOUNTS) expect((await primary.vault().post(`sys/mounts/${m}`, KV1)).status).toBe(204);
+      await write(primary.apiAddr, primary.rootToken, 'r0');
+    },
+  });
+  const p = c.primary;
+  const pk = { rootToken: p.rootToken, keys: p.unsealKeys };
+  const pv = vault(p.apiAddr, pk.rootToken);
+  const [a, d] = [0, 1].map((i) => ({ node: c.performance[i]!, token: c.performance[i]!.rootToken })) as [Joined, Joined];
+  const r = { node: c.dr[0]! };
   // A local mount on the allow secondary: its own data, which no filter or reconcile may touch.
   const av = vault(a.node.apiAddr, a.token);
   expect((await av.post('sys/mounts/scratch', { ...KV1, local: true })).status).toBe(204);
@@ -91,16 +96,18 @@ test('a performance secondary killed while its filter changes restarts into exac
 }, 90_000);
 
 test('a performance secondary killed while the reconcile of a filter change runs restarts into exactly its new subset', async () => {
-  const [p, s] = await Promise.all([h.startNode(SLOW_START), h.startNode(SLOW_START)]);
-  const pk: InitResult = await initAndUnseal(p.apiAddr, { shares: 3, threshold: 2 });
-  const pv = vault(p.apiAddr, pk.rootToken);
-  for (const m of MOUNTS) expect((await pv.post(`sys/mounts/${m}`, KV1)).status).toBe(204);
-  await write(p.apiAddr, pk.rootToken, 'r0');
-  await enablePrimary(p.apiAddr, pk.rootToken, '', 'performance');
-  const own = await initAndUnseal(s.apiAddr);
-  await activateSecondary(s.apiAddr, own.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, 'perf-one', undefined, 'performance'), 'performance');
-  const sRoot = await generateRoot(s.apiAddr, pk.keys);
-  await setPathsFilter(p.apiAddr, pk.rootToken, 'perf-one', { mode: 'allow', paths: ['alpha', 'beta'] });
+  const c = await startCluster(h, {
+    node: SLOW_START,
+    performance: [{ id: 'perf-one', filter: { mode: 'allow', paths: ['alpha', 'beta'] } }],
+    beforeEnable: async ({ primary }) => {
+      for (const m of MOUNTS) expect((await primary.vault().post(`sys/mounts/${m}`, KV1)).status).toBe(204);
+      await write(primary.apiAddr, primary.rootToken, 'r0');
+    },
+  });
+  const p = c.primary;
+  const s = c.performance[0]!;
+  const pk = { rootToken: p.rootToken, keys: p.unsealKeys };
+  const sRoot = s.rootToken;
   await converges(p.apiAddr, s.apiAddr, sRoot, filteredSet(await kvDataSet(p.apiAddr, pk.rootToken, MOUNTS), ['alpha', 'beta']));
 
   // The filter changes and the secondary dies at once, while that reconcile is likely under way.

@@ -7,15 +7,11 @@
  *
  * KV v1 mounts: one secret is one storage key, so the expected counts are exact.
  */
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
-import {
-  activateSecondary, enablePrimary, eventually, filteredSet, freePort, generateRoot, initAndUnseal, kvDataSet, replStatus,
-  secondaryToken, setPathsFilter, useHarness, vault, waitInSync,
-} from '../harness/index.js';
+import type { TcpProxy } from '../support/tcp-proxy.js';
+import { eventually, filteredSet, kvDataSet, replStatus, startCluster, useHarness, vault, waitInSync } from '../harness/index.js';
 
 const h = useHarness();
 let proxy: TcpProxy | undefined;
-afterAll(async () => proxy?.close());
 
 const MOUNTS = ['alpha', 'beta', 'gamma'] as const;
 const KEYS = 4;
@@ -23,25 +19,28 @@ const WRITES = 300;
 const SLOW_START = { readyTimeoutMs: 45_000 };
 
 test('a filtered performance secondary partitioned past the WAL bound reconciles exactly its changed subset on heal', async () => {
-  const clusterPort = await freePort();
-  const [p, s] = await Promise.all([
-    h.startNode({ ...SLOW_START, clusterAddr: `127.0.0.1:${clusterPort}`, replication: { walMaxEntries: 50 } }),
-    h.startNode(SLOW_START),
-  ]);
-  const pk = await initAndUnseal(p.apiAddr, { shares: 3, threshold: 2 });
+  // The proxy sits in front of the primary's cluster port and is the address the secondary is told.
+  const c = await startCluster(h, {
+    node: SLOW_START,
+    primary: { replication: { walMaxEntries: 50 } },
+    proxy: true,
+    performance: [{ id: 'perf-far', filter: { mode: 'allow', paths: ['alpha', 'beta'] } }],
+    beforeEnable: async ({ primary }) => {
+      const v = primary.vault();
+      for (const m of MOUNTS) {
+        expect((await v.post(`sys/mounts/${m}`, { type: 'kv', options: { version: '1' } })).status).toBe(204);
+        for (let k = 0; k < KEYS; k++) expect((await v.put(`${m}/k${k}`, { value: 'initial' })).status).toBe(204);
+      }
+    },
+  });
+  const p = c.primary;
+  const s = c.performance[0]!;
+  const pk = { rootToken: p.rootToken };
   const pv = vault(p.apiAddr, pk.rootToken);
-  for (const m of MOUNTS) {
-    expect((await pv.post(`sys/mounts/${m}`, { type: 'kv', options: { version: '1' } })).status).toBe(204);
-    for (let k = 0; k < KEYS; k++) expect((await pv.put(`${m}/k${k}`, { value: 'initial' })).status).toBe(204);
-  }
-  proxy = await startTcpProxy(`127.0.0.1:${clusterPort}`);
-  await enablePrimary(p.apiAddr, pk.rootToken, proxy.address, 'performance');
-  const own = await initAndUnseal(s.apiAddr);
-  await activateSecondary(s.apiAddr, own.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, 'perf-far', undefined, 'performance'), 'performance');
-  // The enabling root token does not survive the activation: root there comes from the primary's shares.
-  const sRoot = await generateRoot(s.apiAddr, pk.keys);
+  proxy = c.proxy!;
+  // The enabling root token does not survive the activation: startCluster made one there from the primary's shares.
+  const sRoot = s.rootToken;
   const sv = vault(s.apiAddr, sRoot);
-  await setPathsFilter(p.apiAddr, pk.rootToken, 'perf-far', { mode: 'allow', paths: ['alpha', 'beta'] });
   await eventually(async () => {
     await waitInSync(p.apiAddr, s.apiAddr, 2_000, 'performance');
     expect(await kvDataSet(s.apiAddr, sRoot, MOUNTS)).toEqual(filteredSet(await kvDataSet(p.apiAddr, pk.rootToken, MOUNTS), ['alpha', 'beta']));

@@ -5,10 +5,7 @@
  * position and Merkle root (a refused call commits nothing), its known secondaries and filter, and
  * the secondary's role and primary.
  */
-import {
-  activateSecondary, enablePrimary, eventually, generateRoot, initAndUnseal, PERF, replStatus, secondaryToken, setPathsFilter,
-  useHarness, vault, waitInSync, type Body,
-} from '../harness/index.js';
+import { eventually, PERF, replStatus, secondaryToken, startCluster, useHarness, vault, waitInSync, type Body } from '../harness/index.js';
 
 const h = useHarness();
 const SLOW_START = { readyTimeoutMs: 45_000 };
@@ -21,18 +18,22 @@ function stable(st: Body): Body {
 }
 
 test('forbidden performance operations and bad paths filters are a clear 4xx and change nothing', async () => {
-  const [p, s] = await Promise.all([h.startNode(SLOW_START), h.startNode(SLOW_START)]);
-  const pk = await initAndUnseal(p.apiAddr, { shares: 3, threshold: 2 });
+  // The enabling root token does not survive the activation: startCluster makes root there from the primary's shares.
+  const c = await startCluster(h, {
+    node: SLOW_START,
+    performance: [{ id: 'perf-east', filter: { mode: 'deny', paths: ['team-a'] } }],
+    beforeEnable: async ({ primary }) => {
+      const v = primary.vault();
+      expect((await v.post('sys/mounts/secret', { type: 'kv', options: { version: '1' } })).status).toBe(204);
+      expect((await v.post('sys/namespaces/team-a')).status).toBe(200);
+      expect((await v.post('sys/mounts/here', { type: 'kv', options: { version: '1' }, local: true })).status).toBe(204);
+    },
+  });
+  const p = c.primary;
+  const s = c.performance[0]!;
+  const pk = { rootToken: p.rootToken };
   const pv = vault(p.apiAddr, pk.rootToken);
-  expect((await pv.post('sys/mounts/secret', { type: 'kv', options: { version: '1' } })).status).toBe(204);
-  expect((await pv.post('sys/namespaces/team-a')).status).toBe(200);
-  expect((await pv.post('sys/mounts/here', { type: 'kv', options: { version: '1' }, local: true })).status).toBe(204);
-  await enablePrimary(p.apiAddr, pk.rootToken, '', 'performance');
-  const own = await initAndUnseal(s.apiAddr);
-  await activateSecondary(s.apiAddr, own.rootToken, await secondaryToken(p.apiAddr, pk.rootToken, 'perf-east', undefined, 'performance'), 'performance');
-  // The enabling root token does not survive the activation: root there comes from the primary's shares.
-  const sv = vault(s.apiAddr, await generateRoot(s.apiAddr, pk.keys));
-  await setPathsFilter(p.apiAddr, pk.rootToken, 'perf-east', { mode: 'deny', paths: ['team-a'] });
+  const sv = vault(s.apiAddr, s.rootToken);
   // An unused activation token, for the calls that must refuse one.
   const spareJwt = await secondaryToken(p.apiAddr, pk.rootToken, 'perf-spare', undefined, 'performance');
   const synced = await waitInSync(p.apiAddr, s.apiAddr, 20_000, 'performance');

@@ -1,6 +1,6 @@
 /**
- * The harness itself: start-up parsing, output capture, clean stop, cleanup of leftovers, and the
- * poll-with-deadline helper. Needs the build (dist/).
+ * The harness itself: start-up parsing, output capture, clean stop, cleanup of leftovers, the
+ * topology builder's options, and the poll-with-deadline helper. Needs the build (dist/).
  */
 import { existsSync } from 'node:fs';
 import { parseConfigText } from '../../src/node/config.js';
@@ -10,7 +10,9 @@ import {
   EventuallyTimeout,
   nodeConfig,
   NodeStartError,
+  replStatus,
   spawnNode,
+  startCluster,
   useHarness,
   vault,
 } from './index.js';
@@ -80,6 +82,30 @@ describe('cleanup', () => {
     expect(await node.exited).toEqual({ code: null, signal: 'SIGKILL' });
     expect(existsSync(dir)).toBe(false);
     expect(existsSync(node.dataDir)).toBe(false);
+  }, 30_000);
+});
+
+describe('startCluster', () => {
+  test('runs its hooks in order, tells secondaries the proxy, and sets a secondary\'s filter before the sync wait', async () => {
+    const seen: string[] = [];
+    const c = await startCluster(h, {
+      node: { inProcess: true },
+      proxy: true,
+      performance: [{ id: 'perf-one', node: { forwardWaitMs: 1_000 }, filter: { mode: 'deny', paths: ['other'] } }],
+      beforeEnable: async ({ primary, performance: [s], proxy }) => {
+        seen.push(`enable:${(await replStatus(primary.apiAddr, 'performance')).mode}:${(await replStatus(s!.apiAddr, 'performance')).mode}:${proxy !== undefined}`);
+        expect((await primary.vault().post('sys/mounts/other', { type: 'kv', options: { version: '1' } })).status).toBe(204);
+      },
+      beforeActivate: async ({ primary, performance: [s] }) => {
+        seen.push(`activate:${(await replStatus(primary.apiAddr, 'performance')).mode}:${(await replStatus(s!.apiAddr, 'performance')).mode}`);
+      },
+    });
+    expect(seen).toEqual(['enable:disabled:disabled:true', 'activate:primary:disabled']);
+    const s = c.performance[0]!;
+    expect((await replStatus(s.apiAddr, 'performance')).primary_cluster_addr).toBe(`https://${c.proxy!.address}`);
+    expect(c.proxy!.stats().forwarded).toBeGreaterThan(0);
+    expect((await c.primary.vault().get('sys/replication/performance/primary/paths-filter/perf-one')).body.data).toEqual({ mode: 'deny', paths: ['other'] });
+    expect((await s.vault().get('sys/mounts')).body.data['other/']).toBeUndefined();
   }, 30_000);
 });
 

@@ -12,7 +12,9 @@
  *   `node` (the RunningNode), `call()` (compatibility alias of `vault().request()`).
  *   `startTestNode()` (test/support/in-process.ts) is the same builder.
  * - Topologies: `startCluster(h, { dr: ['east'] })` (cluster.ts) builds a primary and activated,
- *   in-sync secondaries of either kind.
+ *   in-sync secondaries of either kind, each node with start options of its own (scripts give
+ *   theirs with `fixedNodeOptions`), optionally behind a TCP proxy and with hooks before enable
+ *   and activation: the one topology builder of the tests and the scripts.
  *
  *   const h = useHarness();                         // registers afterAll(() => h.cleanup())
  *   const dev = await h.startNode({ dev: true });   // dev.rootToken from the banner
@@ -88,6 +90,8 @@ export interface StartOptions {
    * its API answers (needs `apiPort`); the way scripts run long-lived nodes.
    */
   readonly logFile?: string;
+  /** Non-dev nodes: Node.js flags before the script (e.g. --cpu-prof). */
+  readonly nodeArgs?: readonly string[];
   readonly inProcess?: false;
 }
 
@@ -133,7 +137,9 @@ export interface Harness {
   startNode(opts?: StartOptions): Promise<StartedNode>;
   /** A fresh directory removed by `cleanup()`. */
   tempDir(prefix?: string): Promise<string>;
-  /** SIGKILLs every node still running, then removes every temp dir. Safe to call twice. */
+  /** Runs `fn` first in `cleanup()` (a topology's TCP proxy, say). */
+  onCleanup(fn: () => Promise<unknown>): void;
+  /** Runs what `onCleanup` registered, SIGKILLs every node still running, then removes every temp dir. Safe to call twice. */
   cleanup(): Promise<void>;
 }
 
@@ -221,6 +227,7 @@ export function createHarness(): Harness {
   };
 
   const inProcess = new Set<InProcessNode>();
+  const cleanups: Array<() => Promise<unknown>> = [];
 
   const track = (n: NodeProcess) => {
     nodes.add(n);
@@ -305,6 +312,7 @@ export function createHarness(): Harness {
       args: ['server', '-config', configPath],
       ready: opts.logFile !== undefined ? { api: `http://127.0.0.1:${opts.apiPort}` } : 'listening-log',
       ...(opts.logFile !== undefined ? { logFile: opts.logFile } : {}),
+      ...(opts.nodeArgs !== undefined ? { nodeArgs: opts.nodeArgs } : {}),
       ...(opts.env !== undefined ? { env: opts.env } : {}),
       ...(opts.readyTimeoutMs !== undefined ? { readyTimeoutMs: opts.readyTimeoutMs } : {}),
     });
@@ -318,7 +326,9 @@ export function createHarness(): Harness {
   return {
     startNode: startAny as Harness['startNode'],
     tempDir,
+    onCleanup: (fn) => void cleanups.push(fn),
     async cleanup() {
+      await Promise.all(cleanups.splice(0).map((fn) => fn().catch(() => undefined)));
       await Promise.all([...nodes].map((n) => n.kill('SIGKILL')));
       await Promise.all([...inProcess].map((n) => n.stop({ keepDir: true })));
       process.off('exit', onExit);
@@ -346,26 +356,36 @@ export interface FixedNodeOptions {
 }
 
 /**
- * Starts (or restarts, on the same home) node NAME of a script's topology under DIR: home DIR/NAME,
- * fixed ports, the dev license shared in DIR/license (made once), output appended to DIR/NAME.log,
- * in its own process group. Not initialised: the script inits or unseals it.
+ * The start options of node NAME of a script's topology under DIR: home DIR/NAME, fixed ports, the
+ * dev license shared in DIR/license (made once), output appended to DIR/NAME.log, in its own
+ * process group. Give them to `h.startNode` or, per node, to `startCluster` (cluster.ts). Makes DIR/NAME.
  */
-export async function startFixedNode(h: Harness, dir: string, name: string, o: FixedNodeOptions): Promise<FixedNode> {
+export async function fixedNodeOptions(dir: string, name: string, o: FixedNodeOptions): Promise<StartOptions & { readonly dataDir: string; readonly logFile: string; readonly clusterAddr: string }> {
   const home = join(dir, name);
-  const logFile = join(dir, `${name}.log`);
-  const clusterAddr = `127.0.0.1:${o.clusterPort}`;
   await mkdir(home, { recursive: true, mode: 0o700 });
-  const n = await h.startNode({
+  return {
     dataDir: home,
     apiPort: o.apiPort,
-    clusterAddr,
+    clusterAddr: `127.0.0.1:${o.clusterPort}`,
     licenseDir: join(dir, 'license'),
-    logFile,
+    logFile: join(dir, `${name}.log`),
     logLevel: o.logLevel ?? 'info',
     readyTimeoutMs: o.readyTimeoutMs ?? 30_000,
     ...(o.replication !== undefined ? { replication: o.replication } : {}),
-  });
-  return Object.assign(n, { name, home, logFile, clusterAddr });
+  };
+}
+
+/** `node`, started with `fixedNodeOptions(dir, name, ...)`, as a FixedNode (its name, home, log file and cluster address). */
+export function asFixedNode(node: StartedNode, dir: string, name: string, clusterPort: number): FixedNode {
+  return Object.assign(node, { name, home: join(dir, name), logFile: join(dir, `${name}.log`), clusterAddr: `127.0.0.1:${clusterPort}` });
+}
+
+/**
+ * Starts (or restarts, on the same home) node NAME of a script's topology under DIR
+ * (`fixedNodeOptions`). Not initialised: the script inits or unseals it.
+ */
+export async function startFixedNode(h: Harness, dir: string, name: string, o: FixedNodeOptions): Promise<FixedNode> {
+  return asFixedNode(await h.startNode(await fixedNodeOptions(dir, name, o)), dir, name, o.clusterPort);
 }
 
 /** Throws a clear error when 127.0.0.1:`port` is taken (a fixed-port node would die with a log line instead). */

@@ -19,6 +19,8 @@ export {
   unseal,
   unsealWith,
   startFixedNode,
+  fixedNodeOptions,
+  asFixedNode,
   assertPortFree,
   writeLicense,
   useHarness,
@@ -37,7 +39,7 @@ export {
   type StartedNode,
   type StartOptions,
 } from './harness.js';
-export { joinSecondary, startCluster, type Cluster, type ClusterSpec } from './cluster.js';
+export { joinSecondary, startCluster, type Cluster, type ClusterSoFar, type ClusterSpec, type PathsFilter, type SecondarySpec } from './cluster.js';
 export { must, rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type SendOptions, type VaultHttp, type VaultOptions } from './http.js';
 export { mainJs, NodeStartError, repoRoot, runCli, spawnNode, type CliOptions, type ExitInfo, type NodeProcess, type Readiness, type SpawnOptions } from './process.js';
 export { scanForStrings, type Finding } from './scan.js';
