@@ -140,6 +140,8 @@ describe('PostgreSQL backend', () => {
     await b.batch([put('k', 'x'), del('k')], { sync: true });
     expect(await b.get('k')).toBeUndefined();
     expect((await b.get('j'))?.toString()).toBe('2');
+    // A negative limit is no limit (LevelDB's -1).
+    expect(await keysOf(b, { limit: -1 })).toEqual(['j', 'm']);
   });
 
   it("orders non-ASCII and astral keys as LevelDB does, forward and reverse, across pages", async () => {

@@ -163,6 +163,9 @@ function after(range: RangeOptions, last: string): RangeOptions {
   return range.reverse === true ? { ...range, lt: last, lte: undefined } : { ...range, gt: last, gte: undefined };
 }
 
+/** Rows wanted: a negative limit means none, as in LevelDB (-1) and MemoryBackend. */
+const limitOf = (range: RangeOptions): number => (range.limit === undefined || range.limit < 0 ? Infinity : range.limit);
+
 type Runner = (text: string, values: unknown[]) => Promise<Row[]>;
 
 class PgView {
@@ -196,7 +199,7 @@ class PgView {
   /** Pages through `range` with `run`; every page is a fresh query after the last key yielded. */
   protected async *pages(range: RangeOptions, run: Runner, first?: Row[]): AsyncGenerator<[string, Buffer]> {
     let cur = range;
-    let left = range.limit ?? Infinity;
+    let left = limitOf(range);
     let page = first;
     while (left > 0) {
       const want = Math.min(this.shared.pageRows, left);
@@ -296,7 +299,8 @@ class PostgresBackend extends PgView implements Backend {
    * pages do not mix states.
    */
   override async *iterate(range: RangeOptions): AsyncIterable<[string, Buffer]> {
-    const want = Math.min(this.shared.pageRows, range.limit ?? Infinity);
+    const limit = limitOf(range);
+    const want = Math.min(this.shared.pageRows, limit);
     if (want <= 0) return;
     let first: Row[];
     const { text, values } = pageQuery(this.q, range, want);
@@ -305,7 +309,7 @@ class PostgresBackend extends PgView implements Backend {
     } catch (e) {
       throw this.fault(`storage iteration failed in PostgreSQL table ${this.q}`, e);
     }
-    if (first.length < want || range.limit === want) {
+    if (first.length < want || limit === want) {
       yield* this.pages(range, () => Promise.resolve([]), first);
       return;
     }

@@ -3,7 +3,9 @@
  * (test/support/postgres.ts): init, unseal, KV v2, seal/unseal, a restart on the same database,
  * the Merkle check, and a DR pair whose primary is on PostgreSQL and secondary on LevelDB.
  */
+import { Writable } from 'node:stream';
 import pg from 'pg';
+import pino from 'pino';
 import { joinSecondary } from '../harness/cluster.js';
 import { inSync } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
@@ -66,6 +68,26 @@ describe('a node on PostgreSQL', () => {
     const after = (await again.call('POST', 'sys/replication/merkle-check', {})).body.data.merkle_corruption_report;
     expect(after.corrupted_root).toBe(false);
     expect((await again.call('PUT', 'secret/data/after-restart', { data: { ok: true } })).status).toBe(200);
+  });
+
+  it('with ha_enabled warns that HA is not active yet and runs alone; logs never show the password', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const url = await server.createDatabase('node_ha');
+    // Trust auth: the server never asks for this password, so it only tests what is logged.
+    const withPassword = url.replace('postgres://tessera@', 'postgres://tessera:pg-s3cret-pw@');
+    const n = await startTestNode({ postgresql: { connectionUrl: withPassword, haEnabled: true }, logger: pino({ level: 'info' }, sink) });
+    nodes.push(n);
+    expect((await n.call('GET', 'sys/health', undefined, { token: null })).status).toBe(200);
+    const log = lines.join('');
+    expect(log).toContain('ha_enabled is set but HA is not active yet');
+    expect(log).toContain('tessera:***@127.0.0.1');
+    expect(log).not.toContain('pg-s3cret-pw');
   });
 
   it('streams to a DR secondary on LevelDB', async () => {
