@@ -230,4 +230,18 @@ describe('PostgreSQL backend: the server goes away', () => {
     expect(err).toBeInstanceOf(Internal);
     expect(err).not.toBeInstanceOf(BackendFault);
   });
+
+  it('closes with a snapshot and an iteration still open, as LevelDB does', async () => {
+    const b = await openPostgresBackend({ connectionUrl: server.url, table: freshTable(), pageRows: 2 });
+    await b.batch(['a', 'b', 'c', 'd', 'e'].map((k) => put(k, k)), { sync: true });
+    const snap = await b.snapshot();
+    const it = b.iterate({})[Symbol.asyncIterator]();
+    expect((await it.next()).value?.[0]).toBe('a');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('close hung')), 5_000)));
+    await Promise.race([b.close(), late]).finally(() => clearTimeout(timer));
+    await expect(snap.get('a')).rejects.toBeInstanceOf(Internal);
+    await snap.close();
+    await it.return?.();
+  });
 });

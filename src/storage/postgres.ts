@@ -250,7 +250,27 @@ class Shared {
       listening.add(client);
       client.on('error', () => undefined);
     }
+    this.held.add(client);
     return client;
+  }
+
+  /** Clients checked out (batches, live iterations, snapshots): close() drops what is left. */
+  private readonly held = new Set<pg.PoolClient>();
+
+  /** Back to the pool, or dropped when `broken` is set (its state is unknown). Once only. */
+  release(client: pg.PoolClient, broken?: unknown): void {
+    if (!this.held.delete(client)) return;
+    client.release(broken === undefined ? undefined : broken instanceof Error ? broken : true);
+  }
+
+  /**
+   * Drops the connections still checked out (a snapshot or iteration nobody closed, as LevelDB
+   * closes them on close), then ends the pool.
+   */
+  async end(): Promise<void> {
+    this.closed = true;
+    for (const c of [...this.held]) this.release(c, new Error('storage backend closed'));
+    await this.pool.end();
   }
 }
 
@@ -268,6 +288,7 @@ class PgSnapshot extends PgView implements Snapshot {
 
   protected override run(text: string, values: unknown[]): Promise<Row[]> {
     if (this.done) return Promise.reject(new Internal('the storage snapshot is closed'));
+    if (this.shared.closed) return Promise.reject(new Internal('the PostgreSQL storage backend is closed'));
     return this.client.query<Row>(text, values).then((r) => r.rows);
   }
 
@@ -277,9 +298,9 @@ class PgSnapshot extends PgView implements Snapshot {
     this.done = true;
     try {
       await this.client.query('COMMIT');
-      this.client.release();
+      this.shared.release(this.client);
     } catch (e) {
-      this.client.release(e instanceof Error ? e : true);
+      this.shared.release(this.client, e);
     }
   }
 }
@@ -344,7 +365,7 @@ class PostgresBackend extends PgView implements Backend {
           broken = e instanceof Error ? e : new Error(String(e));
         }
       }
-      client.release(broken ?? false);
+      this.shared.release(client, broken);
     }
   }
 
@@ -379,7 +400,7 @@ class PostgresBackend extends PgView implements Backend {
       const refusal = await this.runGuard(client);
       if (refusal !== undefined) {
         await client.query('ROLLBACK');
-        client.release();
+        this.shared.release(client);
         throw new BatchRefused(refusal);
       }
       if (putKeys.length > 0) {
@@ -391,11 +412,11 @@ class PostgresBackend extends PgView implements Backend {
       if (delKeys.length > 0) await client.query(`DELETE FROM ${this.q} WHERE key = ANY($1::bytea[])`, [delKeys]);
       committing = true;
       await client.query('COMMIT');
-      client.release();
+      this.shared.release(client);
     } catch (e) {
       if (e instanceof BatchRefused) throw e;
       // Not knowing the connection's state, drop it rather than return it to the pool.
-      client.release(e instanceof Error ? e : true);
+      this.shared.release(client, e);
       throw this.fault(committing ? `${what} (COMMIT outcome unknown)` : what, e);
     }
   }
@@ -425,17 +446,16 @@ class PostgresBackend extends PgView implements Backend {
       // A REPEATABLE READ transaction takes its snapshot at its first statement, not at BEGIN.
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SELECT 1');
     } catch (e) {
-      client.release(e instanceof Error ? e : true);
+      this.shared.release(client, e);
       throw this.fault(`cannot take a storage snapshot of PostgreSQL table ${this.q}`, e);
     }
     return new PgSnapshot(this.shared, this.q, client);
   }
 
-  /** Ends the pool (waits for checked-out clients: close snapshots first). Idempotent. */
+  /** Ends the pool; snapshots and iterations still open fail afterwards. Idempotent. */
   async close(): Promise<void> {
     if (this.shared.closed) return;
-    this.shared.closed = true;
-    await this.shared.pool.end();
+    await this.shared.end();
   }
 }
 
@@ -483,9 +503,9 @@ export async function openPostgresBackend(opts: PostgresBackendOptions): Promise
   try {
     client = await shared.connect();
     await ensureSchema(client, table, q);
-    client.release();
+    shared.release(client);
   } catch (e) {
-    client?.release(true);
+    if (client !== undefined) shared.release(client, e);
     await pool.end().catch(() => undefined);
     if (e instanceof TesseraError) throw e;
     const msg = e instanceof Error ? e.message : String(e);
