@@ -82,6 +82,9 @@ describe('PostgreSQL backend', () => {
       { column_name: 'key', data_type: 'bytea' },
       { column_name: 'value', data_type: 'bytea' },
     ]);
+    // Different tables created at once (the schema table is shared) do not race either.
+    const others = await Promise.all([freshTable(), freshTable(), freshTable()].map((t) => open({ table: t })));
+    expect(others).toHaveLength(3);
     // A reopen keeps the data and writes no second schema row.
     await Promise.all(all.map((b) => b.close()));
     const again = await open({ table });

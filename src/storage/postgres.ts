@@ -463,8 +463,10 @@ class PostgresBackend extends PgView implements Backend {
 async function ensureSchema(client: pg.PoolClient, table: string, q: string): Promise<void> {
   await client.query('BEGIN');
   try {
-    // One lock for every Tessera schema change in this database (class 0x7e55 'tess').
-    await client.query('SELECT pg_advisory_xact_lock(2119529331, hashtext($1))', [table]);
+    // One lock for every Tessera schema change in this database, whatever the table: the shared
+    // tessera_schema table is created under it too (concurrent CREATE TABLE IF NOT EXISTS of one
+    // name can still fail on pg_type's unique index). Released at COMMIT or ROLLBACK.
+    await client.query('SELECT pg_advisory_xact_lock(2119529331, 1)');
     await client.query(
       `CREATE TABLE IF NOT EXISTS ${SCHEMA_TABLE} (table_name text PRIMARY KEY, version integer NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
     );
