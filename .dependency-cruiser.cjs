@@ -32,6 +32,13 @@ module.exports = {
       to: { path: 'classic-level' },
     },
     {
+      name: 'only-storage-touches-postgres',
+      comment: 'node-postgres is a storage engine detail (src/storage/postgres.ts), as classic-level is.',
+      severity: 'error',
+      from: { pathNot: '^src/storage/' },
+      to: { path: 'node_modules/(pg|pg-[a-z-]+)/' },
+    },
+    {
       name: 'http-and-transport-never-storage',
       severity: 'error',
       from: { path: '^src/(http|transport)/' },

@@ -11,7 +11,29 @@ import { z } from 'zod';
 import { splitHostPort } from '../core/cluster-addr.js';
 import { parseDuration } from '../core/duration.js';
 
-export type StorageConfig = { readonly type: 'leveldb'; readonly path: string } | { readonly type: 'inmem' };
+export type StorageConfig =
+  | { readonly type: 'leveldb'; readonly path: string }
+  | { readonly type: 'inmem' }
+  | PostgresqlStorageConfig;
+
+/**
+ * `storage "postgresql"` with Vault's keys and defaults. `connectionUrl` holds a password: never
+ * log it (redactConnectionUrl). `haEnabled` is kept for the HA step; nothing acts on it yet.
+ */
+export interface PostgresqlStorageConfig {
+  readonly type: 'postgresql';
+  readonly connectionUrl: string;
+  readonly table: string;
+  readonly haEnabled: boolean;
+  readonly haTable: string;
+}
+
+/**
+ * Where a PostgreSQL connection URL may come from besides the config, first match wins. Vault's
+ * physical/postgresql/postgresql.go (connectionURL) lets a non-empty VAULT_PG_CONNECTION_URL
+ * override `connection_url`; TESSERA_PG_CONNECTION_URL is ours and wins over both.
+ */
+export const PG_CONNECTION_URL_ENV = ['TESSERA_PG_CONNECTION_URL', 'VAULT_PG_CONNECTION_URL'] as const;
 
 export type TlsConfig =
   | { readonly mode: 'disabled' }
@@ -85,25 +107,53 @@ const listenerTimeoutSchema = z.object({
   http_idle_timeout: listenerDuration.optional(),
 });
 const leveldbSchema = z.object({ path: z.string().min(1, 'must not be empty') });
-const storageSchemas = { leveldb: leveldbSchema, inmem: z.object({}) } as const;
+const pgTable = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'expected a plain table name (letters, digits, _; at most 63)');
+const postgresqlSchema = z.object({
+  connection_url: z.string().default(''),
+  table: pgTable.default('vault_kv_store'),
+  ha_enabled: boolish.default(false),
+  ha_table: pgTable.default('vault_ha_locks'),
+  // Vault's pool knobs: accepted so a Vault config loads; the pool size is ours for now.
+  max_idle_connections: z.union([z.number(), z.string()]).optional(),
+  max_parallel: z.union([z.number(), z.string()]).optional(),
+  max_connect_retries: z.union([z.number(), z.string()]).optional(),
+});
+const storageSchemas = { leveldb: leveldbSchema, inmem: z.object({}), postgresql: postgresqlSchema } as const;
+const storageTypes = Object.keys(storageSchemas).join(', ');
 
 const replicationSchema = z.strictObject({
   wal_max_entries: z.number().int().positive().default(configDefaults.walMaxEntries),
   wal_max_bytes: z.number().int().positive().default(configDefaults.walMaxBytes),
 });
 
-/** The one `storage` block: leveldb (a path) or inmem; unknown keys are warned about. */
-export function parseStorage(raw: unknown, issues: ConfigIssue[], warn: Warn): StorageConfig | undefined {
+/**
+ * The one `storage` block: leveldb (a path), inmem, or postgresql (Vault's keys; the connection
+ * URL from `env` first, see PG_CONNECTION_URL_ENV); unknown keys are warned about.
+ */
+export function parseStorage(raw: unknown, issues: ConfigIssue[], warn: Warn, env: NodeJS.ProcessEnv = process.env): StorageConfig | undefined {
   return oneLabelled(raw, 'storage', issues, (label, body, key): StorageConfig | undefined => {
-    if (label !== 'leveldb' && label !== 'inmem') {
-      issues.push({ key, problem: `unknown storage type "${label}" (supported: leveldb, inmem)` });
+    if (label !== 'leveldb' && label !== 'inmem' && label !== 'postgresql') {
+      issues.push({ key, problem: `unknown storage type "${label}" (supported: ${storageTypes})` });
       return undefined;
     }
     warnUnknown(body, [storageSchemas[label]], key, warn);
     if (label === 'inmem') return check(storageSchemas.inmem, body, key, issues) && { type: 'inmem' };
+    if (label === 'postgresql') return postgresqlStorage(body, key, issues, env);
     const parsed = check(storageSchemas.leveldb, body, key, issues);
     return parsed && { type: 'leveldb', path: parsed.path };
   });
+}
+
+function postgresqlStorage(body: Record<string, unknown>, key: string, issues: ConfigIssue[], env: NodeJS.ProcessEnv): PostgresqlStorageConfig | undefined {
+  const parsed = check(storageSchemas.postgresql, body, key, issues);
+  if (parsed === undefined) return undefined;
+  const fromEnv = PG_CONNECTION_URL_ENV.map((name) => env[name]).find((v) => v !== undefined && v !== '');
+  const connectionUrl = fromEnv ?? parsed.connection_url;
+  if (connectionUrl === '') {
+    issues.push({ key: `${key}.connection_url`, problem: `missing (or set ${PG_CONNECTION_URL_ENV.join(' or ')})` });
+    return undefined;
+  }
+  return { type: 'postgresql', connectionUrl, table: parsed.table, haEnabled: toBool(parsed.ha_enabled), haTable: parsed.ha_table };
 }
 
 /** The one `listener "tcp"` block: address, TLS files unless tls_disable, and deadlines. */

@@ -268,3 +268,64 @@ describe('splitHostPort', () => {
     expect(splitHostPort(address)).toEqual(expected);
   });
 });
+
+describe('storage "postgresql"', () => {
+  const envNames = ['TESSERA_PG_CONNECTION_URL', 'VAULT_PG_CONNECTION_URL'] as const;
+  const saved = envNames.map((n) => process.env[n]);
+  afterEach(() => {
+    envNames.forEach((n, i) => {
+      const v = saved[i];
+      if (v === undefined) delete process.env[n];
+      else process.env[n] = v;
+    });
+  });
+  beforeEach(() => {
+    for (const n of envNames) delete process.env[n];
+  });
+  const pgConfig = (body: string): Config => parseConfigText(`storage "postgresql" {\n${body}\n}\nlistener "tcp" {\n tls_disable = true\n}\n`, 'pg.hcl');
+
+  it("reads Vault's keys, with Vault's table defaults", () => {
+    expect(pgConfig('connection_url = "postgres://u:pw@db:5432/vault"').storage).toEqual({
+      type: 'postgresql',
+      connectionUrl: 'postgres://u:pw@db:5432/vault',
+      table: 'vault_kv_store',
+      haEnabled: false,
+      haTable: 'vault_ha_locks',
+    });
+    const c = pgConfig('connection_url = "postgres://db/v"\ntable = "kv"\nha_enabled = "true"\nha_table = "locks"\nmax_parallel = "128"');
+    expect(c.storage).toEqual({ type: 'postgresql', connectionUrl: 'postgres://db/v', table: 'kv', haEnabled: true, haTable: 'locks' });
+    expect(c.warnings).toEqual([]);
+  });
+
+  it('takes the connection URL from the environment over the config, as Vault does', () => {
+    process.env['VAULT_PG_CONNECTION_URL'] = 'postgres://from-vault-env/v';
+    expect(pgConfig('connection_url = "postgres://from-config/v"').storage).toMatchObject({ connectionUrl: 'postgres://from-vault-env/v' });
+    expect(pgConfig('').storage).toMatchObject({ connectionUrl: 'postgres://from-vault-env/v' });
+    process.env['TESSERA_PG_CONNECTION_URL'] = 'postgres://from-tessera-env/v';
+    expect(pgConfig('connection_url = "postgres://from-config/v"').storage).toMatchObject({ connectionUrl: 'postgres://from-tessera-env/v' });
+    process.env['TESSERA_PG_CONNECTION_URL'] = '';
+    process.env['VAULT_PG_CONNECTION_URL'] = '';
+    expect(pgConfig('connection_url = "postgres://from-config/v"').storage).toMatchObject({ connectionUrl: 'postgres://from-config/v' });
+  });
+
+  it('reports a missing connection URL and a bad table name', () => {
+    const e = (() => {
+      try {
+        pgConfig('table = "vault kv; drop"');
+      } catch (err) {
+        return err;
+      }
+      return undefined;
+    })();
+    expect(e).toBeInstanceOf(ConfigError);
+    expect((e as Error).message).toContain('storage.postgresql.table');
+    expect((e as Error).message).toContain('plain table name');
+    expect(() => pgConfig('')).toThrow(/storage\.postgresql\.connection_url: missing \(or set TESSERA_PG_CONNECTION_URL or VAULT_PG_CONNECTION_URL\)/);
+  });
+
+  it('is served by `tessera server`: toNodeConfig passes it on', async () => {
+    const { toNodeConfig } = await import('./index.js');
+    const n = toNodeConfig(pgConfig('connection_url = "postgres://db/v"\nha_enabled = true'));
+    expect(n.postgresql).toEqual({ connectionUrl: 'postgres://db/v', table: 'vault_kv_store', haEnabled: true, haTable: 'vault_ha_locks' });
+  });
+});

@@ -26,9 +26,12 @@ export interface ServerOptions {
 }
 
 export function toNodeConfig(c: Config): NodeConfig {
-  if (c.storage.type !== 'leveldb') throw new Error(`${c.source}: storage type "${c.storage.type}" cannot be served by this command`);
+  const s = c.storage;
+  if (s.type === 'inmem') throw new Error(`${c.source}: storage type "${s.type}" cannot be served by this command`);
   return {
-    storagePath: c.storage.path,
+    ...(s.type === 'leveldb'
+      ? { storagePath: s.path }
+      : { storagePath: '', postgresql: { connectionUrl: s.connectionUrl, table: s.table, haEnabled: s.haEnabled, haTable: s.haTable } }),
     listenAddress: c.listener.address,
     listenerTimeouts: c.listener.timeouts,
     ...(c.listener.tls.mode === 'enabled' ? { tls: { certFile: c.listener.tls.certFile, keyFile: c.listener.tls.keyFile } } : {}),

@@ -1,5 +1,5 @@
 /**
- * One running node: LevelDB -> storage engine -> seal -> vault core and replication unit -> HTTP.
+ * One running node: LevelDB or PostgreSQL -> storage engine -> seal -> vault core and replication unit -> HTTP.
  * The node composes finished services and steps aside: the core and the replication unit both
  * observe one seal lifecycle (made before either), the HTTP layer gets the core's services with
  * the unit's request gates beside them, and no request runs through code of this folder.
@@ -21,7 +21,10 @@ import { composeServices } from '../http/dispatch.js';
 import { ReplicationUnit, type ReplicationDriver, type ReplicationEvents } from '../replication/index.js';
 import { SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
+import type { Backend } from '../storage/backend.js';
 import { openLevelBackend } from '../storage/leveldb.js';
+import { openPostgresBackend, redactConnectionUrl } from '../storage/postgres.js';
+import type { PostgresqlStorageConfig } from './config-blocks.js';
 import { connectPrimary, createClusterServer } from '../transport/grpc/index.js';
 import { VaultCore, type LicenseView } from '../vault/core.js';
 import { SealLifecycle } from '../vault/lifecycle.js';
@@ -32,7 +35,10 @@ import { dashboardSite, nodeRoutes } from './routes.js';
 import { vaultCatalog } from './vault-catalog.js';
 
 export interface NodeConfig {
+  /** The LevelDB directory; unused when `postgresql` is given. */
   readonly storagePath: string;
+  /** PostgreSQL storage (config `storage "postgresql"`) instead of LevelDB. */
+  readonly postgresql?: Omit<PostgresqlStorageConfig, 'type'>;
   readonly listenAddress: string;
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   /** API listener deadlines in ms (config `http_read_header_timeout` etc.); the HTTP layer's defaults when unset. */
@@ -74,18 +80,37 @@ interface Deps {
 
 /** Storage, and the metrics that observe its batches. */
 interface Storage {
-  readonly backend: Awaited<ReturnType<typeof openLevelBackend>>;
+  readonly backend: Backend;
   readonly engine: StorageEngine;
   readonly metrics: NodeMetrics;
   close(): Promise<void>;
 }
 
-async function openStorage(config: NodeConfig, now: () => number): Promise<Storage> {
+/**
+ * The backend the config names. PostgreSQL: `ha_enabled` is accepted but HA is the next step, so
+ * such a node warns and runs as a single active node (do not start two on one table yet). Logs and
+ * errors name the connection URL with its password redacted.
+ */
+async function openBackend(config: NodeConfig, log: Logger): Promise<Backend> {
+  const pgc = config.postgresql;
+  if (pgc === undefined) return openLevelBackend({ path: config.storagePath });
+  const where = { connection_url: redactConnectionUrl(pgc.connectionUrl), table: pgc.table };
+  if (pgc.haEnabled) log.warn({ ...where, ha_table: pgc.haTable }, 'storage "postgresql": ha_enabled is set but HA is not active yet; this node runs as a single active node');
+  const backend = await openPostgresBackend({
+    connectionUrl: pgc.connectionUrl,
+    table: pgc.table,
+    onIdleError: (e) => log.warn({ ...where, err: e.message }, 'PostgreSQL connection lost while idle'),
+  });
+  log.info(where, 'PostgreSQL storage opened');
+  return backend;
+}
+
+async function openStorage(config: NodeConfig, now: () => number, log: Logger): Promise<Storage> {
   // Owner-only files: LevelDB creates its tables and logs itself with 0644 & ~umask, so the
   // process umask is what makes them 0600 (openLevelBackend makes the directory 0700 and fixes
   // the modes of files already there). Worker threads cannot set it; nodes run on the main thread.
   if (isMainThread) process.umask(0o077);
-  const backend = await openLevelBackend({ path: config.storagePath });
+  const backend = await openBackend(config, log);
   let metrics: NodeMetrics | undefined;
   const engine = await StorageEngine.open(backend, {
     walMaxEntries: config.walMaxEntries,
@@ -173,7 +198,7 @@ async function listen(config: NodeConfig, o: { services: Services; routes: reado
 export async function startNode(config: NodeConfig, deps: Deps): Promise<RunningNode> {
   const log = deps.logger;
   const now = deps.now ?? Date.now;
-  const storage = await openStorage(config, now);
+  const storage = await openStorage(config, now, log);
   const { engine, metrics } = storage;
   const seal = new SealManager({ get: (n) => engine.getSystem(n), put: (n, v) => engine.putSystem(n, v) });
   const license = await loadNodeLicense(config, now, log);

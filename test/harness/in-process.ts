@@ -1,6 +1,7 @@
 /**
  * The in-process half of the one builder (harness.ts): a node started by `startNode()` of
- * src/node in this jest process, on a real LevelDB under HOME/data and real HTTP on 127.0.0.1:0.
+ * src/node in this jest process, on a real LevelDB under HOME/data (or the PostgreSQL given as
+ * `postgresql`) and real HTTP on 127.0.0.1:0.
  * Tests reach it through `h.startNode({ inProcess: true })` or `startTestNode()`
  * (test/support/in-process.ts), never directly: the harness owns HOME, the license and cleanup.
  */
@@ -24,6 +25,8 @@ export interface InProcessOptions {
   readonly clusterAddr?: string;
   /** Performance secondary: how long a forwarded write's answer waits to be applied (ms). */
   readonly forwardWaitMs?: number;
+  /** Storage on this PostgreSQL (e.g. test/support/postgres.ts) instead of HOME/data; table vault_kv_store unless given. */
+  readonly postgresql?: { readonly connectionUrl: string; readonly table?: string; readonly haEnabled?: boolean };
 }
 
 export interface CallOptions {
@@ -69,6 +72,9 @@ export async function startInProcess(opts: InProcessOptions, home: InProcessHome
     walMaxEntries: opts.walMaxEntries ?? 10_000,
     walMaxBytes: 64 * 1024 * 1024,
     ...(opts.forwardWaitMs !== undefined ? { forwardWaitMs: opts.forwardWaitMs } : {}),
+    ...(opts.postgresql !== undefined
+      ? { postgresql: { connectionUrl: opts.postgresql.connectionUrl, table: opts.postgresql.table ?? 'vault_kv_store', haEnabled: opts.postgresql.haEnabled === true, haTable: 'vault_ha_locks' } }
+      : {}),
   };
   const node = await startNode(config, { logger: opts.logger ?? pino({ level: 'silent' }) });
   let stopped = false;

@@ -1,0 +1,250 @@
+/**
+ * PostgreSQL Backend on a private PostgreSQL 15 (test/support/postgres.ts): the shared contract,
+ * each case on a fresh table, plus what is PostgreSQL's own: the schema, the guard seam, key
+ * order against LevelDB, snapshot isolation, and faults when the server goes away.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { runBackendContract } from '../../test/storage/backend-contract.js';
+import { startPostgres, type TestPostgres } from '../../test/support/postgres.js';
+import { Internal } from '../core/errors.js';
+import { BackendFault, type Backend } from './backend.js';
+import { openLevelBackend } from './leveldb.js';
+import { BatchRefused, SCHEMA_TABLE, SCHEMA_VERSION, SchemaTooNew, openPostgresBackend, redactConnectionUrl } from './postgres.js';
+
+const put = (key: string, value: string) => ({ type: 'put' as const, key, value: Buffer.from(value) });
+const del = (key: string) => ({ type: 'del' as const, key });
+
+let server: TestPostgres;
+let tables = 0;
+const freshTable = (): string => `t_${++tables}`;
+
+beforeAll(async () => {
+  server = await startPostgres();
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<T>(text, values)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+async function keysOf(b: Pick<Backend, 'iterate'>, range = {}): Promise<string[]> {
+  const out: string[] = [];
+  for await (const [k] of b.iterate(range)) out.push(k);
+  return out;
+}
+
+runBackendContract('postgresql', async () => {
+  const backend = await openPostgresBackend({ connectionUrl: server.url, table: freshTable() });
+  return { backend, cleanup: () => backend.close() };
+});
+
+/** The contract again with 3-row pages: every multi-page path (forward, reverse, limit) is exercised. */
+runBackendContract('postgresql, 3-row pages', async () => {
+  const backend = await openPostgresBackend({ connectionUrl: server.url, table: freshTable(), pageRows: 3 });
+  return { backend, cleanup: () => backend.close() };
+});
+
+describe('PostgreSQL backend', () => {
+  const opened: Backend[] = [];
+  afterEach(async () => {
+    for (const b of opened.splice(0)) await b.close().catch(() => undefined);
+  });
+  async function open(o: Partial<Parameters<typeof openPostgresBackend>[0]> & { table: string }): Promise<Backend> {
+    const b = await openPostgresBackend({ connectionUrl: server.url, ...o });
+    opened.push(b);
+    return b;
+  }
+
+  it('creates the schema once, also when several nodes open the table at the same time', async () => {
+    const table = freshTable();
+    const all = await Promise.all(Array.from({ length: 6 }, () => open({ table })));
+    await all[0]?.batch([put('a', '1')], { sync: true });
+    expect((await all[5]?.get('a'))?.toString()).toBe('1');
+    const rows = await sql<{ version: number }>(server.url, `SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
+    expect(rows).toEqual([{ version: SCHEMA_VERSION }]);
+    const cols = await sql<{ column_name: string; data_type: string }>(
+      server.url,
+      'SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position',
+      [table],
+    );
+    expect(cols).toEqual([
+      { column_name: 'key', data_type: 'bytea' },
+      { column_name: 'value', data_type: 'bytea' },
+    ]);
+    // Different tables created at once (the schema table is shared) do not race either.
+    const others = await Promise.all([freshTable(), freshTable(), freshTable()].map((t) => open({ table: t })));
+    expect(others).toHaveLength(3);
+    // A reopen keeps the data and writes no second schema row.
+    await Promise.all(all.map((b) => b.close()));
+    const again = await open({ table });
+    expect((await again.get('a'))?.toString()).toBe('1');
+  });
+
+  it('refuses a table whose schema a newer version wrote, naming both versions', async () => {
+    const table = freshTable();
+    await (await open({ table })).close();
+    await sql(server.url, `UPDATE ${SCHEMA_TABLE} SET version = $2 WHERE table_name = $1`, [table, SCHEMA_VERSION + 1]);
+    const err = await openPostgresBackend({ connectionUrl: server.url, table }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SchemaTooNew);
+    expect((err as Error).message).toContain(`schema version ${SCHEMA_VERSION + 1}`);
+    expect((err as Error).message).toContain(`up to ${SCHEMA_VERSION}`);
+  });
+
+  it("refuses an existing table it did not create (e.g. Vault's own vault_kv_store)", async () => {
+    await sql(server.url, 'CREATE TABLE foreign_kv (path text PRIMARY KEY, value bytea)');
+    await expect(openPostgresBackend({ connectionUrl: server.url, table: 'foreign_kv' })).rejects.toThrow(/was not created by Tessera/);
+    await expect(openPostgresBackend({ connectionUrl: server.url, table: 'bad-name; drop' })).rejects.toBeInstanceOf(Internal);
+  });
+
+  it('runs the guard inside each batch: a refusal writes nothing of the batch', async () => {
+    const table = freshTable();
+    await sql(server.url, 'CREATE TABLE IF NOT EXISTS fence (holder text PRIMARY KEY)');
+    await sql(server.url, "INSERT INTO fence VALUES ('node-a') ON CONFLICT DO NOTHING");
+    const a = await open({ table, guard: { sql: 'SELECT 1 FROM fence WHERE holder = $1 FOR SHARE', params: ['node-a'] } });
+    const b = await open({ table, guard: { sql: 'SELECT 1 FROM fence WHERE holder = $1 FOR SHARE', params: ['node-b'] } });
+    await a.batch([put('x', 'from-a'), put('y', 'from-a')], { sync: true });
+    const refused = await b.batch([put('x', 'from-b'), del('y'), put('z', 'from-b')], { sync: true }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(BatchRefused);
+    expect(await keysOf(a)).toEqual(['x', 'y']);
+    expect((await a.get('x'))?.toString()).toBe('from-a');
+
+    // The callback form sees the transaction: its reason is kept; a pass lets the batch through.
+    let allow = false;
+    const c = await open({
+      table,
+      guard: async (tx) => {
+        const r = await tx.query('SELECT txid_current_if_assigned() IS NULL AS fresh');
+        expect(r.rows[0]).toEqual({ fresh: true });
+        return allow || { refused: 'not the active node' };
+      },
+    });
+    await expect(c.batch([put('w', '1')], { sync: true })).rejects.toThrow(/not the active node/);
+    expect(await c.get('w')).toBeUndefined();
+    allow = true;
+    await c.batch([put('w', '1')], { sync: true });
+    expect((await c.get('w'))?.toString()).toBe('1');
+  });
+
+  it('collapses a batch per key: the last op wins', async () => {
+    const b = await open({ table: freshTable() });
+    await b.batch([put('k', '1'), del('k'), put('j', '1'), put('j', '2'), del('m'), put('m', '3')], { sync: true });
+    expect(await keysOf(b)).toEqual(['j', 'm']);
+    await b.batch([put('k', 'x'), del('k')], { sync: true });
+    expect(await b.get('k')).toBeUndefined();
+    expect((await b.get('j'))?.toString()).toBe('2');
+    // A negative limit is no limit (LevelDB's -1).
+    expect(await keysOf(b, { limit: -1 })).toEqual(['j', 'm']);
+  });
+
+  it("orders non-ASCII and astral keys as LevelDB does, forward and reverse, across pages", async () => {
+    const keys = ['a', 'a/', 'a0', 'z', 'é', 'ü/x', '中', '中文', '\uffff', '😀', '😀/1', '\u{10ffff}', 'Z', '\u007f', '\u0080', 'ß'];
+    const b = await open({ table: freshTable(), pageRows: 4 });
+    await b.batch(keys.map((k) => put(k, k)), { sync: true });
+    const dir = await mkdtemp(join(tmpdir(), 'tessera-pg-order-'));
+    try {
+      const level = await openLevelBackend({ path: join(dir, 'db') });
+      try {
+        await level.batch(keys.map((k) => put(k, k)), { sync: true });
+        expect(await keysOf(b)).toEqual(await keysOf(level));
+        expect(await keysOf(b, { reverse: true })).toEqual(await keysOf(level, { reverse: true }));
+        expect(await keysOf(b, { gt: '\uffff', lt: '\u{10ffff}' })).toEqual(await keysOf(level, { gt: '\uffff', lt: '\u{10ffff}' }));
+        expect(await keysOf(b, { gte: 'é', limit: 5, reverse: true })).toEqual(await keysOf(level, { gte: 'é', limit: 5, reverse: true }));
+      } finally {
+        await level.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a snapshot is isolated from later writes of other connections, and a live scan sees one state', async () => {
+    const table = freshTable();
+    const b = await open({ table, pageRows: 2 });
+    const other = await open({ table });
+    await b.batch(Array.from({ length: 9 }, (_, i) => put(`k${i}`, 'old')), { sync: true });
+    const snap = await b.snapshot();
+    try {
+      await other.batch([put('k0', 'new'), del('k5'), put('k9', 'new')], { sync: true });
+      expect((await snap.get('k0'))?.toString()).toBe('old');
+      expect(await keysOf(snap)).toEqual(['k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8']);
+    } finally {
+      await snap.close();
+    }
+    // A live multi-page iteration is one consistent state, even if writes land between pages.
+    const seen: string[] = [];
+    let wrote = false;
+    for await (const [k, v] of b.iterate({})) {
+      seen.push(`${k}=${v.toString()}`);
+      if (!wrote) {
+        wrote = true;
+        await other.batch([del('k8'), put('k1', 'newer'), put('k99', 'x')], { sync: true });
+      }
+    }
+    expect(seen).toEqual(['k0=new', 'k1=old', 'k2=old', 'k3=old', 'k4=old', 'k6=old', 'k7=old', 'k8=old', 'k9=new']);
+  });
+
+  it('never shows the password of the connection URL', async () => {
+    expect(redactConnectionUrl('postgres://u:s3cret@h:5432/db?sslmode=disable')).toBe('postgres://u:***@h:5432/db?sslmode=disable');
+    expect(redactConnectionUrl('host=h user=u password=s3cret dbname=d')).toBe('host=h user=u password=*** dbname=d');
+    const url = `postgres://tessera:s3cretpw@127.0.0.1:${server.port}/no_such_db`;
+    const err = (await openPostgresBackend({ connectionUrl: url, table: 't' }).catch((e: unknown) => e)) as Error;
+    expect(err.message).toContain('no_such_db');
+    expect(err.message).not.toContain('s3cretpw');
+  });
+});
+
+describe('PostgreSQL backend: the server goes away', () => {
+  it('rejects reads, iterations, snapshots and batches with BackendFault', async () => {
+    const own = await startPostgres();
+    const idle: Error[] = [];
+    const b = await openPostgresBackend({ connectionUrl: own.url, table: 'kv', onIdleError: (e) => idle.push(e) });
+    try {
+      await b.batch([put('a', '1'), put('b', '2')], { sync: true });
+      expect((await b.get('a'))?.toString()).toBe('1');
+      const snap = await b.snapshot();
+      await own.stopServer();
+      await expect(b.get('a')).rejects.toBeInstanceOf(BackendFault);
+      await expect(keysOf(b)).rejects.toBeInstanceOf(BackendFault);
+      await expect(snap.get('a')).rejects.toBeInstanceOf(BackendFault);
+      await expect(b.batch([put('c', '3')], { sync: true })).rejects.toBeInstanceOf(BackendFault);
+      await expect(b.snapshot()).rejects.toBeInstanceOf(BackendFault);
+      await snap.close();
+    } finally {
+      await b.close();
+      await own.stop();
+    }
+  });
+
+  it('rejects use after close with Internal (a usage error, not a fault)', async () => {
+    const b = await openPostgresBackend({ connectionUrl: server.url, table: freshTable() });
+    await b.close();
+    const err = await b.get('a').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Internal);
+    expect(err).not.toBeInstanceOf(BackendFault);
+  });
+
+  it('closes with a snapshot and an iteration still open, as LevelDB does', async () => {
+    const b = await openPostgresBackend({ connectionUrl: server.url, table: freshTable(), pageRows: 2 });
+    await b.batch(['a', 'b', 'c', 'd', 'e'].map((k) => put(k, k)), { sync: true });
+    const snap = await b.snapshot();
+    const it = b.iterate({})[Symbol.asyncIterator]();
+    expect((await it.next()).value?.[0]).toBe('a');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('close hung')), 5_000)));
+    await Promise.race([b.close(), late]).finally(() => clearTimeout(timer));
+    await expect(snap.get('a')).rejects.toBeInstanceOf(Internal);
+    await snap.close();
+    await it.return?.();
+  });
+});

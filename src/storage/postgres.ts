@@ -1,0 +1,517 @@
+/**
+ * The PostgreSQL Backend (node-postgres): one table of `key bytea PRIMARY KEY, value bytea`, the
+ * key being the UTF-8 bytes of the string, so PostgreSQL's bytea order (memcmp, then length) is
+ * LevelDB's order. Several nodes of one cluster may open the same table (REPLICATION.md §9).
+ *
+ *   const b = await openPostgresBackend({ connectionUrl: 'postgres://tessera@db/tessera' });
+ *   await b.batch([{ type: 'put', key: 'k', value: Buffer.from('v') }], { sync: true });
+ *   const snap = await b.snapshot();
+ *   try { await snap.get('k'); } finally { await snap.close(); }
+ *   await b.close();
+ *
+ * Schema: created on first open (CREATE TABLE IF NOT EXISTS inside one transaction holding an
+ * advisory lock, so nodes starting together do not race), with a row in `tessera_schema` naming
+ * the table and its schema version. A table whose version is newer than this code's is refused
+ * (SchemaTooNew); an existing table with no schema row (e.g. Vault's own `vault_kv_store`) is
+ * refused too, never reused.
+ *
+ * Writes: one `batch` is one transaction: BEGIN, the optional guard, one upsert of every put
+ * (unnest of two bytea arrays) and one delete of every deleted key (ops collapsed per key first,
+ * the last op winning), COMMIT. It resolves after PostgreSQL acknowledged the COMMIT, which with
+ * `synchronous_commit = on` (the server's default; this module never lowers it, whatever
+ * `sync` says) means the commit record is flushed to the server's WAL. A batch that rejects
+ * before COMMIT was sent left nothing; a COMMIT that fails or whose answer is lost (connection
+ * dropped) has an unknown outcome: it rejects with BackendFault and the engine fails closed, as
+ * for a LevelDB write error.
+ *
+ * The guard (the seam for the HA fence): `guard` given at open runs inside every batch's
+ * transaction before its writes; when it refuses, the transaction is rolled back and the batch
+ * rejects with BatchRefused (nothing of it is visible).
+ *
+ * Reads: `get` is one query; `iterate` pages by keyset (PAGE_ROWS rows a query, key > last seen).
+ * A live iteration whose first page is not the last re-reads inside a REPEATABLE READ transaction
+ * on its own pooled client, so every iteration sees one consistent state, as LevelDB's iterators
+ * do. `snapshot()` holds one pooled client in `BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY`
+ * until closed. Connection errors and query failures on reads reject with BackendFault (the engine
+ * fails closed on them); use after `close()` rejects with Internal.
+ *
+ * Secrets: the connection URL's password never appears in errors (redactConnectionUrl).
+ */
+import pg from 'pg';
+import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
+import { BackendFault, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
+
+/** The schema version this code writes; it opens tables of this version or older. */
+export const SCHEMA_VERSION = 1;
+/** Vault's default table name (physical/postgresql). */
+export const DEFAULT_TABLE = 'vault_kv_store';
+/** The table naming every Tessera table of the database and its schema version. */
+export const SCHEMA_TABLE = 'tessera_schema';
+/** Rows a page query of `iterate` asks for. */
+export const PAGE_ROWS = 512;
+
+/** The queries a guard may run: the batch's own transaction client. */
+export type GuardClient = Pick<pg.ClientBase, 'query'>;
+
+/**
+ * Runs inside each batch's transaction, before its writes. The SQL form passes when the statement
+ * returns at least one row (e.g. `SELECT 1 FROM ha_locks WHERE holder = $1 AND epoch = $2 FOR
+ * SHARE`); the callback form passes when it resolves true, and may return a reason when it does not.
+ */
+export type BatchGuard =
+  | { readonly sql: string; readonly params?: readonly unknown[] }
+  | ((tx: GuardClient) => Promise<boolean | { refused: string }>);
+
+export interface PostgresBackendOptions {
+  /** postgres://user:password@host:port/database?... (node-postgres' format). */
+  readonly connectionUrl: string;
+  /** The data table; a plain identifier (letters, digits, _). Default vault_kv_store. */
+  readonly table?: string;
+  readonly guard?: BatchGuard;
+  /** Pooled connections (default 16): batches, live iterations and open snapshots each hold one. */
+  readonly maxConnections?: number;
+  /** Rows per page of `iterate` (default PAGE_ROWS). */
+  readonly pageRows?: number;
+  /** Told about errors of idle pooled connections (the server went away); they are dropped. */
+  readonly onIdleError?: (e: Error) => void;
+}
+
+/** The table was written by a newer Tessera: this one does not know its layout. */
+export class SchemaTooNew extends TesseraError {
+  constructor(
+    readonly table: string,
+    readonly found: number,
+    readonly supported: number,
+  ) {
+    super(
+      ErrorCode.internal,
+      `PostgreSQL table "${table}" has storage schema version ${found}, written by a newer Tessera; this Tessera supports schema versions up to ${supported}: upgrade it`,
+    );
+  }
+}
+
+/** The batch's guard said no: the transaction was rolled back, nothing of the batch was written. */
+export class BatchRefused extends TesseraError {
+  constructor(readonly reason: string) {
+    super(ErrorCode.unavailable, `storage batch refused by its guard: ${reason}`);
+  }
+}
+
+/** `url` with its password (URL or key=value form) replaced by `***`. */
+export function redactConnectionUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    for (const k of [...u.searchParams.keys()]) if (k.toLowerCase() === 'password') u.searchParams.set(k, '***');
+    return u.toString();
+  } catch {
+    return url.replace(/(password\s*=\s*)('[^']*'|\S+)/gi, '$1***');
+  }
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+function quoteTable(table: string): string {
+  if (!IDENTIFIER.test(table)) throw new Internal(`PostgreSQL table name "${table}" must be a plain identifier (letters, digits, _; at most 63)`);
+  return `"${table}"`;
+}
+
+const keyBytes = (k: string): Buffer => Buffer.from(k, 'utf8');
+
+/** Strips every occurrence of the password (it may be echoed back in some client errors). */
+function scrub(text: string, password: string | undefined): string {
+  return password === undefined || password === '' ? text : text.split(password).join('***');
+}
+
+function passwordOf(url: string): string | undefined {
+  try {
+    const p = new URL(url).password;
+    return p === '' ? undefined : decodeURIComponent(p);
+  } catch {
+    return /password\s*=\s*('[^']*'|\S+)/i.exec(url)?.[1]?.replace(/^'|'$/g, '');
+  }
+}
+
+interface Row {
+  key: Buffer;
+  value: Buffer;
+}
+
+/** The SQL of one page: bounds, direction and row count. */
+function pageQuery(q: string, range: RangeOptions, rows: number): { text: string; values: unknown[] } {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  const bound = (op: string, k: string | undefined): void => {
+    if (k === undefined) return;
+    values.push(keyBytes(k));
+    where.push(`key ${op} $${values.length}`);
+  };
+  bound('>=', range.gte);
+  bound('>', range.gt);
+  bound('<', range.lt);
+  bound('<=', range.lte);
+  values.push(rows);
+  const order = range.reverse === true ? 'DESC' : 'ASC';
+  return {
+    text: `SELECT key, value FROM ${q}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY key ${order} LIMIT $${values.length}`,
+    values,
+  };
+}
+
+/** The range after `last` (in the range's direction): the cursor of keyset pagination. */
+function after(range: RangeOptions, last: string): RangeOptions {
+  return range.reverse === true ? { ...range, lt: last, lte: undefined } : { ...range, gt: last, gte: undefined };
+}
+
+/** Rows wanted: a negative limit means none, as in LevelDB (-1) and MemoryBackend. */
+const limitOf = (range: RangeOptions): number => (range.limit === undefined || range.limit < 0 ? Infinity : range.limit);
+
+type Runner = (text: string, values: unknown[]) => Promise<Row[]>;
+
+class PgView {
+  constructor(
+    protected readonly shared: Shared,
+    protected readonly q: string,
+  ) {}
+
+  protected fault(what: string, e: unknown): Error {
+    if (e instanceof TesseraError) return e;
+    const msg = e instanceof Error ? e.message : String(e);
+    const code = typeof e === 'object' && e !== null && 'code' in e ? ` (${String(e.code)})` : '';
+    return new BackendFault(what, scrub(`${msg}${code}`, this.shared.password), { cause: e });
+  }
+
+  /** Rows of one query, on this view's client or the pool. */
+  protected run(text: string, values: unknown[]): Promise<Row[]> {
+    this.shared.ensureOpen();
+    return this.shared.pool.query<Row>(text, values).then((r) => r.rows);
+  }
+
+  async get(key: string): Promise<Buffer | undefined> {
+    try {
+      const rows = await this.run(`SELECT value FROM ${this.q} WHERE key = $1`, [keyBytes(key)]);
+      return rows[0]?.value;
+    } catch (e) {
+      throw this.fault(`storage read failed in PostgreSQL table ${this.q}`, e);
+    }
+  }
+
+  /** Pages through `range` with `run`; every page is a fresh query after the last key yielded. */
+  protected async *pages(range: RangeOptions, run: Runner, first?: Row[]): AsyncGenerator<[string, Buffer]> {
+    let cur = range;
+    let left = limitOf(range);
+    let page = first;
+    while (left > 0) {
+      const want = Math.min(this.shared.pageRows, left);
+      if (page === undefined) {
+        const { text, values } = pageQuery(this.q, cur, want);
+        try {
+          page = await run(text, values);
+        } catch (e) {
+          throw this.fault(`storage iteration failed in PostgreSQL table ${this.q}`, e);
+        }
+      }
+      for (const row of page) yield [row.key.toString('utf8'), row.value];
+      left -= page.length;
+      const last = page.at(-1);
+      if (page.length < want || last === undefined) return;
+      cur = after(cur, last.key.toString('utf8'));
+      page = undefined;
+    }
+  }
+
+  iterate(range: RangeOptions): AsyncIterable<[string, Buffer]> {
+    return this.pages(range, (text, values) => this.run(text, values));
+  }
+}
+
+/** State shared by a backend and its snapshots. */
+class Shared {
+  closed = false;
+  constructor(
+    readonly pool: pg.Pool,
+    readonly pageRows: number,
+    readonly password: string | undefined,
+  ) {}
+
+  ensureOpen(): void {
+    if (this.closed) throw new Internal('the PostgreSQL storage backend is closed');
+  }
+
+  /**
+   * A pooled client with an 'error' listener: a checked-out client whose connection dies emits
+   * 'error' (an unhandled one would crash the process); its pending and later queries reject,
+   * which is where the fault is reported.
+   */
+  async connect(): Promise<pg.PoolClient> {
+    this.ensureOpen();
+    const client = await this.pool.connect();
+    if (!listening.has(client)) {
+      listening.add(client);
+      client.on('error', () => undefined);
+    }
+    this.held.add(client);
+    return client;
+  }
+
+  /** Clients checked out (batches, live iterations, snapshots): close() drops what is left. */
+  private readonly held = new Set<pg.PoolClient>();
+
+  /** Back to the pool, or dropped when `broken` is set (its state is unknown). Once only. */
+  release(client: pg.PoolClient, broken?: unknown): void {
+    if (!this.held.delete(client)) return;
+    client.release(broken === undefined ? undefined : broken instanceof Error ? broken : true);
+  }
+
+  /**
+   * Drops the connections still checked out (a snapshot or iteration nobody closed, as LevelDB
+   * closes them on close), then ends the pool.
+   */
+  async end(): Promise<void> {
+    this.closed = true;
+    for (const c of [...this.held]) this.release(c, new Error('storage backend closed'));
+    await this.pool.end();
+  }
+}
+
+const listening = new WeakSet<pg.PoolClient>();
+
+class PgSnapshot extends PgView implements Snapshot {
+  private done = false;
+  constructor(
+    shared: Shared,
+    q: string,
+    private readonly client: pg.PoolClient,
+  ) {
+    super(shared, q);
+  }
+
+  protected override run(text: string, values: unknown[]): Promise<Row[]> {
+    if (this.done) return Promise.reject(new Internal('the storage snapshot is closed'));
+    if (this.shared.closed) return Promise.reject(new Internal('the PostgreSQL storage backend is closed'));
+    return this.client.query<Row>(text, values).then((r) => r.rows);
+  }
+
+  /** Idempotent; a failed COMMIT of a read-only transaction only drops the connection. */
+  async close(): Promise<void> {
+    if (this.done) return;
+    this.done = true;
+    try {
+      await this.client.query('COMMIT');
+      this.shared.release(this.client);
+    } catch (e) {
+      this.shared.release(this.client, e);
+    }
+  }
+}
+
+class PostgresBackend extends PgView implements Backend {
+  constructor(
+    shared: Shared,
+    q: string,
+    private readonly guard: BatchGuard | undefined,
+  ) {
+    super(shared, q);
+  }
+
+  /**
+   * The first page from the pool; when more may follow, the whole range again inside a
+   * REPEATABLE READ transaction on a client of its own (released when the consumer stops), so
+   * pages do not mix states.
+   */
+  override async *iterate(range: RangeOptions): AsyncIterable<[string, Buffer]> {
+    const limit = limitOf(range);
+    const want = Math.min(this.shared.pageRows, limit);
+    if (want <= 0) return;
+    let first: Row[];
+    const { text, values } = pageQuery(this.q, range, want);
+    try {
+      first = await this.run(text, values);
+    } catch (e) {
+      throw this.fault(`storage iteration failed in PostgreSQL table ${this.q}`, e);
+    }
+    if (first.length < want || limit === want) {
+      yield* this.pages(range, () => Promise.resolve([]), first);
+      return;
+    }
+    let client: pg.PoolClient;
+    try {
+      client = await this.shared.connect();
+    } catch (e) {
+      throw this.fault(`storage iteration failed in PostgreSQL table ${this.q}`, e);
+    }
+    let broken: Error | undefined;
+    try {
+      try {
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+      } catch (e) {
+        broken = e instanceof Error ? e : new Error(String(e));
+        throw this.fault(`storage iteration failed in PostgreSQL table ${this.q}`, e);
+      }
+      const run: Runner = async (t, v) => {
+        try {
+          return (await client.query<Row>(t, v)).rows;
+        } catch (e) {
+          broken = e instanceof Error ? e : new Error(String(e));
+          throw e;
+        }
+      };
+      yield* this.pages(range, run);
+    } finally {
+      if (broken === undefined) {
+        try {
+          await client.query('COMMIT');
+        } catch (e) {
+          broken = e instanceof Error ? e : new Error(String(e));
+        }
+      }
+      this.shared.release(client, broken);
+    }
+  }
+
+  async batch(ops: readonly BatchOp[], _options: { sync: boolean }): Promise<void> {
+    this.shared.ensureOpen();
+    if (ops.length === 0) return;
+    // Last op per key wins (a batch may put and then delete one key).
+    const last = new Map<string, BatchOp>();
+    for (const op of ops) {
+      last.delete(op.key);
+      last.set(op.key, op);
+    }
+    const putKeys: Buffer[] = [];
+    const putValues: Buffer[] = [];
+    const delKeys: Buffer[] = [];
+    for (const op of last.values()) {
+      if (op.type === 'put') {
+        putKeys.push(keyBytes(op.key));
+        putValues.push(op.value);
+      } else delKeys.push(keyBytes(op.key));
+    }
+    const what = `storage write failed in PostgreSQL table ${this.q}`;
+    let client: pg.PoolClient;
+    try {
+      client = await this.shared.connect();
+    } catch (e) {
+      throw this.fault(what, e);
+    }
+    let committing = false;
+    try {
+      await client.query('BEGIN');
+      const refusal = await this.runGuard(client);
+      if (refusal !== undefined) {
+        await client.query('ROLLBACK');
+        this.shared.release(client);
+        throw new BatchRefused(refusal);
+      }
+      if (putKeys.length > 0) {
+        await client.query(
+          `INSERT INTO ${this.q} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+          [putKeys, putValues],
+        );
+      }
+      if (delKeys.length > 0) await client.query(`DELETE FROM ${this.q} WHERE key = ANY($1::bytea[])`, [delKeys]);
+      committing = true;
+      await client.query('COMMIT');
+      this.shared.release(client);
+    } catch (e) {
+      if (e instanceof BatchRefused) throw e;
+      // Not knowing the connection's state, drop it rather than return it to the pool.
+      this.shared.release(client, e);
+      throw this.fault(committing ? `${what} (COMMIT outcome unknown)` : what, e);
+    }
+  }
+
+  /** undefined when the guard passes (or there is none), else the reason it refused. */
+  private async runGuard(client: pg.PoolClient): Promise<string | undefined> {
+    const g = this.guard;
+    if (g === undefined) return undefined;
+    if (typeof g === 'function') {
+      const r = await g(client);
+      if (r === true) return undefined;
+      return r === false ? 'the guard callback said no' : r.refused;
+    }
+    const r = await client.query(g.sql, g.params === undefined ? [] : [...g.params]);
+    return r.rows.length > 0 ? undefined : 'the guard statement returned no row';
+  }
+
+  async snapshot(): Promise<Snapshot> {
+    this.shared.ensureOpen();
+    let client: pg.PoolClient;
+    try {
+      client = await this.shared.connect();
+    } catch (e) {
+      throw this.fault(`cannot take a storage snapshot of PostgreSQL table ${this.q}`, e);
+    }
+    try {
+      // A REPEATABLE READ transaction takes its snapshot at its first statement, not at BEGIN.
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SELECT 1');
+    } catch (e) {
+      this.shared.release(client, e);
+      throw this.fault(`cannot take a storage snapshot of PostgreSQL table ${this.q}`, e);
+    }
+    return new PgSnapshot(this.shared, this.q, client);
+  }
+
+  /** Ends the pool; snapshots and iterations still open fail afterwards. Idempotent. */
+  async close(): Promise<void> {
+    if (this.shared.closed) return;
+    await this.shared.end();
+  }
+}
+
+/** Creates the schema table and the data table when missing, under an advisory lock; checks versions. */
+async function ensureSchema(client: pg.PoolClient, table: string, q: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    // One lock for every Tessera schema change in this database, whatever the table: the shared
+    // tessera_schema table is created under it too (concurrent CREATE TABLE IF NOT EXISTS of one
+    // name can still fail on pg_type's unique index). Released at COMMIT or ROLLBACK.
+    await client.query('SELECT pg_advisory_xact_lock(2119529331, 1)');
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${SCHEMA_TABLE} (table_name text PRIMARY KEY, version integer NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const found = await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
+    const version = found.rows[0]?.version;
+    if (version !== undefined && version > SCHEMA_VERSION) throw new SchemaTooNew(table, version, SCHEMA_VERSION);
+    if (version === undefined) {
+      const exists = await client.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [q]);
+      if (exists.rows[0]?.t != null) {
+        throw new Internal(`PostgreSQL table "${table}" exists but was not created by Tessera (no row in ${SCHEMA_TABLE}): choose another table (storage "postgresql" { table = "..." })`);
+      }
+      await client.query(`CREATE TABLE IF NOT EXISTS ${q} (key bytea PRIMARY KEY, value bytea NOT NULL)`);
+      await client.query(`INSERT INTO ${SCHEMA_TABLE} (table_name, version) VALUES ($1, $2)`, [table, SCHEMA_VERSION]);
+    }
+    await client.query('COMMIT');
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
+}
+
+/** Connects, creates or checks the schema, and returns the backend. */
+export async function openPostgresBackend(opts: PostgresBackendOptions): Promise<Backend> {
+  const table = opts.table ?? DEFAULT_TABLE;
+  const q = quoteTable(table);
+  const password = passwordOf(opts.connectionUrl);
+  const pool = new pg.Pool({
+    connectionString: opts.connectionUrl,
+    max: opts.maxConnections ?? 16,
+    connectionTimeoutMillis: 10_000,
+    application_name: 'tessera',
+  });
+  pool.on('error', (e) => opts.onIdleError?.(e));
+  const shared = new Shared(pool, opts.pageRows ?? PAGE_ROWS, password);
+  let client: pg.PoolClient | undefined;
+  try {
+    client = await shared.connect();
+    await ensureSchema(client, table, q);
+    shared.release(client);
+  } catch (e) {
+    if (client !== undefined) shared.release(client, e);
+    await pool.end().catch(() => undefined);
+    if (e instanceof TesseraError) throw e;
+    const msg = e instanceof Error ? e.message : String(e);
+    throw new Internal(scrub(`cannot open PostgreSQL storage at ${redactConnectionUrl(opts.connectionUrl)} (table ${table}): ${msg}`, password), { cause: e });
+  }
+  return new PostgresBackend(shared, q, opts.guard);
+}

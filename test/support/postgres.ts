@@ -1,0 +1,136 @@
+/**
+ * A private PostgreSQL 15 for a test file: initdb (trust auth, fsync and synchronous_commit on)
+ * in a temp dir, listening on a free 127.0.0.1 port with its socket in that dir; as root the
+ * server runs as `postgres` through runuser (PostgreSQL refuses root), as scripts/bench-pg.mjs does.
+ *
+ *   const pg = await startPostgres();              // one per test file (about 1-2 s)
+ *   const url = await pg.createDatabase('case_1');  // isolation where a file needs it
+ *   await pg.stopServer();                          // the server goes away (a fault test)
+ *   await pg.stop();                                // stops it and removes everything
+ *
+ * Needs Debian's postgresql-15 (/usr/lib/postgresql/15/bin, or TESSERA_PG_BIN); `.ci/run` installs it.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { appendFile, chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { freePorts } from '../harness/dr.js';
+
+export const PG_BIN = process.env.TESSERA_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+const USER = 'tessera';
+
+export interface TestPostgres {
+  /** URL of the database `tessera` (created at start). */
+  readonly url: string;
+  readonly port: number;
+  /** Creates database `name` (letters, digits, _) and returns its URL. */
+  createDatabase(name: string): Promise<string>;
+  /** Stops the server (immediate mode), keeping the files: clients see it go away. */
+  stopServer(): Promise<void>;
+  /** Stops the server if running and removes its directory. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export const postgresAvailable = (): boolean => existsSync(join(PG_BIN, 'postgres'));
+
+interface Account {
+  name: string;
+  uid: number;
+  gid: number;
+}
+
+function serverAccount(): Account | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' });
+  if (id('-u').status !== 0) throw new Error("running as root and there is no 'postgres' account (Debian's postgresql-15 creates it)");
+  return { name: 'postgres', uid: Number(id('-u').stdout), gid: Number(id('-g').stdout) };
+}
+
+function run(account: Account | undefined, program: string, args: string[]): Promise<void> {
+  const [cmd, argv] = account ? ['runuser', ['-u', account.name, '--', join(PG_BIN, program), ...args]] : [join(PG_BIN, program), args];
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd as string, argv as string[], { stdio: ['ignore', 'pipe', 'pipe'], cwd: '/' });
+    const out: Buffer[] = [];
+    p.stdout.on('data', (c: Buffer) => out.push(c));
+    p.stderr.on('data', (c: Buffer) => out.push(c));
+    p.on('error', reject);
+    p.on('close', (code) => {
+      if (code === 0) resolve();
+      else reject(new Error(`${program} ${args.join(' ')} exited ${code}:\n${Buffer.concat(out).toString('utf8').slice(-2000)}`));
+    });
+  });
+}
+
+export async function startPostgres(): Promise<TestPostgres> {
+  if (!postgresAvailable()) throw new Error(`PostgreSQL 15 is missing (${PG_BIN}/postgres): apt-get install -y postgresql-15`);
+  const account = serverAccount();
+  const scratch = await mkdtemp(join(tmpdir(), 'tessera-pg-'));
+  const data = join(scratch, 'data');
+  const sock = join(scratch, 'sock');
+  await mkdir(sock);
+  if (account) for (const d of [scratch, sock]) await chown(d, account.uid, account.gid);
+  await chmod(scratch, 0o755);
+  const [port] = await freePorts(1);
+  if (port === undefined) throw new Error('no free port');
+  let running = false;
+  let removed = false;
+  const stopServer = async (): Promise<void> => {
+    if (!running) return;
+    running = false;
+    await run(account, 'pg_ctl', ['stop', '-w', '-m', 'immediate', '-D', data]).catch(() => undefined);
+  };
+  try {
+    await run(account, 'initdb', ['-D', data, '-U', USER, '--auth=trust', '-E', 'UTF8', '--no-locale', '--no-sync']);
+    await appendFile(
+      join(data, 'postgresql.conf'),
+      [
+        '',
+        '# test/support/postgres.ts: durable settings, as production; small for tests',
+        "listen_addresses = '127.0.0.1'",
+        `port = ${port}`,
+        `unix_socket_directories = '${sock}'`,
+        'fsync = on',
+        'synchronous_commit = on',
+        'max_connections = 100',
+        'shared_buffers = 16MB',
+        '',
+      ].join('\n'),
+    );
+    await run(account, 'pg_ctl', ['start', '-w', '-D', data, '-l', join(scratch, 'server.log')]);
+    running = true;
+    const base = `postgres://${USER}@127.0.0.1:${port}`;
+    const admin = async (sql: string): Promise<void> => {
+      const c = new pg.Client({ connectionString: `${base}/postgres` });
+      await c.connect();
+      try {
+        await c.query(sql);
+      } finally {
+        await c.end();
+      }
+    };
+    const createDatabase = async (name: string): Promise<string> => {
+      if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`database name ${name}: lower-case letters, digits, _`);
+      await admin(`CREATE DATABASE ${name}`);
+      return `${base}/${name}`;
+    };
+    const url = await createDatabase('tessera');
+    return {
+      url,
+      port,
+      createDatabase,
+      stopServer,
+      stop: async () => {
+        await stopServer();
+        if (removed) return;
+        removed = true;
+        await rm(scratch, { recursive: true, force: true });
+      },
+    };
+  } catch (e) {
+    await stopServer();
+    await rm(scratch, { recursive: true, force: true });
+    throw e;
+  }
+}
