@@ -1,0 +1,314 @@
+/**
+ * The leadership state machine of one node of an HA cluster, pure: a function of (state, event)
+ * that answers the new state and the effects the driver carries out in order. No I/O, clock or
+ * randomness: every time arrives inside an event as ms (the driver's monotonic-enough clock).
+ *
+ *   let s: State = initialState(leaseOptions({ ttlMs: 2000 }));
+ *   const r = step(s, { type: 'tick', now: Date.now() });
+ *   s = r.state; for (const e of r.effects) await perform(e);   // tryAcquire: run the query, then
+ *   s = step(s, { type: 'acquireSent', now }).state;            // ...step what it answered
+ *
+ * The lock row is timed by the database's clock; this node only knows when it SENT each request.
+ * Every request is sent after the driver steps its `*Sent` event, so the database renewed the lease
+ * at a moment no earlier than that send time, and the lease cannot expire before
+ * `sentAt + ttlMs` at the database. Measuring every deadline from the send time is therefore
+ * conservative, whatever the network delay was.
+ */
+import { InvalidRequest } from '../errors.js';
+
+/**
+ * Defaults chosen for issue 19's goal: kill -9 of the active node, then the first write on a new
+ * active node within 3 s at p99. A crash costs at most `ttlMs` (the lease expires at the database)
+ * plus `retryMs` (a standby's next attempt) plus the takeover itself: about 2.25 s and a takeover.
+ * Vault's PostgreSQL lock has a 15 s TTL; this is what we beat. `renewMs` gives three renewals
+ * (two may fail) before `ttlMs - marginMs`; `marginMs` covers clock drift and a slow stop of the
+ * active role. `cooldownMs` is Vault's wait after sys/step-down before the node competes again.
+ */
+export const DEFAULT_LEASE_OPTIONS = {
+  ttlMs: 2000,
+  renewMs: 500,
+  retryMs: 250,
+  marginMs: 500,
+  cooldownMs: 10_000,
+} as const;
+
+export interface LeaseOptions {
+  /** How long the database keeps the lock row after its last renewal. */
+  readonly ttlMs: number;
+  /** How often the active node renews. */
+  readonly renewMs: number;
+  /** How often a standby tries to take the lock row (and an active node retries a failed renew). */
+  readonly retryMs: number;
+  /** The active role stops this long before the lease could expire at the database. */
+  readonly marginMs: number;
+  /** After sys/step-down, how long the node does not compete. */
+  readonly cooldownMs: number;
+}
+
+/**
+ * Options with defaults filled in, validated: every problem is named in one InvalidRequest.
+ * `renewMs < ttlMs - marginMs` so at least one renewal is due before the active role must stop.
+ */
+export function leaseOptions(given: Partial<LeaseOptions> = {}): LeaseOptions {
+  const o: LeaseOptions = { ...DEFAULT_LEASE_OPTIONS, ...given };
+  const problems: string[] = [];
+  for (const [name, value] of Object.entries(o)) {
+    if (!Number.isSafeInteger(value) || value < 0) problems.push(`${name} must be a whole number of ms >= 0, got ${String(value)}`);
+  }
+  if (problems.length === 0) {
+    if (o.ttlMs <= 0 || o.renewMs <= 0 || o.retryMs <= 0) problems.push('ttlMs, renewMs and retryMs must be > 0');
+    if (o.marginMs >= o.ttlMs) problems.push(`marginMs (${o.marginMs}) must be < ttlMs (${o.ttlMs})`);
+    else if (o.renewMs >= o.ttlMs - o.marginMs) {
+      problems.push(`renewMs (${o.renewMs}) must be < ttlMs - marginMs (${o.ttlMs - o.marginMs}): the lease would lapse between renewals`);
+    }
+  }
+  if (problems.length > 0) throw new InvalidRequest(problems.map((p) => `HA lease: ${p}`));
+  return o;
+}
+
+/** The active node as another node knows it from the lock row. */
+export interface Leader {
+  readonly holder: string;
+  readonly apiAddr: string;
+  readonly clusterAddr: string;
+}
+
+/**
+ * One lock-row request of this node: asked for by an effect but not yet sent, or sent at `sentAt`.
+ * Only an answer carrying that exact `sentAt` is this request's answer; any other is stale.
+ */
+export type InFlight = { readonly phase: 'asked' } | { readonly phase: 'sent'; readonly sentAt: number };
+
+interface Common {
+  readonly options: LeaseOptions;
+  /** The highest epoch this node ever held; an `acquired` at or below it is stale. 0: none yet. */
+  readonly epoch: number;
+}
+
+export interface Sealed extends Common {
+  readonly mode: 'sealed';
+}
+
+export interface Standby extends Common {
+  readonly mode: 'standby';
+  readonly leader: Leader | undefined;
+  /** The next acquire attempt is due at this time; 0 means at the next tick. */
+  readonly nextAttemptAt: number;
+  readonly acquire: InFlight | null;
+}
+
+export interface Active extends Common {
+  readonly mode: 'active';
+  readonly holder: string;
+  /** When this node became active (the send time of the acquire that won). */
+  readonly since: number;
+  /** The send time of the last acquire or renew the database accepted: the lease's safe start. */
+  readonly renewedFrom: number;
+  readonly nextRenewAt: number;
+  readonly renew: InFlight | null;
+}
+
+export interface Cooldown extends Common {
+  readonly mode: 'cooldown';
+  readonly until: number;
+}
+
+export type State = Sealed | Standby | Active | Cooldown;
+export type Mode = State['mode'];
+
+export type Event =
+  | { readonly type: 'unsealed'; readonly now: number }
+  | { readonly type: 'sealed' }
+  | { readonly type: 'tick'; readonly now: number }
+  | { readonly type: 'acquireSent'; readonly now: number }
+  | { readonly type: 'acquired'; readonly epoch: number; readonly holder: string; readonly sentAt: number }
+  // Another node holds the row (leader named), or the attempt failed (leader undefined).
+  | { readonly type: 'acquireLost'; readonly leader: Leader | undefined }
+  | { readonly type: 'renewSent'; readonly now: number }
+  | { readonly type: 'renewed'; readonly sentAt: number }
+  // The database said another holder or epoch holds the row, or the row is gone.
+  | { readonly type: 'renewFailed'; readonly now: number }
+  // The database could not be reached; the lease may still be ours until the deadline.
+  | { readonly type: 'renewError'; readonly now: number }
+  // A commit found this epoch's lease not current: someone else has taken over.
+  | { readonly type: 'fenceRefused'; readonly epoch: number }
+  | { readonly type: 'stepDown'; readonly now: number };
+
+export type EventType = Event['type'];
+
+export const StopReason = {
+  renewDeadline: 'renew-deadline',
+  leaseLost: 'lease-lost',
+  fenced: 'fenced',
+  stepDown: 'step-down',
+  sealed: 'sealed',
+} as const;
+export type StopReason = (typeof StopReason)[keyof typeof StopReason];
+
+/**
+ * Effects run in list order. `stopActive` always comes first in a list that has it: the active
+ * role stops before anything else happens.
+ */
+export type Effect =
+  /** Try to take the lock row; step `acquireSent` just before sending, then the answer. */
+  | { readonly type: 'tryAcquire' }
+  /** Renew the lock row for this holder and epoch; step `renewSent` just before sending. */
+  | { readonly type: 'renew' }
+  /** Start the replication unit and open writes under this epoch (the fence checks it). */
+  | { readonly type: 'becomeActive'; readonly epoch: number }
+  /** Stop replication, close writes, forward from now on. */
+  | { readonly type: 'stopActive'; readonly reason: StopReason }
+  /** Delete the lock row if it still holds this epoch, so a standby need not wait for the TTL. */
+  | { readonly type: 'release'; readonly epoch: number }
+  /** Where standby requests go now; undefined: no active node known. */
+  | { readonly type: 'leaderChanged'; readonly leader: Leader | undefined };
+
+export type EffectType = Effect['type'];
+
+export interface StepResult {
+  readonly state: State;
+  readonly effects: readonly Effect[];
+}
+
+export function initialState(options: LeaseOptions = DEFAULT_LEASE_OPTIONS): Sealed {
+  return { mode: 'sealed', options, epoch: 0 };
+}
+
+/** The time at which an active node must have stopped: its lease may expire soon after. */
+export function deadlineOf(s: Active): number {
+  return s.renewedFrom + s.options.ttlMs - s.options.marginMs;
+}
+
+const same = (state: State): StepResult => ({ state, effects: [] });
+
+export function step(state: State, event: Event): StepResult {
+  if (event.type === 'sealed') return seal(state);
+  switch (state.mode) {
+    case 'sealed':
+      return event.type === 'unsealed' ? compete(state, event.now, undefined) : same(state);
+    case 'standby':
+      return stepStandby(state, event);
+    case 'active':
+      return stepActive(state, event);
+    case 'cooldown':
+      // The cooldown ends on the first tick at or after `until`, and that tick competes at once.
+      return event.type === 'tick' && event.now >= state.until ? compete(state, event.now, undefined) : same(state);
+  }
+}
+
+function seal(state: State): StepResult {
+  const sealed: Sealed = { mode: 'sealed', options: state.options, epoch: state.epoch };
+  switch (state.mode) {
+    case 'sealed':
+      return same(state);
+    case 'active':
+      return { state: sealed, effects: [{ type: 'stopActive', reason: StopReason.sealed }, { type: 'release', epoch: state.epoch }] };
+    case 'standby':
+      return { state: sealed, effects: state.leader === undefined ? [] : [{ type: 'leaderChanged', leader: undefined }] };
+    case 'cooldown':
+      return { state: sealed, effects: [] };
+  }
+}
+
+/** Become a standby that tries at once (a tick at `now` asks for the first attempt). */
+function compete(from: State, now: number, leader: Leader | undefined): StepResult {
+  const standby: Standby = { mode: 'standby', options: from.options, epoch: from.epoch, leader, nextAttemptAt: 0, acquire: null };
+  return stepStandby(standby, { type: 'tick', now });
+}
+
+function stepStandby(s: Standby, e: Event): StepResult {
+  switch (e.type) {
+    case 'tick':
+      // One request in flight at a time: a tick asks only when none is.
+      if (s.acquire !== null || e.now < s.nextAttemptAt) return same(s);
+      return { state: { ...s, acquire: { phase: 'asked' } }, effects: [{ type: 'tryAcquire' }] };
+    case 'acquireSent':
+      if (s.acquire?.phase !== 'asked') return same(s);
+      return { state: { ...s, acquire: { phase: 'sent', sentAt: e.now }, nextAttemptAt: e.now + s.options.retryMs }, effects: [] };
+    case 'acquired': {
+      if (s.acquire?.phase !== 'sent' || s.acquire.sentAt !== e.sentAt || e.epoch <= s.epoch) return same(s);
+      const active: Active = {
+        mode: 'active',
+        options: s.options,
+        epoch: e.epoch,
+        holder: e.holder,
+        since: e.sentAt,
+        renewedFrom: e.sentAt,
+        nextRenewAt: e.sentAt + s.options.renewMs,
+        renew: null,
+      };
+      return { state: active, effects: [{ type: 'becomeActive', epoch: e.epoch }] };
+    }
+    case 'acquireLost': {
+      if (s.acquire?.phase !== 'sent') return same(s);
+      const next: Standby = { ...s, acquire: null, leader: e.leader };
+      return { state: next, effects: sameLeader(s.leader, e.leader) ? [] : [{ type: 'leaderChanged', leader: e.leader }] };
+    }
+    case 'unsealed':
+    case 'sealed':
+    case 'renewSent':
+    case 'renewed':
+    case 'renewFailed':
+    case 'renewError':
+    case 'fenceRefused':
+    case 'stepDown':
+      // A standby has no lease to renew or give up; sys/step-down is forwarded to the active node.
+      return same(s);
+  }
+}
+
+function stepActive(s: Active, e: Event): StepResult {
+  // SAFETY: an active node stops being active as soon as `now >= renewedFrom + ttlMs - marginMs`,
+  // measured from when the last successful renew was SENT, so it stops before its lease can expire
+  // at the database. Every event that carries a time checks this before anything else.
+  if ('now' in e && e.now >= deadlineOf(s)) return stop(s, StopReason.renewDeadline, e.now);
+  switch (e.type) {
+    case 'tick':
+      if (s.renew !== null || e.now < s.nextRenewAt) return same(s);
+      return { state: { ...s, renew: { phase: 'asked' } }, effects: [{ type: 'renew' }] };
+    case 'renewSent':
+      if (s.renew?.phase !== 'asked') return same(s);
+      return { state: { ...s, renew: { phase: 'sent', sentAt: e.now } }, effects: [] };
+    case 'renewed':
+      if (s.renew?.phase !== 'sent' || s.renew.sentAt !== e.sentAt) return same(s);
+      return { state: { ...s, renew: null, renewedFrom: e.sentAt, nextRenewAt: e.sentAt + s.options.renewMs }, effects: [] };
+    case 'renewError':
+      // The lease may still be ours: retry soon, and the deadline above stops us if it is not.
+      if (s.renew?.phase !== 'sent') return same(s);
+      return { state: { ...s, renew: null, nextRenewAt: e.now + s.options.retryMs }, effects: [] };
+    case 'renewFailed':
+      // Another holder or epoch has the row (or it is gone): stop at once.
+      return s.renew?.phase === 'sent' ? stop(s, StopReason.leaseLost, e.now) : same(s);
+    case 'fenceRefused':
+      // A commit under this epoch was refused: another node took over. Stop at once.
+      return e.epoch === s.epoch ? stop(s, StopReason.fenced, undefined) : same(s);
+    case 'stepDown': {
+      const cooldown: Cooldown = { mode: 'cooldown', options: s.options, epoch: s.epoch, until: e.now + s.options.cooldownMs };
+      return {
+        state: cooldown,
+        effects: [{ type: 'stopActive', reason: StopReason.stepDown }, { type: 'release', epoch: s.epoch }, { type: 'leaderChanged', leader: undefined }],
+      };
+    }
+    case 'unsealed':
+    case 'sealed':
+    case 'acquireSent':
+    case 'acquired':
+    case 'acquireLost':
+      return same(s);
+  }
+}
+
+/** Stop the active role and compete again: at once when the event told the time, else at the next tick. */
+function stop(s: Active, reason: StopReason, now: number | undefined): StepResult {
+  const standby: Standby = { mode: 'standby', options: s.options, epoch: s.epoch, leader: undefined, nextAttemptAt: 0, acquire: null };
+  const next = now === undefined ? same(standby) : stepStandby(standby, { type: 'tick', now });
+  return {
+    state: next.state,
+    effects: [{ type: 'stopActive', reason }, { type: 'leaderChanged', leader: undefined }, ...next.effects],
+  };
+}
+
+function sameLeader(a: Leader | undefined, b: Leader | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.holder === b.holder && a.apiAddr === b.apiAddr && a.clusterAddr === b.clusterAddr;
+}
