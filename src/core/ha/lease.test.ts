@@ -1,0 +1,404 @@
+/**
+ * Scenario scripts for the leadership machine, driven as the driver would drive it (an effect asks
+ * for a request, the driver steps `*Sent` and then the database's answer), and properties over
+ * random scripts: whatever the database and the clock do, an active node never outlives its lease.
+ */
+import fc from 'fast-check';
+import { InvalidRequest } from '../errors.js';
+import {
+  DEFAULT_LEASE_OPTIONS,
+  deadlineOf,
+  initialState,
+  leaseOptions,
+  step,
+  type Effect,
+  type Event,
+  type Leader,
+  type State,
+} from './index.js';
+
+const T0 = 1_700_000_000_000;
+const B: Leader = { holder: 'node-b', apiAddr: 'https://b:8200', clusterAddr: 'b:8201' };
+const { ttlMs, renewMs, retryMs, marginMs, cooldownMs } = DEFAULT_LEASE_OPTIONS;
+
+/** One node's machine; `act` steps an event and keeps the state, as the driver does. */
+function node(s: State = initialState()) {
+  return {
+    get state() {
+      return s;
+    },
+    act(event: Event): readonly Effect[] {
+      const r = step(deepFreeze(s), event);
+      s = r.state;
+      return r.effects;
+    },
+    /** Unseal at `now` and win the first attempt with `epoch`: the node is active. */
+    activate(now: number, epoch = 1): void {
+      expect(this.act({ type: 'unsealed', now })).toEqual([{ type: 'tryAcquire' }]);
+      this.act({ type: 'acquireSent', now });
+      expect(this.act({ type: 'acquired', epoch, holder: 'node-a', sentAt: now })).toEqual([{ type: 'becomeActive', epoch }]);
+    },
+    /** One whole renewal sent at `now`, answered by the database as renewed. */
+    renewAt(now: number): void {
+      expect(this.act({ type: 'tick', now })).toEqual([{ type: 'renew' }]);
+      this.act({ type: 'renewSent', now });
+      expect(this.act({ type: 'renewed', sentAt: now })).toEqual([]);
+    },
+  };
+}
+
+function deepFreeze<T>(x: T): T {
+  if (typeof x === 'object' && x !== null && !Object.isFrozen(x)) {
+    Object.freeze(x);
+    for (const v of Object.values(x)) deepFreeze(v);
+  }
+  return x;
+}
+
+describe('acquire and renew', () => {
+  it('a standby takes the lock row and becomes active; renewals keep it active', () => {
+    const n = node();
+    expect(n.state.mode).toBe('sealed');
+    expect(n.act({ type: 'tick', now: T0 })).toEqual([]);
+    n.activate(T0, 7);
+    expect(n.state).toMatchObject({ mode: 'active', epoch: 7, holder: 'node-a', since: T0 });
+
+    // Renew every renewMs, each answered in 20 ms: active long past the first lease's length.
+    expect(n.act({ type: 'tick', now: T0 + renewMs - 1 })).toEqual([]);
+    for (let t = T0 + renewMs; t < T0 + 10 * ttlMs; t += renewMs) {
+      n.renewAt(t);
+      expect(n.act({ type: 'tick', now: t + 20 })).toEqual([]);
+    }
+    expect(n.state.mode).toBe('active');
+  });
+
+  it('a standby that loses learns the leader once, and retries every retryMs', () => {
+    const n = node();
+    n.act({ type: 'unsealed', now: T0 });
+    n.act({ type: 'acquireSent', now: T0 });
+    expect(n.act({ type: 'acquireLost', leader: B })).toEqual([{ type: 'leaderChanged', leader: B }]);
+    expect(n.act({ type: 'tick', now: T0 + retryMs - 1 })).toEqual([]);
+    expect(n.act({ type: 'tick', now: T0 + retryMs })).toEqual([{ type: 'tryAcquire' }]);
+    n.act({ type: 'acquireSent', now: T0 + retryMs });
+    expect(n.act({ type: 'acquireLost', leader: { ...B } })).toEqual([]);
+    expect(n.state).toMatchObject({ mode: 'standby', leader: B });
+  });
+});
+
+describe('the lease deadline', () => {
+  it('missed renewals stop the active role at renewedFrom + ttl - margin, before the lease can expire', () => {
+    const n = node();
+    n.activate(T0);
+    n.renewAt(T0 + renewMs);
+    // The next renew goes out and is never answered; the database is silent.
+    expect(n.act({ type: 'tick', now: T0 + 2 * renewMs })).toEqual([{ type: 'renew' }]);
+    n.act({ type: 'renewSent', now: T0 + 2 * renewMs });
+    const deadline = T0 + renewMs + ttlMs - marginMs;
+    expect(n.state.mode === 'active' && deadlineOf(n.state)).toBe(deadline);
+    expect(n.act({ type: 'tick', now: deadline - 1 })).toEqual([]);
+    expect(n.act({ type: 'tick', now: deadline })).toEqual([
+      { type: 'stopActive', reason: 'renew-deadline' },
+      { type: 'leaderChanged', leader: undefined },
+      { type: 'tryAcquire' },
+    ]);
+    expect(n.state.mode).toBe('standby');
+    // The late answer to the lost renew is stale now.
+    expect(n.act({ type: 'renewed', sentAt: T0 + 2 * renewMs })).toEqual([]);
+    expect(n.state.mode).toBe('standby');
+  });
+
+  it('a renew error retries after retryMs and a late success extends the deadline from its send time', () => {
+    const n = node();
+    n.activate(T0);
+    n.act({ type: 'tick', now: T0 + renewMs });
+    n.act({ type: 'renewSent', now: T0 + renewMs });
+    expect(n.act({ type: 'renewError', now: T0 + renewMs + 100 })).toEqual([]);
+    expect(n.act({ type: 'tick', now: T0 + renewMs + 100 + retryMs - 1 })).toEqual([]);
+    const again = T0 + renewMs + 100 + retryMs;
+    expect(n.act({ type: 'tick', now: again })).toEqual([{ type: 'renew' }]);
+    n.act({ type: 'renewSent', now: again });
+    n.act({ type: 'renewed', sentAt: again });
+    expect(n.state.mode === 'active' && deadlineOf(n.state)).toBe(again + ttlMs - marginMs);
+  });
+
+  it('a renewal the database refused (another holder, or the row gone) stops at once', () => {
+    const n = node();
+    n.activate(T0);
+    n.act({ type: 'tick', now: T0 + renewMs });
+    n.act({ type: 'renewSent', now: T0 + renewMs });
+    const effects = n.act({ type: 'renewFailed', now: T0 + renewMs + 5 });
+    expect(effects.slice(0, 2)).toEqual([{ type: 'stopActive', reason: 'lease-lost' }, { type: 'leaderChanged', leader: undefined }]);
+    expect(n.state.mode).toBe('standby');
+  });
+});
+
+describe('the fence', () => {
+  it('fenceRefused for the current epoch stops at once; for an older epoch it is stale', () => {
+    const n = node();
+    n.activate(T0, 3);
+    expect(n.act({ type: 'fenceRefused', epoch: 2 })).toEqual([]);
+    expect(n.state.mode).toBe('active');
+    expect(n.act({ type: 'fenceRefused', epoch: 3 })).toEqual([
+      { type: 'stopActive', reason: 'fenced' },
+      { type: 'leaderChanged', leader: undefined },
+    ]);
+    // It competes again at the next tick, and an acquire at or below its old epoch is stale.
+    expect(n.act({ type: 'tick', now: T0 + 1 })).toEqual([{ type: 'tryAcquire' }]);
+    n.act({ type: 'acquireSent', now: T0 + 1 });
+    expect(n.act({ type: 'acquired', epoch: 3, holder: 'node-a', sentAt: T0 + 1 })).toEqual([]);
+    expect(n.act({ type: 'acquired', epoch: 4, holder: 'node-a', sentAt: T0 + 1 })).toEqual([{ type: 'becomeActive', epoch: 4 }]);
+  });
+});
+
+describe('step-down', () => {
+  it('stops, releases the row, waits cooldownMs, then competes', () => {
+    const n = node();
+    n.activate(T0, 5);
+    expect(n.act({ type: 'stepDown', now: T0 + 10 })).toEqual([
+      { type: 'stopActive', reason: 'step-down' },
+      { type: 'release', epoch: 5 },
+      { type: 'leaderChanged', leader: undefined },
+    ]);
+    expect(n.state).toMatchObject({ mode: 'cooldown', until: T0 + 10 + cooldownMs });
+    expect(n.act({ type: 'tick', now: T0 + 10 + cooldownMs - 1 })).toEqual([]);
+    expect(n.act({ type: 'stepDown', now: T0 + 20 })).toEqual([]);
+    expect(n.act({ type: 'tick', now: T0 + 10 + cooldownMs })).toEqual([{ type: 'tryAcquire' }]);
+    expect(n.state.mode).toBe('standby');
+  });
+
+  it('is a no-op on a standby (the driver forwards it to the active node)', () => {
+    const n = node();
+    n.act({ type: 'unsealed', now: T0 });
+    const before = n.state;
+    expect(n.act({ type: 'stepDown', now: T0 })).toEqual([]);
+    expect(n.state).toBe(before);
+  });
+});
+
+describe('stale answers and one request in flight', () => {
+  it('answers with another sentAt, or with no request sent, are ignored', () => {
+    const n = node();
+    n.act({ type: 'unsealed', now: T0 });
+    // Asked but not sent yet: no answer can be this request's.
+    expect(n.act({ type: 'acquired', epoch: 1, holder: 'node-a', sentAt: T0 })).toEqual([]);
+    expect(n.act({ type: 'acquireLost', leader: B })).toEqual([]);
+    n.act({ type: 'acquireSent', now: T0 + 1 });
+    expect(n.act({ type: 'acquired', epoch: 1, holder: 'node-a', sentAt: T0 })).toEqual([]);
+    expect(n.state.mode).toBe('standby');
+    expect(n.act({ type: 'acquired', epoch: 1, holder: 'node-a', sentAt: T0 + 1 })).toEqual([{ type: 'becomeActive', epoch: 1 }]);
+
+    n.act({ type: 'tick', now: T0 + 1 + renewMs });
+    n.act({ type: 'renewSent', now: T0 + 1 + renewMs });
+    expect(n.act({ type: 'renewed', sentAt: T0 })).toEqual([]);
+    expect(n.state.mode === 'active' && n.state.renewedFrom).toBe(T0 + 1);
+  });
+
+  it('ticks ask for nothing while a request is asked for or in flight', () => {
+    const n = node();
+    n.act({ type: 'unsealed', now: T0 });
+    expect(n.act({ type: 'tick', now: T0 + 10 * retryMs })).toEqual([]);
+    n.act({ type: 'acquireSent', now: T0 + 10 * retryMs });
+    expect(n.act({ type: 'acquireSent', now: T0 + 11 * retryMs })).toEqual([]);
+    expect(n.state).toMatchObject({ acquire: { phase: 'sent', sentAt: T0 + 10 * retryMs } });
+    expect(n.act({ type: 'tick', now: T0 + 12 * retryMs })).toEqual([]);
+
+    const a = node();
+    a.activate(T0);
+    expect(a.act({ type: 'tick', now: T0 + renewMs })).toEqual([{ type: 'renew' }]);
+    expect(a.act({ type: 'tick', now: T0 + renewMs + 1 })).toEqual([]);
+    a.act({ type: 'renewSent', now: T0 + renewMs + 1 });
+    expect(a.act({ type: 'tick', now: T0 + 2 * renewMs })).toEqual([]);
+  });
+});
+
+describe('seal', () => {
+  it('stops the active role and releases the row; every later answer is ignored until unsealed', () => {
+    const n = node();
+    n.activate(T0, 2);
+    n.act({ type: 'tick', now: T0 + renewMs });
+    n.act({ type: 'renewSent', now: T0 + renewMs });
+    expect(n.act({ type: 'sealed' })).toEqual([{ type: 'stopActive', reason: 'sealed' }, { type: 'release', epoch: 2 }]);
+    for (const e of [
+      { type: 'renewed', sentAt: T0 + renewMs },
+      { type: 'tick', now: T0 + 10 * ttlMs },
+      { type: 'acquired', epoch: 9, holder: 'node-a', sentAt: T0 },
+      { type: 'fenceRefused', epoch: 2 },
+      { type: 'stepDown', now: T0 },
+    ] as const) {
+      expect(n.act(e)).toEqual([]);
+    }
+    expect(n.state).toEqual({ mode: 'sealed', options: DEFAULT_LEASE_OPTIONS, epoch: 2 });
+    expect(n.act({ type: 'unsealed', now: T0 + 11 * ttlMs })).toEqual([{ type: 'tryAcquire' }]);
+  });
+
+  it('a standby that knew a leader forgets it; a cooldown ends', () => {
+    const n = node();
+    n.act({ type: 'unsealed', now: T0 });
+    n.act({ type: 'acquireSent', now: T0 });
+    n.act({ type: 'acquireLost', leader: B });
+    expect(n.act({ type: 'sealed' })).toEqual([{ type: 'leaderChanged', leader: undefined }]);
+    const c = node();
+    c.activate(T0);
+    c.act({ type: 'stepDown', now: T0 });
+    expect(c.act({ type: 'sealed' })).toEqual([]);
+    expect(c.state.mode).toBe('sealed');
+  });
+});
+
+describe('options', () => {
+  it('fills in the defaults and accepts a consistent set', () => {
+    expect(leaseOptions()).toEqual(DEFAULT_LEASE_OPTIONS);
+    expect(leaseOptions({ ttlMs: 15_000, renewMs: 5000, retryMs: 1000 })).toMatchObject({ ttlMs: 15_000, marginMs: marginMs });
+  });
+
+  it.each([
+    [{ renewMs: 1500 }, 'renewMs (1500) must be < ttlMs - marginMs (1500)'],
+    [{ marginMs: 2000 }, 'marginMs (2000) must be < ttlMs (2000)'],
+    [{ ttlMs: 0 }, 'must be > 0'],
+    [{ retryMs: -1 }, 'retryMs must be a whole number of ms >= 0, got -1'],
+    [{ cooldownMs: 1.5 }, 'cooldownMs must be a whole number'],
+    [{ ttlMs: Number.NaN }, 'ttlMs must be a whole number'],
+  ])('refuses %j', (given, message) => {
+    expect(() => leaseOptions(given)).toThrow(InvalidRequest);
+    expect(() => leaseOptions(given)).toThrow(message);
+  });
+});
+
+/**
+ * A random script: each command advances the clock and becomes an event against the current
+ * state, so answers name the in-flight request's sentAt most of the time and a stale one otherwise.
+ */
+const command = fc.record({
+  kind: fc.constantFrom(
+    'next',
+    'next',
+    'next',
+    'next',
+    'next',
+    'next',
+    'unsealed',
+    'sealed',
+    'tick',
+    'tick',
+    'tick',
+    'acquireSent',
+    'acquired',
+    'acquireLost',
+    'renewSent',
+    'renewed',
+    'renewed',
+    'renewFailed',
+    'renewError',
+    'fenceRefused',
+    'stepDown',
+  ),
+  // Mostly the short steps of a healthy node, sometimes a pause past the whole lease.
+  advance: fc.oneof({ arbitrary: fc.integer({ min: 0, max: 200 }), weight: 5 }, { arbitrary: fc.integer({ min: 0, max: 2500 }), weight: 1 }),
+  current: fc.boolean(),
+  epochStep: fc.integer({ min: -1, max: 2 }),
+});
+type Command = typeof command extends fc.Arbitrary<infer C> ? C : never;
+
+function toEvent(s: State, c: Command, now: number): Event {
+  const inFlight = s.mode === 'standby' ? s.acquire : s.mode === 'active' ? s.renew : null;
+  const sentAt = c.current && inFlight?.phase === 'sent' ? inFlight.sentAt : now - 1 - c.advance;
+  switch (c.kind) {
+    case 'next':
+      return nextEvent(s, now, c.current);
+    case 'sealed':
+      return { type: 'sealed' };
+    case 'acquired':
+      return { type: 'acquired', epoch: s.epoch + c.epochStep, holder: 'node-a', sentAt };
+    case 'acquireLost':
+      return { type: 'acquireLost', leader: c.current ? B : undefined };
+    case 'renewed':
+      return { type: 'renewed', sentAt };
+    case 'fenceRefused':
+      return { type: 'fenceRefused', epoch: s.epoch + Math.min(0, c.epochStep) };
+    case 'unsealed':
+    case 'tick':
+    case 'acquireSent':
+    case 'renewSent':
+    case 'renewFailed':
+    case 'renewError':
+    case 'stepDown':
+      return { type: c.kind, now };
+  }
+}
+
+/** What a healthy driver and database would step next: the scripts mostly follow it, so they reach active. */
+function nextEvent(s: State, now: number, win: boolean): Event {
+  switch (s.mode) {
+    case 'sealed':
+      return { type: 'unsealed', now };
+    case 'cooldown':
+      return { type: 'tick', now };
+    case 'standby':
+      if (s.acquire === null) return { type: 'tick', now };
+      if (s.acquire.phase === 'asked') return { type: 'acquireSent', now };
+      return win ? { type: 'acquired', epoch: s.epoch + 1, holder: 'node-a', sentAt: s.acquire.sentAt } : { type: 'acquireLost', leader: B };
+    case 'active':
+      if (s.renew === null) return { type: 'tick', now };
+      if (s.renew.phase === 'asked') return { type: 'renewSent', now };
+      return { type: 'renewed', sentAt: s.renew.sentAt };
+  }
+}
+
+describe('properties', () => {
+  it('an active node never persists at now >= renewedFrom + ttl - margin, and its deadline comes from a send time', () => {
+    // How often the scripts reached the interesting moves, so the property is not vacuous.
+    const seen = { becameActive: 0, deadlineStops: 0, renewed: 0 };
+    fc.assert(
+      fc.property(fc.array(command, { minLength: 20, maxLength: 150 }), (script) => {
+        let s: State = initialState();
+        let now = T0;
+        const sent: number[] = [];
+        let active = false;
+        for (const c of script) {
+          now += c.advance;
+          const e = toEvent(s, c, now);
+          const before: State = s;
+          const r = step(deepFreeze(s), e);
+          const types = r.effects.map((x) => x.type);
+          if (e.type === 'acquireSent' || e.type === 'renewSent') sent.push(e.now);
+
+          // The safety rule: any event that tells the time at or past the deadline stops the role.
+          if (before.mode === 'active' && 'now' in e && e.now >= deadlineOf(before)) {
+            expect(types[0]).toBe('stopActive');
+            expect(r.state.mode).not.toBe('active');
+            seen.deadlineStops += 1;
+          }
+          if (before.mode === 'active' && r.state.mode === 'active' && r.state.renewedFrom !== before.renewedFrom) seen.renewed += 1;
+          if (r.state.mode === 'active') {
+            if ('now' in e) expect(e.now).toBeLessThan(deadlineOf(r.state));
+            // The lease is timed from a request this node really sent, never from a later moment.
+            expect(sent).toContain(r.state.renewedFrom);
+          }
+          // becomeActive and stopActive alternate, and stopActive always comes first.
+          if (types.includes('becomeActive')) {
+            expect(active).toBe(false);
+            active = true;
+            seen.becameActive += 1;
+          }
+          if (types.includes('stopActive')) {
+            expect(active).toBe(true);
+            expect(types[0]).toBe('stopActive');
+            active = false;
+          }
+          expect(active).toBe(r.state.mode === 'active');
+          // One request in flight: nothing new is asked for while one is.
+          const busy = before.mode === 'standby' ? before.acquire : before.mode === 'active' ? before.renew : null;
+          if (busy !== null && r.state.mode === before.mode) {
+            expect(types).not.toContain('tryAcquire');
+            expect(types).not.toContain('renew');
+          }
+          s = r.state;
+        }
+      }),
+      { numRuns: 300 },
+    );
+    expect(seen.becameActive).toBeGreaterThan(100);
+    expect(seen.deadlineStops).toBeGreaterThan(30);
+    expect(seen.renewed).toBeGreaterThan(10);
+  });
+});
