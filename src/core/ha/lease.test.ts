@@ -176,12 +176,16 @@ describe('step-down', () => {
 });
 
 describe('stale answers and one request in flight', () => {
-  it('answers with another sentAt, or with no request sent, are ignored', () => {
+  it('successes with another sentAt, or with no request sent, are ignored; failures end any request', () => {
     const n = node();
     n.act({ type: 'unsealed', now: T0 });
-    // Asked but not sent yet: no answer can be this request's.
+    // Asked but not sent yet: no success can be this request's.
     expect(n.act({ type: 'acquired', epoch: 1, holder: 'node-a', sentAt: T0 })).toEqual([]);
+    expect(n.act({ type: 'renewed', sentAt: T0 })).toEqual([]);
+    // The driver could not send it: the failure ends it, and the next tick asks again.
+    expect(n.act({ type: 'acquireLost', leader: undefined })).toEqual([]);
     expect(n.act({ type: 'acquireLost', leader: B })).toEqual([]);
+    expect(n.act({ type: 'tick', now: T0 })).toEqual([{ type: 'tryAcquire' }]);
     n.act({ type: 'acquireSent', now: T0 + 1 });
     expect(n.act({ type: 'acquired', epoch: 1, holder: 'node-a', sentAt: T0 })).toEqual([]);
     expect(n.state.mode).toBe('standby');
@@ -191,6 +195,15 @@ describe('stale answers and one request in flight', () => {
     n.act({ type: 'renewSent', now: T0 + 1 + renewMs });
     expect(n.act({ type: 'renewed', sentAt: T0 })).toEqual([]);
     expect(n.state.mode === 'active' && n.state.renewedFrom).toBe(T0 + 1);
+    expect(n.act({ type: 'acquired', epoch: 2, holder: 'node-a', sentAt: T0 + 1 })).toEqual([]);
+    expect(n.state).toMatchObject({ mode: 'active', epoch: 1 });
+
+    // A renew error before the request went out ends it too; with none in flight, it is ignored.
+    n.act({ type: 'renewError', now: T0 + 1 + renewMs + 10 });
+    expect(n.act({ type: 'renewFailed', now: T0 + 1 + renewMs + 20 })).toEqual([]);
+    expect(n.act({ type: 'tick', now: T0 + 1 + renewMs + 10 + retryMs })).toEqual([{ type: 'renew' }]);
+    expect(n.act({ type: 'renewError', now: T0 + 1 + renewMs + 10 + retryMs })).toEqual([]);
+    expect(n.state).toMatchObject({ mode: 'active', renew: null });
   });
 
   it('ticks ask for nothing while a request is asked for or in flight', () => {

@@ -75,7 +75,9 @@ export interface Leader {
 
 /**
  * One lock-row request of this node: asked for by an effect but not yet sent, or sent at `sentAt`.
- * Only an answer carrying that exact `sentAt` is this request's answer; any other is stale.
+ * Only a success carrying that exact `sentAt` is this request's answer; any other is stale. Two
+ * requests sent in the same ms (a seal and unseal between them) cannot be told apart; the fence
+ * still refuses any commit under an epoch that is not the lease's.
  */
 export type InFlight = { readonly phase: 'asked' } | { readonly phase: 'sent'; readonly sentAt: number };
 
@@ -122,7 +124,8 @@ export type Event =
   | { readonly type: 'tick'; readonly now: number }
   | { readonly type: 'acquireSent'; readonly now: number }
   | { readonly type: 'acquired'; readonly epoch: number; readonly holder: string; readonly sentAt: number }
-  // Another node holds the row (leader named), or the attempt failed (leader undefined).
+  // Another node holds the row (leader named), or the attempt failed or could not be sent
+  // (leader undefined). Failures carry no send time: they end whatever request is in flight.
   | { readonly type: 'acquireLost'; readonly leader: Leader | undefined }
   | { readonly type: 'renewSent'; readonly now: number }
   | { readonly type: 'renewed'; readonly sentAt: number }
@@ -240,7 +243,9 @@ function stepStandby(s: Standby, e: Event): StepResult {
       return { state: active, effects: [{ type: 'becomeActive', epoch: e.epoch }] };
     }
     case 'acquireLost': {
-      if (s.acquire?.phase !== 'sent') return same(s);
+      // A failure ends the request in flight even before it was sent (the driver could not send
+      // it), so the next tick may try again; only successes must name their request's send time.
+      if (s.acquire === null) return same(s);
       const next: Standby = { ...s, acquire: null, leader: e.leader };
       return { state: next, effects: sameLeader(s.leader, e.leader) ? [] : [{ type: 'leaderChanged', leader: e.leader }] };
     }
@@ -274,11 +279,11 @@ function stepActive(s: Active, e: Event): StepResult {
       return { state: { ...s, renew: null, renewedFrom: e.sentAt, nextRenewAt: e.sentAt + s.options.renewMs }, effects: [] };
     case 'renewError':
       // The lease may still be ours: retry soon, and the deadline above stops us if it is not.
-      if (s.renew?.phase !== 'sent') return same(s);
+      if (s.renew === null) return same(s);
       return { state: { ...s, renew: null, nextRenewAt: e.now + s.options.retryMs }, effects: [] };
     case 'renewFailed':
       // Another holder or epoch has the row (or it is gone): stop at once.
-      return s.renew?.phase === 'sent' ? stop(s, StopReason.leaseLost, e.now) : same(s);
+      return s.renew === null ? same(s) : stop(s, StopReason.leaseLost, e.now);
     case 'fenceRefused':
       // A commit under this epoch was refused: another node took over. Stop at once.
       return e.epoch === s.epoch ? stop(s, StopReason.fenced, undefined) : same(s);
