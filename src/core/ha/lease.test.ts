@@ -1,9 +1,8 @@
 /**
  * Scenario scripts for the leadership machine, driven as the driver would drive it (an effect asks
- * for a request, the driver steps `*Sent` and then the database's answer), and properties over
- * random scripts: whatever the database and the clock do, an active node never outlives its lease.
+ * for a request, the driver steps `*Sent` and then the database's answer). The properties over
+ * random scripts are in ./lease.properties.test.ts.
  */
-import fc from 'fast-check';
 import { InvalidRequest } from '../errors.js';
 import {
   DEFAULT_LEASE_OPTIONS,
@@ -13,12 +12,10 @@ import {
   step,
   type Effect,
   type Event,
-  type Leader,
   type State,
 } from './index.js';
+import { B, T0, deepFreeze } from './testing.js';
 
-const T0 = 1_700_000_000_000;
-const B: Leader = { holder: 'node-b', apiAddr: 'https://b:8200', clusterAddr: 'b:8201' };
 const { ttlMs, renewMs, retryMs, marginMs, cooldownMs } = DEFAULT_LEASE_OPTIONS;
 
 /** One node's machine; `act` steps an event and keeps the state, as the driver does. */
@@ -45,14 +42,6 @@ function node(s: State = initialState()) {
       expect(this.act({ type: 'renewed', sentAt: now })).toEqual([]);
     },
   };
-}
-
-function deepFreeze<T>(x: T): T {
-  if (typeof x === 'object' && x !== null && !Object.isFrozen(x)) {
-    Object.freeze(x);
-    for (const v of Object.values(x)) deepFreeze(v);
-  }
-  return x;
 }
 
 describe('acquire and renew', () => {
@@ -274,144 +263,5 @@ describe('options', () => {
   ])('refuses %j', (given, message) => {
     expect(() => leaseOptions(given)).toThrow(InvalidRequest);
     expect(() => leaseOptions(given)).toThrow(message);
-  });
-});
-
-/**
- * A random script: each command advances the clock and becomes an event against the current
- * state, so answers name the in-flight request's sentAt most of the time and a stale one otherwise.
- */
-const command = fc.record({
-  kind: fc.constantFrom(
-    'next',
-    'next',
-    'next',
-    'next',
-    'next',
-    'next',
-    'unsealed',
-    'sealed',
-    'tick',
-    'tick',
-    'tick',
-    'acquireSent',
-    'acquired',
-    'acquireLost',
-    'renewSent',
-    'renewed',
-    'renewed',
-    'renewFailed',
-    'renewError',
-    'fenceRefused',
-    'stepDown',
-  ),
-  // Mostly the short steps of a healthy node, sometimes a pause past the whole lease.
-  advance: fc.oneof({ arbitrary: fc.integer({ min: 0, max: 200 }), weight: 5 }, { arbitrary: fc.integer({ min: 0, max: 2500 }), weight: 1 }),
-  current: fc.boolean(),
-  epochStep: fc.integer({ min: -1, max: 2 }),
-});
-type Command = typeof command extends fc.Arbitrary<infer C> ? C : never;
-
-function toEvent(s: State, c: Command, now: number): Event {
-  const inFlight = s.mode === 'standby' ? s.acquire : s.mode === 'active' ? s.renew : null;
-  const sentAt = c.current && inFlight?.phase === 'sent' ? inFlight.sentAt : now - 1 - c.advance;
-  switch (c.kind) {
-    case 'next':
-      return nextEvent(s, now, c.current);
-    case 'sealed':
-      return { type: 'sealed' };
-    case 'acquired':
-      return { type: 'acquired', epoch: s.epoch + c.epochStep, holder: 'node-a', sentAt };
-    case 'acquireLost':
-      return { type: 'acquireLost', leader: c.current ? B : undefined };
-    case 'renewed':
-      return { type: 'renewed', sentAt };
-    case 'fenceRefused':
-      return { type: 'fenceRefused', epoch: s.epoch + Math.min(0, c.epochStep) };
-    case 'unsealed':
-    case 'tick':
-    case 'acquireSent':
-    case 'renewSent':
-    case 'renewFailed':
-    case 'renewError':
-    case 'stepDown':
-      return { type: c.kind, now };
-  }
-}
-
-/** What a healthy driver and database would step next: the scripts mostly follow it, so they reach active. */
-function nextEvent(s: State, now: number, win: boolean): Event {
-  switch (s.mode) {
-    case 'sealed':
-      return { type: 'unsealed', now };
-    case 'cooldown':
-      return { type: 'tick', now };
-    case 'standby':
-      if (s.acquire === null) return { type: 'tick', now };
-      if (s.acquire.phase === 'asked') return { type: 'acquireSent', now };
-      return win ? { type: 'acquired', epoch: s.epoch + 1, holder: 'node-a', sentAt: s.acquire.sentAt } : { type: 'acquireLost', leader: B };
-    case 'active':
-      if (s.renew === null) return { type: 'tick', now };
-      if (s.renew.phase === 'asked') return { type: 'renewSent', now };
-      return { type: 'renewed', sentAt: s.renew.sentAt };
-  }
-}
-
-describe('properties', () => {
-  it('an active node never persists at now >= renewedFrom + ttl - margin, and its deadline comes from a send time', () => {
-    // How often the scripts reached the interesting moves, so the property is not vacuous.
-    const seen = { becameActive: 0, deadlineStops: 0, renewed: 0 };
-    fc.assert(
-      fc.property(fc.array(command, { minLength: 20, maxLength: 150 }), (script) => {
-        let s: State = initialState();
-        let now = T0;
-        const sent: number[] = [];
-        let active = false;
-        for (const c of script) {
-          now += c.advance;
-          const e = toEvent(s, c, now);
-          const before: State = s;
-          const r = step(deepFreeze(s), e);
-          const types = r.effects.map((x) => x.type);
-          if (e.type === 'acquireSent' || e.type === 'renewSent') sent.push(e.now);
-
-          // The safety rule: any event that tells the time at or past the deadline stops the role.
-          if (before.mode === 'active' && 'now' in e && e.now >= deadlineOf(before)) {
-            expect(types[0]).toBe('stopActive');
-            expect(r.state.mode).not.toBe('active');
-            seen.deadlineStops += 1;
-          }
-          if (before.mode === 'active' && r.state.mode === 'active' && r.state.renewedFrom !== before.renewedFrom) seen.renewed += 1;
-          if (r.state.mode === 'active') {
-            if ('now' in e) expect(e.now).toBeLessThan(deadlineOf(r.state));
-            // The lease is timed from a request this node really sent, never from a later moment.
-            expect(sent).toContain(r.state.renewedFrom);
-          }
-          // becomeActive and stopActive alternate, and stopActive always comes first.
-          if (types.includes('becomeActive')) {
-            expect(active).toBe(false);
-            active = true;
-            seen.becameActive += 1;
-          }
-          if (types.includes('stopActive')) {
-            expect(active).toBe(true);
-            expect(types[0]).toBe('stopActive');
-            active = false;
-          }
-          expect(active).toBe(r.state.mode === 'active');
-          // One request in flight: nothing new is asked for while one is.
-          const busy = before.mode === 'standby' ? before.acquire : before.mode === 'active' ? before.renew : null;
-          if (busy !== null && r.state.mode === before.mode) {
-            expect(types).not.toContain('tryAcquire');
-            expect(types).not.toContain('renew');
-          }
-          s = r.state;
-        }
-      }),
-      { numRuns: 300 },
-    );
-    expect(seen.becameActive).toBeGreaterThan(100);
-    expect(seen.deadlineStops).toBeGreaterThan(30);
-    expect(seen.renewed).toBeGreaterThan(10);
   });
 });
