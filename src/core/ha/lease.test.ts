@@ -8,6 +8,7 @@ import {
   DEFAULT_LEASE_OPTIONS,
   deadlineOf,
   initialState,
+  leadership,
   leaseOptions,
   step,
   type Effect,
@@ -263,5 +264,20 @@ describe('options', () => {
   ])('refuses %j', (given, message) => {
     expect(() => leaseOptions(given)).toThrow(InvalidRequest);
     expect(() => leaseOptions(given)).toThrow(message);
+  });
+});
+
+describe('leadership', () => {
+  it('shows self, the known leader and the lease age as sys/leader and the metrics need them', () => {
+    const n = node();
+    expect(leadership(n.state, T0)).toEqual({ mode: 'sealed', isSelf: false, activeSince: null, leader: undefined, leaseAgeMs: null });
+    n.act({ type: 'unsealed', now: T0 });
+    n.act({ type: 'acquireSent', now: T0 });
+    n.act({ type: 'acquireLost', leader: B });
+    expect(leadership(n.state, T0)).toMatchObject({ mode: 'standby', isSelf: false, leader: B });
+    const a = node();
+    a.activate(T0);
+    a.renewAt(T0 + renewMs);
+    expect(leadership(a.state, T0 + renewMs + 30)).toEqual({ mode: 'active', isSelf: true, activeSince: T0, leader: undefined, leaseAgeMs: 30 });
   });
 });

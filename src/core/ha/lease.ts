@@ -182,6 +182,30 @@ export function deadlineOf(s: Active): number {
   return s.renewedFrom + s.options.ttlMs - s.options.marginMs;
 }
 
+/** What sys/leader, sys/health and the HA metrics show of this node's machine. */
+export interface Leadership {
+  readonly mode: Mode;
+  readonly isSelf: boolean;
+  /** When this node became active; null unless it is. */
+  readonly activeSince: number | null;
+  /** The other node known to be active; undefined when this node is, or none is known. */
+  readonly leader: Leader | undefined;
+  /** ms since the lease's safe start (the last accepted renew's send time); null unless active. */
+  readonly leaseAgeMs: number | null;
+}
+
+export function leadership(s: State, now: number): Leadership {
+  switch (s.mode) {
+    case 'active':
+      return { mode: s.mode, isSelf: true, activeSince: s.since, leader: undefined, leaseAgeMs: now - s.renewedFrom };
+    case 'standby':
+      return { mode: s.mode, isSelf: false, activeSince: null, leader: s.leader, leaseAgeMs: null };
+    case 'sealed':
+    case 'cooldown':
+      return { mode: s.mode, isSelf: false, activeSince: null, leader: undefined, leaseAgeMs: null };
+  }
+}
+
 const same = (state: State): StepResult => ({ state, effects: [] });
 
 export function step(state: State, event: Event): StepResult {
