@@ -55,7 +55,8 @@ const entry = (i: bigint): WalEntry => ({
   hash: hash(Number(i % 256n)),
 });
 
-async function rejection(p: Promise<unknown>): Promise<ChannelError> {
+/** The ChannelError `p` rejects with (fails the test when it resolves or rejects with anything else). */
+export async function rejection(p: Promise<unknown>): Promise<ChannelError> {
   const e = await p.then(
     () => undefined,
     (err: unknown) => err,

@@ -4,6 +4,7 @@ import { InvalidRequest, NotFound, Unavailable } from '../../core/errors.js';
 import type { WalEntry } from '../../core/wal.js';
 import type { PrimaryClient, ReplicationServer, StreamMessage } from '../../replication/transport.js';
 import { ChannelError, connectPrimary, serveReplication } from './index.js';
+import { rejection } from '../../../test/support/channel-contract.js';
 import { grpcCodeOf } from './status.js';
 import { FakePrimary, makePki, type Pki } from './testing/fixtures.js';
 
@@ -36,15 +37,6 @@ afterEach(async () => {
   client.close();
   await server.close();
 });
-
-async function rejection(p: Promise<unknown>): Promise<ChannelError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ChannelError);
-  return e as ChannelError;
-}
 
 describe('unary calls round-trip exact values', () => {
   it('binds a free port and reports it; a taken port is Unavailable', async () => {
