@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { locate, reportIsClean } from '../core/merkle.js';
-import { WalNotRetained, genesisGuard, verifyChain } from '../core/wal.js';
+import { genesisGuard, verifyChain } from '../core/wal.js';
 import { ControlledBackend, rootFromData, testCipher } from './engine.fixtures.js';
+import { expectReopenKeepsEverything } from './engine.reopen.fixtures.js';
 import { StorageEngine, type EngineOptions } from './engine.js';
 import { Keys } from './keyspace.js';
 import { openLevelBackend, type LevelBackend } from './leveldb.js';
@@ -38,31 +39,7 @@ afterEach(async () => {
 
 describe('StorageEngine on LevelDB', () => {
   it('keeps data, root, guard and WAL across a close and reopen, and leaks no iterators', async () => {
-    const b1 = await level('db');
-    const e1 = await StorageEngine.open(b1, { ...opts, walMaxEntries: 10 });
-    const s1 = e1.secure(cipher);
-    await Promise.all(Array.from({ length: 30 }, (_, i) => s1.commit([put(`kv/${i % 9}/x`, `${i}`), put(`local/t${i % 4}`, `${i}`), put('node/me', `${i}`)])));
-    await s1.commit([{ type: 'del', key: 'kv/3/x' }]);
-    expect(await s1.list('kv/')).toHaveLength(8);
-    expect(reportIsClean(await e1.check())).toBe(true);
-    await e1.readWal(e1.firstRetainedIndex(), 3);
-    expect(b1.openIterators()).toBe(0);
-    const root = e1.merkleRoot();
-    const guard = e1.lastGuard();
-    const wal = await e1.readWal(e1.firstRetainedIndex(), 100);
-    expect(wal).toHaveLength(10);
-    await e1.close();
-    await closeAll();
-
-    const b2 = await level('db');
-    const e2 = await StorageEngine.open(b2, { ...opts, walMaxEntries: 10 });
-    expect(e2.merkleRoot()).toEqual(root);
-    expect(e2.lastGuard()).toEqual(guard);
-    expect(await e2.readWal(e2.firstRetainedIndex(), 100)).toEqual(wal);
-    await expect(e2.readWal(1n, 10)).rejects.toBeInstanceOf(WalNotRetained);
-    expect(Number((await e2.secure(cipher).get('local/t1'))?.toString()) % 4).toBe(1);
-    expect(e2.merkleRoot()).toEqual(await rootFromData(b2));
-    expect(reportIsClean(await e2.check())).toBe(true);
+    await expectReopenKeepsEverything({ open: () => level('db'), close: closeAll, afterWrites: (b) => expect(b.openIterators()).toBe(0) });
   });
 
   it('16 concurrent commits share fsyncs; the WAL is 1..16 and chained', async () => {
