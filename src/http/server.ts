@@ -23,6 +23,7 @@ import { dispatch, type Dispatched, type Services } from './dispatch.js';
 import { DEFAULT_TIMEOUTS, listAware, markResponded, type ConnectionTimeouts } from './list-method.js';
 import { toApiRequest } from './request.js';
 import type { Route } from './route.js';
+import { relayableHeaders, type RawReply, type RawRequest, type StandbyGate } from './standby.js';
 import { serveStatic, type StaticSite } from './static.js';
 import { errorReply } from './status.js';
 
@@ -40,11 +41,18 @@ export interface HttpOptions {
   /** Deadlines for slow or silent clients on every connection; defaults in DEFAULT_TIMEOUTS. */
   readonly timeouts?: Partial<ConnectionTimeouts>;
   readonly onRequest?: (info: { method: string; route: string; status: number; seconds: number }) => void;
+  /** An HA standby relays requests to the active node (src/http/standby.ts). */
+  readonly standby?: StandbyGate;
 }
 
 export interface HttpServer {
   readonly url: string;
   readonly port: number;
+  /**
+   * Runs a request a standby relayed, as if its client had sent it here, and answers its bytes.
+   * A streamed reply cannot be relayed: it answers 503 naming this node's address.
+   */
+  execute(req: RawRequest): Promise<RawReply>;
   close(): Promise<void>;
 }
 
@@ -117,12 +125,25 @@ function send(res: http.ServerResponse, out: Dispatched): void {
   res.end(body);
 }
 
+/** A reply as `send` would write it, as bytes with its headers. */
+function bytesOf(out: Dispatched): RawReply {
+  if (out.body === undefined || out.status === 204 || out.status === 304) return { status: out.status, headers: {}, body: Buffer.alloc(0) };
+  if (out.contentType === undefined) {
+    return { status: out.status, headers: { 'content-type': 'application/json; charset=utf-8' }, body: Buffer.from(JSON.stringify(out.body) ?? '') };
+  }
+  if (Buffer.isBuffer(out.body)) return { status: out.status, headers: { 'content-type': out.contentType }, body: out.body };
+  const text = typeof out.body === 'string' ? out.body : JSON.stringify(out.body) ?? '';
+  const type = /;\s*charset=/i.test(out.contentType) ? out.contentType : `${out.contentType}; charset=utf-8`;
+  return { status: out.status, headers: { 'content-type': type }, body: Buffer.from(text) };
+}
+
 export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
   const limit = opts.maxBodyBytes ?? 32 * 1024 * 1024;
+  let urlOf = (): string => opts.address;
 
   const timeouts: ConnectionTimeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
 
-  /** One `/v1/` request: dispatched and answered; its status. */
+  /** One `/v1/` request: dispatched (or diverted by an HA standby) and answered; its status. */
   const answerApi = async (
     req: http.IncomingMessage,
     res: http.ServerResponse,
@@ -130,14 +151,16 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
   ): Promise<number> => {
     try {
       if (r.tooLarge) throw new PayloadTooLarge(`request body larger than ${limit} bytes`);
-      const api = toApiRequest({
-        id: r.id,
-        method: r.method,
-        url: r.url,
-        headers: req.headers,
-        rawBody: r.chunks.length === 0 ? undefined : r.chunks.length === 1 ? r.chunks[0] : Buffer.concat(r.chunks),
-        remoteAddress: req.socket.remoteAddress ?? '',
-      });
+      const rawBody = r.chunks.length === 0 ? undefined : r.chunks.length === 1 ? r.chunks[0] : Buffer.concat(r.chunks);
+      const remoteAddress = req.socket.remoteAddress ?? '';
+      const diverted = opts.standby?.divert({ method: r.method, url: r.url, headers: relayableHeaders(req.headers), body: rawBody, remoteAddress });
+      if (diverted !== undefined) {
+        const reply = await diverted;
+        res.writeHead(reply.status, { ...reply.headers, 'content-length': String(reply.body.length) });
+        res.end(reply.body);
+        return reply.status;
+      }
+      const api = toApiRequest({ id: r.id, method: r.method, url: r.url, headers: req.headers, rawBody, remoteAddress });
       const out = await dispatch(opts.services, opts.routes, api);
       if (out.stream) pump(res, { ...out, stream: out.stream }, opts.logger);
       else send(res, out);
@@ -185,6 +208,24 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
     });
   };
 
+  /** A relayed request, run as if sent here; its reply as bytes. */
+  const execute = async (raw: RawRequest): Promise<RawReply> => {
+    let out: Dispatched;
+    try {
+      if (raw.body !== undefined && raw.body.length > limit) throw new PayloadTooLarge(`request body larger than ${limit} bytes`);
+      const api = toApiRequest({ id: randomUUID(), method: raw.method, url: raw.url, headers: raw.headers, rawBody: raw.body, remoteAddress: raw.remoteAddress });
+      out = await dispatch(opts.services, opts.routes, api);
+    } catch (e) {
+      const reply = errorReply(e);
+      if (reply.internal) opts.logger.error({ err: e }, 'internal error in a relayed request');
+      out = { status: reply.status, body: reply.body };
+    }
+    if (out.stream) {
+      return bytesOf({ status: 503, body: { errors: [`a streamed reply cannot be relayed by a standby: connect to the active node (${urlOf()}) directly`] } });
+    }
+    return bytesOf(out);
+  };
+
   const [host, portText] = splitHostPort(opts.address);
   // The HTTP server never listens itself: every connection passes through listAware() so that
   // the LIST method of Vault clients survives Node's HTTP parser.
@@ -225,9 +266,12 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
   });
   const port = (server.address() as AddressInfo).port;
   const scheme = opts.tls ? 'https' : 'http';
+  const url = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  urlOf = () => url;
   return {
-    url: `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    url,
     port,
+    execute,
     close: () =>
       new Promise<void>((resolve) => {
         httpServer.closeAllConnections();

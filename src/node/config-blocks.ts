@@ -18,7 +18,9 @@ export type StorageConfig =
 
 /**
  * `storage "postgresql"` with Vault's keys and defaults. `connectionUrl` holds a password: never
- * log it (redactConnectionUrl). `haEnabled` is kept for the HA step; nothing acts on it yet.
+ * log it (redactConnectionUrl). With `haEnabled` the nodes sharing the database elect one active
+ * node through `haTable` (src/ha); `haLeaseTtlMs` (Tessera's `ha_lease_ttl`) is the lock row's
+ * lifetime, from which the renew and retry intervals follow (src/node/ha.ts).
  */
 export interface PostgresqlStorageConfig {
   readonly type: 'postgresql';
@@ -26,6 +28,7 @@ export interface PostgresqlStorageConfig {
   readonly table: string;
   readonly haEnabled: boolean;
   readonly haTable: string;
+  readonly haLeaseTtlMs?: number;
 }
 
 /**
@@ -113,6 +116,8 @@ const postgresqlSchema = z.object({
   table: pgTable.default('vault_kv_store'),
   ha_enabled: boolish.default(false),
   ha_table: pgTable.default('vault_ha_locks'),
+  // Ours: the HA lock row's lifetime (Vault's is a fixed 15 s). Default 2s; 1s..60s.
+  ha_lease_ttl: listenerDuration.optional(),
   // Vault's pool knobs: accepted so a Vault config loads; the pool size is ours for now.
   max_idle_connections: z.union([z.number(), z.string()]).optional(),
   max_parallel: z.union([z.number(), z.string()]).optional(),
@@ -153,7 +158,12 @@ function postgresqlStorage(body: Record<string, unknown>, key: string, issues: C
     issues.push({ key: `${key}.connection_url`, problem: `missing (or set ${PG_CONNECTION_URL_ENV.join(' or ')})` });
     return undefined;
   }
-  return { type: 'postgresql', connectionUrl, table: parsed.table, haEnabled: toBool(parsed.ha_enabled), haTable: parsed.ha_table };
+  const ttl = parsed.ha_lease_ttl;
+  if (ttl !== undefined && (ttl < 1000 || ttl > 60_000)) {
+    issues.push({ key: `${key}.ha_lease_ttl`, problem: 'must be between 1s and 60s' });
+    return undefined;
+  }
+  return { type: 'postgresql', connectionUrl, table: parsed.table, haEnabled: toBool(parsed.ha_enabled), haTable: parsed.ha_table, ...(ttl !== undefined ? { haLeaseTtlMs: ttl } : {}) };
 }
 
 /** The one `listener "tcp"` block: address, TLS files unless tls_disable, and deadlines. */

@@ -23,9 +23,11 @@ import { SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
 import type { Backend } from '../storage/backend.js';
 import { openLevelBackend } from '../storage/leveldb.js';
-import { openPostgresBackend, redactConnectionUrl } from '../storage/postgres.js';
+import { openPostgresBackend, redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
-import { connectPrimary, createClusterServer } from '../transport/grpc/index.js';
+import { connectPrimary, createClusterServer, type ClusterServer } from '../transport/grpc/index.js';
+import { openHaFence, wireHa, type HaFence, type NodeHa } from './ha.js';
+import { freeClusterAddr } from './free-port.js';
 import { VaultCore, type LicenseView } from '../vault/core.js';
 import { SealLifecycle } from '../vault/lifecycle.js';
 import { wireGenerateRoot } from './generate-root.js';
@@ -70,6 +72,8 @@ export interface RunningNode {
   readonly events: ReplicationEvents;
   /** The route declarations the listener serves (tests generate their cases from them). */
   readonly routes: readonly Route[];
+  /** HA inside the cluster, when storage is `postgresql` with `ha_enabled`. */
+  readonly ha: NodeHa | undefined;
   stop(): Promise<void>;
 }
 
@@ -83,25 +87,26 @@ interface Storage {
   readonly backend: Backend;
   readonly engine: StorageEngine;
   readonly metrics: NodeMetrics;
+  /** The HA lease and fence, when the storage is PostgreSQL with `ha_enabled`. */
+  readonly fence: HaFence | undefined;
   close(): Promise<void>;
 }
 
 /**
- * The backend the config names. PostgreSQL: `ha_enabled` is accepted but HA is the next step, so
- * such a node warns and runs as a single active node (do not start two on one table yet). Logs and
+ * The backend the config names; PostgreSQL with `guard` when HA fences its commits. Logs and
  * errors name the connection URL with its password redacted.
  */
-async function openBackend(config: NodeConfig, log: Logger): Promise<Backend> {
+async function openBackend(config: NodeConfig, log: Logger, guard: BatchGuard | undefined): Promise<Backend> {
   const pgc = config.postgresql;
   if (pgc === undefined) return openLevelBackend({ path: config.storagePath });
   const where = { connection_url: redactConnectionUrl(pgc.connectionUrl), table: pgc.table };
-  if (pgc.haEnabled) log.warn({ ...where, ha_table: pgc.haTable }, 'storage "postgresql": ha_enabled is set but HA is not active yet; this node runs as a single active node');
   const backend = await openPostgresBackend({
     connectionUrl: pgc.connectionUrl,
     table: pgc.table,
+    ...(guard !== undefined ? { guard } : {}),
     onIdleError: (e) => log.warn({ ...where, err: e.message }, 'PostgreSQL connection lost while idle'),
   });
-  log.info(where, 'PostgreSQL storage opened');
+  log.info({ ...where, ...(pgc.haEnabled ? { ha_table: pgc.haTable } : {}) }, 'PostgreSQL storage opened');
   return backend;
 }
 
@@ -110,12 +115,23 @@ async function openStorage(config: NodeConfig, now: () => number, log: Logger): 
   // process umask is what makes them 0600 (openLevelBackend makes the directory 0700 and fixes
   // the modes of files already there). Worker threads cannot set it; nodes run on the main thread.
   if (isMainThread) process.umask(0o077);
-  const backend = await openBackend(config, log);
+  const pgc = config.postgresql;
+  // HA: the lease store first, since the data backend runs its fence in every batch.
+  const fence = pgc?.haEnabled === true ? await openHaFence(pgc) : undefined;
+  let backend: Backend;
+  try {
+    backend = await openBackend(config, log, fence?.guard);
+  } catch (e) {
+    await fence?.lease.close();
+    throw e;
+  }
   let metrics: NodeMetrics | undefined;
   const engine = await StorageEngine.open(backend, {
     walMaxEntries: config.walMaxEntries,
     walMaxBytes: config.walMaxBytes,
     now,
+    // PostgreSQL's transactions leave no torn state: re-reading settles an unknown outcome.
+    settlesOnReload: pgc !== undefined,
     onBatch: (info) => metrics?.observeBatch({ txns: info.txns, bytes: info.bytes, merklePages: info.merklePages }),
   });
   metrics = new NodeMetrics({
@@ -127,9 +143,11 @@ async function openStorage(config: NodeConfig, now: () => number, log: Logger): 
     backend,
     engine,
     metrics,
+    fence,
     async close() {
       await engine.close();
       await backend.close();
+      await fence?.lease.close();
     },
   };
 }
@@ -154,17 +172,23 @@ async function loadNodeLicense(config: NodeConfig, now: () => number, log: Logge
   return { view, status };
 }
 
-/** The replication unit over the gRPC cluster transport, observing the seal, its gauges bound. */
-async function buildReplication(o: { config: NodeConfig; storage: Storage; seal: SealManager; core: VaultCore; lifecycle: SealLifecycle; log: Logger; now: () => number; apiAddr: () => string }): Promise<ReplicationUnit> {
+/**
+ * The replication unit over the gRPC cluster transport, observing the seal, its gauges bound.
+ * `listener` follows the cluster listener of the unit's current run (HA forwarding joins it).
+ */
+async function buildReplication(o: { config: NodeConfig; clusterAddr: string; storage: Storage; seal: SealManager; core: VaultCore; lifecycle: SealLifecycle; log: Logger; now: () => number; apiAddr: () => string; listener: { current: ClusterServer | undefined } }): Promise<ReplicationUnit> {
   const { config, storage, log } = o;
   const unit = await ReplicationUnit.create({
     engine: storage.engine,
     seal: o.seal,
     vault: vaultCatalog(o.core),
-    transport: { listen: (address) => createClusterServer({ address, log }), connect: connectPrimary },
+    transport: {
+      listen: (address) => (o.listener.current = createClusterServer({ address, log })),
+      connect: connectPrimary,
+    },
     log,
     now: o.now,
-    clusterListen: config.clusterAddr,
+    clusterListen: o.clusterAddr,
     apiAddr: o.apiAddr,
     ...(config.forwardWaitMs !== undefined ? { forwardWaitMs: config.forwardWaitMs } : {}),
     onForwarded: (f) => storage.metrics.observeForwarded(f),
@@ -175,7 +199,7 @@ async function buildReplication(o: { config: NodeConfig; storage: Storage; seal:
 }
 
 /** The API listener with the dashboard; storage is closed if it cannot start. */
-async function listen(config: NodeConfig, o: { services: Services; routes: readonly Route[]; storage: Storage; log: Logger }): Promise<HttpServer> {
+async function listen(config: NodeConfig, o: { services: Services; routes: readonly Route[]; storage: Storage; log: Logger; ha: NodeHa | undefined }): Promise<HttpServer> {
   const dashboard = loadStaticSite(dashboardSite());
   if (dashboard.missing.length > 0) o.log.warn({ missing: dashboard.missing }, 'dashboard files missing; /ui/ answers 404 for them');
   try {
@@ -188,6 +212,7 @@ async function listen(config: NodeConfig, o: { services: Services; routes: reado
       ...(config.tls ? { tls: config.tls } : {}),
       ...(config.listenerTimeouts ? { timeouts: config.listenerTimeouts } : {}),
       onRequest: (info) => o.storage.metrics.observeRequest(info),
+      ...(o.ha !== undefined ? { standby: o.ha.relay } : {}),
     });
   } catch (e) {
     await o.storage.close();
@@ -207,31 +232,46 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
   const core = new VaultCore({ storage: engine, seal, license: license.view, hosted: config.hosted, now, lifecycle, ...(config.leases ? { ttlLimits: config.leases } : {}) });
   await core.start();
   let apiAddr = config.apiAddr;
-  const replication = await buildReplication({ config, storage, seal, core, lifecycle, log, now, apiAddr: () => apiAddr });
+  // An HA node names its cluster address in the lock row before it listens: it must be concrete.
+  const clusterAddr = storage.fence !== undefined ? await freeClusterAddr(config.clusterAddr) : config.clusterAddr;
+  const listener: { current: ClusterServer | undefined } = { current: undefined };
+  const replication = await buildReplication({ config, clusterAddr, storage, seal, core, lifecycle, log, now, apiAddr: () => apiAddr, listener });
+  let http: HttpServer | undefined;
+  const ha =
+    storage.fence === undefined
+      ? undefined
+      : wireHa({ fence: storage.fence, engine, core, unit: replication, clusterListener: () => listener.current, apiAddr: () => apiAddr, clusterAddr, execute: () => http?.execute, log, now });
+  if (ha !== undefined) lifecycle.subscribe(ha.controller.sealObserver);
   const facts = {
     clusterName: () => 'tessera',
     clusterId: () => replication.clusterId(),
     drMode: () => replication.mode('dr'),
     performanceMode: () => replication.mode('performance'),
     apiAddr: () => apiAddr,
-    clusterAddr: () => replication.clusterAddr(),
+    clusterAddr: () => (ha === undefined ? replication.clusterAddr() : clusterAddr),
     storageFailure: () => engine.failure()?.message,
+    storageType: () => (config.postgresql === undefined ? 'leveldb' : 'postgresql'),
+    lastWal: () => Number(engine.lastGuard().index),
+    ha: ha?.facts,
   };
   const sys = { licenseStatus: license.status, metrics: async () => ({ contentType: metrics.contentType, text: await metrics.render() }) };
   const routes = nodeRoutes(core, facts, replication, sys, wireGenerateRoot({ core, seal, lifecycle, log }));
   const services = composeServices(core, replication.requests);
   // As a performance primary, this node runs its secondaries' forwarded writes through the same routes.
   replication.serveForwarded(forwardedExecutor(services, routes, (e) => log.error({ err: e }, 'forwarded write failed')));
-  await replication.start();
+  // An HA node runs replication only while it is the active node (src/node/ha.ts starts it).
+  if (ha === undefined) await replication.start();
 
-  const http = await listen(config, { services, routes, storage, log });
+  http = await listen(config, { services, routes, storage, log, ha });
   if (apiAddr === '' || /:0$/.test(apiAddr)) apiAddr = http.url;
   log.info({ api_addr: http.url }, 'http listening');
+  ha?.start();
 
   const tidy = setInterval(() => {
-    if (!core.sealed()) core.tokens.tidy().catch((e: unknown) => log.warn({ err: e }, 'token tidy failed'));
+    if (!core.sealed() && (ha === undefined || ha.controller.isActive())) core.tokens.tidy().catch((e: unknown) => log.warn({ err: e }, 'token tidy failed'));
   }, 60_000);
   tidy.unref();
+  const server = http;
 
   return {
     get apiAddr() {
@@ -245,10 +285,13 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
     performance: replication.drivers.performance,
     events: replication.eventLog,
     routes,
+    ha,
     async stop() {
       clearInterval(tidy);
       // Listener first: no request may reach storage after it is closed.
-      await http.close();
+      await server.close();
+      // HA: stop the active role and release the lock row, so a standby takes over at once.
+      await ha?.stop();
       await replication.stop();
       await core.sealNow().catch(() => undefined);
       await storage.close();

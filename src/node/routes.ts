@@ -13,7 +13,10 @@ import { generateRootRoutes, type GenerationService } from '../http/routes/gener
 import { pathsFilterRoutes, replicationKindRoutes } from '../http/routes/replication-kind.js';
 import { replicationRoutes } from '../http/routes/replication.js';
 import { replicationEventsRoutes } from '../http/routes/replication-events.js';
+import { haRoutes } from '../http/routes/ha.js';
 import { sealRoutes, type NodeFacts } from '../http/routes/seal.js';
+import { VERSION } from '../core/version.js';
+import { hostname } from 'node:os';
 import { systemRoutes, type SystemService } from '../http/routes/system.js';
 import { tokenRoutes } from '../http/routes/tokens.js';
 import { wrappingRoutes } from '../http/routes/wrapping.js';
@@ -24,6 +27,14 @@ import type { VaultCore } from '../vault/core.js';
 export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationUnit, sys: SystemService, generateRoot: GenerationService): Route[] {
   return [
     ...sealRoutes(core, facts),
+    ...haRoutes(facts.ha, () => ({
+      hostname: hostname(),
+      api_address: facts.apiAddr(),
+      cluster_address: facts.clusterAddr() === '' ? '' : `https://${facts.clusterAddr()}`,
+      active_node: true,
+      last_echo: null,
+      version: VERSION,
+    })),
     ...generateRootRoutes(generateRoot),
     ...replicationRoutes(repl.status),
     ...replicationEventsRoutes(repl.events),

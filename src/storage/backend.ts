@@ -14,7 +14,7 @@
  * because the medium failed (I/O error, corruption) rejects with `BackendFault`; any other read
  * error is a usage error (e.g. a closed handle). The engine fails closed on both kinds of fault.
  */
-import { Internal } from '../core/errors.js';
+import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
 
 /**
  * The medium failed: an I/O error or corruption reported by the store itself. `detail` is the
@@ -27,6 +27,17 @@ export class BackendFault extends Internal {
     this.detail = detail;
   }
 }
+/**
+ * The batch's guard said no (the HA fence: this node no longer holds the active lease): the
+ * transaction was rolled back and nothing of the batch was written. Not a storage fault: the
+ * medium is fine and memory still matches it, so the engine does not fail closed on it.
+ */
+export class BatchRefused extends TesseraError {
+  constructor(readonly reason: string) {
+    super(ErrorCode.unavailable, `nothing was written: ${reason}`);
+  }
+}
+
 export type BatchOp =
   | { readonly type: 'put'; readonly key: string; readonly value: Buffer }
   | { readonly type: 'del'; readonly key: string };

@@ -14,6 +14,11 @@ export interface EngineOptions {
   readonly onBatch?: (info: { txns: number; ops: number; bytes: number; merklePages: number }) => void;
   /** Longest a dirty page record waits under load before a batch flushes it (default 1000 ms). */
   readonly pageFlushIntervalMs?: number;
+  /**
+   * reload() may forget a storage fault: true only for a backend whose failed batch left no torn
+   * state (PostgreSQL's transactions), so re-reading settles what was written. LevelDB: false.
+   */
+  readonly settlesOnReload?: boolean;
 }
 
 export interface ReindexRequest extends ReindexOptions {

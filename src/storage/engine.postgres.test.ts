@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { startPostgres, type TestPostgres } from '../../test/support/postgres.js';
 import { locate, reportIsClean } from '../core/merkle.js';
 import { genesisGuard, verifyChain } from '../core/wal.js';
-import type { Backend } from './backend.js';
 import { ControlledBackend, testCipher } from './engine.fixtures.js';
 import { expectReopenKeepsEverything } from './engine.reopen.fixtures.js';
+import { BatchRefused, type Backend } from './backend.js';
 import { StorageEngine, type EngineOptions } from './engine.js';
 import { Keys } from './keyspace.js';
 import { openLevelBackend } from './leveldb.js';
@@ -93,7 +93,7 @@ describe('StorageEngine on PostgreSQL', () => {
     await p2.close();
   });
 
-  it('a guard that refuses fails the commit and the engine closed, with nothing of it written', async () => {
+  it('a guard that refuses rejects the commit with BatchRefused, writes nothing of it, and does not fail the engine', async () => {
     let allow = true;
     const table = `engine_${++tables}`;
     const b = await postgres(table, async () => allow || { refused: 'fenced: not the lease holder' });
@@ -101,15 +101,45 @@ describe('StorageEngine on PostgreSQL', () => {
     const s = e.secure(cipher);
     await s.commit([put('before', '1')]);
     const root = e.merkleRoot();
+    const guard = e.lastGuard();
     allow = false;
-    await expect(s.commit([put('after', '2')])).rejects.toThrow();
-    expect(e.failure()).toBeDefined();
+    const refused = await s.commit([put('after', '2')]).catch((x: unknown) => x);
+    expect(refused).toBeInstanceOf(BatchRefused);
+    expect((refused as BatchRefused).message).toContain('nothing was written: fenced: not the lease holder');
+    // Not a storage fault: memory still matches storage, and the engine writes again once allowed.
+    expect(e.failure()).toBeUndefined();
+    expect(e.merkleRoot()).toEqual(root);
+    expect(e.lastGuard()).toEqual(guard);
+    expect(await s.get('after')).toBeUndefined();
     allow = true;
-    await e.close().catch(() => undefined);
+    await s.commit([put('later', '3')]);
+    await e.close();
     const reopened = await StorageEngine.open(await postgres(table), opts);
-    expect(reopened.merkleRoot()).toEqual(root);
+    expect(reopened.lastGuard().index).toBe(guard.index + 1n);
     expect(await reopened.secure(cipher).get('after')).toBeUndefined();
     expect((await reopened.secure(cipher).get('before'))?.toString()).toBe('1');
+    expect((await reopened.secure(cipher).get('later'))?.toString()).toBe('3');
     await reopened.close();
+  });
+
+  it('reload() reads what another writer committed; a standby refuses writes and reads past its cache', async () => {
+    const table = `engine_${++tables}`;
+    const a = await StorageEngine.open(await postgres(table), { ...opts, settlesOnReload: true });
+    const other = await StorageEngine.open(await postgres(table), opts);
+    await a.secure(cipher).commit([put('mine', '1')]);
+    await other.reload();
+    await other.secure(cipher).commit([put('theirs', '2')]);
+    await a.reload();
+    expect(a.lastGuard()).toEqual(other.lastGuard());
+    expect(a.merkleRoot()).toEqual(other.merkleRoot());
+    expect((await a.secure(cipher).get('theirs'))?.toString()).toBe('2');
+    // A standby refuses writes before storage, and reads past its cache.
+    a.standby(() => new Error('standby: nothing was written'));
+    await expect(a.secure(cipher).commit([put('x', '1')])).rejects.toThrow('standby: nothing was written');
+    await other.secure(cipher).commit([put('mine', 'changed')]);
+    expect((await a.secure(cipher).get('mine'))?.toString()).toBe('changed');
+    a.standby(undefined);
+    await a.close();
+    await other.close();
   });
 });

@@ -61,16 +61,18 @@ export class StorageEngine implements RawStore, MerkleView {
   private readonly index: MerkleIndex;
   /** The demote fence and the performance secondary's replicated-key guard. */
   private readonly gate = new WriteGate();
+  /** Set while this node is an HA standby: every write refuses with it before reaching storage. */
+  private standbyRefusal: (() => Error) | undefined;
 
   private constructor(
     private readonly backend: FaultGuard,
     private readonly opts: EngineOptions,
-    private readonly tail: WalTail,
+    private tail: WalTail,
     trees: Trees,
     dirty: DirtyPages,
   ) {
     this.now = opts.now ?? Date.now;
-    this.jobs = new JobChain(() => this.failure());
+    this.jobs = new JobChain(() => this.failure() ?? this.standbyRefusal?.());
     this.index = new MerkleIndex(backend, this.jobs, trees, dirty, { now: this.now, flushIntervalMs: opts.pageFlushIntervalMs ?? 1000 });
   }
 
@@ -214,6 +216,38 @@ export class StorageEngine implements RawStore, MerkleView {
     }
   }
 
+  /**
+   * HA: while `refusal` is set, every write (commits, system records, applies, installs, epoch,
+   * wipe, check, reindex) refuses with it at once and storage is not touched: this node is a
+   * standby and another node writes the shared database. Reads are still served. Undefined: the
+   * node may write again (after reload(), as the new active node).
+   */
+  standby(refusal: (() => Error) | undefined): void {
+    this.standbyRefusal = refusal;
+  }
+
+  /**
+   * Re-reads the WAL tail and the Merkle index from storage and forgets every cached value, as a
+   * fresh open would: another node of the cluster wrote the shared database while this one was a
+   * standby. With `settlesOnReload` (PostgreSQL: a transaction whose COMMIT outcome was unknown
+   * either happened whole or not at all, and reading settles which) a storage fault is forgotten
+   * too, so the node recovers without a restart; otherwise a failed engine stays failed. Runs
+   * after every job queued before it.
+   */
+  async reload(): Promise<void> {
+    this.jobs.assertOpen();
+    await this.jobs.run(async () => {
+      if (this.backend.failure !== undefined && this.opts.settlesOnReload !== true) throw this.backend.failure;
+      const tail = await WalTail.load(this.backend);
+      const { trees, dirty } = await loadTrees(this.backend);
+      this.tail = tail;
+      this.index.replace(trees, dirty);
+      this.cache.clear();
+      this.backend.clear();
+      this.listeners.notify(tail.meta.last);
+    });
+  }
+
   /** The first storage fault (sticky until restart), or undefined while storage is healthy. */
   failure(): StorageFailed | undefined {
     return this.backend.failure;
@@ -354,6 +388,8 @@ export class StorageEngine implements RawStore, MerkleView {
   /** Live reads (no `view`) go through the read cache; the buffer returned must not be modified. */
   readRaw(key: string, view?: ReadView): Promise<Buffer | undefined> {
     if (view !== undefined) return readValue(view, key);
+    // A standby's cache would not see the active node's writes: its reads go to storage.
+    if (this.standbyRefusal !== undefined) return readValue(this.backend, key);
     return this.cache.read(key, () => readValue(this.backend, key));
   }
 

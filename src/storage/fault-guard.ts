@@ -15,7 +15,7 @@
  * the torn tail, and nothing acknowledged lies after it.
  */
 import { StorageFailed } from '../core/errors.js';
-import { BackendFault, type Backend, type BatchOp, type RangeOptions, type ReadView, type Snapshot } from './backend.js';
+import { BackendFault, BatchRefused, type Backend, type BatchOp, type RangeOptions, type ReadView, type Snapshot } from './backend.js';
 
 const ADVICE =
   'writes are refused until the node is restarted; restart it (after freeing disk space if the disk is full). ' +
@@ -61,8 +61,19 @@ export class FaultGuard implements Backend {
     try {
       await this.inner.batch(ops, options);
     } catch (e) {
+      // The guard refused inside the transaction: rolled back, nothing written, not a fault.
+      if (e instanceof BatchRefused) throw e;
       throw this.fault(e);
     }
+  }
+
+  /**
+   * Forgets the fault after the caller re-read all of its state from the medium (the engine's
+   * reload, PostgreSQL only: its transactions leave no torn tail, so an unknown outcome is
+   * settled by reading what the database holds).
+   */
+  clear(): void {
+    this.first = undefined;
   }
 
   get(key: string): Promise<Buffer | undefined> {

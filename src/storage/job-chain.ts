@@ -9,7 +9,7 @@
  * own caller and never stops the chain. `runWrite` checks admission twice: when called, and again
  * when its turn comes, because the store may have failed (or closed) while it waited.
  */
-import { Unavailable, type StorageFailed } from '../core/errors.js';
+import { Unavailable } from '../core/errors.js';
 
 const noop = (): void => {};
 
@@ -17,7 +17,8 @@ export class JobChain {
   private chain: Promise<void> = Promise.resolve();
   private isClosed = false;
 
-  constructor(private readonly failure: () => StorageFailed | undefined) {}
+  /** `refusal`: why writes are refused now (a storage fault, or this node is an HA standby); undefined when they are not. */
+  constructor(private readonly refusal: () => Error | undefined) {}
 
   get closed(): boolean {
     return this.isClosed;
@@ -48,10 +49,10 @@ export class JobChain {
     if (this.isClosed) throw new Unavailable('storage engine is closed');
   }
 
-  /** Open and not failed: what every write, check and reindex requires. */
+  /** Open and not refused (failed, or a standby): what every write, check and reindex requires. */
   assertWritable(): void {
     this.assertOpen();
-    const failed = this.failure();
-    if (failed !== undefined) throw failed;
+    const refused = this.refusal();
+    if (refused !== undefined) throw refused;
   }
 }

@@ -57,6 +57,13 @@ export class MerkleIndex {
     this.armIdleFlush();
   }
 
+  /** The index as storage holds it now (the engine's reload): what open() would load. */
+  replace(trees: Trees, dirty: DirtyPages): void {
+    this.stopIdleFlush();
+    this.state = initialIndex(trees, dirty);
+    this.armIdleFlush();
+  }
+
   /** The data, WAL and index were deleted (wipe) and that is durable: empty trees, no journal. */
   reset(): void {
     this.state = { ...this.state, trees: emptyTrees(), dirty: noDirtyPages() };

@@ -39,7 +39,7 @@
  */
 import pg from 'pg';
 import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
-import { BackendFault, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
+import { BackendFault, BatchRefused, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
 
 /** The schema version this code writes; it opens tables of this version or older. */
 export const SCHEMA_VERSION = 1;
@@ -90,12 +90,8 @@ export class SchemaTooNew extends TesseraError {
   }
 }
 
-/** The batch's guard said no: the transaction was rolled back, nothing of the batch was written. */
-export class BatchRefused extends TesseraError {
-  constructor(readonly reason: string) {
-    super(ErrorCode.unavailable, `storage batch refused by its guard: ${reason}`);
-  }
-}
+
+export { BatchRefused } from './backend.js';
 
 /** `url` with its password (URL or key=value form) replaced by `***`. */
 export function redactConnectionUrl(url: string): string {
@@ -111,7 +107,7 @@ export function redactConnectionUrl(url: string): string {
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
-function quoteTable(table: string): string {
+export function quoteTable(table: string): string {
   if (!IDENTIFIER.test(table)) throw new Internal(`PostgreSQL table name "${table}" must be a plain identifier (letters, digits, _; at most 63)`);
   return `"${table}"`;
 }

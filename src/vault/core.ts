@@ -22,7 +22,7 @@ import { Policies } from './policies.js';
 import { AuthMethods } from './auth/index.js';
 import { DEFAULT_TTL_LIMITS, TokenStore, type TtlLimits } from './tokens.js';
 import { Wrapping } from './wrapping.js';
-import { SealLifecycle } from './lifecycle.js';
+import { SealLifecycle, type OpenedContext } from './lifecycle.js';
 
 /** What the core needs from the storage engine. */
 export interface CoreStorage {
@@ -111,7 +111,7 @@ export class VaultCore {
     const result = await this.seal.init({ secret_shares: req.secret_shares, secret_threshold: req.secret_threshold });
     this.isInitialized = true;
     await this.seal.unsealWithRootKey(result.rootKey);
-    await this.opened();
+    await this.opened({ initializing: true });
     const root = await this.tokens.createRoot(req.rootTokenId !== undefined ? { id: req.rootTokenId } : {});
     await this.sealNow();
     return { keys: result.keys, keys_base64: result.keysBase64, root_token: root.token };
@@ -133,10 +133,10 @@ export class VaultCore {
   }
 
   /** Opens the barrier and loads the caches; called after every unseal. */
-  private async opened(): Promise<void> {
+  private async opened(context: OpenedContext = { initializing: false }): Promise<void> {
     await this.reopen();
     this.loaded = true;
-    await this.lifecycle.opened();
+    await this.lifecycle.opened(context);
   }
 
   /** Rebinds the barrier to the live keyring (it changes at DR activation) and reloads caches. */

@@ -11,9 +11,14 @@
  *   const core = new VaultCore({ storage, seal, license, hosted: false, lifecycle });
  */
 
+/** Why the barrier opened: `initializing` is sys/init's own brief unseal (to write the root token). */
+export interface OpenedContext {
+  readonly initializing: boolean;
+}
+
 /** What an observer of the seal lifecycle may do at each step; both are optional. */
 export interface SealObserver {
-  opened?(): Promise<void>;
+  opened?(context: OpenedContext): Promise<void>;
   sealing?(): Promise<void>;
 }
 
@@ -26,8 +31,8 @@ export class SealLifecycle {
   }
 
   /** Called by the core after it opened the barrier and loaded its caches. */
-  async opened(): Promise<void> {
-    for (const o of this.observers) await o.opened?.();
+  async opened(context: OpenedContext = { initializing: false }): Promise<void> {
+    for (const o of this.observers) await o.opened?.(context);
   }
 
   /** Called by the core before it seals, while the barrier is still open. */

@@ -8,6 +8,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { joinSecondary } from '../harness/cluster.js';
 import { inSync } from '../support/dr.js';
+import { eventually } from '../harness/eventually.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 import { startPostgres, type TestPostgres } from '../support/postgres.js';
 
@@ -70,7 +71,7 @@ describe('a node on PostgreSQL', () => {
     expect((await again.call('PUT', 'secret/data/after-restart', { data: { ok: true } })).status).toBe(200);
   });
 
-  it('with ha_enabled warns that HA is not active yet and runs alone; logs never show the password', async () => {
+  it('with ha_enabled a lone node becomes the active node; logs never show the password', async () => {
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {
@@ -83,9 +84,10 @@ describe('a node on PostgreSQL', () => {
     const withPassword = url.replace('postgres://tessera@', 'postgres://tessera:pg-s3cret-pw@');
     const n = await startTestNode({ postgresql: { connectionUrl: withPassword, haEnabled: true }, logger: pino({ level: 'info' }, sink) });
     nodes.push(n);
-    expect((await n.call('GET', 'sys/health', undefined, { token: null })).status).toBe(200);
+    await eventually(async () => expect((await n.call('GET', 'sys/health', undefined, { token: null })).status).toBe(200), { timeoutMs: 10_000 });
+    expect((await n.call('GET', 'sys/leader', undefined, { token: null })).body).toMatchObject({ ha_enabled: true, is_self: true, leader_address: n.apiAddr });
     const log = lines.join('');
-    expect(log).toContain('ha_enabled is set but HA is not active yet');
+    expect(log).toContain('HA: this node is the active node');
     expect(log).toContain('tessera:***@127.0.0.1');
     expect(log).not.toContain('pg-s3cret-pw');
   });

@@ -8,6 +8,7 @@ import type { VaultCore } from '../../vault/core.js';
 import { boolish, empty, intish, stringList } from '../fields.js';
 import { bare, noContent } from '../reply.js';
 import { op, type Route } from '../route.js';
+import { leaderBody, type HaFacts } from './ha.js';
 
 export interface NodeFacts {
   clusterName(): string;
@@ -18,6 +19,12 @@ export interface NodeFacts {
   clusterAddr(): string;
   /** The storage engine's fault message once it has failed closed (sticky until restart), else undefined. */
   storageFailure(): string | undefined;
+  /** `leveldb` or `postgresql` (seal-status `storage_type`). */
+  storageType(): string;
+  /** The index of the last WAL entry (sys/leader `last_wal`). */
+  lastWal(): number;
+  /** The node's HA, when its storage has `ha_enabled`. */
+  readonly ha: HaFacts | undefined;
 }
 
 const InitBody = z.object({
@@ -47,7 +54,7 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
       build_date: '',
       migration: false,
       recovery_seal: false,
-      storage_type: 'leveldb',
+      storage_type: facts.storageType(),
       ...(s.initialized && !s.sealed ? { cluster_name: facts.clusterName(), cluster_id: facts.clusterId() } : {}),
     };
   };
@@ -99,18 +106,10 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
     {
       pattern: 'sys/leader',
       access: 'public',
+      whileSealed: true,
       drSecondary: true,
       operations: {
-        read: op(empty, async () =>
-          bare(200, {
-            ha_enabled: false,
-            is_self: true,
-            active_time: '0001-01-01T00:00:00Z',
-            leader_address: facts.apiAddr(),
-            leader_cluster_address: facts.clusterAddr(),
-            performance_standby: false,
-            performance_standby_last_remote_wal: 0,
-          }),
+        read: op(empty, async () => bare(200, leaderBody(facts.ha, facts.lastWal())),
           'Return the high availability status and current leader.',
         ),
       },
@@ -125,6 +124,7 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
           const initialized = await core.initialized();
           const sealed = core.sealed();
           const dr = facts.drMode() === 'secondary';
+          const standby = !sealed && facts.ha?.standby() === true;
           const storageFailure = facts.storageFailure();
           let status = fields.activecode ?? 200;
           if (!initialized) status = fields.uninitcode ?? 501;
@@ -132,10 +132,11 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
           // A node that can no longer write is not healthy in any role; no query parameter hides it.
           else if (storageFailure !== undefined) status = 503;
           else if (dr) status = fields.drsecondarycode ?? 472;
+          else if (standby) status = fields.standbyok === true ? (fields.activecode ?? 200) : (fields.standbycode ?? 429);
           const body = {
             initialized,
             sealed,
-            standby: false,
+            standby,
             performance_standby: false,
             replication_performance_mode: facts.performanceMode(),
             replication_dr_mode: facts.drMode(),

@@ -11,5 +11,6 @@
 export { createClusterServer, serveReplication, type ClusterServer, type ClusterServerOptions, type KindRegistration, type ServeOptions } from './server.js';
 export { SniServerCredentials } from './sni-credentials.js';
 export { connectPrimary, type ConnectOptions } from './client.js';
+export { connectHa, type HaClient, type HaHttpReply, type HaHttpRequest } from './ha.js';
 export { ChannelError, ChannelReason } from '../../replication/index.js';
 export { MalformedMessage } from './codec.js';

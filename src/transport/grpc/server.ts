@@ -29,6 +29,22 @@ import { CallSink } from './sink.js';
 import { SniServerCredentials } from './sni-credentials.js';
 import { callStatus, statusOf, type CallStatus } from './status.js';
 import type * as wire from './wire.js';
+import { haWire, loadHa, type HaHttpReply, type HaHttpRequest } from './ha.js';
+
+/** The kind name the HA registration takes among the replication kinds. */
+const HA_KIND = 'ha';
+
+/** What an HA certificate may do among the replication calls: nothing. */
+const refuseReplication = new Proxy({} as PrimaryService, {
+  get: (_target, method) => {
+    if (method === 'authorize') return () => {
+      throw new PermissionDenied('an HA certificate cannot make replication calls');
+    };
+    return () => {
+      throw new PermissionDenied('an HA certificate cannot make replication calls');
+    };
+  },
+});
 
 export interface ClusterServerOptions {
   /** host:port; port 0 picks a free one when the first kind starts the listener. */
@@ -53,6 +69,11 @@ export interface ClusterServer {
    * removes the kind without touching the others; the last one to leave stops the listener.
    */
   serve(registration: KindRegistration): Promise<ReplicationServer>;
+  /**
+   * Serves HA forwarding (proto/ha.proto) beside the kinds, under its own server name and CA: a
+   * standby of this cluster relays client requests; `forward` runs them. Closed like a kind.
+   */
+  serveHa(registration: { tls: TlsMaterial; forward: (req: HaHttpRequest) => Promise<HaHttpReply> }): Promise<ReplicationServer>;
   /** Removes every kind and stops the listener. */
   close(): Promise<void>;
 }
@@ -272,6 +293,22 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
     },
   };
 
+  let haForward: ((req: HaHttpRequest) => Promise<HaHttpReply>) | undefined;
+  const haHandlers: grpc.UntypedServiceImplementation = {
+    Forward: (call: grpc.ServerUnaryCall<Parameters<typeof haWire.fromRequest>[0], ReturnType<typeof haWire.reply>>, callback: grpc.sendUnaryData<ReturnType<typeof haWire.reply>>) => {
+      void (async () => {
+        const cert = call.getAuthContext().sslPeerCertificate;
+        if (!cert?.raw) throw new PermissionDenied('a client certificate is required');
+        const served = issuerOf(cert.raw, fingerprintOf(cert.raw));
+        if (served?.kind !== HA_KIND || haForward === undefined) throw new PermissionDenied('this certificate may not relay requests to this node');
+        return haWire.reply(await haForward(haWire.fromRequest(call.request)));
+      })().then(
+        (res) => callback(null, res),
+        (e: unknown) => callback(toStatus(e)),
+      );
+    },
+  };
+
   const cutAll = (calls: Iterable<OpenCall>, status: CallStatus): void => {
     for (const call of [...calls]) call.cut(status);
   };
@@ -279,6 +316,7 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
   const start = async (): Promise<{ server: grpc.Server; address: string }> => {
     const server = new grpc.Server(SERVER_OPTIONS);
     server.addService(definition, handlers);
+    server.addService(loadHa().definition, haHandlers);
     const port = await new Promise<number>((resolve, reject) => {
       server.bindAsync(opts.address, credentials, (err, bound) => {
         if (!err) return resolve(bound);
@@ -316,8 +354,7 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
     await stop(server);
   };
 
-  return {
-    serve: (registration) =>
+  const serve = (registration: KindRegistration): Promise<ReplicationServer> =>
       serially(async () => {
         const { kind, tls } = registration;
         for (const other of kinds.values()) {
@@ -349,10 +386,25 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
           },
           close: () => serially(() => remove(served)),
         };
-      }),
+      });
+
+  return {
+    serve,
+    serveHa: async ({ tls, forward }) => {
+      haForward = forward;
+      const handle = await serve({ kind: HA_KIND, tls, service: refuseReplication });
+      return {
+        ...handle,
+        close: async () => {
+          await handle.close();
+          if (!kinds.has(HA_KIND)) haForward = undefined;
+        },
+      };
+    },
     close: () =>
       serially(async () => {
         for (const served of [...kinds.values()]) await remove(served);
+        haForward = undefined;
       }),
   };
 }

@@ -1,0 +1,305 @@
+/**
+ * Drives one node's HA leadership: the pure machine of src/core/ha/lease.ts over the lock row of
+ * the shared database (a LeaseStore), with a timer, and carries out its effects in order on one
+ * chain: take or renew the row, start or stop the active role, release the row.
+ *
+ *   const ha = new HaController({ store, me, role, log, now: Date.now });
+ *   lifecycle.subscribe(ha.sealObserver);    // unsealed: compete; sealing: stop and release
+ *   ha.start();                              // the tick timer
+ *   ha.fenceState()                          // what the fence of every commit checks
+ *   await ha.stepDown();                     // sys/step-down
+ *
+ * Safety does not rest here: every commit is fenced inside its own transaction (the store's
+ * `fence`), so a node that is late to notice it lost the lease writes nothing. What this adds is
+ * liveness: an active node stops before its lease can expire (the machine's deadline), a fenced
+ * commit stops it at once, and standbys take over within ttl + retry of a crash.
+ */
+import type { Logger } from 'pino';
+import { initialState, leadership, leaseOptions, step, type Effect, type Event, type Leader, type LeaseOptions, type Leadership, type State, type StopReason } from '../core/ha/lease.js';
+import type { FenceState, LeaseCandidate, LeaseMember, LeaseRow, LeaseStore } from '../storage/postgres-lease.js';
+
+/** The active role of the node: what becoming active starts and stepping down stops. */
+export interface ActiveRole {
+  /** Load what the last active node wrote, open writes under `epoch`, start replication. */
+  start(epoch: number): Promise<void>;
+  /** Refuse writes at once, then stop replication. Must not throw. */
+  stop(reason: StopReason): Promise<void>;
+}
+
+export interface HaControllerOptions {
+  readonly store: LeaseStore;
+  /** This node as the lock row names it; read at every attempt (the API address may be known late). */
+  readonly me: () => LeaseCandidate;
+  readonly role: ActiveRole;
+  readonly log: Logger;
+  readonly now: () => number;
+  readonly lease?: Partial<LeaseOptions>;
+  /** How often the machine is ticked (ms); default a fifth of the retry interval. */
+  readonly tickMs?: number;
+  /** How often this node echoes into the member table (ms). Default 1000. */
+  readonly echoMs?: number;
+}
+
+/** What sys/leader, sys/ha-status, health and metrics show. */
+export interface HaView extends Leadership {
+  readonly enabled: true;
+  /** The active node as the lock row names it (this node's own row when it is active). */
+  readonly leaderRow: LeaseRow | undefined;
+  readonly epoch: number;
+}
+
+export class HaController {
+  private state: State;
+  private readonly options: LeaseOptions;
+  private timer: NodeJS.Timeout | undefined;
+  private echoTimer: NodeJS.Timeout | undefined;
+  /**
+   * Effects run in order on two chains: the lock row's requests (acquire, renew, release) and the
+   * active role's start and stop, so a long start (loading a large index) never delays a renew.
+   */
+  private leaseChain: Promise<void> = Promise.resolve();
+  private roleChain: Promise<void> = Promise.resolve();
+  /** True once the active role has started, until it is told to stop. */
+  private serving = false;
+  /** The holder and epoch the fence checks; set while the active role runs or starts. */
+  private fence: { holder: string; epoch: number } | undefined;
+  /** The active node's row as last read (standby, cooldown) or this node's own (active). */
+  private leaderRow: LeaseRow | undefined;
+  private readonly listeners = new Set<(view: HaView) => void>();
+  private stopped = false;
+
+  constructor(private readonly o: HaControllerOptions) {
+    this.options = leaseOptions(o.lease);
+    this.state = initialState(this.options);
+  }
+
+  get leaseOptions(): LeaseOptions {
+    return this.options;
+  }
+
+  /** Starts ticking the machine and echoing this node's membership. */
+  start(): void {
+    const tickMs = this.o.tickMs ?? Math.max(10, Math.floor(this.options.retryMs / 5));
+    this.timer = setInterval(() => this.feed({ type: 'tick', now: this.o.now() }), tickMs);
+    this.timer.unref();
+    const echo = (): void => {
+      this.o.store.echo(this.o.me()).catch((e: unknown) => this.o.log.debug({ err: (e as Error).message }, 'HA echo failed'));
+      // A node that is not active learns who is from the row (cooldown and sealed do not compete).
+      if (this.state.mode !== 'active') this.refreshLeader();
+    };
+    echo();
+    this.echoTimer = setInterval(echo, this.o.echoMs ?? 1000);
+    this.echoTimer.unref();
+  }
+
+  /** Stops the timers, stops the active role and releases the row; the process is ending. */
+  async stop(): Promise<void> {
+    this.feed({ type: 'sealed' });
+    this.stopped = true;
+    clearInterval(this.timer);
+    clearInterval(this.echoTimer);
+    await this.settled();
+  }
+
+  /** Resolves when every effect queued so far has run. */
+  private async settled(): Promise<void> {
+    await Promise.all([this.roleChain, this.leaseChain]);
+  }
+
+  /** What the fence of the next commit checks. */
+  fenceState(): FenceState {
+    if (this.fence !== undefined) return { mode: 'active', holder: this.fence.holder, epoch: this.fence.epoch };
+    return this.state.mode === 'sealed' ? { mode: 'sealed' } : { mode: 'standby' };
+  }
+
+  /** A commit under `epoch` was refused by the fence: another node took over. */
+  readonly fenced = (epoch: number): void => {
+    this.o.log.warn({ epoch }, 'HA: a commit was refused by the fence (another node holds the lease); stepping down to standby');
+    this.feed({ type: 'fenceRefused', epoch });
+  };
+
+  /** Whether this node serves as the active node now (its role started and not told to stop). */
+  isActive(): boolean {
+    return this.serving && this.state.mode === 'active';
+  }
+
+  view(): HaView {
+    const l = leadership(this.state, this.o.now());
+    return { ...l, enabled: true, leaderRow: this.state.mode === 'active' ? this.ownRow() : this.leaderRow, epoch: this.state.epoch };
+  }
+
+  /** Told after every change of mode or leader. */
+  onChange(listener: (view: HaView) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  members(maxAgeMs: number): Promise<LeaseMember[]> {
+    return this.o.store.members(maxAgeMs);
+  }
+
+  /**
+   * sys/step-down on the active node: writes refuse from now on; stopping replication, releasing
+   * the row and the cooldown follow on their chains. Does not wait for them: the request that
+   * asked may have been relayed over the cluster port the stop closes.
+   */
+  stepDown(): void {
+    this.feed({ type: 'stepDown', now: this.o.now() });
+  }
+
+  readonly sealObserver = {
+    opened: async (context: { initializing: boolean }): Promise<void> => {
+      // sys/init opens the barrier only to write the root token, then seals: not a reason to compete.
+      if (context.initializing) return;
+      this.feed({ type: 'unsealed', now: this.o.now() });
+    },
+    sealing: async (): Promise<void> => {
+      this.feed({ type: 'sealed' });
+      await this.settled();
+    },
+  };
+
+  private ownRow(): LeaseRow | undefined {
+    if (this.fence === undefined) return undefined;
+    const me = this.o.me();
+    return { holder: me.holder, epoch: this.fence.epoch, apiAddr: me.apiAddr, clusterAddr: me.clusterAddr };
+  }
+
+  private refreshLeader(): void {
+    this.o.store.leader().then(
+      (row) => this.setLeaderRow(row),
+      () => undefined,
+    );
+  }
+
+  private setLeaderRow(row: LeaseRow | undefined): void {
+    const before = this.leaderRow;
+    const me = this.o.me().holder;
+    this.leaderRow = row?.holder === me ? undefined : row;
+    if (before?.holder !== this.leaderRow?.holder || before?.epoch !== this.leaderRow?.epoch) this.changed();
+  }
+
+  private changed(): void {
+    const v = this.view();
+    for (const l of this.listeners) l(v);
+  }
+
+  /** Steps the machine; effects are queued on the chain in order. */
+  private feed(event: Event): void {
+    if (this.stopped) return;
+    const before = this.state.mode;
+    const r = step(this.state, event);
+    this.state = r.state;
+    for (const effect of r.effects) this.enqueue(effect);
+    if (r.state.mode !== before) {
+      this.o.log.info({ from: before, to: r.state.mode, epoch: r.state.epoch }, 'HA mode changed');
+      this.changed();
+    }
+  }
+
+  private enqueue(effect: Effect): void {
+    // Writes refuse from the moment the machine says stop: the fence is cleared now, not when the
+    // stop reaches the front of its chain.
+    if (effect.type === 'stopActive') {
+      this.fence = undefined;
+      this.serving = false;
+    }
+    if (effect.type === 'leaderChanged') {
+      this.leaderFromMachine(effect.leader);
+      return;
+    }
+    const onRole = effect.type === 'becomeActive' || effect.type === 'stopActive';
+    const run = (): Promise<void> =>
+      this.perform(effect).catch((e: unknown) => {
+        this.o.log.error({ err: e, effect: effect.type }, 'HA effect failed');
+      });
+    if (onRole) this.roleChain = this.roleChain.then(run);
+    else this.leaseChain = this.leaseChain.then(run);
+  }
+
+  private async perform(effect: Exclude<Effect, { type: 'leaderChanged' }>): Promise<void> {
+    switch (effect.type) {
+      case 'tryAcquire':
+        return this.tryAcquire();
+      case 'renew':
+        return this.renew();
+      case 'becomeActive':
+        return this.becomeActive(effect.epoch);
+      case 'stopActive':
+        await this.o.role.stop(effect.reason);
+        this.o.log.warn({ reason: effect.reason }, 'HA: this node stopped being the active node');
+        return;
+      case 'release':
+        // After the role's stop: no commit of this node is in flight when the row goes.
+        await this.roleChain;
+        await this.o.store.release(this.o.me().holder, effect.epoch).catch((e: unknown) => {
+          this.o.log.warn({ err: (e as Error).message }, 'HA: releasing the lock row failed; it expires by itself');
+        });
+        return;
+    }
+  }
+
+  private leaderFromMachine(leader: Leader | undefined): void {
+    if (leader === undefined) {
+      this.setLeaderRow(undefined);
+      // Learn the new one soon rather than at the next echo.
+      if (this.state.mode !== 'active') this.refreshLeader();
+    }
+  }
+
+  private async tryAcquire(): Promise<void> {
+    const me = this.o.me();
+    this.feed({ type: 'acquireSent', now: this.o.now() });
+    const sentAt = this.sentAt();
+    try {
+      const r = await this.o.store.acquire(me, this.options.ttlMs);
+      if (r.won) {
+        this.feed({ type: 'acquired', epoch: r.epoch, holder: me.holder, sentAt });
+      } else {
+        this.setLeaderRow(r.leader);
+        this.feed({ type: 'acquireLost', leader: r.leader === undefined ? undefined : { holder: r.leader.holder, apiAddr: r.leader.apiAddr, clusterAddr: r.leader.clusterAddr } });
+      }
+    } catch (e) {
+      this.o.log.debug({ err: (e as Error).message }, 'HA: lock attempt failed');
+      this.feed({ type: 'acquireLost', leader: undefined });
+    }
+  }
+
+  /** The send time the machine recorded for the request in flight. */
+  private sentAt(): number {
+    const s = this.state;
+    if (s.mode === 'standby' && s.acquire?.phase === 'sent') return s.acquire.sentAt;
+    if (s.mode === 'active' && s.renew?.phase === 'sent') return s.renew.sentAt;
+    return -1;
+  }
+
+  private async renew(): Promise<void> {
+    if (this.state.mode !== 'active') return;
+    const { holder, epoch } = { holder: this.o.me().holder, epoch: this.state.epoch };
+    this.feed({ type: 'renewSent', now: this.o.now() });
+    const sentAt = this.sentAt();
+    try {
+      const ok = await this.o.store.renew(holder, epoch, this.options.ttlMs);
+      this.feed(ok ? { type: 'renewed', sentAt } : { type: 'renewFailed', now: this.o.now() });
+    } catch (e) {
+      this.o.log.warn({ err: (e as Error).message }, 'HA: renewing the lease failed; retrying until its deadline');
+      this.feed({ type: 'renewError', now: this.o.now() });
+    }
+  }
+
+  private async becomeActive(epoch: number): Promise<void> {
+    if (this.state.mode !== 'active' || this.state.epoch !== epoch) return;
+    this.fence = { holder: this.o.me().holder, epoch };
+    this.leaderRow = undefined;
+    try {
+      await this.o.role.start(epoch);
+      if (this.fence?.epoch !== epoch) return; // told to stop while starting: the stop follows
+      this.serving = true;
+      this.o.log.info({ epoch }, 'HA: this node is the active node');
+      this.changed();
+    } catch (e) {
+      this.o.log.error({ err: e, epoch }, 'HA: becoming active failed; stepping down');
+      this.feed({ type: 'fenceRefused', epoch });
+    }
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * What an HA standby does with a client's request (WIRE.md §9): the few paths about this node
+ * itself (health, seal status, unseal, seal, init, leader, metrics) it answers; every other one it
+ * relays to the active node over the cluster port and answers what the active node answered. With
+ * `X-Vault-No-Request-Forwarding` it answers 307 to the active node's api_addr instead; with no
+ * active node known, 503 in Vault's words.
+ *
+ *   const gate = new StandbyRelay({ ha, loadTls: () => loadHaTls(core.store()), connect: connectHa });
+ *   startHttp({ ..., standby: gate });
+ */
+import { ChannelError, ChannelReason } from '../replication/index.js';
+import type { TlsMaterial } from '../replication/index.js';
+import { errorRaw, type RawReply, type RawRequest, type StandbyGate } from '../http/standby.js';
+import type { HaTls } from './tls.js';
+
+/** Paths (after /v1/) a standby answers itself: they are about this node. */
+const LOCAL = new Set(['sys/health', 'sys/seal-status', 'sys/unseal', 'sys/seal', 'sys/init', 'sys/leader', 'sys/metrics']);
+
+/** Vault's answer when no active node is known (http/handler.go). */
+export const NO_ACTIVE = 'local node not active but active cluster node not found';
+
+/** A relayed request gets this long for its answer. */
+const RELAY_DEADLINE_MS = 60_000;
+
+export interface RelayClient {
+  forward(req: RawRequest, deadlineMs: number): Promise<RawReply>;
+  close(): void;
+}
+
+export interface StandbyRelayOptions {
+  /** undefined: this node answers (sealed, active, or HA off). Else where the active node is, if known. */
+  readonly relayTarget: () => { leader: { apiAddr: string; clusterAddr: string } | undefined } | undefined;
+  readonly loadTls: () => Promise<HaTls | undefined>;
+  readonly connect: (o: { address: string; tls: TlsMaterial }) => RelayClient;
+}
+
+function pathOf(url: string): string {
+  const path = url.split('?')[0] ?? '';
+  return path.replace(/^\/v1\//, '').replace(/\/+$/, '');
+}
+
+export class StandbyRelay implements StandbyGate {
+  private tls: HaTls | undefined;
+  private client: { address: string; relay: RelayClient } | undefined;
+
+  constructor(private readonly o: StandbyRelayOptions) {}
+
+  divert(req: RawRequest): Promise<RawReply> | undefined {
+    if (!req.url.startsWith('/v1/') || LOCAL.has(pathOf(req.url))) return undefined;
+    const target = this.o.relayTarget();
+    if (target === undefined) return undefined;
+    const leader = target.leader;
+    if (leader === undefined || leader.apiAddr === '') return Promise.resolve(errorRaw(503, NO_ACTIVE));
+    if (req.headers['x-vault-no-request-forwarding'] !== undefined) {
+      return Promise.resolve({ status: 307, headers: { location: `${leader.apiAddr.replace(/\/+$/, '')}${req.url}` }, body: Buffer.alloc(0) });
+    }
+    return this.relay(leader.clusterAddr, req);
+  }
+
+  private async relay(address: string, req: RawRequest): Promise<RawReply> {
+    this.tls ??= await this.o.loadTls();
+    if (this.tls === undefined) return errorRaw(503, `${NO_ACTIVE}: no node of this cluster has been active yet`);
+    if (this.client?.address !== address) {
+      this.client?.relay.close();
+      this.client = { address, relay: this.o.connect({ address, tls: this.tls.client }) };
+    }
+    try {
+      return await this.client.relay.forward(req, RELAY_DEADLINE_MS);
+    } catch (e) {
+      if (e instanceof ChannelError && e.reason === ChannelReason.notSent) {
+        return errorRaw(503, `${NO_ACTIVE} (the active node at ${address} is not reachable; nothing was sent to it, nothing was written)`);
+      }
+      const why = e instanceof Error ? e.message : String(e);
+      return errorRaw(503, `the request was relayed to the active node at ${address} but its answer was lost (${why}); the outcome is unknown: read it back before retrying`);
+    }
+  }
+
+  close(): void {
+    this.client?.relay.close();
+    this.client = undefined;
+  }
+}

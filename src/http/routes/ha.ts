@@ -1,0 +1,79 @@
+/**
+ * HA inside a cluster (WIRE.md §9): sys/leader's facts, sys/ha-status and sys/step-down. A node
+ * without HA answers sys/leader with `ha_enabled: false` and the rest empty, sys/ha-status with
+ * itself alone, and sys/step-down with 204 doing nothing, as Vault does on a storage without HA.
+ */
+import { empty } from '../fields.js';
+import { bare, envelope, noContent } from '../reply.js';
+import { op, type Route } from '../route.js';
+
+/** One node of the cluster as sys/ha-status shows it (Vault's field names). */
+export interface HaNodeInfo {
+  readonly hostname: string;
+  readonly api_address: string;
+  readonly cluster_address: string;
+  readonly active_node: boolean;
+  /** RFC 3339; null for the active node. */
+  readonly last_echo: string | null;
+  readonly version: string;
+}
+
+/** What the HTTP layer needs of the node's HA (src/ha implements it). */
+export interface HaFacts {
+  /** sys/leader's body without the node-only fields. */
+  leader(): { isSelf: boolean; activeTime: string; leaderAddress: string; leaderClusterAddress: string };
+  /** Whether this node is an unsealed standby (health 429). */
+  standby(): boolean;
+  nodes(): Promise<HaNodeInfo[]>;
+  /** Stops being active, releases the lock, sits out the cooldown; resolves once stopped. */
+  stepDown(): Promise<void>;
+}
+
+/** Vault's zero time: what `active_time` says when no node is active or HA is off. */
+export const ZERO_TIME = '0001-01-01T00:00:00Z';
+
+/** sys/leader's body (it answers while sealed, without a token). */
+export function leaderBody(ha: HaFacts | undefined, lastWal: number): Record<string, unknown> {
+  if (ha === undefined) {
+    return { ha_enabled: false, is_self: false, active_time: ZERO_TIME, leader_address: '', leader_cluster_address: '', performance_standby: false, performance_standby_last_remote_wal: 0, last_wal: lastWal };
+  }
+  const l = ha.leader();
+  return {
+    ha_enabled: true,
+    is_self: l.isSelf,
+    active_time: l.activeTime,
+    leader_address: l.leaderAddress,
+    leader_cluster_address: l.leaderClusterAddress,
+    performance_standby: false,
+    performance_standby_last_remote_wal: 0,
+    last_wal: lastWal,
+  };
+}
+
+export function haRoutes(ha: HaFacts | undefined, self: () => HaNodeInfo): Route[] {
+  return [
+    {
+      pattern: 'sys/ha-status',
+      access: 'token',
+      scope: 'node',
+      operations: {
+        read: op(empty, async ({ req }) => {
+          const nodes = ha === undefined ? [self()] : await ha.nodes();
+          // Vault's Go client decodes the raw body into {Nodes}: the list is at the top level too.
+          return bare(200, { ...envelope(req.id, { kind: 'envelope', data: { nodes } }), nodes });
+        }, 'Check the HA status of the cluster: every node, and which one is active.'),
+      },
+    },
+    {
+      pattern: 'sys/step-down',
+      access: 'sudo',
+      scope: 'node',
+      operations: {
+        update: op(empty, async () => {
+          if (ha !== undefined) await ha.stepDown();
+          return noContent();
+        }, 'Cause the node to give up its active status.'),
+      },
+    },
+  ];
+}

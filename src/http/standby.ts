@@ -1,0 +1,49 @@
+/**
+ * An HA standby's requests, as the HTTP layer sees them: raw requests and replies (method, URL,
+ * headers, body bytes), so a standby relays exactly what the client sent and answers exactly what
+ * the active node answered. src/ha decides which requests a standby diverts and carries them.
+ *
+ *   const http = await startHttp({ ..., standby: gate });   // gate.divert(raw) or undefined: serve here
+ *   const reply = await http.execute(raw);                  // the active node runs a relayed request
+ */
+
+export interface RawRequest {
+  readonly method: string;
+  /** Path and query as the client sent them (`/v1/secret/data/a?version=2`). */
+  readonly url: string;
+  /** Lower-case names; hop-by-hop headers removed. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Buffer | undefined;
+  readonly remoteAddress: string;
+}
+
+export interface RawReply {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Buffer;
+}
+
+export interface StandbyGate {
+  /** The reply from elsewhere (relayed, a 307 or a 503), or undefined when this node answers itself. */
+  divert(req: RawRequest): Promise<RawReply> | undefined;
+}
+
+/** Headers that belong to one connection, never relayed. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host', 'content-length', 'expect']);
+
+/** A request's headers as one value per name, without hop-by-hop ones. */
+export function relayableHeaders(headers: Readonly<Record<string, string | string[] | undefined>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const n = name.toLowerCase();
+    if (value === undefined || HOP_BY_HOP.has(n)) continue;
+    out[n] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+/** A JSON error reply in Vault's shape. */
+export function errorRaw(status: number, message: string, extra: Readonly<Record<string, string>> = {}): RawReply {
+  const body = Buffer.from(JSON.stringify({ errors: [message] }));
+  return { status, headers: { 'content-type': 'application/json; charset=utf-8', ...extra }, body };
+}

@@ -1,0 +1,197 @@
+/**
+ * HA on a node whose storage is `postgresql` with `ha_enabled` (src/ha does the work; this file
+ * wires it to the node's engine, core, replication unit and listeners).
+ *
+ *   const fence = await openHaFence(pgConfig);               // before the data backend: its guard
+ *   const backend = await openPostgresBackend({ ..., guard: fence.guard });
+ *   ...
+ *   const ha = wireHa({ fence, engine, core, unit, ... });   // the controller and the relay
+ *   lifecycle.subscribe(ha.controller.sealObserver);
+ *   ha.start();                                              // once the API listener is up
+ *
+ * The active role: reload what the previous active node wrote (engine and vault caches), open
+ * writes under the new epoch (the engine's term grows: the first fenced commit), make sure the
+ * cluster's HA certificates exist, start replication, serve HA forwarding on the cluster port.
+ * Stopping refuses writes first, then stops replication (which closes the cluster port).
+ */
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import { Unavailable } from '../core/errors.js';
+import type { LeaseOptions } from '../core/ha/lease.js';
+import { VERSION } from '../core/version.js';
+import { HaController } from '../ha/controller.js';
+import { StandbyRelay } from '../ha/standby.js';
+import { ensureHaTls, loadHaTls } from '../ha/tls.js';
+import type { HaFacts, HaNodeInfo } from '../http/routes/ha.js';
+import { ZERO_TIME } from '../http/routes/ha.js';
+import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
+import type { ReplicationUnit } from '../replication/index.js';
+import type { StorageEngine } from '../storage/engine.js';
+import type { BatchGuard } from '../storage/postgres.js';
+import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
+import { connectHa, type ClusterServer } from '../transport/grpc/index.js';
+import type { VaultCore } from '../vault/core.js';
+import type { PostgresqlStorageConfig } from './config-blocks.js';
+
+/** Members that have not echoed for this long drop out of sys/ha-status. */
+const MEMBER_MAX_AGE_MS = 15_000;
+
+/** The lease timings for a lock-row lifetime (ms): renew at a quarter, retry at an eighth, stop a quarter early. */
+export function leaseTimings(ttlMs: number): Partial<LeaseOptions> {
+  return { ttlMs, renewMs: Math.floor(ttlMs / 4), retryMs: Math.floor(ttlMs / 8), marginMs: Math.floor(ttlMs / 4) };
+}
+
+/** The lease store and the guard the data backend runs in every batch; the controller binds later. */
+export interface HaFence {
+  readonly lease: LeaseStore;
+  readonly guard: BatchGuard;
+  readonly ttlMs: number;
+  bind(state: () => FenceState, fenced: (epoch: number) => void): void;
+}
+
+export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>): Promise<HaFence> {
+  const ttlMs = pg.haLeaseTtlMs ?? 2000;
+  const lease = await openPostgresLease({ connectionUrl: pg.connectionUrl, table: pg.haTable, idleTransactionMs: ttlMs, statementTimeoutMs: Math.max(250, Math.floor(ttlMs / 2)) });
+  // Until the controller binds: not competing, so only writes while no node is active (init).
+  let state: () => FenceState = () => ({ mode: 'sealed' });
+  let fenced: (epoch: number) => void = () => undefined;
+  return {
+    lease,
+    ttlMs,
+    guard: lease.fence(() => state(), (epoch) => fenced(epoch)),
+    bind(s, f) {
+      state = s;
+      fenced = f;
+    },
+  };
+}
+
+/** A stable id for this node: its host and addresses (so a restart is the same member). */
+export function nodeIdOf(host: string, apiAddr: string, clusterAddr: string): string {
+  return `${host}-${createHash('sha256').update(`${apiAddr}|${clusterAddr}`).digest('hex').slice(0, 10)}`;
+}
+
+export interface NodeHa {
+  readonly controller: HaController;
+  readonly relay: StandbyRelay;
+  readonly facts: HaFacts;
+  /** Runs a request a standby relayed (the active node's side of HA forwarding). */
+  execute(req: RawRequest): Promise<RawReply>;
+  /** Starts the timers; call once the API address is known. */
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export interface WireHaOptions {
+  readonly fence: HaFence;
+  readonly engine: StorageEngine;
+  readonly core: VaultCore;
+  readonly unit: ReplicationUnit;
+  /** The cluster listener of the unit's current run (the one HA forwarding joins). */
+  readonly clusterListener: () => ClusterServer | undefined;
+  readonly apiAddr: () => string;
+  readonly clusterAddr: string;
+  readonly execute: () => ((req: RawRequest) => Promise<RawReply>) | undefined;
+  readonly log: Logger;
+  readonly now: () => number;
+}
+
+export function wireHa(o: WireHaOptions): NodeHa {
+  const host = hostname();
+  const me = (): LeaseCandidate => {
+    const apiAddr = o.apiAddr();
+    return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION };
+  };
+  const standbyRefusal = (): Error => new Unavailable('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
+  let serving: { close(): Promise<void> } | undefined;
+  const controller = new HaController({
+    store: o.fence.lease,
+    me,
+    log: o.log.child({ ha: true }),
+    now: o.now,
+    lease: leaseTimings(o.fence.ttlMs),
+    role: {
+      start: async () => {
+        await o.engine.reload();
+        o.engine.standby(undefined);
+        // The first fenced commit of this term: every WAL entry from here on carries the new epoch.
+        await o.engine.setEpoch(o.engine.epoch() + 1);
+        await o.core.reopen();
+        const tls = await ensureHaTls(o.core.store(), o.now());
+        await o.unit.start();
+        const listener = o.clusterListener();
+        if (listener === undefined) throw new Unavailable('the cluster listener is not available');
+        serving = await listener.serveHa({ tls: tls.server, forward: (req) => execute(req) });
+      },
+      stop: async () => {
+        // A sealed node is not a standby: it writes only what the sealed fence lets through.
+        if (controller.view().mode !== 'sealed') o.engine.standby(standbyRefusal);
+        serving = undefined;
+        await o.unit.stop().catch((e: unknown) => o.log.error({ err: e }, 'HA: stopping replication failed'));
+      },
+    },
+  });
+  o.fence.bind(() => controller.fenceState(), controller.fenced);
+  // Standby and cooldown write nothing; sealed writes only what the sealed fence lets through (init).
+  controller.onChange((v) => {
+    if (v.mode === 'standby' || v.mode === 'cooldown') o.engine.standby(standbyRefusal);
+    else if (v.mode === 'sealed') o.engine.standby(undefined);
+  });
+
+  const execute = async (req: RawRequest): Promise<RawReply> => {
+    const run = o.execute();
+    if (!controller.isActive() || run === undefined) return errorRaw(503, 'this node is no longer the active node: nothing was run (retry through any node)');
+    return run(req);
+  };
+
+  const relay = new StandbyRelay({
+    relayTarget: () => {
+      const v = controller.view();
+      if (v.mode === 'sealed') return undefined;
+      if (v.mode === 'active') return controller.isActive() ? undefined : { leader: undefined };
+      return { leader: v.leaderRow === undefined ? undefined : { apiAddr: v.leaderRow.apiAddr, clusterAddr: v.leaderRow.clusterAddr } };
+    },
+    loadTls: () => loadHaTls(o.core.store()),
+    connect: (c) => connectHa(c),
+  });
+
+  const facts: HaFacts = {
+    leader: () => {
+      const v = controller.view();
+      if (controller.isActive()) {
+        return { isSelf: true, activeTime: new Date(v.activeSince ?? o.now()).toISOString(), leaderAddress: o.apiAddr(), leaderClusterAddress: `https://${o.clusterAddr}` };
+      }
+      const row = v.leaderRow;
+      return { isSelf: false, activeTime: ZERO_TIME, leaderAddress: row?.apiAddr ?? '', leaderClusterAddress: row === undefined ? '' : `https://${row.clusterAddr}` };
+    },
+    standby: () => controller.view().mode !== 'sealed' && !controller.isActive(),
+    nodes: async () => {
+      const members = await controller.members(MEMBER_MAX_AGE_MS);
+      const active = controller.isActive() ? me().holder : controller.view().leaderRow?.holder;
+      return members.map((m): HaNodeInfo => ({
+        hostname: m.hostname,
+        api_address: m.apiAddr,
+        cluster_address: `https://${m.clusterAddr}`,
+        active_node: m.nodeId === active,
+        last_echo: m.nodeId === active ? null : m.lastEcho.toISOString(),
+        version: m.version,
+      }));
+    },
+    stepDown: async () => {
+      controller.stepDown();
+    },
+  };
+
+  return {
+    controller,
+    relay,
+    facts,
+    execute,
+    start: () => controller.start(),
+    async stop() {
+      await controller.stop();
+      relay.close();
+    },
+  };
+}

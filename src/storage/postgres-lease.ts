@@ -1,0 +1,285 @@
+/**
+ * The HA lease of a cluster whose nodes share one PostgreSQL database (REPLICATION.md §9): one
+ * lock row timed by the database's clock, an epoch from a sequence that grows at every takeover,
+ * a member row per node (`sys/ha-status`), and the fence every commit transaction runs.
+ *
+ *   const lease = await openPostgresLease({ connectionUrl, table: 'vault_ha_locks' });
+ *   const r = await lease.acquire(me, 2000);          // { won: true, epoch } or { won: false, leader }
+ *   await lease.renew(me.holder, r.epoch, 2000);       // false: the row is no longer ours
+ *   const backend = await openPostgresBackend({ connectionUrl, guard: lease.fence(current, onFenced) });
+ *
+ * Tables (created on first open under the schema lock of postgres.ts, recorded in tessera_schema):
+ * `<table>` (ha_key, holder, epoch, api_addr, cluster_addr, valid_until), the sequence
+ * `<table>_epoch`, and `<table>_members` (node_id, hostname, api_addr, cluster_addr, version,
+ * last_echo). Every time is the database's `now()`: nodes' clocks never enter the lease.
+ *
+ * Acquire is one transaction: the row is locked (waiting at most `lock_timeout` for a commit in
+ * flight that holds it FOR SHARE), and taken only when it is missing or expired; the epoch comes
+ * from the sequence only then, so failed attempts do not spend epochs. A concurrent insert of a
+ * missing row loses through the ON CONFLICT clause's `valid_until < now()`.
+ *
+ * The fence: inside each batch's transaction `SELECT … FOR SHARE` of the row with this node's
+ * holder and epoch. The share lock makes a takeover's UPDATE wait for the commit in flight, so a
+ * commit either lands before the takeover (and the new active node reads it when it loads) or is
+ * refused after it. `idle_in_transaction_session_timeout` is set in that transaction: a frozen
+ * node's open transaction is ended by the server, never holding the row forever.
+ */
+import pg from 'pg';
+import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
+import type { BatchGuard } from './postgres.js';
+import { SCHEMA_TABLE, quoteTable } from './postgres.js';
+
+/** The HA tables' schema version (recorded in tessera_schema under the lock table's name). */
+export const LEASE_SCHEMA_VERSION = 1;
+/** Vault's default HA table name (physical/postgresql `ha_table`). */
+export const DEFAULT_HA_TABLE = 'vault_ha_locks';
+const LEADER = 'leader';
+
+/** The node as the lock row and the member table name it. */
+export interface LeaseCandidate {
+  /** Unique per node process: its node id. */
+  readonly holder: string;
+  readonly hostname: string;
+  readonly apiAddr: string;
+  readonly clusterAddr: string;
+  readonly version: string;
+}
+
+/** The live lock row: who is active, under which epoch, and where to reach it. */
+export interface LeaseRow {
+  readonly holder: string;
+  readonly epoch: number;
+  readonly apiAddr: string;
+  readonly clusterAddr: string;
+}
+
+export type AcquireResult = { readonly won: true; readonly epoch: number } | { readonly won: false; readonly leader: LeaseRow | undefined };
+
+/** One node of the cluster as it last echoed. */
+export interface LeaseMember {
+  readonly nodeId: string;
+  readonly hostname: string;
+  readonly apiAddr: string;
+  readonly clusterAddr: string;
+  readonly version: string;
+  readonly lastEcho: Date;
+}
+
+/**
+ * What the fence checks for the commit being made: `active` (this holder and epoch must be the
+ * row's), `sealed` (a node that is not competing: only init writes then, and only while no node
+ * holds a live lease), or `standby` (refused; the engine refuses before storage in that case).
+ */
+export type FenceState = { readonly mode: 'active'; readonly holder: string; readonly epoch: number } | { readonly mode: 'sealed' } | { readonly mode: 'standby' };
+
+export interface LeaseStore {
+  acquire(me: LeaseCandidate, ttlMs: number): Promise<AcquireResult>;
+  /** true: renewed; false: the row is gone or names another holder or epoch. Rejects when unreachable. */
+  renew(holder: string, epoch: number, ttlMs: number): Promise<boolean>;
+  /** Deletes the row if it still holds this holder and epoch. */
+  release(holder: string, epoch: number): Promise<void>;
+  /** The live row, or undefined when none is (missing or expired). */
+  leader(): Promise<LeaseRow | undefined>;
+  /** Records that this node is alive now (database clock). */
+  echo(me: LeaseCandidate): Promise<void>;
+  /** Nodes that echoed within `maxAgeMs`, oldest first. */
+  members(maxAgeMs: number): Promise<LeaseMember[]>;
+  /** The guard every batch of the data backend runs (see the file comment). */
+  fence(current: () => FenceState, onFenced: (epoch: number) => void): BatchGuard;
+  close(): Promise<void>;
+}
+
+export interface LeaseStoreOptions {
+  readonly connectionUrl: string;
+  readonly table?: string;
+  /** A frozen transaction holding the row is ended by the server after this long (ms). */
+  readonly idleTransactionMs?: number;
+  /** Statements of acquire and renew give up after this long (ms); an answer later is worthless. */
+  readonly statementTimeoutMs?: number;
+}
+
+/** The fence refused a commit: the lease it was made under is no longer current. */
+export class LeaseLost extends TesseraError {
+  constructor(readonly epoch: number) {
+    super(ErrorCode.unavailable, `this node's active lease (epoch ${epoch}) is no longer current: another node is active`);
+  }
+}
+
+interface RawRow {
+  holder: string;
+  epoch: string;
+  api_addr: string;
+  cluster_addr: string;
+  live?: boolean;
+}
+
+const rowOf = (r: RawRow): LeaseRow => ({ holder: r.holder, epoch: Number(r.epoch), apiAddr: r.api_addr, clusterAddr: r.cluster_addr });
+const ms = (n: number): string => `${Math.max(1, Math.round(n))}`;
+
+async function ensureLeaseSchema(client: pg.PoolClient, table: string): Promise<void> {
+  const q = quoteTable(table);
+  const seq = quoteTable(`${table}_epoch`);
+  const members = quoteTable(`${table}_members`);
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock(2119529331, 1)');
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${SCHEMA_TABLE} (table_name text PRIMARY KEY, version integer NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const found = await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
+    const version = found.rows[0]?.version;
+    if (version !== undefined && version > LEASE_SCHEMA_VERSION) {
+      throw new Internal(`PostgreSQL HA table "${table}" has schema version ${version}, written by a newer Tessera; this one supports up to ${LEASE_SCHEMA_VERSION}: upgrade it`);
+    }
+    if (version === undefined) {
+      const exists = await client.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [q]);
+      if (exists.rows[0]?.t != null) {
+        throw new Internal(`PostgreSQL table "${table}" exists but was not created by Tessera (no row in ${SCHEMA_TABLE}): choose another (storage "postgresql" { ha_table = "..." })`);
+      }
+      await client.query(
+        `CREATE TABLE ${q} (ha_key text PRIMARY KEY, holder text NOT NULL, epoch bigint NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, valid_until timestamptz NOT NULL)`,
+      );
+      await client.query(`CREATE SEQUENCE IF NOT EXISTS ${seq}`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${members} (node_id text PRIMARY KEY, hostname text NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, version text NOT NULL, last_echo timestamptz NOT NULL)`,
+      );
+      await client.query(`INSERT INTO ${SCHEMA_TABLE} (table_name, version) VALUES ($1, $2)`, [table, LEASE_SCHEMA_VERSION]);
+    }
+    await client.query('COMMIT');
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
+}
+
+class PostgresLease implements LeaseStore {
+  private readonly q: string;
+  private readonly seq: string;
+  private readonly members_: string;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    table: string,
+    private readonly o: LeaseStoreOptions,
+  ) {
+    this.q = quoteTable(table);
+    this.seq = quoteTable(`${table}_epoch`);
+    this.members_ = quoteTable(`${table}_members`);
+  }
+
+  async acquire(me: LeaseCandidate, ttlMs: number): Promise<AcquireResult> {
+    const client = await this.pool.connect();
+    let broken: unknown;
+    try {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL lock_timeout = ${ms(this.o.statementTimeoutMs ?? 1000)}`);
+      const cur = await client.query<RawRow>(`SELECT holder, epoch::text AS epoch, api_addr, cluster_addr, valid_until > now() AS live FROM ${this.q} WHERE ha_key = $1 FOR UPDATE`, [LEADER]);
+      const row = cur.rows[0];
+      if (row?.live === true) {
+        await client.query('ROLLBACK');
+        return { won: false, leader: rowOf(row) };
+      }
+      const won = await client.query<{ epoch: string }>(
+        `INSERT INTO ${this.q} AS h (ha_key, holder, epoch, api_addr, cluster_addr, valid_until)
+         VALUES ($1, $2, nextval('${this.seq}'), $3, $4, now() + make_interval(secs => $5::double precision / 1000))
+         ON CONFLICT (ha_key) DO UPDATE SET holder = EXCLUDED.holder, epoch = EXCLUDED.epoch, api_addr = EXCLUDED.api_addr,
+           cluster_addr = EXCLUDED.cluster_addr, valid_until = EXCLUDED.valid_until
+         WHERE h.valid_until <= now()
+         RETURNING epoch::text AS epoch`,
+        [LEADER, me.holder, me.apiAddr, me.clusterAddr, ttlMs],
+      );
+      await client.query('COMMIT');
+      const epoch = won.rows[0]?.epoch;
+      return epoch === undefined ? { won: false, leader: undefined } : { won: true, epoch: Number(epoch) };
+    } catch (e) {
+      broken = e;
+      throw e;
+    } finally {
+      if (broken !== undefined) await client.query('ROLLBACK').catch(() => undefined);
+      client.release(broken === undefined ? undefined : true);
+    }
+  }
+
+  async renew(holder: string, epoch: number, ttlMs: number): Promise<boolean> {
+    const r = await this.pool.query(
+      `UPDATE ${this.q} SET valid_until = now() + make_interval(secs => $4::double precision / 1000) WHERE ha_key = $1 AND holder = $2 AND epoch = $3`,
+      [LEADER, holder, epoch, ttlMs],
+    );
+    return r.rowCount === 1;
+  }
+
+  async release(holder: string, epoch: number): Promise<void> {
+    await this.pool.query(`DELETE FROM ${this.q} WHERE ha_key = $1 AND holder = $2 AND epoch = $3`, [LEADER, holder, epoch]);
+  }
+
+  async leader(): Promise<LeaseRow | undefined> {
+    const r = await this.pool.query<RawRow>(`SELECT holder, epoch::text AS epoch, api_addr, cluster_addr FROM ${this.q} WHERE ha_key = $1 AND valid_until > now()`, [LEADER]);
+    const row = r.rows[0];
+    return row === undefined ? undefined : rowOf(row);
+  }
+
+  async echo(me: LeaseCandidate): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${this.members_} (node_id, hostname, api_addr, cluster_addr, version, last_echo) VALUES ($1, $2, $3, $4, $5, now())
+       ON CONFLICT (node_id) DO UPDATE SET hostname = EXCLUDED.hostname, api_addr = EXCLUDED.api_addr, cluster_addr = EXCLUDED.cluster_addr,
+         version = EXCLUDED.version, last_echo = EXCLUDED.last_echo`,
+      [me.holder, me.hostname, me.apiAddr, me.clusterAddr, me.version],
+    );
+  }
+
+  async members(maxAgeMs: number): Promise<LeaseMember[]> {
+    const r = await this.pool.query<{ node_id: string; hostname: string; api_addr: string; cluster_addr: string; version: string; last_echo: Date }>(
+      `SELECT node_id, hostname, api_addr, cluster_addr, version, last_echo FROM ${this.members_}
+       WHERE last_echo > now() - make_interval(secs => $1::double precision / 1000) ORDER BY last_echo ASC, node_id ASC`,
+      [maxAgeMs],
+    );
+    return r.rows.map((m) => ({ nodeId: m.node_id, hostname: m.hostname, apiAddr: m.api_addr, clusterAddr: m.cluster_addr, version: m.version, lastEcho: m.last_echo }));
+  }
+
+  fence(current: () => FenceState, onFenced: (epoch: number) => void): BatchGuard {
+    const idle = ms(this.o.idleTransactionMs ?? 2000);
+    return async (tx) => {
+      const s = current();
+      if (s.mode === 'standby') return { refused: 'this node is an HA standby; another node of the cluster writes' };
+      await tx.query(`SET LOCAL idle_in_transaction_session_timeout = ${idle}`);
+      if (s.mode === 'sealed') {
+        const r = await tx.query(`SELECT 1 FROM ${this.q} WHERE ha_key = $1 AND valid_until > now()`, [LEADER]);
+        return r.rows.length === 0 ? true : { refused: 'another node of the cluster is active; this node is sealed' };
+      }
+      const r = await tx.query(`SELECT 1 FROM ${this.q} WHERE ha_key = $1 AND holder = $2 AND epoch = $3 FOR SHARE`, [LEADER, s.holder, s.epoch]);
+      if (r.rows.length > 0) return true;
+      onFenced(s.epoch);
+      return { refused: new LeaseLost(s.epoch).message };
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+/** Connects, creates or checks the HA tables, and returns the lease store. */
+export async function openPostgresLease(opts: LeaseStoreOptions): Promise<LeaseStore> {
+  const table = opts.table ?? DEFAULT_HA_TABLE;
+  const pool = new pg.Pool({
+    connectionString: opts.connectionUrl,
+    max: 3,
+    connectionTimeoutMillis: opts.statementTimeoutMs ?? 1000,
+    statement_timeout: opts.statementTimeoutMs ?? 1000,
+    query_timeout: (opts.statementTimeoutMs ?? 1000) + 500,
+    application_name: 'tessera-ha',
+  });
+  // Idle connections that die are dropped by the pool; the next query reconnects.
+  pool.on('error', () => undefined);
+  pool.on('connect', (c) => c.on('error', () => undefined));
+  const client = await pool.connect();
+  try {
+    await ensureLeaseSchema(client, table);
+    client.release();
+  } catch (e) {
+    client.release(true);
+    await pool.end().catch(() => undefined);
+    throw e;
+  }
+  return new PostgresLease(pool, table, opts);
+}

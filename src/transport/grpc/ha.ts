@@ -1,0 +1,125 @@
+/**
+ * proto/ha.proto on gRPC: the active node serves HaForward on the cluster port (registered on the
+ * cluster server beside the replication kinds, under its own SNI name and CA), and a standby's
+ * client relays a request to it.
+ *
+ *   await cluster.serveHa({ tls: haServerTls, forward: (req) => http.execute(req) });
+ *   const client = connectHa({ address: leader.clusterAddr, tls: haClientTls });
+ *   const reply = await client.forward(raw, 30_000);    // rejects with ChannelError
+ */
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ChannelError, ChannelReason } from '../../replication/index.js';
+import type { TlsMaterial } from '../../replication/index.js';
+import { MAX_MESSAGE_BYTES, type Unary } from './proto.js';
+import { channelErrorOf } from './status.js';
+
+const PROTO_PATH = fileURLToPath(new URL('../../../proto/ha.proto', import.meta.url));
+const SERVICE_NAME = 'tessera.ha.v1.HaForward';
+
+export interface HaHttpRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Buffer | undefined;
+  readonly remoteAddress: string;
+}
+
+export interface HaHttpReply {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Buffer;
+}
+
+interface WireHeader {
+  name: string;
+  value: string;
+}
+interface WireRequest {
+  method: string;
+  url: string;
+  headers: WireHeader[];
+  body: Buffer;
+  remoteAddr: string;
+}
+interface WireResponse {
+  status: number;
+  headers: WireHeader[];
+  body: Buffer;
+}
+
+interface HaRawClient extends grpc.Client {
+  Forward: Unary<WireRequest, WireResponse>;
+}
+
+export function loadHa(): { definition: grpc.ServiceDefinition; Client: grpc.ServiceClientConstructor } {
+  const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(PROTO_PATH, { longs: String, enums: String, defaults: true, oneofs: true }));
+  const Client = SERVICE_NAME.split('.').reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], pkg) as
+    | grpc.ServiceClientConstructor
+    | undefined;
+  if (typeof Client !== 'function') throw new Error(`${PROTO_PATH} does not define ${SERVICE_NAME}`);
+  return { definition: Client.service, Client };
+}
+
+const headerList = (h: Readonly<Record<string, string>>): WireHeader[] => Object.entries(h).map(([name, value]) => ({ name, value }));
+const headerMap = (h: readonly WireHeader[]): Record<string, string> => Object.fromEntries(h.map((x) => [x.name.toLowerCase(), x.value]));
+
+export const haWire = {
+  request: (r: HaHttpRequest): WireRequest => ({ method: r.method, url: r.url, headers: headerList(r.headers), body: r.body ?? Buffer.alloc(0), remoteAddr: r.remoteAddress }),
+  fromRequest: (w: WireRequest): HaHttpRequest => ({
+    method: w.method,
+    url: w.url,
+    headers: headerMap(w.headers),
+    body: w.body.length === 0 ? undefined : Buffer.from(w.body),
+    remoteAddress: w.remoteAddr,
+  }),
+  reply: (r: HaHttpReply): WireResponse => ({ status: r.status, headers: headerList(r.headers), body: r.body }),
+  fromReply: (w: WireResponse): HaHttpReply => ({ status: w.status, headers: headerMap(w.headers), body: Buffer.from(w.body) }),
+};
+
+export interface HaClient {
+  /** Rejects with ChannelError: `not_sent` when the request never left this node. */
+  forward(req: HaHttpRequest, deadlineMs: number): Promise<HaHttpReply>;
+  close(): void;
+}
+
+/** Waits at most this long for a connection before a request counts as not sent. */
+const READY_MS = 2_000;
+
+export function connectHa(opts: { address: string; tls: TlsMaterial }): HaClient {
+  const { Client } = loadHa();
+  const credentials = grpc.credentials.createSsl(Buffer.from(opts.tls.caPem), Buffer.from(opts.tls.keyPem), Buffer.from(opts.tls.certPem));
+  const raw = new Client(opts.address, credentials, {
+    'grpc.ssl_target_name_override': opts.tls.serverName,
+    'grpc.default_authority': opts.tls.serverName,
+    'grpc.keepalive_time_ms': 2_000,
+    'grpc.keepalive_timeout_ms': 2_000,
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.initial_reconnect_backoff_ms': 100,
+    'grpc.max_reconnect_backoff_ms': 1_000,
+    'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+  }) as unknown as HaRawClient;
+  const ready = (): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      raw.waitForReady(Date.now() + READY_MS, (err) => (err ? reject(new ChannelError(ChannelReason.notSent, `the active node at ${opts.address} is not reachable: ${err.message}`)) : resolve()));
+    });
+  return {
+    async forward(req, deadlineMs) {
+      await ready();
+      return new Promise<HaHttpReply>((resolve, reject) => {
+        raw.Forward(haWire.request(req), { deadline: Date.now() + deadlineMs }, (err, res) => {
+          if (err || res === undefined) {
+            reject(channelErrorOf(err ?? new Error('no reply')));
+            return;
+          }
+          resolve(haWire.fromReply(res));
+        });
+      });
+    },
+    close() {
+      raw.close();
+    },
+  };
+}

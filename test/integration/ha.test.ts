@@ -1,0 +1,160 @@
+/**
+ * HA inside a cluster (issue 19): three in-process nodes on one private PostgreSQL with
+ * `ha_enabled`. Exactly one is active; standbys relay every request to it over the cluster port
+ * and answer as it did (307 with X-Vault-No-Request-Forwarding), health says 429 on a standby,
+ * sys/leader and sys/ha-status name the active node, sys/step-down and a stopped active node hand
+ * over to a standby, and the lock row deleted behind the nodes' backs fences the active node's
+ * next commit and a node takes over again, with every acknowledged write present.
+ */
+import http from 'node:http';
+import pg from 'pg';
+import { vault } from '../harness/http.js';
+import { eventually } from '../harness/eventually.js';
+import { startTestNode, type TestNode } from '../support/in-process.js';
+import { startPostgres, type TestPostgres } from '../support/postgres.js';
+
+let server: TestPostgres;
+beforeAll(async () => {
+  server = await startPostgres();
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+const nodes: TestNode[] = [];
+afterEach(async () => {
+  for (const n of nodes.splice(0).reverse()) await n.stop();
+});
+
+/** Three nodes on database `db`: the first initialised, all unsealed. */
+async function cluster(db: string): Promise<{ url: string; all: TestNode[] }> {
+  const url = await server.createDatabase(db);
+  const postgresql = { connectionUrl: url, haEnabled: true };
+  const first = await startTestNode({ postgresql });
+  nodes.push(first);
+  const all = [first];
+  for (let i = 0; i < 2; i++) {
+    const n = await startTestNode({ postgresql, initialize: false });
+    nodes.push(n);
+    n.rootToken = first.rootToken;
+    n.unsealKeys = first.unsealKeys;
+    for (const key of first.unsealKeys.slice(0, 2)) expect((await n.call('PUT', 'sys/unseal', { key }, { token: null })).status).toBe(200);
+    all.push(n);
+  }
+  return { url, all };
+}
+
+/** The one node whose sys/leader says is_self, once the others name it as leader. */
+async function activeOf(all: readonly TestNode[], not?: TestNode): Promise<TestNode> {
+  return eventually(
+    async () => {
+      const leaders = await Promise.all(all.map(async (n) => (await n.call('GET', 'sys/leader', undefined, { token: null })).body));
+      const self = all.filter((_, i) => leaders[i].is_self === true);
+      expect(self).toHaveLength(1);
+      const active = self[0] as TestNode;
+      expect(active).not.toBe(not);
+      for (const [i, l] of leaders.entries()) {
+        if (all[i] !== active) expect(l).toMatchObject({ ha_enabled: true, is_self: false, leader_address: active.apiAddr });
+      }
+      return active;
+    },
+    { timeoutMs: 15_000 },
+  );
+}
+
+async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<T>(text, values)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+describe('HA on PostgreSQL', () => {
+  it('has one active node; standbys relay to it, answer 307 on request, and say 429 in health', async () => {
+    const { all } = await cluster('ha_basic');
+    const active = await activeOf(all);
+    const [a, b] = all.filter((n) => n !== active) as [TestNode, TestNode];
+
+    // A standby relays a mount, a write and a read: the active node ran them.
+    expect((await a.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
+    const written = await a.call('PUT', 'secret/data/app', { data: { password: 'relayed' } });
+    expect(written.status).toBe(200);
+    expect(written.body.data.version).toBe(1);
+    expect((await b.call('GET', 'secret/data/app')).body.data.data).toEqual({ password: 'relayed' });
+    expect((await active.call('GET', 'secret/data/app')).body.data.data).toEqual({ password: 'relayed' });
+    // Refusals come back as the active node gave them.
+    expect((await a.call('GET', 'secret/data/app', undefined, { token: 'not-a-token' })).status).toBe(403);
+    expect((await a.call('GET', 'secret/data/missing')).status).toBe(404);
+
+    // Over plain node:http, which does not follow redirects (the api client's fetch would).
+    const agent = new http.Agent();
+    const redirect = await vault(a.apiAddr, a.rootToken, { agent }).get('secret/data/app', { headers: { 'X-Vault-No-Request-Forwarding': 'true' } });
+    agent.destroy();
+    expect(redirect.status).toBe(307);
+    expect(redirect.headers.get('location')).toBe(`${active.apiAddr}/v1/secret/data/app`);
+
+    expect((await a.call('GET', 'sys/health', undefined, { token: null })).status).toBe(429);
+    const ok = await a.call('GET', 'sys/health?standbyok=true', undefined, { token: null });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ standby: true, sealed: false });
+    expect((await active.call('GET', 'sys/health', undefined, { token: null })).body).toMatchObject({ standby: false });
+
+    const ha = await b.call('GET', 'sys/ha-status');
+    expect(ha.status).toBe(200);
+    expect(ha.body.nodes).toEqual(ha.body.data.nodes);
+    expect(ha.body.nodes).toHaveLength(3);
+    const actives = ha.body.nodes.filter((n: { active_node: boolean }) => n.active_node);
+    expect(actives).toEqual([expect.objectContaining({ api_address: active.apiAddr, last_echo: null })]);
+    for (const n of ha.body.nodes.filter((x: { active_node: boolean }) => !x.active_node)) expect(typeof n.last_echo).toBe('string');
+    expect((await b.call('GET', 'sys/ha-status', undefined, { token: null })).status).toBe(403);
+  });
+
+  it('hands over on sys/step-down and when the active node stops, with every acknowledged write kept', async () => {
+    const { all } = await cluster('ha_handover');
+    const first = await activeOf(all);
+    expect((await first.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
+    for (let i = 0; i < 10; i++) expect((await first.call('PUT', `secret/data/k${i}`, { data: { i } })).status).toBe(200);
+
+    // Step-down through a standby: relayed to the active node, which gives up the lease.
+    const standby = all.find((n) => n !== first) as TestNode;
+    expect((await standby.call('PUT', 'sys/step-down', {})).status).toBe(204);
+    const second = await activeOf(all, first);
+    for (let i = 10; i < 20; i++) expect((await first.call('PUT', `secret/data/k${i}`, { data: { i } })).status).toBe(200);
+
+    // The active node stops (as on SIGTERM): it releases the lease and another takes over.
+    await second.stop();
+    const rest = all.filter((n) => n !== second);
+    const third = await activeOf(rest, second);
+    for (let i = 20; i < 30; i++) expect((await third.call('PUT', `secret/data/k${i}`, { data: { i } })).status).toBe(200);
+    for (const n of rest) {
+      for (const i of [0, 9, 10, 19, 20, 29]) expect((await n.call('GET', `secret/data/k${i}`)).body.data.data).toEqual({ i });
+    }
+  });
+
+  it('fences the active node when the lock row is deleted behind its back, and a node takes over', async () => {
+    const { url, all } = await cluster('ha_row_deleted');
+    const first = await activeOf(all);
+    expect((await first.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
+    const [before] = await sql<{ epoch: string }>(url, 'SELECT epoch::text AS epoch FROM vault_ha_locks');
+    await sql(url, 'DELETE FROM vault_ha_locks');
+    // Its next commit finds no row with its epoch: refused with nothing written, or (after a new
+    // takeover) relayed. Either answer says what happened; none acknowledges an unwritten write.
+    const acknowledged: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const r = await first.call('PUT', `secret/data/k${i}`, { data: { i } });
+      if (r.status === 200) acknowledged.push(i);
+      else {
+        expect(r.status).toBe(503);
+        expect(JSON.stringify(r.body)).toMatch(/nothing was written|not active|not found/);
+      }
+    }
+    const now = await activeOf(all);
+    const [after] = await sql<{ epoch: string }>(url, 'SELECT epoch::text AS epoch FROM vault_ha_locks');
+    expect(Number(after?.epoch)).toBeGreaterThan(Number(before?.epoch));
+    expect((await now.call('PUT', 'secret/data/after', { data: { ok: true } })).status).toBe(200);
+    for (const i of acknowledged) expect((await now.call('GET', `secret/data/k${i}`)).body.data.data).toEqual({ i });
+  });
+});
