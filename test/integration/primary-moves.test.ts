@@ -6,7 +6,8 @@
  * refused), as a dead active node's address is. Both secondaries must find the other address
  * themselves, stream on from their guard without a Merkle sync, receive the writes made during
  * and after the switch within 10 s, and the performance secondary's forwarded writes must reach
- * the primary through it. In-process nodes, real gRPC/mTLS on 127.0.0.1.
+ * the primary through it; after a restart of their replication they dial that address first.
+ * In-process nodes, real gRPC/mTLS on 127.0.0.1.
  */
 import { jest } from '@jest/globals';
 import { vaultClusterAddr } from '../../src/core/cluster-addr.js';
@@ -102,5 +103,20 @@ describe('secondaries follow their primary cluster to another address', () => {
     expect(fwd.status).toBe(200);
     expect((await p.call('GET', 'secret/data/forwarded')).body.data.data).toEqual({ via: 'second' });
     expect(first.isCut).toBe(true);
+
+    // The node connected to is persisted: a secondary whose replication restarts dials it first,
+    // not the cut address it was activated with (which would count a refused connection).
+    for (const [n, kind] of secondaries) {
+      await eventually(() => expect(n.node.replication.drivers[kind].material.secondary?.connectedPrimaryClusterAddr).toBe(second.address));
+    }
+    const refusedBefore = first.stats().refused;
+    for (const [n] of secondaries) {
+      await n.node.replication.stop();
+      await n.node.replication.start();
+    }
+    expect((await p.call('PUT', 'secret/data/after-restart', { data: { v: 2 } })).status).toBe(200);
+    for (const [n, kind] of secondaries) expect((await inSync(p, n, { kind, streaming: true })).primary_cluster_addr).toBe(known[1]);
+    expect(first.stats().refused).toBe(refusedBefore);
+    expect(secondaries.map(([n, kind]) => merkleEvents(n, kind))).toEqual(merkleBefore);
   });
 });
