@@ -9,15 +9,16 @@ describe('a primary cluster\'s addresses', () => {
     expect(advertisedAddrs('a:1', Array.from({ length: 40 }, (_, i) => `n${i}:8201`))).toHaveLength(MAX_KNOWN_PRIMARY_ADDRS);
   });
 
-  it('dials the last connected address first, then the configured one, and goes round', () => {
+  it('dials the last connected address first (else the configured one) and goes round, the order kept', () => {
     const a = new PrimaryAddrs({ configured: 'a:1', known: ['a:1', 'b:1', 'c:1'], connected: 'b:1' });
-    expect(a.known).toEqual(['b:1', 'a:1', 'c:1']);
+    expect(a.known).toEqual(['a:1', 'b:1', 'c:1']);
     const seen = [a.current];
     for (let i = 0; i < 3; i++) {
       a.advance();
       seen.push(a.current);
     }
-    expect(seen).toEqual(['b:1', 'a:1', 'c:1', 'b:1']);
+    expect(seen).toEqual(['b:1', 'c:1', 'a:1', 'b:1']);
+    expect(new PrimaryAddrs({ configured: 'a:1', known: ['a:1', 'b:1'] }).current).toBe('a:1');
   });
 
   it('learns new addresses, keeps the cursor on the address in use, and reports a change only when the list changed', () => {

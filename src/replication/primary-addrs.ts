@@ -76,7 +76,7 @@ export interface PrimaryAddrsOptions {
 /**
  * A secondary's addresses of its primary cluster and the cursor its loop dials. The configured
  * address and the connected one are never forgotten; at most MAX_KNOWN_PRIMARY_ADDRS are kept
- * (the configured one, the connected one, then the most recently advertised first).
+ * (the configured one first, new ones appended; over the bound the longest absent go).
  */
 export class PrimaryAddrs {
   private list: string[];
@@ -90,10 +90,12 @@ export class PrimaryAddrs {
     this.configured = dialable(o.configured) ?? o.configured;
     const connected = o.connected !== undefined ? dialable(o.connected) : undefined;
     this.connectedAddr = connected ?? '';
-    this.list = distinct([...(connected !== undefined ? [connected] : []), this.configured, ...(o.known ?? [])]);
+    this.list = distinct([this.configured, ...(connected !== undefined ? [connected] : []), ...(o.known ?? [])]);
     // A configured address that is not host:port (a test transport's own scheme) is still the one to dial.
     if (!this.list.includes(this.configured)) this.list.unshift(this.configured);
     this.list = this.list.slice(0, MAX_KNOWN_PRIMARY_ADDRS);
+    // The order stays as persisted; the cursor starts on the node last connected to.
+    this.cursor = Math.max(0, this.list.indexOf(this.connectedAddr));
   }
 
   /** The address to dial now. */

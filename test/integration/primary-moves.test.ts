@@ -115,7 +115,9 @@ describe('secondaries follow their primary cluster to another address', () => {
       await n.node.replication.start();
     }
     expect((await p.call('PUT', 'secret/data/after-restart', { data: { v: 2 } })).status).toBe(200);
-    for (const [n, kind] of secondaries) expect((await inSync(p, n, { kind, streaming: true })).primary_cluster_addr).toBe(known[1]);
+    for (const [n, kind] of secondaries) {
+      expect(await inSync(p, n, { kind, streaming: true })).toMatchObject({ primary_cluster_addr: known[1], known_primary_cluster_addrs: known });
+    }
     expect(first.stats().refused).toBe(refusedBefore);
     expect(secondaries.map(([n, kind]) => merkleEvents(n, kind))).toEqual(merkleBefore);
   });
