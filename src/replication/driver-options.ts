@@ -74,6 +74,12 @@ export interface DriverOptions {
   readonly forwardWaitMs?: number;
   /** Replication events of this kind (events.ts): state changes here, connections in the loop and streamer. */
   readonly emit?: EmitEvent;
+  /**
+   * As a primary: the cluster addresses (host:port) of every node of this cluster, this node's
+   * included, advertised to secondaries so they find the active node after it changes
+   * (primary-addrs.ts). Absent: only the address secondaries are told (`clusterAddr()`).
+   */
+  readonly clusterAddrs?: () => readonly string[];
   /** The version this node runs in the replication handshake; VERSION unless given (tests of mixed versions). */
   readonly version?: string;
 }

@@ -24,6 +24,7 @@ import { WriteForwarder } from './forwarder.js';
 import { lastSeenRecord } from './last-seen.js';
 import { SpareMaterial } from './primary-material.js';
 import { PrimaryStreamer } from './primary-service.js';
+import { PrimaryAddrs, type AddrsSnapshot } from './primary-addrs.js';
 import { composeRecord, saveRecord, type SecondaryMaterial, type Workbench } from './role-record.js';
 import { checkSecondary } from './secondary-credentials.js';
 import { SecondaryLoop } from './secondary-loop.js';
@@ -42,6 +43,11 @@ export interface Ctx {
   caPath?: string;
   bundle?: Bundle;
   primaryClusterAddr?: string;
+  /**
+   * The role resumes as persisted (load after unseal): a secondary dials first the primary node
+   * it last connected to, not the address activation or update-primary gave.
+   */
+  resume?: boolean;
 }
 
 export abstract class DriverRole {
@@ -82,7 +88,8 @@ export abstract class DriverRole {
         const s = this.record.state;
         const m = this.record.secondary;
         if (!this.policy.forwardsWrites || s.mode !== 'secondary' || s.primary === null || s.secondaryId === null || !m) return undefined;
-        return { secondaryId: s.secondaryId, clusterAddr: s.primary.clusterAddr, tls: this.secondaryTls(m) };
+        // The node of the primary cluster the loop is connected to (HA: the active one).
+        return { secondaryId: s.secondaryId, clusterAddr: this.loop?.primaryAddr || s.primary.clusterAddr, tls: this.secondaryTls(m) };
       },
       connect: (opts) => this.o.transport.connect(opts),
       applied: () => this.appliedUpstream(),
@@ -278,7 +285,13 @@ export abstract class DriverRole {
       ...(this.o.pathsFilter ? { pathsFilter: this.o.pathsFilter } : {}),
       ...(this.o.forwarded ? { forwarded: this.o.forwarded } : {}),
       registry: { check: (id, fp) => checkSecondary({ state: this.record.state, primary: this.record.primary, label: this.policy.label, now: this.now() }, id, fp) },
-      info: { clusterId: () => (this.record.state.mode === 'primary' ? this.record.state.clusterId : ''), nodeId: () => 'tessera', apiAddr: this.o.apiAddr, clusterAddr: () => this.clusterAddr() },
+      info: {
+        clusterId: () => (this.record.state.mode === 'primary' ? this.record.state.clusterId : ''),
+        nodeId: () => 'tessera',
+        apiAddr: this.o.apiAddr,
+        clusterAddr: () => this.clusterAddr(),
+        clusterAddrs: () => this.o.clusterAddrs?.() ?? [],
+      },
       onBootstrap: (id) => this.activated(id),
       ...(this.o.now ? { now: this.o.now } : {}),
       ...timingOf(this.o.timing),
@@ -313,16 +326,39 @@ export abstract class DriverRole {
     return this.exclusive(() => this.run({ type: 'secondaryActivated', id, now: this.now() }, {}));
   }
 
-  protected async connect(clusterAddr: string, ctx: Ctx): Promise<void> {
+  /**
+   * The primary cluster's addresses of a secondary's loop: the one given (`clusterAddr`: by
+   * activation, update-primary, or as persisted) always kept, every known one after it, and on a
+   * resume the node last connected to dialled first. The bounded list is persisted when it changed.
+   */
+  protected async primaryAddrs(clusterAddr: string, ctx: Ctx): Promise<PrimaryAddrs> {
     const b = ctx.bundle;
+    const before = this.record.secondary;
+    const last = ctx.resume === true ? before?.connectedPrimaryClusterAddr : undefined;
+    const addrs = new PrimaryAddrs({ configured: clusterAddr, known: before?.knownPrimaryClusterAddrs ?? [], ...(last !== undefined ? { connected: last } : {}) });
     if (b) {
-      const known = new Set([...(this.record.secondary?.knownPrimaryClusterAddrs ?? []), b.primary_cluster_addr]);
-      this.record = { ...this.record, secondary: { caPem: b.ca_pem, certPem: b.cert_pem, keyPem: b.key_pem, serverName: b.server_name, knownPrimaryClusterAddrs: [...known] }, boxKey: undefined };
+      this.record = { ...this.record, secondary: { caPem: b.ca_pem, certPem: b.cert_pem, keyPem: b.key_pem, serverName: b.server_name, knownPrimaryClusterAddrs: [...addrs.known] }, boxKey: undefined };
       await this.persist();
-    } else if (this.record.secondary && !this.record.secondary.knownPrimaryClusterAddrs.includes(clusterAddr)) {
-      this.record = { ...this.record, secondary: { ...this.record.secondary, knownPrimaryClusterAddrs: [...this.record.secondary.knownPrimaryClusterAddrs, clusterAddr] } };
+    } else if (before && (before.knownPrimaryClusterAddrs.join('\n') !== addrs.known.join('\n') || (before.connectedPrimaryClusterAddr ?? '') !== addrs.connected)) {
+      this.record = { ...this.record, secondary: withAddrs(before, addrs.snapshot()) };
       await this.persist();
     }
+    return addrs;
+  }
+
+  /** The loop learned addresses or connected elsewhere: persisted, unless the loop was replaced meanwhile. */
+  protected saveAddrs(loop: () => SecondaryLoop | undefined, a: AddrsSnapshot): void {
+    void this.exclusive(async () => {
+      const m = this.record.secondary;
+      const mode = this.record.state.mode;
+      if (this.loop === undefined || this.loop !== loop() || !m || (mode !== 'secondary' && mode !== 'bootstrapping')) return;
+      this.record = { ...this.record, secondary: withAddrs(m, a) };
+      await this.persist();
+    }).catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not persist the primary cluster\'s addresses'));
+  }
+
+  protected async connect(clusterAddr: string, ctx: Ctx): Promise<void> {
+    const addrs = await this.primaryAddrs(clusterAddr, ctx);
     const m = this.record.secondary;
     const s = this.record.state;
     if (!m || (s.mode !== 'secondary' && s.mode !== 'bootstrapping') || s.secondaryId === null) return;
@@ -332,7 +368,7 @@ export abstract class DriverRole {
     await applier.load?.();
     this.applier = applier;
     const ownWal = this.policy.apply === 'own-wal';
-    this.loop = new SecondaryLoop({
+    const loop: SecondaryLoop = new SecondaryLoop({
       engine: this.o.engine,
       applier,
       // A secondary that serves reads (its own WAL) reloads its caches as replicated data lands.
@@ -344,7 +380,9 @@ export abstract class DriverRole {
             },
           }
         : {}),
-      connect: () => this.o.transport.connect({ address: clusterAddr, tls }),
+      connect: (address) => this.o.transport.connect({ address, tls }),
+      addrs,
+      onAddrs: (a) => this.saveAddrs(() => loop, a),
       secondaryId: s.secondaryId,
       kind: this.kind,
       version: this.version(),
@@ -373,7 +411,8 @@ export abstract class DriverRole {
         void this.exclusive(() => this.failActivation(`the primary refused activation: ${message}`)).catch((e: unknown) => this.o.log.error({ err: e }, 'could not record the failed activation'));
       },
     });
-    this.loop.start();
+    this.loop = loop;
+    loop.start();
   }
 
   /** bootstrapping -> disabled with `why` kept for status; the enabling root token comes back. */
@@ -400,4 +439,10 @@ export abstract class DriverRole {
     this.enabler = undefined;
     if (token !== undefined) await this.o.core.restoreRoot(token);
   }
+}
+
+/** `m` with the loop's addresses: the known list and the node last connected to (omitted before any). */
+function withAddrs(m: SecondaryMaterial, a: AddrsSnapshot): SecondaryMaterial {
+  const { connectedPrimaryClusterAddr: _dropped, ...rest } = m;
+  return { ...rest, knownPrimaryClusterAddrs: [...a.known], ...(a.connected !== '' ? { connectedPrimaryClusterAddr: a.connected } : {}) };
 }

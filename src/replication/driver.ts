@@ -77,7 +77,7 @@ export class ReplicationDriver extends DriverRole {
       this.loaded = true;
       const r = resume(this.record.state);
       this.record = { ...this.record, state: r.state };
-      for (const e of r.effects) await this.perform(e, {});
+      for (const e of r.effects) await this.perform(e, { resume: true });
       this.gateReplicatedWrites();
       this.prepareSpare();
     });

@@ -25,6 +25,12 @@ export interface PrimaryInfo {
   nodeId(): string;
   apiAddr(): string;
   clusterAddr(): string;
+  /**
+   * The cluster addresses (host:port) of every node of this primary's cluster, this one's
+   * included; advertised to secondaries with `clusterAddr()` first (primary-addrs.ts). Absent:
+   * only `clusterAddr()`.
+   */
+  clusterAddrs?(): readonly string[];
 }
 
 export interface PrimaryStreamerOptions {

@@ -18,6 +18,7 @@ import { KIND_POLICY } from '../core/replication/index.js';
 import type { WalEntry } from '../core/wal.js';
 import { compareVersions, VERSION } from '../core/version.js';
 import { AppliedWaits, type DrainReport } from './applied-waits.js';
+import { advertisedAddrs } from './primary-addrs.js';
 import type { PrimaryStreamerOptions } from './primary-options.js';
 import { CatchUpHolds } from './catch-up-holds.js';
 import { SecondaryViews, type SecondaryView } from './secondary-views.js';
@@ -139,8 +140,15 @@ export class PrimaryStreamer implements PrimaryService {
     this.policy.admitCall(this.o.registry.check(peer.secondaryId, peer.fingerprint), call);
   }
 
+  /** Every node's cluster address, the one secondaries are told first (primary-addrs.ts). */
+  private clusterAddrs(): string[] {
+    const info = this.o.info;
+    return advertisedAddrs(info.clusterAddr(), info.clusterAddrs?.());
+  }
+
   async ping(_peer: Peer): Promise<PingInfo> {
-    return { clusterId: this.o.info.clusterId(), nodeId: this.o.info.nodeId(), version: VERSION, mode: 'primary', apiAddr: this.o.info.apiAddr(), clusterAddr: this.o.info.clusterAddr() };
+    const info = this.o.info;
+    return { clusterId: info.clusterId(), nodeId: info.nodeId(), version: VERSION, mode: 'primary', apiAddr: info.apiAddr(), clusterAddr: info.clusterAddr(), clusterAddrs: this.clusterAddrs() };
   }
 
   async bootstrap(peer: Peer, req: BootstrapRequest): Promise<BootstrapInfo> {
@@ -158,6 +166,7 @@ export class PrimaryStreamer implements PrimaryService {
       primaryApiAddr: this.o.info.apiAddr(),
       lastWal: this.o.engine.lastGuard().index,
       epoch: this.o.engine.epoch(),
+      clusterAddrs: this.clusterAddrs(),
     };
   }
 
@@ -338,7 +347,7 @@ export class PrimaryStreamer implements PrimaryService {
       // Read after the WAL read above: an entry committed meanwhile counts from the last commit.
       view.missingSinceMs = next > engine.lastGuard().index ? 0 : (entry?.time ?? (view.missingSinceMs || this.lastCommitMs));
     });
-    return { lastWal: this.o.engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, receivedAtMs: received, sentAtMs: this.now() };
+    return { lastWal: this.o.engine.lastGuard().index, lastCommitTimeMs: this.lastCommitMs, receivedAtMs: received, sentAtMs: this.now(), clusterAddrs: this.clusterAddrs() };
   }
 
   /**

@@ -38,7 +38,10 @@ export interface SecondaryMaterial {
   readonly certPem: string;
   readonly keyPem: string;
   readonly serverName: string;
+  /** Every node of the primary cluster this secondary knows of (primary-addrs.ts), bounded. */
   readonly knownPrimaryClusterAddrs: readonly string[];
+  /** The node of the primary cluster it last connected to; dialled first after a restart. */
+  readonly connectedPrimaryClusterAddr?: string;
 }
 
 export interface BoxKey {

@@ -4,7 +4,13 @@
  * backoff when the channel breaks. Applying a batch and its guard is one atomic engine write, so a
  * crash anywhere resumes from the persisted guard with no gap and no duplicate.
  *
- *   const loop = new SecondaryLoop({ engine, connect, secondaryId, kind: 'dr', ... });
+ * The primary cluster may be several nodes of which one at a time is active (HA): the loop dials
+ * the addresses it knows of it (primary-addrs.ts) in turn. An address that is unreachable (refused,
+ * no answer, not serving) sends the next attempt to the next address at once; the backoff applies
+ * between full rounds. Every node shares the WAL, so the stream resumes from the same guard
+ * wherever it reconnects, without a Merkle sync.
+ *
+ *   const loop = new SecondaryLoop({ engine, connect: (address) => ..., addrs, secondaryId, kind: 'dr', ... });
  *   loop.start(); ... await loop.stop();
  */
 import type { Logger } from 'pino';
@@ -16,7 +22,8 @@ import type { EmitEvent } from './events.js';
 import { reconcile } from './reconcile.js';
 import { Verifier, type VerificationStatus } from './verification.js';
 import type { LastSeenStore } from './secondary-views.js';
-import { ChannelError, type BootstrapInfo, type ConnectionState, type PrimaryClient, type StreamHandle } from './transport.js';
+import { PrimaryAddrs, type AddrsSnapshot } from './primary-addrs.js';
+import { ChannelError, ChannelReason, type BootstrapInfo, type ConnectionState, type PrimaryClient, type StreamHandle } from './transport.js';
 
 export type SecondaryState = 'idle' | 'stream-wals' | 'merkle-diff' | 'merkle-sync';
 
@@ -27,7 +34,12 @@ export interface SecondaryLoopOptions {
    * the primary's WAL becomes this node's (DR).
    */
   readonly applier?: Applier;
-  readonly connect: () => PrimaryClient;
+  /** A client of the primary node at `address` (one of `addrs`). */
+  readonly connect: (address: string) => PrimaryClient;
+  /** The primary cluster's addresses and the dial cursor; one address ('') unless given. */
+  readonly addrs?: PrimaryAddrs;
+  /** The known addresses or the connected one changed (the driver persists them). */
+  readonly onAddrs?: (addrs: AddrsSnapshot) => void;
   readonly secondaryId: string;
   readonly kind: Kind;
   /** The version sent in the handshake; VERSION unless given. */
@@ -79,6 +91,16 @@ export interface SecondaryProgress {
 }
 
 const HEARTBEAT_MS = 1000;
+/** Between two addresses of one round: the next node is tried at once (a takeover takes seconds). */
+const NEXT_ADDRESS_MS = 50;
+/** The handshake's deadline when other addresses wait their turn (an address that swallows packets). */
+const ROTATING_BOOTSTRAP_DEADLINE_MS = 4_000;
+
+/** A failure that says nothing answered at that address: the next one is tried. */
+function unreachable(e: unknown): boolean {
+  if (!(e instanceof ChannelError)) return false;
+  return e.reason === ChannelReason.unavailable || e.reason === ChannelReason.notSent || e.reason === ChannelReason.deadline;
+}
 
 export class SecondaryLoop {
   readonly progress: SecondaryProgress;
@@ -94,12 +116,16 @@ export class SecondaryLoop {
   private persisting: Promise<void> = Promise.resolve();
   /** The connection as events last told it: one event per change, not one per failed retry. */
   private told: 'up' | 'down' | undefined;
+  /** Unreachable addresses in a row since the last backoff or stream: a full round backs off. */
+  private missesInRound = 0;
+  readonly addrs: PrimaryAddrs;
 
   private readonly applier: Applier;
   private readonly verifier: Verifier;
 
   constructor(private readonly o: SecondaryLoopOptions) {
     this.applier = o.applier ?? applierFor(o.kind, o.engine);
+    this.addrs = o.addrs ?? new PrimaryAddrs({ configured: '' });
     this.verifier = new Verifier({ kind: o.kind, engine: o.engine, now: () => this.now(), log: o.log, ...(o.emit ? { emit: o.emit } : {}) });
     this.progress = {
       state: 'idle', connection: 'idle', lastRemoteWal: this.applier.guard().index, primaryLastWal: 0n, primaryCommitTimeMs: 0,
@@ -184,7 +210,15 @@ export class SecondaryLoop {
     this.o.emit?.(now === 'up' ? 'connected' : 'disconnected', detail);
   }
 
-  private retry(reason: string): void {
+  /**
+   * The address of the primary node this secondary last completed a handshake with ('' before
+   * any): where status says it is connected and forwarded writes go.
+   */
+  get primaryAddr(): string {
+    return this.addrs.connected;
+  }
+
+  private retry(reason: string, error?: unknown): void {
     if (!this.running) return;
     this.tell('down', { reason: reason.slice(0, 256) });
     this.progress.lastError = reason;
@@ -198,8 +232,30 @@ export class SecondaryLoop {
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => {
       this.done = this.session();
-    }, this.backoffMs);
+    }, this.nextDelay(error));
+  }
+
+  /**
+   * How long until the next attempt, moving the cursor when the address was unreachable: the
+   * next address at once, the backoff once every address of the round failed. Any other failure
+   * (a refusal, a failed apply) retries the same address after the backoff.
+   */
+  private nextDelay(error: unknown): number {
+    if (unreachable(error) && this.addrs.size > 1) {
+      const from = this.addrs.current;
+      this.addrs.advance();
+      this.missesInRound++;
+      this.o.log.info({ from, to: this.addrs.current }, 'primary unreachable at this address; trying the next known address');
+      if (this.missesInRound < this.addrs.size) return NEXT_ADDRESS_MS;
+    }
+    this.missesInRound = 0;
+    const wait = this.backoffMs;
     this.backoffMs = Math.min(this.backoffMs * 2, 2000);
+    return wait;
+  }
+
+  private tellAddrs(changed: boolean): void {
+    if (changed) this.o.onAddrs?.(this.addrs.snapshot());
   }
 
   private async session(): Promise<void> {
@@ -213,21 +269,27 @@ export class SecondaryLoop {
         const [entry] = last > 0n ? await this.o.engine.readWal(last, 1).catch(() => []) : [];
         this.progress.lastAppliedCommitMs = entry?.time ?? 0;
       }
-      this.client = this.o.connect();
-      const info = await this.client.bootstrap({ secondaryId: this.o.secondaryId, version: this.o.version ?? VERSION, kind: this.o.kind, apiAddr: this.o.apiAddr(), clusterAddr: this.o.clusterAddr() });
+      const client = this.o.connect(this.addrs.current);
+      this.client = client;
+      const req = { secondaryId: this.o.secondaryId, version: this.o.version ?? VERSION, kind: this.o.kind, apiAddr: this.o.apiAddr(), clusterAddr: this.o.clusterAddr() };
+      const info = await (this.addrs.size > 1 ? client.bootstrap(req, ROTATING_BOOTSTRAP_DEADLINE_MS) : client.bootstrap(req));
+      if (this.client !== client || !this.running) return;
       this.progress.primaryLastWal = info.lastWal;
+      const moved = this.addrs.markConnected();
+      if (moved) log.info({ primary_cluster_addr: this.addrs.current }, 'connected to the primary at this address');
+      this.tellAddrs(this.addrs.learn(info.clusterAddrs ?? []) || moved);
       this.o.onBootstrap?.(info);
       await this.openStream();
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       if (e instanceof ChannelError && e.refused) {
-        log.error({ err: message }, 'primary refused this secondary');
+        log.error({ err: message, primary_cluster_addr: this.addrs.current }, 'primary refused this secondary');
         this.progress.lastError = message;
         this.o.onFatal?.(message);
-        return this.retry(message);
+        return this.retry(message, e);
       }
-      log.warn({ err: message }, 'replication session failed; retrying');
-      this.retry(message);
+      log.warn({ err: message, primary_cluster_addr: this.addrs.current }, 'replication session failed; retrying');
+      this.retry(message, e);
     }
   }
 
@@ -243,7 +305,7 @@ export class SecondaryLoop {
           resolve();
         }
       };
-      this.stream = client.streamWal(
+      const handle: StreamHandle = client.streamWal(
         { secondaryId: this.o.secondaryId, guard, maxBatchEntries: 512 },
         {
           onMessage: async (m) => {
@@ -254,6 +316,7 @@ export class SecondaryLoop {
                   this.progress.state = 'stream-wals';
                   this.progress.connection = 'ready';
                   this.backoffMs = 100;
+                  this.missesInRound = 0;
                   this.tell('up', { primary_last_wal: Number(m.lastWal) });
                   // The first heartbeat goes out as the stream opens, so both ends report it at once.
                   void this.beat();
@@ -309,11 +372,14 @@ export class SecondaryLoop {
           },
           onEnd: (error) => {
             settle();
+            // A stream this loop cancelled itself (retrying already, or reconciling) is not a new failure.
+            if (this.stream !== handle) return;
             if (this.progress.state === 'merkle-diff' || this.progress.state === 'merkle-sync') return;
-            if (this.running) this.retry(error ? error.message : 'stream ended');
+            if (this.running) this.retry(error ? error.message : 'stream ended', error);
           },
         },
       );
+      this.stream = handle;
     });
   }
 
@@ -387,6 +453,8 @@ export class SecondaryLoop {
       this.progress.clockSkewMs = Math.round(r.receivedAtMs - (sent + back) / 2);
       this.progress.primaryLastWal = r.lastWal > this.progress.primaryLastWal ? r.lastWal : this.progress.primaryLastWal;
       this.progress.primaryCommitTimeMs = r.lastCommitTimeMs;
+      // What the node at this address says of its cluster's membership.
+      if (client === this.client) this.tellAddrs(this.addrs.learn(r.clusterAddrs ?? []));
       this.persistLastSeen(this.lastPersistMs === 0);
     } catch {
       this.progress.connection = client.connectionState();

@@ -110,7 +110,9 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
       // Behind: how old the newest entry we hold is, against the primary's last commit when known
       // (else against now, an upper bound while the primary is silent).
       const lagMs = p && lagEntries > 0 && p.lastAppliedCommitMs > 0 ? Math.max(0, (p.primaryCommitTimeMs || now) - p.lastAppliedCommitMs) : 0;
-      const primaryAddr = s.primary?.clusterAddr ?? '';
+      // The node of the primary cluster it is (or was last) connected to: HA moves it between the
+      // cluster's nodes (known_primary_cluster_addrs), as Vault's status follows the active node.
+      const primaryAddr = loop?.primaryAddr || (s.primary?.clusterAddr ?? '');
       const state = s.mode === 'bootstrapping' ? 'bootstrapping' : (p?.state ?? 'idle');
       return {
         ...base,
@@ -126,7 +128,7 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
         primaries: s.primary
           ? [{
               api_address: s.primary.apiAddr,
-              cluster_address: vaultClusterAddr(s.primary.clusterAddr),
+              cluster_address: vaultClusterAddr(primaryAddr),
               connection_status: p && now - p.lastHeartbeatMs < CONNECTED_WITHIN_MS ? 'connected' : 'disconnected',
               last_heartbeat: rfc3339(p?.lastHeartbeatMs ?? 0),
               last_heartbeat_duration_ms: String(p?.heartbeatDurationMs ?? 0),

@@ -32,6 +32,12 @@ export interface PingInfo {
   readonly mode: string;
   readonly apiAddr: string;
   readonly clusterAddr: string;
+  /**
+   * The cluster addresses (host:port) of every node of the primary's cluster, the answering one
+   * included: the secondary keeps them to find the active node after it changes. Absent or empty
+   * (an older primary): only the address dialled.
+   */
+  readonly clusterAddrs?: readonly string[];
 }
 
 export interface BootstrapRequest {
@@ -49,6 +55,8 @@ export interface BootstrapInfo {
   readonly primaryApiAddr: string;
   readonly lastWal: bigint;
   readonly epoch: number;
+  /** As PingInfo's. */
+  readonly clusterAddrs?: readonly string[];
 }
 
 export type StreamOutcome = 'ok' | 'not_retained' | 'non_matching_guard';
@@ -83,6 +91,8 @@ export interface HeartbeatReply {
   readonly lastCommitTimeMs: number;
   readonly receivedAtMs: number;
   readonly sentAtMs: number;
+  /** As PingInfo's: heartbeats keep the secondary's list current. */
+  readonly clusterAddrs?: readonly string[];
 }
 
 export interface SnapshotInfo {
@@ -202,7 +212,8 @@ export interface StreamHandle {
  */
 export interface PrimaryClient {
   ping(secondaryId: string, deadlineMs?: number): Promise<PingInfo>;
-  bootstrap(req: BootstrapRequest): Promise<BootstrapInfo>;
+  /** `deadlineMs`: the client's default unless given (a secondary with other addresses to try gives less). */
+  bootstrap(req: BootstrapRequest, deadlineMs?: number): Promise<BootstrapInfo>;
   streamWal(
     req: { secondaryId: string; guard: Guard; maxBatchEntries: number },
     handlers: { onMessage: (m: StreamMessage) => Promise<void> | void; onEnd: (error?: Error) => void },

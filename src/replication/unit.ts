@@ -69,6 +69,13 @@ export interface ReplicationUnitOptions {
   readonly onForwarded?: (o: ForwardedObservation) => void;
   /** Heartbeat interval of the sys/replication/events stream (default 15 s). */
   readonly eventsHeartbeatMs?: number;
+  /**
+   * The cluster addresses (host:port) of every node of this cluster, this node's own included
+   * (HA: its membership). As a primary of either kind this node advertises them to its
+   * secondaries, which then find whichever node is active (primary-addrs.ts). Default: only this
+   * node's own cluster address. `advertiseClusterAddrs` replaces it on a running unit.
+   */
+  readonly clusterAddrs?: () => readonly string[];
 }
 
 /** Status and Merkle maintenance of this node (sys/replication/status, reindex, merkle-check). */
@@ -125,6 +132,8 @@ export class ReplicationUnit {
   private loaded = false;
   /** What each kind is while not loaded: the sealed summary, then the mode it last had. */
   private readonly idleMode: Record<Kind, string> = { dr: 'disabled', performance: 'disabled' };
+  /** The cluster's addresses as a primary advertises them (ReplicationUnitOptions.clusterAddrs). */
+  private clusterAddrs: (() => readonly string[]) | undefined;
 
   /** Builds the unit, stopped; `start()` runs it. */
   static async create(o: ReplicationUnitOptions): Promise<ReplicationUnit> {
@@ -139,6 +148,7 @@ export class ReplicationUnit {
 
   private constructor(private readonly o: ReplicationUnitOptions) {
     const { engine, vault, now } = o;
+    this.clusterAddrs = o.clusterAddrs;
     // Operations are logged by the audit trail (one line each, with the event's fields); state and
     // connection changes by the events themselves.
     const audit = o.log.child({ component: 'replication' });
@@ -222,6 +232,7 @@ export class ReplicationUnit {
       otherMode: () => this.liveMode(otherKind(kind)),
       forwarded: this.forwarding.executorFor,
       emit: events.emitter(kind),
+      clusterAddrs: () => this.clusterAddrs?.() ?? [],
       ...(o.forwardWaitMs !== undefined ? { forwardWaitMs: o.forwardWaitMs } : {}),
       ...(KIND_POLICY[kind].filters ? { pathsFilter: filters } : {}),
     });
@@ -252,6 +263,15 @@ export class ReplicationUnit {
     await this.suspendRoles();
     await this.cluster.close();
     this.clusterClosed = true;
+  }
+
+  /**
+   * Replaces the source of the cluster's addresses a primary advertises (the option
+   * `clusterAddrs`), for a node whose membership is known only once the unit runs; undefined goes
+   * back to this node's own address. Secondaries learn the change from the next heartbeat reply.
+   */
+  advertiseClusterAddrs(source: (() => readonly string[]) | undefined): void {
+    this.clusterAddrs = source;
   }
 
   /** Binds the executor of writes performance secondaries forward to this node as their primary. */

@@ -116,7 +116,7 @@ export function connectPrimary(opts: ConnectOptions): PrimaryClient {
 
   return {
     ping: (secondaryId, deadlineMs) => invoke(raw.Ping, () => ({ secondaryId }), decode.pingInfo, deadlineMs),
-    bootstrap: (req) => invoke(raw.Bootstrap, () => encode.bootstrapRequest(req), decode.bootstrapInfo),
+    bootstrap: (req, deadlineMs) => invoke(raw.Bootstrap, () => encode.bootstrapRequest(req), decode.bootstrapInfo, deadlineMs),
     heartbeat: (req) => invoke(raw.Heartbeat, () => encode.heartbeatRequest(req), decode.heartbeatReply),
     openSnapshot: (secondaryId) => invoke(raw.OpenSnapshot, () => ({ secondaryId }), decode.snapshotInfo),
     closeSnapshot: (snapshotId) => invoke(raw.CloseSnapshot, () => ({ snapshotId }), () => undefined),

@@ -91,6 +91,19 @@ describe('codec round trips through protobuf bytes', () => {
     expect(decode.leaves(viaBytes('Leaves', 'response', encode.leaves(leaves)))).toEqual(leaves);
   });
 
+  it("the primary cluster's addresses in Ping, Bootstrap and Heartbeat replies; none reads as absent", () => {
+    const clusterAddrs = ['10.0.0.1:8201', '10.0.0.2:8201'];
+    const ping = { clusterId: 'c', nodeId: 'n', version: 'v', mode: 'primary', apiAddr: 'a', clusterAddr: '10.0.0.1:8201', clusterAddrs };
+    expect(decode.pingInfo(viaBytes('Ping', 'response', encode.pingInfo(ping)))).toEqual(ping);
+    const boot = { clusterId: 'c', version: '1', primaryClusterAddr: '10.0.0.1:8201', primaryApiAddr: 'b', lastWal: 3n, epoch: 1, clusterAddrs };
+    expect(decode.bootstrapInfo(viaBytes('Bootstrap', 'response', encode.bootstrapInfo(boot)))).toEqual(boot);
+    const reply = { lastWal: 3n, lastCommitTimeMs: 1, receivedAtMs: 2, sentAtMs: 3, clusterAddrs };
+    expect(decode.heartbeatReply(viaBytes('Heartbeat', 'response', encode.heartbeatReply(reply)))).toEqual(reply);
+    // An older primary sends no field: the reply decodes with none (the address dialled is all there is).
+    const old = { lastWal: 3n, lastCommitTimeMs: 1, receivedAtMs: 2, sentAtMs: 3 };
+    expect(decode.heartbeatReply(viaBytes('Heartbeat', 'response', encode.heartbeatReply(old)))).toEqual(old);
+  });
+
   it('a forwarded write and its reply, with no token anywhere in the message', () => {
     const fwd = {
       requestId: 'r-1', method: 'PUT', operation: 'update', namespace: 'team/', path: 'secret/data/é', trailingSlash: false,

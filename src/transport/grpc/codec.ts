@@ -134,6 +134,15 @@ function jsonIn(raw: Buffer, what: string): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
+/**
+ * A primary's cluster addresses as received: left out when empty (an older primary, or one that
+ * names none), so a reply reads the same with or without the field. Their validity and number
+ * are the secondary's to judge (primary-addrs.ts).
+ */
+function addrsIn(addrs: readonly string[] | undefined): { clusterAddrs?: readonly string[] } {
+  return addrs !== undefined && addrs.length > 0 ? { clusterAddrs: [...addrs] } : {};
+}
+
 /** Domain -> wire. */
 export const encode = {
   bootstrapRequest: (r: BootstrapRequest): wire.BootstrapRequest => ({ ...r }),
@@ -144,8 +153,9 @@ export const encode = {
     primaryApiAddr: b.primaryApiAddr,
     lastWal: u64(b.lastWal, 'lastWal'),
     epoch: b.epoch,
+    clusterAddrs: [...(b.clusterAddrs ?? [])],
   }),
-  pingInfo: (p: PingInfo): wire.PingResponse => ({ ...p }),
+  pingInfo: (p: PingInfo): wire.PingResponse => ({ ...p, clusterAddrs: [...(p.clusterAddrs ?? [])] }),
   streamRequest: (r: { secondaryId: string; guard: Guard; maxBatchEntries: number }): wire.StreamRequest => ({
     secondaryId: r.secondaryId,
     guard: encodeGuard(r.guard),
@@ -192,6 +202,7 @@ export const encode = {
     lastCommitTimeMs: msOut(h.lastCommitTimeMs, 'lastCommitTimeMs'),
     receivedAtMs: msOut(h.receivedAtMs, 'receivedAtMs'),
     sentAtMs: msOut(h.sentAtMs, 'sentAtMs'),
+    clusterAddrs: [...(h.clusterAddrs ?? [])],
   }),
   snapshotInfo: (s: SnapshotInfo): wire.SnapshotInfo => ({
     snapshotId: s.snapshotId,
@@ -238,6 +249,7 @@ export const decode = {
     primaryApiAddr: b.primaryApiAddr,
     lastWal: big(b.lastWal, 'lastWal'),
     epoch: b.epoch,
+    ...addrsIn(b.clusterAddrs),
   }),
   pingInfo: (p: wire.PingResponse): PingInfo => ({
     clusterId: p.clusterId,
@@ -246,6 +258,7 @@ export const decode = {
     mode: p.mode,
     apiAddr: p.apiAddr,
     clusterAddr: p.clusterAddr,
+    ...addrsIn(p.clusterAddrs),
   }),
   streamRequest: (r: wire.StreamRequest): { secondaryId: string; guard: Guard; maxBatchEntries: number } => ({
     secondaryId: r.secondaryId,
@@ -298,6 +311,7 @@ export const decode = {
     lastCommitTimeMs: msIn(h.lastCommitTimeMs, 'lastCommitTimeMs'),
     receivedAtMs: msIn(h.receivedAtMs, 'receivedAtMs'),
     sentAtMs: msIn(h.sentAtMs, 'sentAtMs'),
+    ...addrsIn(h.clusterAddrs),
   }),
   snapshotInfo: (s: wire.SnapshotInfo): SnapshotInfo => ({
     snapshotId: s.snapshotId,

@@ -13,12 +13,15 @@ export type U64 = string;
 export interface PingRequest { secondaryId: string }
 export interface PingResponse {
   clusterId: string; nodeId: string; version: string; mode: string; apiAddr: string; clusterAddr: string;
+  /** Absent when sent by code that predates the field; the receiver reads it as empty. */
+  clusterAddrs?: string[];
 }
 export interface BootstrapRequest {
   secondaryId: string; version: string; kind: string; apiAddr: string; clusterAddr: string;
 }
 export interface BootstrapResponse {
   clusterId: string; version: string; primaryClusterAddr: string; primaryApiAddr: string; lastWal: U64; epoch: number;
+  clusterAddrs?: string[];
 }
 export interface Guard { index: U64; hash: Buffer }
 /** Message-typed fields arrive as null when the sender left them out. */
@@ -35,7 +38,7 @@ export type StreamMessage =
 export interface HeartbeatRequest {
   secondaryId: string; applied: Guard | null; sentAtMs: U64; state: string; apiAddr: string; clusterAddr: string;
 }
-export interface HeartbeatResponse { lastWal: U64; lastCommitTimeMs: U64; receivedAtMs: U64; sentAtMs: U64 }
+export interface HeartbeatResponse { lastWal: U64; lastCommitTimeMs: U64; receivedAtMs: U64; sentAtMs: U64; clusterAddrs?: string[] }
 export interface OpenSnapshotRequest { secondaryId: string }
 export interface SnapshotInfo { snapshotId: string; guard: Guard | null; root: Buffer; subtreeRoots: Buffer[] }
 export interface SnapshotRef { snapshotId: string }
