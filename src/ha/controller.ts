@@ -38,6 +38,8 @@ export interface HaControllerOptions {
   readonly tickMs?: number;
   /** How often this node echoes into the member table (ms). Default 1000. */
   readonly echoMs?: number;
+  /** Members that have not echoed for this long are not members (ms). Default 15 s. */
+  readonly memberMaxAgeMs?: number;
 }
 
 /** What sys/leader, sys/ha-status, health and metrics show. */
@@ -66,6 +68,8 @@ export class HaController {
   /** The active node's row as last read (standby, cooldown) or this node's own (active). */
   private leaderRow: LeaseRow | undefined;
   private readonly listeners = new Set<(view: HaView) => void>();
+  /** The members as last read (every echo): what the primary advertises to its secondaries. */
+  private lastMembers: readonly LeaseMember[] = [];
   private stopped = false;
 
   constructor(private readonly o: HaControllerOptions) {
@@ -83,7 +87,13 @@ export class HaController {
     this.timer = setInterval(() => this.feed({ type: 'tick', now: this.o.now() }), tickMs);
     this.timer.unref();
     const echo = (): void => {
-      this.o.store.echo(this.o.me()).catch((e: unknown) => this.o.log.debug({ err: (e as Error).message }, 'HA echo failed'));
+      this.o.store
+        .echo(this.o.me())
+        .then(() => this.o.store.members(this.o.memberMaxAgeMs ?? 15_000))
+        .then((m) => {
+          this.lastMembers = m;
+        })
+        .catch((e: unknown) => this.o.log.debug({ err: (e as Error).message }, 'HA echo failed'));
       // A node that is not active learns who is from the row (cooldown and sealed do not compete).
       if (this.state.mode !== 'active') this.refreshLeader();
     };
@@ -136,6 +146,11 @@ export class HaController {
 
   members(maxAgeMs: number): Promise<LeaseMember[]> {
     return this.o.store.members(maxAgeMs);
+  }
+
+  /** The members as of the last echo (no query): the nodes that echoed recently. */
+  knownMembers(): readonly LeaseMember[] {
+    return this.lastMembers;
   }
 
   /**

@@ -19,6 +19,9 @@ const LOCAL = new Set(['sys/health', 'sys/seal-status', 'sys/unseal', 'sys/seal'
 /** Vault's answer when no active node is known (http/handler.go). */
 export const NO_ACTIVE = 'local node not active but active cluster node not found';
 
+/** The relay never reached the node: nothing was sent. */
+const NOT_SENT = Symbol('not sent');
+
 /** A relayed request gets this long for its answer. */
 const RELAY_DEADLINE_MS = 60_000;
 
@@ -30,6 +33,10 @@ export interface RelayClient {
 export interface StandbyRelayOptions {
   /** undefined: this node answers (sealed, active, or HA off). Else where the active node is, if known. */
   readonly relayTarget: () => { leader: { apiAddr: string; clusterAddr: string } | undefined } | undefined;
+  /** Reads the lock row afresh: the active node now, if any (undefined while none is). */
+  readonly findLeader: () => Promise<{ apiAddr: string; clusterAddr: string } | undefined>;
+  /** How long a request waits for an active node to appear before the 503 (a takeover's length). */
+  readonly waitForLeaderMs: number;
   readonly loadTls: () => Promise<HaTls | undefined>;
   readonly connect: (o: { address: string; tls: TlsMaterial }) => RelayClient;
 }
@@ -49,15 +56,36 @@ export class StandbyRelay implements StandbyGate {
     if (!req.url.startsWith('/v1/') || LOCAL.has(pathOf(req.url))) return undefined;
     const target = this.o.relayTarget();
     if (target === undefined) return undefined;
-    const leader = target.leader;
-    if (leader === undefined || leader.apiAddr === '') return Promise.resolve(errorRaw(503, NO_ACTIVE));
-    if (req.headers['x-vault-no-request-forwarding'] !== undefined) {
-      return Promise.resolve({ status: 307, headers: { location: `${leader.apiAddr.replace(/\/+$/, '')}${req.url}` }, body: Buffer.alloc(0) });
-    }
-    return this.relay(leader.clusterAddr, req);
+    return this.answer(target.leader, req);
   }
 
-  private async relay(address: string, req: RawRequest): Promise<RawReply> {
+  private async answer(known: { apiAddr: string; clusterAddr: string } | undefined, req: RawRequest): Promise<RawReply> {
+    // During a takeover no node is active for a moment: wait for one rather than fail at once.
+    const leader = known ?? (await this.waitForLeader());
+    if (leader === undefined || leader.apiAddr === '') return errorRaw(503, NO_ACTIVE);
+    if (req.headers['x-vault-no-request-forwarding'] !== undefined) {
+      return { status: 307, headers: { location: `${leader.apiAddr.replace(/\/+$/, '')}${req.url}` }, body: Buffer.alloc(0) };
+    }
+    const first = await this.relay(leader.clusterAddr, req);
+    if (first !== NOT_SENT) return first;
+    // The node the row named did not answer (it died): nothing was sent, so wait for the next
+    // active node and relay once more.
+    const next = await this.waitForLeader(leader.clusterAddr);
+    if (next === undefined) return errorRaw(503, `${NO_ACTIVE} (the active node at ${leader.clusterAddr} is not reachable; nothing was sent to it, nothing was written)`);
+    const second = await this.relay(next.clusterAddr, req);
+    return second === NOT_SENT ? errorRaw(503, `${NO_ACTIVE} (the active node at ${next.clusterAddr} is not reachable; nothing was sent to it, nothing was written)`) : second;
+  }
+
+  private async waitForLeader(not?: string): Promise<{ apiAddr: string; clusterAddr: string } | undefined> {
+    const until = Date.now() + this.o.waitForLeaderMs;
+    for (;;) {
+      const found = await this.o.findLeader().catch(() => undefined);
+      if ((found !== undefined && found.clusterAddr !== not) || Date.now() >= until) return found?.clusterAddr === not ? undefined : found;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  private async relay(address: string, req: RawRequest): Promise<RawReply | typeof NOT_SENT> {
     this.tls ??= await this.o.loadTls();
     if (this.tls === undefined) return errorRaw(503, `${NO_ACTIVE}: no node of this cluster has been active yet`);
     if (this.client?.address !== address) {
@@ -67,8 +95,9 @@ export class StandbyRelay implements StandbyGate {
     try {
       return await this.client.relay.forward(req, RELAY_DEADLINE_MS);
     } catch (e) {
-      if (e instanceof ChannelError && e.reason === ChannelReason.notSent) {
-        return errorRaw(503, `${NO_ACTIVE} (the active node at ${address} is not reachable; nothing was sent to it, nothing was written)`);
+      if (e instanceof ChannelError && e.reason === ChannelReason.notSent) return NOT_SENT;
+      if (e instanceof ChannelError && e.refused) {
+        return errorRaw(503, `the active node at ${address} refused the relayed request (${e.message}): nothing was written`);
       }
       const why = e instanceof Error ? e.message : String(e);
       return errorRaw(503, `the request was relayed to the active node at ${address} but its answer was lost (${why}); the outcome is unknown: read it back before retrying`);

@@ -76,6 +76,8 @@ export interface NodeHa {
   readonly controller: HaController;
   readonly relay: StandbyRelay;
   readonly facts: HaFacts;
+  /** Every member's cluster address, this node's first: what secondaries are told to try. */
+  clusterAddrs(): readonly string[];
   /** Runs a request a standby relayed (the active node's side of HA forwarding). */
   execute(req: RawRequest): Promise<RawReply>;
   /** Starts the timers; call once the API address is known. */
@@ -110,6 +112,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     me,
     log: o.log.child({ ha: true }),
     now: o.now,
+    memberMaxAgeMs: MEMBER_MAX_AGE_MS,
     lease: leaseTimings(o.fence.ttlMs),
     role: {
       start: async () => {
@@ -152,6 +155,11 @@ export function wireHa(o: WireHaOptions): NodeHa {
       if (v.mode === 'active') return controller.isActive() ? undefined : { leader: undefined };
       return { leader: v.leaderRow === undefined ? undefined : { apiAddr: v.leaderRow.apiAddr, clusterAddr: v.leaderRow.clusterAddr } };
     },
+    findLeader: async () => {
+      const row = await o.fence.lease.leader();
+      return row === undefined || row.holder === me().holder ? undefined : { apiAddr: row.apiAddr, clusterAddr: row.clusterAddr };
+    },
+    waitForLeaderMs: o.fence.ttlMs + 1000,
     loadTls: () => loadHaTls(o.core.store()),
     connect: (c) => connectHa(c),
   });
@@ -187,6 +195,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     controller,
     relay,
     facts,
+    clusterAddrs: () => [o.clusterAddr, ...controller.knownMembers().map((m) => m.clusterAddr).filter((a) => a !== o.clusterAddr)],
     execute,
     start: () => controller.start(),
     async stop() {

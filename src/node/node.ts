@@ -176,7 +176,12 @@ async function loadNodeLicense(config: NodeConfig, now: () => number, log: Logge
  * The replication unit over the gRPC cluster transport, observing the seal, its gauges bound.
  * `listener` follows the cluster listener of the unit's current run (HA forwarding joins it).
  */
-async function buildReplication(o: { config: NodeConfig; clusterAddr: string; storage: Storage; seal: SealManager; core: VaultCore; lifecycle: SealLifecycle; log: Logger; now: () => number; apiAddr: () => string; listener: { current: ClusterServer | undefined } }): Promise<ReplicationUnit> {
+async function buildReplication(o: {
+  config: NodeConfig; clusterAddr: string; storage: Storage; seal: SealManager; core: VaultCore; lifecycle: SealLifecycle; log: Logger; now: () => number; apiAddr: () => string;
+  listener: { current: ClusterServer | undefined };
+  /** HA: every node's cluster address, advertised to secondaries. */
+  clusterAddrs?: () => readonly string[];
+}): Promise<ReplicationUnit> {
   const { config, storage, log } = o;
   const unit = await ReplicationUnit.create({
     engine: storage.engine,
@@ -189,6 +194,7 @@ async function buildReplication(o: { config: NodeConfig; clusterAddr: string; st
     log,
     now: o.now,
     clusterListen: o.clusterAddr,
+    ...(o.clusterAddrs !== undefined ? { clusterAddrs: o.clusterAddrs } : {}),
     apiAddr: o.apiAddr,
     ...(config.forwardWaitMs !== undefined ? { forwardWaitMs: config.forwardWaitMs } : {}),
     onForwarded: (f) => storage.metrics.observeForwarded(f),
@@ -235,9 +241,13 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
   // An HA node names its cluster address in the lock row before it listens: it must be concrete.
   const clusterAddr = storage.fence !== undefined ? await freeClusterAddr(config.clusterAddr) : config.clusterAddr;
   const listener: { current: ClusterServer | undefined } = { current: undefined };
-  const replication = await buildReplication({ config, clusterAddr, storage, seal, core, lifecycle, log, now, apiAddr: () => apiAddr, listener });
+  let ha: NodeHa | undefined;
+  const replication = await buildReplication({
+    config, clusterAddr, storage, seal, core, lifecycle, log, now, apiAddr: () => apiAddr, listener,
+    ...(storage.fence !== undefined ? { clusterAddrs: () => ha?.clusterAddrs() ?? [clusterAddr] } : {}),
+  });
   let http: HttpServer | undefined;
-  const ha =
+  ha =
     storage.fence === undefined
       ? undefined
       : wireHa({ fence: storage.fence, engine, core, unit: replication, clusterListener: () => listener.current, apiAddr: () => apiAddr, clusterAddr, execute: () => http?.execute, log, now });
