@@ -92,6 +92,8 @@ export interface StartOptions {
   readonly logFile?: string;
   /** Non-dev nodes: Node.js flags before the script (e.g. --cpu-prof). */
   readonly nodeArgs?: readonly string[];
+  /** `storage "postgresql"` on this database instead of LevelDB under HOME/data. */
+  readonly postgresql?: PostgresqlBlock;
   readonly inProcess?: false;
 }
 
@@ -108,8 +110,20 @@ export interface ReplicationBlock {
   readonly walMaxBytes?: number;
 }
 
+/** A `storage "postgresql"` block (src/node/config-blocks.ts). */
+export interface PostgresqlBlock {
+  readonly connectionUrl: string;
+  readonly table?: string;
+  readonly haEnabled?: boolean;
+  readonly haTable?: string;
+  /** `ha_lease_ttl`, e.g. "2s". */
+  readonly haLeaseTtl?: string;
+}
+
 /** Optional parts of a non-dev node's config. */
 export interface NodeConfigExtras {
+  /** PostgreSQL storage instead of LevelDB under HOME/data. */
+  readonly postgresql?: PostgresqlBlock;
   /** The listener's port (and api_addr's); 0, a free port, unless given. */
   readonly apiPort?: number;
   /** The license file; HOME/lic/license.json unless given. */
@@ -162,8 +176,21 @@ export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel, 
           ...(r.walMaxBytes !== undefined ? [`  wal_max_bytes = ${r.walMaxBytes}`] : []),
           '}',
         ];
+  const pgb = extras.postgresql;
+  const storage =
+    pgb === undefined
+      ? [`storage "leveldb" { path = ${q(join(home, 'data'))} }`]
+      : [
+          'storage "postgresql" {',
+          `  connection_url = ${q(pgb.connectionUrl)}`,
+          ...(pgb.table !== undefined ? [`  table = ${q(pgb.table)}`] : []),
+          ...(pgb.haEnabled === true ? ['  ha_enabled = "true"'] : []),
+          ...(pgb.haTable !== undefined ? [`  ha_table = ${q(pgb.haTable)}`] : []),
+          ...(pgb.haLeaseTtl !== undefined ? [`  ha_lease_ttl = ${q(pgb.haLeaseTtl)}`] : []),
+          '}',
+        ];
   return [
-    `storage "leveldb" { path = ${q(join(home, 'data'))} }`,
+    ...storage,
     'listener "tcp" {',
     `  address = "127.0.0.1:${extras.apiPort ?? 0}"`,
     '  tls_disable = true',
@@ -305,6 +332,7 @@ export function createHarness(): Harness {
       ...(opts.replication !== undefined ? { replication: opts.replication } : {}),
       ...(opts.leases !== undefined ? { leases: opts.leases } : {}),
       ...(opts.listener !== undefined ? { listener: opts.listener } : {}),
+      ...(opts.postgresql !== undefined ? { postgresql: opts.postgresql } : {}),
     };
     await writeFile(configPath, nodeConfig(home, license.issuerKey, opts.logLevel ?? 'info', extras));
     if (opts.logFile !== undefined && opts.apiPort === undefined) throw new Error('a node logging to a file needs a known apiPort');
@@ -353,6 +381,8 @@ export interface FixedNodeOptions {
   readonly replication?: ReplicationBlock;
   readonly logLevel?: LogLevel;
   readonly readyTimeoutMs?: number;
+  /** PostgreSQL storage (an HA cluster's nodes share one database). */
+  readonly postgresql?: PostgresqlBlock;
 }
 
 /**
@@ -372,6 +402,7 @@ export async function fixedNodeOptions(dir: string, name: string, o: FixedNodeOp
     logLevel: o.logLevel ?? 'info',
     readyTimeoutMs: o.readyTimeoutMs ?? 30_000,
     ...(o.replication !== undefined ? { replication: o.replication } : {}),
+    ...(o.postgresql !== undefined ? { postgresql: o.postgresql } : {}),
   };
 }
 
