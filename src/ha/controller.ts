@@ -128,7 +128,43 @@ export class HaController {
     this.feed({ type: 'fenceRefused', epoch });
   };
 
+  /** Resolves true once this node serves as the active node, false if it stops being active first or `timeoutMs` passes. */
+  async untilServing(timeoutMs: number): Promise<boolean> {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      if (this.isActive()) return true;
+      if (this.state.mode !== 'active') return false;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return this.isActive();
+  }
+
   /** Whether this node serves as the active node now (its role started and not told to stop). */
+  /**
+   * Storage failed under the active node (its engine failed closed): stop being active and compete
+   * again; the next activation reloads everything from the database, which settles what the
+   * failed commit did.
+   */
+  storageFailed(): void {
+    if (this.state.mode !== 'active') return;
+    this.o.log.warn({ epoch: this.state.epoch }, 'HA: storage failed under the active node; stepping down to reload once the database answers');
+    this.feed({ type: 'fenceRefused', epoch: this.state.epoch });
+  }
+
+  /** Why the lock row could not be read or written lately (the database is unreachable), if so. */
+  storeProblem(): string | undefined {
+    return this.lastStoreError;
+  }
+  private lastStoreError: string | undefined;
+
+  private storeAnswered(): void {
+    this.lastStoreError = undefined;
+  }
+
+  private storeFailed(e: unknown): void {
+    this.lastStoreError = e instanceof Error ? e.message : String(e);
+  }
+
   isActive(): boolean {
     return this.serving && this.state.mode === 'active';
   }
@@ -268,6 +304,7 @@ export class HaController {
     const sentAt = this.sentAt();
     try {
       const r = await this.o.store.acquire(me, this.options.ttlMs);
+      this.storeAnswered();
       if (r.won) {
         this.feed({ type: 'acquired', epoch: r.epoch, holder: me.holder, sentAt });
       } else {
@@ -275,6 +312,7 @@ export class HaController {
         this.feed({ type: 'acquireLost', leader: r.leader === undefined ? undefined : { holder: r.leader.holder, apiAddr: r.leader.apiAddr, clusterAddr: r.leader.clusterAddr } });
       }
     } catch (e) {
+      this.storeFailed(e);
       this.o.log.debug({ err: (e as Error).message }, 'HA: lock attempt failed');
       this.feed({ type: 'acquireLost', leader: undefined });
     }
@@ -295,8 +333,10 @@ export class HaController {
     const sentAt = this.sentAt();
     try {
       const ok = await this.o.store.renew(holder, epoch, this.options.ttlMs);
+      this.storeAnswered();
       this.feed(ok ? { type: 'renewed', sentAt } : { type: 'renewFailed', now: this.o.now() });
     } catch (e) {
+      this.storeFailed(e);
       this.o.log.warn({ err: (e as Error).message }, 'HA: renewing the lease failed; retrying until its deadline');
       this.feed({ type: 'renewError', now: this.o.now() });
     }

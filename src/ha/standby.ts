@@ -31,8 +31,11 @@ export interface RelayClient {
 }
 
 export interface StandbyRelayOptions {
-  /** undefined: this node answers (sealed, active, or HA off). Else where the active node is, if known. */
-  readonly relayTarget: () => { leader: { apiAddr: string; clusterAddr: string } | undefined } | undefined;
+  /**
+   * undefined: this node answers (sealed, active, or HA off). `starting`: this node is becoming
+   * the active node (it answers once `started` resolves true). Else where the active node is, if known.
+   */
+  readonly relayTarget: () => { leader: { apiAddr: string; clusterAddr: string } | undefined } | { starting: () => Promise<boolean> } | undefined;
   /** Reads the lock row afresh: the active node now, if any (undefined while none is). */
   readonly findLeader: () => Promise<{ apiAddr: string; clusterAddr: string } | undefined>;
   /** How long a request waits for an active node to appear before the 503 (a takeover's length). */
@@ -52,10 +55,14 @@ export class StandbyRelay implements StandbyGate {
 
   constructor(private readonly o: StandbyRelayOptions) {}
 
-  divert(req: RawRequest): Promise<RawReply> | undefined {
+  divert(req: RawRequest): Promise<RawReply | undefined> | undefined {
     if (!req.url.startsWith('/v1/') || LOCAL.has(pathOf(req.url))) return undefined;
     const target = this.o.relayTarget();
     if (target === undefined) return undefined;
+    if ('starting' in target) {
+      // This node won the lease and is loading: answer here once it serves.
+      return target.starting().then((ok) => (ok ? undefined : errorRaw(503, `${NO_ACTIVE}: this node is becoming the active node; retry`)));
+    }
     return this.answer(target.leader, req);
   }
 

@@ -154,8 +154,8 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
       const rawBody = r.chunks.length === 0 ? undefined : r.chunks.length === 1 ? r.chunks[0] : Buffer.concat(r.chunks);
       const remoteAddress = req.socket.remoteAddress ?? '';
       const diverted = opts.standby?.divert({ method: r.method, url: r.url, headers: relayableHeaders(req.headers), body: rawBody, remoteAddress });
-      if (diverted !== undefined) {
-        const reply = await diverted;
+      const reply = diverted === undefined ? undefined : await diverted;
+      if (reply !== undefined) {
         res.writeHead(reply.status, { ...reply.headers, 'content-length': String(reply.body.length) });
         res.end(reply.body);
         return reply.status;

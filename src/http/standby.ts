@@ -24,8 +24,11 @@ export interface RawReply {
 }
 
 export interface StandbyGate {
-  /** The reply from elsewhere (relayed, a 307 or a 503), or undefined when this node answers itself. */
-  divert(req: RawRequest): Promise<RawReply> | undefined;
+  /**
+   * The reply from elsewhere (relayed, a 307 or a 503), or undefined when this node answers
+   * itself (now, or once the promise resolves to undefined: it was just becoming active).
+   */
+  divert(req: RawRequest): Promise<RawReply | undefined> | undefined;
 }
 
 /** Headers that belong to one connection, never relayed. */

@@ -136,6 +136,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
     },
   });
   o.fence.bind(() => controller.fenceState(), controller.fenced);
+  // A commit whose outcome PostgreSQL left unknown fails the engine closed: step down, and the
+  // next activation (once the database answers) reloads and clears it.
+  o.engine.onFailure(() => controller.storageFailed());
   // Standby and cooldown write nothing; sealed writes only what the sealed fence lets through (init).
   controller.onChange((v) => {
     if (v.mode === 'standby' || v.mode === 'cooldown') o.engine.standby(standbyRefusal);
@@ -152,7 +155,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     relayTarget: () => {
       const v = controller.view();
       if (v.mode === 'sealed') return undefined;
-      if (v.mode === 'active') return controller.isActive() ? undefined : { leader: undefined };
+      if (v.mode === 'active') return controller.isActive() ? undefined : { starting: () => controller.untilServing(30_000) };
       return { leader: v.leaderRow === undefined ? undefined : { apiAddr: v.leaderRow.apiAddr, clusterAddr: v.leaderRow.clusterAddr } };
     },
     findLeader: async () => {
@@ -174,6 +177,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
       return { isSelf: false, activeTime: ZERO_TIME, leaderAddress: row?.apiAddr ?? '', leaderClusterAddress: row === undefined ? '' : `https://${row.clusterAddr}` };
     },
     standby: () => controller.view().mode !== 'sealed' && !controller.isActive(),
+    problem: () => controller.storeProblem(),
     nodes: async () => {
       const members = await controller.members(MEMBER_MAX_AGE_MS);
       const active = controller.isActive() ? me().holder : controller.view().leaderRow?.holder;

@@ -31,7 +31,10 @@ export function toNodeConfig(c: Config): NodeConfig {
   return {
     ...(s.type === 'leveldb'
       ? { storagePath: s.path }
-      : { storagePath: '', postgresql: { connectionUrl: s.connectionUrl, table: s.table, haEnabled: s.haEnabled, haTable: s.haTable } }),
+      : {
+          storagePath: '',
+          postgresql: { connectionUrl: s.connectionUrl, table: s.table, haEnabled: s.haEnabled, haTable: s.haTable, ...(s.haLeaseTtlMs !== undefined ? { haLeaseTtlMs: s.haLeaseTtlMs } : {}) },
+        }),
     listenAddress: c.listener.address,
     listenerTimeouts: c.listener.timeouts,
     ...(c.listener.tls.mode === 'enabled' ? { tls: { certFile: c.listener.tls.certFile, keyFile: c.listener.tls.keyFile } } : {}),

@@ -152,6 +152,36 @@ async function openStorage(config: NodeConfig, now: () => number, log: Logger): 
   };
 }
 
+/** After each storage failure, tries every second to reload the engine and the vault's caches until it succeeds. */
+function recoverOnReload(engine: StorageEngine, core: VaultCore, log: Logger): { stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const attempt = (): void => {
+    timer = setTimeout(() => {
+      engine
+        .reload()
+        .then(async () => {
+          if (!core.sealed()) await core.reopen();
+          log.info('storage answers again: state reloaded from PostgreSQL, writes resume');
+        })
+        .catch(() => {
+          if (!stopped) attempt();
+        });
+    }, 1000);
+    timer.unref();
+  };
+  const off = engine.onFailure(() => {
+    if (!stopped) attempt();
+  });
+  return {
+    stop() {
+      stopped = true;
+      off();
+      clearTimeout(timer);
+    },
+  };
+}
+
 /** The license, re-checked for expiry at every use, and its sys/license/status view. */
 async function loadNodeLicense(config: NodeConfig, now: () => number, log: Logger): Promise<{ view: LicenseView; status: () => Record<string, unknown> }> {
   let license: LicenseStatus = await loadLicense(config.licensePath, config.licenseIssuerKeys, new Date(now()));
@@ -277,6 +307,10 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
   log.info({ api_addr: http.url }, 'http listening');
   ha?.start();
 
+  // PostgreSQL without HA: a failed commit's outcome is settled by reading the database again, so
+  // once it answers the node reloads and writes again (HA nodes do this by stepping down).
+  const recover = config.postgresql !== undefined && ha === undefined ? recoverOnReload(engine, core, log) : undefined;
+
   const tidy = setInterval(() => {
     if (!core.sealed() && (ha === undefined || ha.controller.isActive())) core.tokens.tidy().catch((e: unknown) => log.warn({ err: e }, 'token tidy failed'));
   }, 60_000);
@@ -298,6 +332,7 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
     ha,
     async stop() {
       clearInterval(tidy);
+      recover?.stop();
       // Listener first: no request may reach storage after it is closed.
       await server.close();
       // HA: stop the active role and release the lock row, so a standby takes over at once.

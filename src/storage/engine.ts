@@ -70,6 +70,7 @@ export class StorageEngine implements RawStore, MerkleView {
     private tail: WalTail,
     trees: Trees,
     dirty: DirtyPages,
+    private readonly failures: Set<(failure: StorageFailed) => void>,
   ) {
     this.now = opts.now ?? Date.now;
     this.jobs = new JobChain(() => this.failure() ?? this.standbyRefusal?.());
@@ -82,10 +83,11 @@ export class StorageEngine implements RawStore, MerkleView {
    */
   static async open(backend: Backend, opts: EngineOptions): Promise<StorageEngine> {
     if (!(opts.walMaxEntries >= 1) || !(opts.walMaxBytes >= 1)) throw new InvalidRequest('WAL bounds must be at least 1');
-    const guarded = new FaultGuard(backend);
+    const failures = new Set<(failure: StorageFailed) => void>();
+    const guarded = new FaultGuard(backend, { recovers: opts.settlesOnReload === true, onFault: (f) => failures.forEach((l) => l(f)) });
     const tail = await WalTail.load(guarded);
     const { trees, dirty } = await loadTrees(guarded);
-    return new StorageEngine(guarded, opts, tail, trees, dirty);
+    return new StorageEngine(guarded, opts, tail, trees, dirty, failures);
   }
 
   secure(cipher: ValueCipher): BarrierStore {
@@ -246,6 +248,12 @@ export class StorageEngine implements RawStore, MerkleView {
       this.backend.clear();
       this.listeners.notify(tail.meta.last);
     });
+  }
+
+  /** Calls `listener` when storage fails (the first fault, and the first again after a reload cleared one). */
+  onFailure(listener: (failure: StorageFailed) => void): () => void {
+    this.failures.add(listener);
+    return () => this.failures.delete(listener);
   }
 
   /** The first storage fault (sticky until restart), or undefined while storage is healthy. */

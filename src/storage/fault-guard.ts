@@ -26,10 +26,25 @@ function detailOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** What a failed store's error tells the operator to do, when the store recovers by itself (PostgreSQL). */
+const RECOVERS =
+  'writes are refused until the database answers again and this node reloads its state from it, which it does by itself; ' +
+  'nothing acknowledged is lost (a write in flight when it failed may or may not have been applied: read it back)';
+
+export interface FaultGuardOptions {
+  /** The store settles an unknown outcome by being read again (PostgreSQL): no restart needed. */
+  readonly recovers?: boolean;
+  /** Told once, when the first fault is recorded (and again after each clear()). */
+  readonly onFault?: (failure: StorageFailed) => void;
+}
+
 export class FaultGuard implements Backend {
   private first: StorageFailed | undefined;
 
-  constructor(private readonly inner: Backend) {}
+  constructor(
+    private readonly inner: Backend,
+    private readonly o: FaultGuardOptions = {},
+  ) {}
 
   /** The first fault, sticky for the life of this guard (the process). */
   get failure(): StorageFailed | undefined {
@@ -38,7 +53,10 @@ export class FaultGuard implements Backend {
 
   /** Records `e` as the fault (if it is the first) and returns what callers see. */
   private fault(e: unknown): StorageFailed {
-    this.first ??= new StorageFailed(`storage failed: ${detailOf(e)}; ${ADVICE}`, { cause: e });
+    if (this.first === undefined) {
+      this.first = new StorageFailed(`storage failed: ${detailOf(e)}; ${this.o.recovers === true ? RECOVERS : ADVICE}`, { cause: e });
+      this.o.onFault?.(this.first);
+    }
     return this.first;
   }
 

@@ -14,7 +14,8 @@
  * last_echo). Every time is the database's `now()`: nodes' clocks never enter the lease.
  *
  * Acquire is one transaction: the row is locked (waiting at most `lock_timeout` for a commit in
- * flight that holds it FOR SHARE), and taken only when it is missing or expired; the epoch comes
+ * flight that holds it FOR SHARE), and taken only when it is missing, expired or this node's own
+ * (a new epoch then fences the commits of its old one); the epoch comes
  * from the sequence only then, so failed attempts do not spend epochs. A concurrent insert of a
  * missing row loses through the ON CONFLICT clause's `valid_until < now()`.
  *
@@ -175,7 +176,9 @@ class PostgresLease implements LeaseStore {
       await client.query(`SET LOCAL lock_timeout = ${ms(this.o.statementTimeoutMs ?? 1000)}`);
       const cur = await client.query<RawRow>(`SELECT holder, epoch::text AS epoch, api_addr, cluster_addr, valid_until > now() AS live FROM ${this.q} WHERE ha_key = $1 FOR UPDATE`, [LEADER]);
       const row = cur.rows[0];
-      if (row?.live === true) {
+      // A live row of another holder wins; this node's own (it stepped down or was fenced and
+      // competes again) is taken over at once under a new epoch.
+      if (row?.live === true && row.holder !== me.holder) {
         await client.query('ROLLBACK');
         return { won: false, leader: rowOf(row) };
       }
@@ -184,7 +187,7 @@ class PostgresLease implements LeaseStore {
          VALUES ($1, $2, nextval('${this.seq}'), $3, $4, now() + make_interval(secs => $5::double precision / 1000))
          ON CONFLICT (ha_key) DO UPDATE SET holder = EXCLUDED.holder, epoch = EXCLUDED.epoch, api_addr = EXCLUDED.api_addr,
            cluster_addr = EXCLUDED.cluster_addr, valid_until = EXCLUDED.valid_until
-         WHERE h.valid_until <= now()
+         WHERE h.valid_until <= now() OR h.holder = EXCLUDED.holder
          RETURNING epoch::text AS epoch`,
         [LEADER, me.holder, me.apiAddr, me.clusterAddr, ttlMs],
       );

@@ -24,6 +24,8 @@ export interface HaFacts {
   leader(): { isSelf: boolean; activeTime: string; leaderAddress: string; leaderClusterAddress: string };
   /** Whether this node is an unsealed standby (health 429). */
   standby(): boolean;
+  /** Why the HA lock cannot be reached now (the database is down), for sys/health; undefined when it can. */
+  problem(): string | undefined;
   nodes(): Promise<HaNodeInfo[]>;
   /** Stops being active, releases the lock, sits out the cooldown; resolves once stopped. */
   stepDown(): Promise<void>;

@@ -125,7 +125,8 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
           const sealed = core.sealed();
           const dr = facts.drMode() === 'secondary';
           const standby = !sealed && facts.ha?.standby() === true;
-          const storageFailure = facts.storageFailure();
+          const haProblem = sealed ? undefined : facts.ha?.problem();
+          const storageFailure = facts.storageFailure() ?? (haProblem === undefined ? undefined : `the HA lock in storage cannot be reached: ${haProblem}`);
           let status = fields.activecode ?? 200;
           if (!initialized) status = fields.uninitcode ?? 501;
           else if (sealed) status = fields.sealedcode ?? 503;
