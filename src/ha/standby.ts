@@ -19,6 +19,11 @@ const LOCAL = new Set(['sys/health', 'sys/seal-status', 'sys/unseal', 'sys/seal'
 /** Vault's answer when no active node is known (http/handler.go). */
 export const NO_ACTIVE = 'local node not active but active cluster node not found';
 
+type Leader = { readonly apiAddr: string; readonly clusterAddr: string };
+
+/** This node has become the active node while the request waited: it answers itself. */
+const SELF = Symbol('self');
+
 /** The relay never reached the node: nothing was sent. */
 const NOT_SENT = Symbol('not sent');
 
@@ -26,7 +31,7 @@ const NOT_SENT = Symbol('not sent');
 const RELAY_DEADLINE_MS = 60_000;
 
 export interface RelayClient {
-  forward(req: RawRequest, deadlineMs: number): Promise<RawReply>;
+  forward(req: RawRequest, deadlineMs: number, signal?: AbortSignal): Promise<RawReply>;
   close(): void;
 }
 
@@ -59,36 +64,55 @@ export class StandbyRelay implements StandbyGate {
     if (!req.url.startsWith('/v1/') || LOCAL.has(pathOf(req.url))) return undefined;
     const target = this.o.relayTarget();
     if (target === undefined) return undefined;
-    if ('starting' in target) {
-      // This node won the lease and is loading: answer here once it serves.
-      return target.starting().then((ok) => (ok ? undefined : errorRaw(503, `${NO_ACTIVE}: this node is becoming the active node; retry`)));
-    }
+    if ('starting' in target) return this.whenStarted(target.starting);
     return this.answer(target.leader, req);
   }
 
-  private async answer(known: { apiAddr: string; clusterAddr: string } | undefined, req: RawRequest): Promise<RawReply> {
+  /** This node won the lease and is loading: it answers itself once it serves. */
+  private async whenStarted(starting: () => Promise<boolean>): Promise<RawReply | undefined> {
+    return (await starting()) ? undefined : errorRaw(503, `${NO_ACTIVE}: this node was becoming the active node and stopped; retry`);
+  }
+
+  private async answer(known: Leader | undefined, req: RawRequest): Promise<RawReply | undefined> {
     // During a takeover no node is active for a moment: wait for one rather than fail at once.
     const leader = known ?? (await this.waitForLeader());
-    if (leader === undefined || leader.apiAddr === '') return errorRaw(503, NO_ACTIVE);
+    if (leader === SELF) return undefined;
+    if (typeof leader === 'string') return errorRaw(503, leader);
     if (req.headers['x-vault-no-request-forwarding'] !== undefined) {
       return { status: 307, headers: { location: `${leader.apiAddr.replace(/\/+$/, '')}${req.url}` }, body: Buffer.alloc(0) };
     }
     const first = await this.relay(leader.clusterAddr, req);
     if (first !== NOT_SENT) return first;
-    // The node the row named did not answer (it died): nothing was sent, so wait for the next
-    // active node and relay once more.
+    // The node the row named did not answer (it died, or another took over before the request
+    // left): nothing was sent, so wait for the next active node and relay once more.
     const next = await this.waitForLeader(leader.clusterAddr);
-    if (next === undefined) return errorRaw(503, `${NO_ACTIVE} (the active node at ${leader.clusterAddr} is not reachable; nothing was sent to it, nothing was written)`);
+    if (next === SELF) return undefined;
+    if (typeof next === 'string') return errorRaw(503, `${next} (the active node at ${leader.clusterAddr} is not reachable; nothing was sent to it, nothing was written)`);
     const second = await this.relay(next.clusterAddr, req);
     return second === NOT_SENT ? errorRaw(503, `${NO_ACTIVE} (the active node at ${next.clusterAddr} is not reachable; nothing was sent to it, nothing was written)`) : second;
   }
 
-  private async waitForLeader(not?: string): Promise<{ apiAddr: string; clusterAddr: string } | undefined> {
+  /**
+   * The active node once one is known (other than `not`), SELF when this node has become it, or
+   * at the deadline the 503's message (saying why, when the lock row could not be read).
+   */
+  private async waitForLeader(not?: string): Promise<Leader | typeof SELF | string> {
     const until = Date.now() + this.o.waitForLeaderMs;
+    let problem: string | undefined;
     for (;;) {
-      const found = await this.o.findLeader().catch(() => undefined);
-      if ((found !== undefined && found.clusterAddr !== not) || Date.now() >= until) return found?.clusterAddr === not ? undefined : found;
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      const here = this.o.relayTarget();
+      if (here === undefined) return SELF;
+      if ('starting' in here) return (await here.starting()) ? SELF : NO_ACTIVE;
+      let found: Leader | undefined;
+      try {
+        found = await this.o.findLeader();
+        problem = undefined;
+      } catch (e) {
+        problem = e instanceof Error ? e.message : String(e);
+      }
+      if (found !== undefined && found.clusterAddr !== not) return found;
+      if (Date.now() >= until) return problem === undefined ? NO_ACTIVE : `${NO_ACTIVE}: the HA lock in storage cannot be read (${problem})`;
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 
@@ -99,15 +123,32 @@ export class StandbyRelay implements StandbyGate {
       this.client?.relay.close();
       this.client = { address, relay: this.o.connect({ address, tls: this.tls.client }) };
     }
+    // Once another node holds the lease, the one this request went to can commit nothing more
+    // (the fence): a request not yet sent goes to the new one, and one in flight to a frozen node
+    // has a settled outcome, so the client is told at once rather than at the deadline.
+    const moved = new AbortController();
+    const watch = setInterval(() => {
+      this.o.findLeader().then(
+        (now) => {
+          if (now !== undefined && now.clusterAddr !== address) moved.abort();
+        },
+        () => undefined,
+      );
+    }, 100);
     try {
-      return await this.client.relay.forward(req, RELAY_DEADLINE_MS);
+      return await this.client.relay.forward(req, RELAY_DEADLINE_MS, moved.signal);
     } catch (e) {
       if (e instanceof ChannelError && e.reason === ChannelReason.notSent) return NOT_SENT;
+      if (moved.signal.aborted) {
+        return errorRaw(503, `the active node at ${address} stopped answering and another node took over while the request was in flight; the outcome is unknown: read it back before retrying`);
+      }
       if (e instanceof ChannelError && e.refused) {
         return errorRaw(503, `the active node at ${address} refused the relayed request (${e.message}): nothing was written`);
       }
       const why = e instanceof Error ? e.message : String(e);
       return errorRaw(503, `the request was relayed to the active node at ${address} but its answer was lost (${why}); the outcome is unknown: read it back before retrying`);
+    } finally {
+      clearInterval(watch);
     }
   }
 

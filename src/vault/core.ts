@@ -92,7 +92,9 @@ export class VaultCore {
     return this.secure;
   }
 
+  /** Once true, stays true; until then read again each time (another node of an HA cluster may initialise the shared storage). */
   async initialized(): Promise<boolean> {
+    if (!this.isInitialized) this.isInitialized = (await this.seal.status()).initialized;
     return this.isInitialized;
   }
 

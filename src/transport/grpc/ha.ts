@@ -79,8 +79,11 @@ export const haWire = {
 };
 
 export interface HaClient {
-  /** Rejects with ChannelError: `not_sent` when the request never left this node. */
-  forward(req: HaHttpRequest, deadlineMs: number): Promise<HaHttpReply>;
+  /**
+   * Rejects with ChannelError: `not_sent` when the request never left this node. `signal` cancels
+   * a call in flight (it then rejects as cancelled: the outcome is unknown).
+   */
+  forward(req: HaHttpRequest, deadlineMs: number, signal?: AbortSignal): Promise<HaHttpReply>;
   close(): void;
 }
 
@@ -101,21 +104,33 @@ export function connectHa(opts: { address: string; tls: TlsMaterial }): HaClient
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
   }) as unknown as HaRawClient;
-  const ready = (): Promise<void> =>
+  /** A ready connection, or `not_sent` at the deadline or when `signal` aborts first. */
+  const ready = (signal: AbortSignal | undefined): Promise<void> =>
     new Promise<void>((resolve, reject) => {
-      raw.waitForReady(Date.now() + READY_MS, (err) => (err ? reject(new ChannelError(ChannelReason.notSent, `the active node at ${opts.address} is not reachable: ${err.message}`)) : resolve()));
+      const notSent = (why: string): ChannelError => new ChannelError(ChannelReason.notSent, `the active node at ${opts.address} is not reachable: ${why}`);
+      if (signal?.aborted === true) return reject(notSent('another node took over'));
+      const abort = (): void => reject(notSent('another node took over'));
+      signal?.addEventListener('abort', abort, { once: true });
+      raw.waitForReady(Date.now() + READY_MS, (err) => {
+        signal?.removeEventListener('abort', abort);
+        if (err) reject(notSent(err.message));
+        else resolve();
+      });
     });
   return {
-    async forward(req, deadlineMs) {
-      await ready();
+    async forward(req, deadlineMs, signal) {
+      await ready(signal);
       return new Promise<HaHttpReply>((resolve, reject) => {
-        raw.Forward(haWire.request(req), { deadline: Date.now() + deadlineMs }, (err, res) => {
+        const call = raw.Forward(haWire.request(req), { deadline: Date.now() + deadlineMs }, (err, res) => {
+          signal?.removeEventListener('abort', cancel);
           if (err || res === undefined) {
             reject(channelErrorOf(err ?? new Error('no reply')));
             return;
           }
           resolve(haWire.fromReply(res));
         });
+        const cancel = (): void => call.cancel();
+        signal?.addEventListener('abort', cancel);
       });
     },
     close() {
