@@ -88,8 +88,10 @@ interface Storage {
 
 /**
  * The backend the config names. PostgreSQL: `ha_enabled` is accepted but HA is the next step, so
- * such a node warns and runs as a single active node (do not start two on one table yet). Logs and
- * errors name the connection URL with its password redacted.
+ * such a node warns and runs as a single active node (do not start two on one table yet). While
+ * the server is unreachable the open retries (`max_connect_retries`, else for up to 60 s; one warn
+ * line a retry); a bad URL, a refused login or a missing database fail at once, the error naming
+ * where the URL came from. Logs and errors name the connection URL with its password redacted.
  */
 async function openBackend(config: NodeConfig, log: Logger): Promise<Backend> {
   const pgc = config.postgresql;
@@ -99,6 +101,9 @@ async function openBackend(config: NodeConfig, log: Logger): Promise<Backend> {
   const backend = await openPostgresBackend({
     connectionUrl: pgc.connectionUrl,
     table: pgc.table,
+    urlSource: pgc.connectionUrlSource ?? 'storage "postgresql" connection_url',
+    ...(pgc.maxConnectRetries !== undefined ? { maxConnectRetries: pgc.maxConnectRetries } : {}),
+    onConnectRetry: (r) => log.warn({ ...where, attempt: r.attempt, retry_in_ms: r.delayMs, err: r.reason }, 'PostgreSQL unreachable; retrying'),
     onIdleError: (e) => log.warn({ ...where, err: e.message }, 'PostgreSQL connection lost while idle'),
   });
   log.info(where, 'PostgreSQL storage opened');
