@@ -118,6 +118,8 @@ export interface NodeConfigExtras {
   readonly replication?: ReplicationBlock;
   readonly leases?: LeaseSettings;
   readonly listener?: Readonly<Record<string, string>>;
+  /** `storage "postgresql"` on this URL instead of the LevelDB under HOME/data. */
+  readonly postgresql?: { readonly connectionUrl: string };
 }
 
 /** A child-process node. */
@@ -163,7 +165,7 @@ export function nodeConfig(home: string, issuerKey: string, logLevel: LogLevel, 
           '}',
         ];
   return [
-    `storage "leveldb" { path = ${q(join(home, 'data'))} }`,
+    extras.postgresql !== undefined ? `storage "postgresql" { connection_url = ${q(extras.postgresql.connectionUrl)} }` : `storage "leveldb" { path = ${q(join(home, 'data'))} }`,
     'listener "tcp" {',
     `  address = "127.0.0.1:${extras.apiPort ?? 0}"`,
     '  tls_disable = true',
