@@ -405,6 +405,32 @@ describe('PostgreSQL backend: faults at run time, then the pool reconnects', () 
     }
   });
 
+  it('a guard refusal stays BatchRefused, also when its ROLLBACK fails or the guard throws it, and never leaks the connection', async () => {
+    let mode: 'kill-and-refuse' | 'throw' = 'kill-and-refuse';
+    const b = await openPostgresBackend({
+      connectionUrl: server.url,
+      table: freshTable(),
+      maxConnections: 1,
+      connectTimeoutMs: 2_000,
+      guard: async (tx) => {
+        if (mode === 'throw') throw new BatchRefused('the guard threw');
+        await tx.query('SELECT pg_terminate_backend(pg_backend_pid())').catch(() => undefined);
+        return { refused: 'lease lost' };
+      },
+    });
+    try {
+      const killed = await b.batch([put('a', '1')], { sync: true }).catch((e: unknown) => e);
+      expect(killed).toBeInstanceOf(BatchRefused);
+      expect((killed as BatchRefused).reason).toBe('lease lost');
+      mode = 'throw';
+      for (let i = 0; i < 3; i++) await expect(b.batch([put('a', '1')], { sync: true })).rejects.toThrow('the guard threw');
+      // One connection in the pool: had any of these leaked it, this read would time out.
+      expect(await b.get('a')).toBeUndefined();
+    } finally {
+      await b.close();
+    }
+  });
+
   it('the server stops mid-use: BackendFault; started again on the same port, the same backend reads and writes', async () => {
     const own = await startPostgres();
     const url = own.url.replace('postgres://tessera@', 'postgres://tessera:pw-restart@');

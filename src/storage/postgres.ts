@@ -475,8 +475,13 @@ class PostgresBackend extends PgView implements Backend {
       await client.query('BEGIN');
       const refusal = await this.runGuard(client);
       if (refusal !== undefined) {
-        await client.query('ROLLBACK');
-        this.shared.release(client);
+        // Refused whatever the ROLLBACK says: a connection that fails it is dropped, and the
+        // server rolls back what it dropped.
+        const rolledBack = await client.query('ROLLBACK').then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        this.shared.release(client, rolledBack);
         throw new BatchRefused(refusal);
       }
       if (putKeys.length > 0) {
@@ -490,9 +495,10 @@ class PostgresBackend extends PgView implements Backend {
       await client.query('COMMIT');
       this.shared.release(client);
     } catch (e) {
-      if (e instanceof BatchRefused) throw e;
-      // Not knowing the connection's state, drop it rather than return it to the pool.
+      // Not knowing the connection's state, drop it rather than return it to the pool (a no-op
+      // when it went back already). A guard callback may throw BatchRefused itself.
       this.shared.release(client, e);
+      if (e instanceof BatchRefused) throw e;
       throw this.fault(committing ? `${what} (COMMIT outcome unknown)` : what, e);
     }
   }
@@ -581,6 +587,9 @@ export async function openPostgresBackend(opts: PostgresBackendOptions): Promise
     connectionString: opts.connectionUrl,
     max: opts.maxConnections ?? 16,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
+    // TCP keep-alive probes find a server that vanished without closing the connection.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     application_name: 'tessera',
   });
   // Idle clients' errors come here (pg-pool drops those clients); checked-out clients' errors go
