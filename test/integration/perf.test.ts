@@ -2,7 +2,8 @@
  * Performance replication end to end on in-process nodes (real LevelDB, HTTP and gRPC mTLS):
  * activation, streaming of the replicated class only, local tokens and local mounts that survive,
  * replicated writes forwarded from the secondary, status fields, promote, disable, update-primary.
- * Runs on LevelDB and on PostgreSQL (forEachEngine, test/support/engines.ts).
+ * Activation, streaming and forwarded writes run on LevelDB and on PostgreSQL (forEachEngine,
+ * test/support/engines.ts); the mode, token and license rules on LevelDB only.
  */
 import { jest } from '@jest/globals';
 import { eventually } from '../harness/eventually.js';
@@ -13,7 +14,12 @@ import { forEachEngine } from '../support/engines.js';
 
 jest.setTimeout(60_000);
 
-forEachEngine(() => {
+forEachEngine((engine) => {
+  // Mode, token and license rules that no storage engine shapes run on LevelDB only.
+  const levelDbOnly = (name: string, fn: () => Promise<void>, timeoutMs?: number): void => {
+    if (engine === 'leveldb') test(name, fn, timeoutMs);
+  };
+
   describe('performance replication', () => {
     let p: TestNode;
     let s: TestNode;
@@ -89,7 +95,7 @@ forEachEngine(() => {
       await eventually(async () => expect((await s.call('GET', 'secret/data/before')).body.data.data).toEqual({ v: 3 }));
     });
 
-    test('a DR token is refused by a performance secondary before it is spent, and the reverse', async () => {
+    levelDbOnly('a DR token is refused by a performance secondary before it is spent, and the reverse', async () => {
       expect((await p.call('POST', 'sys/replication/dr/primary/enable', {})).status).toBe(204);
       expect((await p.call('POST', `${PERF}/primary/enable`, {})).status).toBe(204);
       const drToken = await secondaryToken(p, 'x1');
@@ -105,7 +111,7 @@ forEachEngine(() => {
       expect(r.body.data.mode).toBe('disabled');
     });
 
-    test('promote, demote, update-primary with addresses and with a blank token, disable', async () => {
+    levelDbOnly('promote, demote, update-primary with addresses and with a blank token, disable', async () => {
       await joinSecondary(p, s, 'perf-x', 'performance');
       const clusterId = (await replStatus(p, 'performance')).cluster_id;
       // Demote the primary, promote the secondary (sudo token of its own, no DR operation token).
@@ -140,7 +146,7 @@ forEachEngine(() => {
       expect((await p.call('PUT', 'secret/data/standalone', { data: { v: 1 } })).status).toBe(200);
     });
 
-    test('secondary operations need a sudo token; the performance license gates the endpoints', async () => {
+    levelDbOnly('secondary operations need a sudo token; the performance license gates the endpoints', async () => {
       await joinSecondary(p, s, 'perf-auth', 'performance');
       expect((await s.call('POST', `${PERF}/secondary/promote`, {}, { token: null })).status).toBe(403);
       expect((await replStatus(s, 'performance')).mode).toBe('secondary');
@@ -155,7 +161,7 @@ forEachEngine(() => {
       }
     });
 
-    test('a promoted DR secondary takes over the performance set; its secondary follows by address, no new token', async () => {
+    levelDbOnly('a promoted DR secondary takes over the performance set; its secondary follows by address, no new token', async () => {
       const d = await startTestNode();
       try {
         await joinSecondary(p, s, 'perf-follow', 'performance');

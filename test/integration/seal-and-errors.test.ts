@@ -1,6 +1,7 @@
 /**
- * The node's seal lifecycle and the error contract of WIRE.md section 2, over real HTTP.
- * Runs on LevelDB and on PostgreSQL (forEachEngine, test/support/engines.ts).
+ * The node's seal lifecycle and the error contract of WIRE.md section 2, over real HTTP. The seal
+ * lifecycle runs on LevelDB and on PostgreSQL (forEachEngine, test/support/engines.ts); the error
+ * contract, which no storage engine shapes, on LevelDB.
  */
 import { request } from 'node:http';
 import { startTestNode, type TestNode } from '../support/in-process.js';
@@ -66,74 +67,74 @@ forEachEngine(() => {
       expect((await n.call('GET', 'kv/data/app')).body.data.data).toEqual({ password: 'hunter2' });
     });
   });
+});
 
-  describe('error contract', () => {
-    let n: TestNode;
-    beforeAll(async () => {
-      n = await startTestNode();
-    });
-    afterAll(async () => n.stop());
+describe('error contract', () => {
+  let n: TestNode;
+  beforeAll(async () => {
+    n = await startTestNode();
+  });
+  afterAll(async () => n.stop());
 
-    it.each([
-      ['malformed JSON', 'POST', 'sys/mounts/x', '{"type": "kv",', 400],
-      ['a JSON array body', 'POST', 'sys/mounts/x', '[1,2]', 400],
-      ['a wrong type', 'POST', 'sys/mounts/x', '{"type": 7}', 400],
-      ['a missing required field', 'POST', 'sys/policies/acl/p', '{}', 400],
-      ['a bad policy', 'POST', 'sys/policies/acl/p', '{"policy": "path \\"x\\" { capabilities = [\\"fly\\"] }"}', 400],
-      ['an unknown sys path', 'GET', 'sys/nope', undefined, 404],
-      ['an unmounted path', 'GET', 'nothing/here', undefined, 404],
-      ['an empty segment', 'GET', 'secret//data', undefined, 400],
-      ['an unsupported method on a route', 'DELETE', 'sys/seal-status', undefined, 405],
-      ['a bad duration', 'POST', 'auth/token/create', '{"ttl": "soon"}', 400],
-    ])('%s -> %i with {"errors": [...]}', async (_name, method, path, raw, status) => {
-      const r = await n.call(method, path, undefined, raw === undefined ? {} : { raw, headers: { 'content-type': 'application/json' } });
-      expect(r.status).toBe(status);
-      expect(Array.isArray(r.body.errors)).toBe(true);
-      if (status !== 404) expect(r.body.errors.length).toBeGreaterThan(0);
-    });
+  it.each([
+    ['malformed JSON', 'POST', 'sys/mounts/x', '{"type": "kv",', 400],
+    ['a JSON array body', 'POST', 'sys/mounts/x', '[1,2]', 400],
+    ['a wrong type', 'POST', 'sys/mounts/x', '{"type": 7}', 400],
+    ['a missing required field', 'POST', 'sys/policies/acl/p', '{}', 400],
+    ['a bad policy', 'POST', 'sys/policies/acl/p', '{"policy": "path \\"x\\" { capabilities = [\\"fly\\"] }"}', 400],
+    ['an unknown sys path', 'GET', 'sys/nope', undefined, 404],
+    ['an unmounted path', 'GET', 'nothing/here', undefined, 404],
+    ['an empty segment', 'GET', 'secret//data', undefined, 400],
+    ['an unsupported method on a route', 'DELETE', 'sys/seal-status', undefined, 405],
+    ['a bad duration', 'POST', 'auth/token/create', '{"ttl": "soon"}', 400],
+  ])('%s -> %i with {"errors": [...]}', async (_name, method, path, raw, status) => {
+    const r = await n.call(method, path, undefined, raw === undefined ? {} : { raw, headers: { 'content-type': 'application/json' } });
+    expect(r.status).toBe(status);
+    expect(Array.isArray(r.body.errors)).toBe(true);
+    if (status !== 404) expect(r.body.errors.length).toBeGreaterThan(0);
+  });
 
-    it('rejects relative segments that a raw client sends (fetch would normalise them away)', async () => {
-      for (const path of ['/v1/secret/../sys/mounts', '/v1/secret/%2E%2E/sys/mounts', '/v1/./sys/mounts']) {
-        const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-          const req = request({ host: '127.0.0.1', port: new URL(n.apiAddr).port, path, headers: { 'X-Vault-Token': n.rootToken } }, (r) => {
-            let body = '';
-            r.on('data', (c: Buffer) => (body += c.toString()));
-            r.on('end', () => resolve({ status: r.statusCode ?? 0, body }));
-          });
-          req.on('error', reject);
-          req.end();
+  it('rejects relative segments that a raw client sends (fetch would normalise them away)', async () => {
+    for (const path of ['/v1/secret/../sys/mounts', '/v1/secret/%2E%2E/sys/mounts', '/v1/./sys/mounts']) {
+      const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port: new URL(n.apiAddr).port, path, headers: { 'X-Vault-Token': n.rootToken } }, (r) => {
+          let body = '';
+          r.on('data', (c: Buffer) => (body += c.toString()));
+          r.on('end', () => resolve({ status: r.statusCode ?? 0, body }));
         });
-        expect(res.status).toBe(400);
-        expect(JSON.parse(res.body).errors[0]).toMatch(/relative segment/);
-      }
-    });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.body).errors[0]).toMatch(/relative segment/);
+    }
+  });
 
-    it('refuses requests without, with an unknown, or with a revoked token (403)', async () => {
-      expect((await n.call('GET', 'sys/mounts', undefined, { token: null })).status).toBe(403);
-      expect((await n.call('GET', 'sys/mounts', undefined, { token: 'hvs.AAAAAAAAAAAAAAAAAAAAAAAA' })).status).toBe(403);
-      const child = await n.call('POST', 'auth/token/create', { policies: ['default'] });
-      const token = child.body.auth.client_token as string;
-      expect((await n.call('GET', 'auth/token/lookup-self', undefined, { token })).status).toBe(200);
-      expect((await n.call('POST', 'auth/token/revoke', { token })).status).toBe(204);
-      expect((await n.call('GET', 'auth/token/lookup-self', undefined, { token })).status).toBe(403);
-    });
+  it('refuses requests without, with an unknown, or with a revoked token (403)', async () => {
+    expect((await n.call('GET', 'sys/mounts', undefined, { token: null })).status).toBe(403);
+    expect((await n.call('GET', 'sys/mounts', undefined, { token: 'hvs.AAAAAAAAAAAAAAAAAAAAAAAA' })).status).toBe(403);
+    const child = await n.call('POST', 'auth/token/create', { policies: ['default'] });
+    const token = child.body.auth.client_token as string;
+    expect((await n.call('GET', 'auth/token/lookup-self', undefined, { token })).status).toBe(200);
+    expect((await n.call('POST', 'auth/token/revoke', { token })).status).toBe(204);
+    expect((await n.call('GET', 'auth/token/lookup-self', undefined, { token })).status).toBe(403);
+  });
 
-    it('answers 413 for a body over the limit and stores nothing', async () => {
-      const before = (await n.call('GET', 'sys/replication/status', undefined, { token: null })).body.data.dr.merkle_root;
-      const big = JSON.stringify({ data: { blob: 'x'.repeat(33 * 1024 * 1024) } });
-      const r = await n.call('PUT', 'secret/data/big', undefined, { raw: big });
-      expect(r.status).toBe(413);
-      expect(r.body.errors[0]).toMatch(/too large|larger/);
-      const after = (await n.call('GET', 'sys/replication/status', undefined, { token: null })).body.data.dr.merkle_root;
-      expect(after).toBe(before);
-    });
+  it('answers 413 for a body over the limit and stores nothing', async () => {
+    const before = (await n.call('GET', 'sys/replication/status', undefined, { token: null })).body.data.dr.merkle_root;
+    const big = JSON.stringify({ data: { blob: 'x'.repeat(33 * 1024 * 1024) } });
+    const r = await n.call('PUT', 'secret/data/big', undefined, { raw: big });
+    expect(r.status).toBe(413);
+    expect(r.body.errors[0]).toMatch(/too large|larger/);
+    const after = (await n.call('GET', 'sys/replication/status', undefined, { token: null })).body.data.dr.merkle_root;
+    expect(after).toBe(before);
+  });
 
-    it('accepts the LIST method and ?list=true', async () => {
-      await n.call('POST', 'sys/mounts/lst', { type: 'kv' });
-      await n.call('PUT', 'lst/a/b', { v: 1 });
-      await n.call('PUT', 'lst/c', { v: 1 });
-      expect((await n.call('LIST', 'lst/')).body.data.keys).toEqual(['a/', 'c']);
-      expect((await n.call('GET', 'lst?list=true')).body.data.keys).toEqual(['a/', 'c']);
-    });
+  it('accepts the LIST method and ?list=true', async () => {
+    await n.call('POST', 'sys/mounts/lst', { type: 'kv' });
+    await n.call('PUT', 'lst/a/b', { v: 1 });
+    await n.call('PUT', 'lst/c', { v: 1 });
+    expect((await n.call('LIST', 'lst/')).body.data.keys).toEqual(['a/', 'c']);
+    expect((await n.call('GET', 'lst?list=true')).body.data.keys).toEqual(['a/', 'c']);
   });
 });
