@@ -31,7 +31,7 @@ export interface PostgresqlStorageConfig {
    * connection_url`, or the environment variable (PG_CONNECTION_URL_ENV) that overrode it.
    */
   readonly connectionUrlSource?: string;
-  /** `max_connect_retries`: retries of the first connection at start, when given (else up to 60 s of retries). */
+  /** `max_connect_retries`: retries of the first connection at start, when given, however long they take (else up to 60 s of retries). */
   readonly maxConnectRetries?: number;
 }
 

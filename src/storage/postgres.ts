@@ -38,7 +38,7 @@
  * Opening: the URL must be a postgres:// (or postgresql://) URL; anything else is refused at once.
  * While the server cannot be reached yet (connection refused, name not resolved, a timeout,
  * "the database system is starting up"), the open retries with backoff (CONNECT_RETRY: 250 ms
- * doubling to 5 s, for 60 s in all, or `maxRetries` retries), telling `onConnectRetry` about each
+ * doubling to 5 s, for 60 s in all; or `maxConnectRetries` retries however long), telling `onConnectRetry` about each
  * one; authentication failures, a missing database and every other error fail at once. Errors of
  * the open name where the URL came from (`urlSource`, e.g. the config key) and PostgreSQL's reason.
  *
@@ -92,7 +92,7 @@ export interface PostgresBackendOptions {
   readonly urlSource?: string;
   /** Retries of the open while the server is unreachable; CONNECT_RETRY unless given. */
   readonly connectRetry?: ConnectRetry;
-  /** Overrides `connectRetry`'s `maxRetries` (config `max_connect_retries`). */
+  /** That many retries, however long they take (config `max_connect_retries`): replaces `connectRetry`'s `maxRetries` and `totalMs`. */
   readonly maxConnectRetries?: number;
   /** Told before each retry of the open (the reason has no password). */
   readonly onConnectRetry?: (r: { readonly attempt: number; readonly delayMs: number; readonly reason: string }) => void;
@@ -597,7 +597,7 @@ export async function openPostgresBackend(opts: PostgresBackendOptions): Promise
   pool.on('error', (e) => opts.onIdleError?.(e));
   pool.on('connect', (client) => void client.on('error', () => undefined));
   const shared = new Shared(pool, opts.pageRows ?? PAGE_ROWS, password);
-  const retry: ConnectRetry = { ...(opts.connectRetry ?? CONNECT_RETRY), ...(opts.maxConnectRetries !== undefined ? { maxRetries: opts.maxConnectRetries } : {}) };
+  const retry: ConnectRetry = { ...(opts.connectRetry ?? CONNECT_RETRY), ...(opts.maxConnectRetries !== undefined ? { maxRetries: opts.maxConnectRetries, totalMs: Infinity } : {}) };
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     let client: pg.PoolClient | undefined;
