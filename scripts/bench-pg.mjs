@@ -46,7 +46,7 @@ const { freePorts } = await import('../test/harness/dr.js');
 
 export const PG_BIN = process.env.BENCH_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const PG_PACKAGE = 'postgresql-15';
-const USER = 'bench';
+export const USER = 'bench';
 const VALUE_BYTES = 1024;
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const note = (s) => process.stderr.write(`${s}\n`);
@@ -70,7 +70,7 @@ export function ensurePostgres() {
 }
 
 /** The unprivileged account the server runs as when we are root: { name, uid, gid }, or undefined. */
-function serverAccount() {
+export function serverAccount() {
   if (!isRoot()) return undefined;
   const id = (flag) => spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' });
   if (id('-u').status !== 0) throw new Error(`running as root and there is no 'postgres' account (the ${PG_PACKAGE} package creates it)`);
@@ -78,10 +78,10 @@ function serverAccount() {
 }
 
 /** [command, argv] running a PostgreSQL program, as the server account when there is one. */
-const command = (account, program, args) => (account ? ['runuser', ['-u', account.name, '--', join(PG_BIN, program), ...args]] : [join(PG_BIN, program), args]);
+export const command = (account, program, args) => (account ? ['runuser', ['-u', account.name, '--', join(PG_BIN, program), ...args]] : [join(PG_BIN, program), args]);
 
 /** Runs a PostgreSQL program (as the server account when root); resolves with stdout, throws on failure. */
-function run(account, program, args, { quiet = false } = {}) {
+export function run(account, program, args, { quiet = false } = {}) {
   const [cmd, argv] = command(account, program, args);
   return new Promise((resolve, reject) => {
     const p = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], cwd: '/' });
@@ -99,7 +99,7 @@ function run(account, program, args, { quiet = false } = {}) {
   });
 }
 
-const conf = (port, socketDir) => [
+export const conf = (port, socketDir) => [
   '',
   '# scripts/bench-pg.mjs: the durable defaults, stated; asynchronous streaming replication',
   "listen_addresses = '127.0.0.1'",
@@ -116,7 +116,7 @@ const conf = (port, socketDir) => [
 ].join('\n');
 
 /** pgbench upserts for `seconds` with `clients` clients; `phase` keeps keys distinct across runs. */
-async function pgbench(scratch, port, clients, seconds, phase) {
+export async function pgbench(scratch, port, clients, seconds, phase) {
   const script = join(scratch, `upsert-${phase}.sql`);
   // :n is a per-client counter (pgbench variables live as long as the client), so every
   // transaction writes a new key: phase/client/n. The value: 32 md5 hex digests = 1,024 bytes,

@@ -8,6 +8,9 @@
  *   BENCH_NO_DR=1 BENCH_NO_PERF=1 node scripts/bench.mjs          # without the DR (bench-dr.mjs) or
  *                                                                  # performance (bench-perf.mjs) parts
  *   BENCH_NO_PG=1 node scripts/bench.mjs                           # without the PostgreSQL reference
+ *                                                                  # (and without the next part)
+ *   BENCH_NO_PG_ENGINE=1 node scripts/bench.mjs                    # without Tessera on storage "postgresql"
+ *                                                                  # vs pgbench upserts (bench-pg-engine.mjs)
  *   BENCH_NO_FLOOR=1 node scripts/bench.mjs                        # without the no-op HTTP floor
  *                                                                  # (bench-floor.mjs)
  *
@@ -189,6 +192,10 @@ async function main() {
   // PostgreSQL first, then Tessera's primary + DR secondary: never both at once.
   if (benchPg) process.stderr.write(`PostgreSQL 15 reference, ${SECONDS} s per phase...\n`);
   const pg = benchPg ? await benchPg.benchPg({ seconds: SECONDS }) : undefined;
+  // Tessera on its PostgreSQL engine vs pgbench upserts on that server: bench-pg-engine.mjs
+  const engineBench = benchPg && !process.env.BENCH_NO_PG_ENGINE ? await import('./bench-pg-engine.mjs') : undefined;
+  const pgEngine = engineBench ? await engineBench.benchPgEngine({ seconds: SECONDS, clients: engineBench.pgEngineClients() }) : undefined;
+  if (engineBench && pgEngine) console.log(`\n${engineBench.pgEngineTable(pgEngine)}`);
   // The HTTP floor: no-op servers under the same load generator (bench-floor.mjs).
   const floor = process.env.BENCH_NO_FLOOR ? undefined : await (await import('./bench-floor.mjs')).benchFloor({ seconds: SECONDS });
   // Throughput with the secondary streaming, lag, catch-up, promote: bench-results/bench-dr.json
@@ -199,7 +206,7 @@ async function main() {
   const headlineOut = `\n${headlineText(headline, { machine: mc, loadAvg })}\n${headlineNotes({ pg, dr }).join('\n')}`;
   const doc = {
     date: new Date().toISOString(),
-    command: `${['BENCH_SECONDS', 'BENCH_NO_DR', 'BENCH_NO_PG', 'BENCH_NO_PERF', 'BENCH_NO_FLOOR', 'BENCH_DR_CATCHUP_WRITES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}node scripts/bench.mjs`,
+    command: `${['BENCH_SECONDS', 'BENCH_NO_DR', 'BENCH_NO_PG', 'BENCH_NO_PG_ENGINE', 'BENCH_PG_ENGINE_CLIENTS', 'BENCH_NO_PERF', 'BENCH_NO_FLOOR', 'BENCH_DR_CATCHUP_WRITES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}node scripts/bench.mjs`,
     machine: mc,
     loadAvg,
     node: process.version,
@@ -212,6 +219,7 @@ async function main() {
     leveldbCeiling: ceiling,
     httpFloor: floor,
     postgres: pg,
+    postgresEngine: pgEngine,
     tesseraDr: dr && { throughput: dr.throughput, lagIdle: dr.lagIdle, lagUnderLoad: dr.lagUnderLoad, promote: dr.promote, statusRoundTrip: dr.statusRoundTrip },
   };
   await writeFile(out, `${JSON.stringify(doc, null, 2)}\n`);

@@ -29,6 +29,13 @@ export interface PostgresqlStorageConfig {
   readonly haEnabled: boolean;
   readonly haTable: string;
   readonly haLeaseTtlMs?: number;
+  /**
+   * Where `connectionUrl` came from, named in start-up errors: `storage "postgresql"
+   * connection_url`, or the environment variable (PG_CONNECTION_URL_ENV) that overrode it.
+   */
+  readonly connectionUrlSource?: string;
+  /** `max_connect_retries`: retries of the first connection at start, when given, however long they take (else up to 60 s of retries). */
+  readonly maxConnectRetries?: number;
 }
 
 /**
@@ -121,7 +128,8 @@ const postgresqlSchema = z.object({
   // Vault's pool knobs: accepted so a Vault config loads; the pool size is ours for now.
   max_idle_connections: z.union([z.number(), z.string()]).optional(),
   max_parallel: z.union([z.number(), z.string()]).optional(),
-  max_connect_retries: z.union([z.number(), z.string()]).optional(),
+  // Honoured: the retries of the first connection while the server is unreachable.
+  max_connect_retries: z.union([z.number().int().nonnegative(), z.string().regex(/^\d+$/, 'expected a whole number of retries')]).optional(),
 });
 const storageSchemas = { leveldb: leveldbSchema, inmem: z.object({}), postgresql: postgresqlSchema } as const;
 const storageTypes = Object.keys(storageSchemas).join(', ');
@@ -152,8 +160,8 @@ export function parseStorage(raw: unknown, issues: ConfigIssue[], warn: Warn, en
 function postgresqlStorage(body: Record<string, unknown>, key: string, issues: ConfigIssue[], env: NodeJS.ProcessEnv): PostgresqlStorageConfig | undefined {
   const parsed = check(storageSchemas.postgresql, body, key, issues);
   if (parsed === undefined) return undefined;
-  const fromEnv = PG_CONNECTION_URL_ENV.map((name) => env[name]).find((v) => v !== undefined && v !== '');
-  const connectionUrl = fromEnv ?? parsed.connection_url;
+  const envName = PG_CONNECTION_URL_ENV.find((name) => env[name] !== undefined && env[name] !== '');
+  const connectionUrl = envName !== undefined ? (env[envName] as string) : parsed.connection_url;
   if (connectionUrl === '') {
     issues.push({ key: `${key}.connection_url`, problem: `missing (or set ${PG_CONNECTION_URL_ENV.join(' or ')})` });
     return undefined;
@@ -163,7 +171,17 @@ function postgresqlStorage(body: Record<string, unknown>, key: string, issues: C
     issues.push({ key: `${key}.ha_lease_ttl`, problem: 'must be between 1s and 60s' });
     return undefined;
   }
-  return { type: 'postgresql', connectionUrl, table: parsed.table, haEnabled: toBool(parsed.ha_enabled), haTable: parsed.ha_table, ...(ttl !== undefined ? { haLeaseTtlMs: ttl } : {}) };
+  const retries = parsed.max_connect_retries;
+  return {
+    type: 'postgresql',
+    connectionUrl,
+    table: parsed.table,
+    haEnabled: toBool(parsed.ha_enabled),
+    haTable: parsed.ha_table,
+    ...(ttl !== undefined ? { haLeaseTtlMs: ttl } : {}),
+    connectionUrlSource: envName !== undefined ? `environment variable ${envName}` : 'storage "postgresql" connection_url',
+    ...(retries !== undefined ? { maxConnectRetries: Number(retries) } : {}),
+  };
 }
 
 /** The one `listener "tcp"` block: address, TLS files unless tls_disable, and deadlines. */

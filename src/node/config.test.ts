@@ -291,18 +291,21 @@ describe('storage "postgresql"', () => {
       table: 'vault_kv_store',
       haEnabled: false,
       haTable: 'vault_ha_locks',
+      connectionUrlSource: 'storage "postgresql" connection_url',
     });
-    const c = pgConfig('connection_url = "postgres://db/v"\ntable = "kv"\nha_enabled = "true"\nha_table = "locks"\nmax_parallel = "128"');
-    expect(c.storage).toEqual({ type: 'postgresql', connectionUrl: 'postgres://db/v', table: 'kv', haEnabled: true, haTable: 'locks' });
+    const c = pgConfig('connection_url = "postgres://db/v"\ntable = "kv"\nha_enabled = "true"\nha_table = "locks"\nmax_parallel = "128"\nmax_connect_retries = "3"');
+    expect(c.storage).toEqual({ type: 'postgresql', connectionUrl: 'postgres://db/v', table: 'kv', haEnabled: true, haTable: 'locks', connectionUrlSource: 'storage "postgresql" connection_url', maxConnectRetries: 3 });
     expect(c.warnings).toEqual([]);
+    expect(pgConfig('connection_url = "postgres://db/v"\nmax_connect_retries = 0').storage).toMatchObject({ maxConnectRetries: 0 });
+    expect(() => pgConfig('connection_url = "postgres://db/v"\nmax_connect_retries = "many"')).toThrow(/storage\.postgresql\.max_connect_retries/);
   });
 
   it('takes the connection URL from the environment over the config, as Vault does', () => {
     process.env['VAULT_PG_CONNECTION_URL'] = 'postgres://from-vault-env/v';
-    expect(pgConfig('connection_url = "postgres://from-config/v"').storage).toMatchObject({ connectionUrl: 'postgres://from-vault-env/v' });
+    expect(pgConfig('connection_url = "postgres://from-config/v"').storage).toMatchObject({ connectionUrl: 'postgres://from-vault-env/v', connectionUrlSource: 'environment variable VAULT_PG_CONNECTION_URL' });
     expect(pgConfig('').storage).toMatchObject({ connectionUrl: 'postgres://from-vault-env/v' });
     process.env['TESSERA_PG_CONNECTION_URL'] = 'postgres://from-tessera-env/v';
-    expect(pgConfig('connection_url = "postgres://from-config/v"').storage).toMatchObject({ connectionUrl: 'postgres://from-tessera-env/v' });
+    expect(pgConfig('connection_url = "postgres://from-config/v"').storage).toMatchObject({ connectionUrl: 'postgres://from-tessera-env/v', connectionUrlSource: 'environment variable TESSERA_PG_CONNECTION_URL' });
     process.env['TESSERA_PG_CONNECTION_URL'] = '';
     process.env['VAULT_PG_CONNECTION_URL'] = '';
     expect(pgConfig('connection_url = "postgres://from-config/v"').storage).toMatchObject({ connectionUrl: 'postgres://from-config/v' });
@@ -326,6 +329,6 @@ describe('storage "postgresql"', () => {
   it('is served by `tessera server`: toNodeConfig passes it on', async () => {
     const { toNodeConfig } = await import('./index.js');
     const n = toNodeConfig(pgConfig('connection_url = "postgres://db/v"\nha_enabled = true'));
-    expect(n.postgresql).toEqual({ connectionUrl: 'postgres://db/v', table: 'vault_kv_store', haEnabled: true, haTable: 'vault_ha_locks' });
+    expect(n.postgresql).toEqual({ connectionUrl: 'postgres://db/v', table: 'vault_kv_store', haEnabled: true, haTable: 'vault_ha_locks', connectionUrlSource: 'storage "postgresql" connection_url' });
   });
 });

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { writeDevLicense } from '../license/index.js';
 import { devConfig, loadConfig, type Config } from './config.js';
+import type { PostgresqlStorageConfig } from './config-blocks.js';
 import { createLogger } from './logger.js';
 import { startNode, type NodeConfig, type RunningNode } from './node.js';
 
@@ -25,16 +26,18 @@ export interface ServerOptions {
   readonly until?: Promise<void>;
 }
 
+/** The `storage "postgresql"` block as the node takes it: every key but the type. */
+function pgNodeConfig({ type: _type, ...rest }: PostgresqlStorageConfig): NonNullable<NodeConfig['postgresql']> {
+  return rest;
+}
+
 export function toNodeConfig(c: Config): NodeConfig {
   const s = c.storage;
   if (s.type === 'inmem') throw new Error(`${c.source}: storage type "${s.type}" cannot be served by this command`);
   return {
     ...(s.type === 'leveldb'
       ? { storagePath: s.path }
-      : {
-          storagePath: '',
-          postgresql: { connectionUrl: s.connectionUrl, table: s.table, haEnabled: s.haEnabled, haTable: s.haTable, ...(s.haLeaseTtlMs !== undefined ? { haLeaseTtlMs: s.haLeaseTtlMs } : {}) },
-        }),
+      : { storagePath: '', postgresql: pgNodeConfig(s) }),
     listenAddress: c.listener.address,
     listenerTimeouts: c.listener.timeouts,
     ...(c.listener.tls.mode === 'enabled' ? { tls: { certFile: c.listener.tls.certFile, keyFile: c.listener.tls.keyFile } } : {}),

@@ -93,8 +93,10 @@ interface Storage {
 }
 
 /**
- * The backend the config names; PostgreSQL with `guard` when HA fences its commits. Logs and
- * errors name the connection URL with its password redacted.
+ * The backend the config names; PostgreSQL with `guard` when HA fences its commits. While the
+ * server is unreachable the open retries (`max_connect_retries`, else for up to 60 s; one warn
+ * line a retry); a bad URL, a refused login or a missing database fail at once, the error naming
+ * where the URL came from. Logs and errors name the connection URL with its password redacted.
  */
 async function openBackend(config: NodeConfig, log: Logger, guard: BatchGuard | undefined): Promise<Backend> {
   const pgc = config.postgresql;
@@ -104,6 +106,9 @@ async function openBackend(config: NodeConfig, log: Logger, guard: BatchGuard | 
     connectionUrl: pgc.connectionUrl,
     table: pgc.table,
     ...(guard !== undefined ? { guard } : {}),
+    urlSource: pgc.connectionUrlSource ?? 'storage "postgresql" connection_url',
+    ...(pgc.maxConnectRetries !== undefined ? { maxConnectRetries: pgc.maxConnectRetries } : {}),
+    onConnectRetry: (r) => log.warn({ ...where, attempt: r.attempt, retry_in_ms: r.delayMs, err: r.reason }, 'PostgreSQL unreachable; retrying'),
     onIdleError: (e) => log.warn({ ...where, err: e.message }, 'PostgreSQL connection lost while idle'),
   });
   log.info({ ...where, ...(pgc.haEnabled ? { ha_table: pgc.haTable } : {}) }, 'PostgreSQL storage opened');

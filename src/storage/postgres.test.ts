@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { runBackendContract } from '../../test/storage/backend-contract.js';
-import { startPostgres, type TestPostgres } from '../../test/support/postgres.js';
+import { PASSWORD_USER, startPostgres, type TestPostgres } from '../../test/support/postgres.js';
 import { Internal } from '../core/errors.js';
 import { BackendFault, type Backend } from './backend.js';
 import { openLevelBackend } from './leveldb.js';
-import { BatchRefused, SCHEMA_TABLE, SCHEMA_VERSION, SchemaTooNew, openPostgresBackend, redactConnectionUrl } from './postgres.js';
+import { BatchRefused, SCHEMA_TABLE, SCHEMA_VERSION, SchemaTooNew, isUnreachable, openPostgresBackend, redactConnectionUrl } from './postgres.js';
 
 const put = (key: string, value: string) => ({ type: 'put' as const, key, value: Buffer.from(value) });
 const del = (key: string) => ({ type: 'del' as const, key });
@@ -247,4 +247,240 @@ describe('PostgreSQL backend: the server goes away', () => {
     await snap.close();
     await it.return?.();
   });
+});
+
+describe('PostgreSQL backend: opening', () => {
+  const fast = { firstDelayMs: 50, maxDelayMs: 200, totalMs: 30_000 };
+
+  it('refuses a URL it cannot use at once, naming where it came from and never the password', async () => {
+    for (const [url, reason] of [
+      ['postgres://tessera:pw-unparsed@[bad/db', 'not a valid URL'],
+      ['mysql://tessera:pw-unparsed@127.0.0.1/db', 'scheme "mysql"'],
+      ['host=127.0.0.1 user=tessera password=pw-unparsed', 'not a valid URL'],
+    ] as const) {
+      const retries: unknown[] = [];
+      const err = (await openPostgresBackend({ connectionUrl: url, table: 't', urlSource: 'storage "postgresql" connection_url', connectRetry: fast, onConnectRetry: (r) => retries.push(r) }).catch((e: unknown) => e)) as Error;
+      expect(err).toBeInstanceOf(Internal);
+      expect(err.message).toContain('storage "postgresql" connection_url');
+      expect(err.message).toContain(reason);
+      expect(err.message).not.toContain('pw-unparsed');
+      expect(retries).toEqual([]);
+    }
+  });
+
+  it('fails at once on a wrong password and a missing database, with PostgreSQL\'s reason', async () => {
+    const right = await server.createPasswordUser('right-pw');
+    const b = await openPostgresBackend({ connectionUrl: right, table: freshTable() }).catch((e: unknown) => e);
+    // The role may not create tables in schema public (PostgreSQL 15): what matters is that it logged in.
+    if (!(b instanceof Error)) await (b as Backend).close();
+    else expect(b.message).not.toMatch(/28P01|password authentication/);
+    const retries: unknown[] = [];
+    const wrong = right.replace('right-pw', 'wrong-pw');
+    const t0 = Date.now();
+    const bad = (await openPostgresBackend({ connectionUrl: wrong, table: 't', connectRetry: fast, onConnectRetry: (r) => retries.push(r) }).catch((e: unknown) => e)) as Error;
+    expect(bad.message).toContain(`password authentication failed for user "${PASSWORD_USER}"`);
+    expect(bad.message).toContain('28P01');
+    expect(bad.message).not.toContain('wrong-pw');
+    const missing = (await openPostgresBackend({ connectionUrl: `postgres://tessera:pw-db@127.0.0.1:${server.port}/no_such_db`, table: 't', connectRetry: fast, onConnectRetry: (r) => retries.push(r) }).catch((e: unknown) => e)) as Error;
+    expect(missing.message).toContain('database "no_such_db" does not exist');
+    expect(missing.message).toContain('3D000');
+    expect(missing.message).not.toContain('pw-db');
+    expect(retries).toEqual([]);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+  });
+
+  it('retries while the server is not up yet, and opens once it is', async () => {
+    const own = await startPostgres();
+    try {
+      await own.stopServer();
+      const retries: Array<{ attempt: number; delayMs: number; reason: string }> = [];
+      const url = own.url.replace('postgres://tessera@', 'postgres://tessera:pw-retry@');
+      const opening = openPostgresBackend({ connectionUrl: url, table: 'kv', connectRetry: fast, onConnectRetry: (r) => retries.push(r) });
+      while (retries.length < 3) await new Promise((r) => setTimeout(r, 20));
+      await own.startServer();
+      const b = await opening;
+      await b.batch([put('a', '1')], { sync: true });
+      expect((await b.get('a'))?.toString()).toBe('1');
+      await b.close();
+      expect(retries[0]?.reason).toContain('ECONNREFUSED');
+      expect(retries.map((r) => r.delayMs).slice(0, 3)).toEqual([50, 100, 200]);
+      expect(JSON.stringify(retries)).not.toContain('pw-retry');
+    } finally {
+      await own.stop();
+    }
+  }, 30_000);
+
+  it('gives up after max retries (or the time budget), with the last reason', async () => {
+    const own = await startPostgres();
+    await own.stopServer();
+    try {
+      const retries: unknown[] = [];
+      const err = (await openPostgresBackend({ connectionUrl: own.url, table: 'kv', urlSource: 'environment variable TESSERA_PG_CONNECTION_URL', connectRetry: fast, maxConnectRetries: 2, onConnectRetry: (r) => retries.push(r) }).catch((e: unknown) => e)) as Error;
+      expect(retries).toHaveLength(2);
+      expect(err.message).toMatch(/^environment variable TESSERA_PG_CONNECTION_URL \(postgres:\/\/tessera@127\.0\.0\.1:\d+\/tessera\): cannot open PostgreSQL storage \(table kv\): .*ECONNREFUSED.*gave up after 3 attempts/);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('tells unreachable from refused', () => {
+    expect(isUnreachable(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }))).toBe(true);
+    expect(isUnreachable(Object.assign(new Error('the database system is starting up'), { code: '57P03' }))).toBe(true);
+    expect(isUnreachable(new Error('timeout exceeded when trying to connect'))).toBe(true);
+    expect(isUnreachable(Object.assign(new Error('getaddrinfo EAI_AGAIN db'), { code: 'EAI_AGAIN' }))).toBe(true);
+    expect(isUnreachable(Object.assign(new Error('password authentication failed for user "x"'), { code: '28P01' }))).toBe(false);
+    expect(isUnreachable(Object.assign(new Error('database "x" does not exist'), { code: '3D000' }))).toBe(false);
+    expect(isUnreachable(Object.assign(new Error('no pg_hba.conf entry'), { code: '28000' }))).toBe(false);
+  });
+});
+
+describe('PostgreSQL backend: faults at run time, then the pool reconnects', () => {
+  const crashes: unknown[] = [];
+  const onCrash = (e: unknown): void => void crashes.push(e);
+  beforeAll(() => {
+    process.on('unhandledRejection', onCrash);
+    process.on('uncaughtException', onCrash);
+  });
+  afterAll(() => {
+    process.off('unhandledRejection', onCrash);
+    process.off('uncaughtException', onCrash);
+  });
+  afterEach(() => expect(crashes).toEqual([]));
+
+  it('an exhausted pool: reads and batches reject with BackendFault after connectTimeoutMs', async () => {
+    const b = await openPostgresBackend({ connectionUrl: server.url, table: freshTable(), maxConnections: 1, connectTimeoutMs: 300 });
+    try {
+      await b.batch([put('a', '1')], { sync: true });
+      const snap = await b.snapshot();
+      const read = (await b.get('a').catch((e: unknown) => e)) as BackendFault;
+      expect(read).toBeInstanceOf(BackendFault);
+      expect(read.detail).toContain('timeout exceeded when trying to connect');
+      await expect(b.batch([put('b', '2')], { sync: true })).rejects.toBeInstanceOf(BackendFault);
+      await expect(keysOf(b)).rejects.toBeInstanceOf(BackendFault);
+      await snap.close();
+      expect((await b.get('a'))?.toString()).toBe('1');
+      expect(await b.get('b')).toBeUndefined();
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('pg_terminate_backend of its connections: BackendFault, never BatchRefused, then fresh calls succeed', async () => {
+    const url = await server.createDatabase('terminated');
+    const idle: Error[] = [];
+    const killMine = (c: { query: (t: string) => Promise<unknown> }) => c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'tessera' AND datname = 'terminated' AND pid <> pg_backend_pid()");
+    let killInGuard = false;
+    const b = await openPostgresBackend({
+      connectionUrl: url,
+      table: 'kv',
+      onIdleError: (e) => idle.push(e),
+      guard: async (tx) => {
+        if (killInGuard) await tx.query('SELECT pg_terminate_backend(pg_backend_pid())');
+        return true;
+      },
+    });
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await b.batch([put('a', '1'), put('b', '2')], { sync: true });
+      const snap = await b.snapshot();
+      await killMine(admin);
+      const read = (await snap.get('a').catch((e: unknown) => e)) as BackendFault;
+      expect(read).toBeInstanceOf(BackendFault);
+      expect(read.detail).toMatch(/terminating connection due to administrator command|Connection terminated|not queryable/);
+      await snap.close();
+      killInGuard = true;
+      const write = (await b.batch([put('c', '3')], { sync: true }).catch((e: unknown) => e)) as BackendFault;
+      expect(write).toBeInstanceOf(BackendFault);
+      expect(write).not.toBeInstanceOf(BatchRefused);
+      expect(write.detail).toContain('terminating connection due to administrator command');
+      killInGuard = false;
+      expect((await b.get('a'))?.toString()).toBe('1');
+      expect(await b.get('c')).toBeUndefined();
+      await b.batch([put('c', '3')], { sync: true });
+      expect(await keysOf(b)).toEqual(['a', 'b', 'c']);
+    } finally {
+      await admin.end();
+      await b.close();
+    }
+  });
+
+  it('a guard refusal stays BatchRefused, also when its ROLLBACK fails or the guard throws it, and never leaks the connection', async () => {
+    let mode: 'kill-and-refuse' | 'throw' = 'kill-and-refuse';
+    const b = await openPostgresBackend({
+      connectionUrl: server.url,
+      table: freshTable(),
+      maxConnections: 1,
+      connectTimeoutMs: 2_000,
+      guard: async (tx) => {
+        if (mode === 'throw') throw new BatchRefused('the guard threw');
+        await tx.query('SELECT pg_terminate_backend(pg_backend_pid())').catch(() => undefined);
+        return { refused: 'lease lost' };
+      },
+    });
+    try {
+      const killed = await b.batch([put('a', '1')], { sync: true }).catch((e: unknown) => e);
+      expect(killed).toBeInstanceOf(BatchRefused);
+      expect((killed as BatchRefused).reason).toBe('lease lost');
+      mode = 'throw';
+      for (let i = 0; i < 3; i++) await expect(b.batch([put('a', '1')], { sync: true })).rejects.toThrow('the guard threw');
+      // One connection in the pool: had any of these leaked it, this read would time out.
+      expect(await b.get('a')).toBeUndefined();
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('the server stops mid-use: BackendFault; started again on the same port, the same backend reads and writes', async () => {
+    const own = await startPostgres();
+    const url = own.url.replace('postgres://tessera@', 'postgres://tessera:pw-restart@');
+    const idle: Error[] = [];
+    let pause = false;
+    let entered!: () => void;
+    const inGuard = new Promise<void>((r) => (entered = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const b = await openPostgresBackend({
+      connectionUrl: url,
+      table: 'kv',
+      onIdleError: (e) => idle.push(e),
+      guard: async () => {
+        if (pause) {
+          entered();
+          await released;
+        }
+        return true;
+      },
+    });
+    try {
+      await b.batch([put('a', '1'), put('b', '2')], { sync: true });
+      const snap = await b.snapshot();
+      const it = b.iterate({})[Symbol.asyncIterator]();
+      pause = true;
+      const inFlight = b.batch([put('c', '3')], { sync: true }).catch((e: unknown) => e);
+      await inGuard;
+      pause = false;
+      await own.stopServer();
+      release();
+      const write = (await inFlight) as BackendFault;
+      expect(write).toBeInstanceOf(BackendFault);
+      expect(write.message).not.toContain('pw-restart');
+      for (const failed of [await b.get('a').catch((e: unknown) => e), await snap.get('a').catch((e: unknown) => e), await keysOf(b).catch((e: unknown) => e), await b.snapshot().catch((e: unknown) => e)]) {
+        expect(failed).toBeInstanceOf(BackendFault);
+        expect((failed as Error).message).not.toContain('pw-restart');
+      }
+      await snap.close();
+      await it.return?.();
+      await own.startServer();
+      expect((await b.get('a'))?.toString()).toBe('1');
+      await b.batch([put('d', '4')], { sync: true });
+      expect(await keysOf(b)).toEqual(['a', 'b', 'd']);
+      const again = await b.snapshot();
+      expect((await again.get('d'))?.toString()).toBe('4');
+      await again.close();
+    } finally {
+      await b.close();
+      await own.stop();
+    }
+  }, 30_000);
 });

@@ -35,6 +35,18 @@
  * until closed. Connection errors and query failures on reads reject with BackendFault (the engine
  * fails closed on them); use after `close()` rejects with Internal.
  *
+ * Opening: the URL must be a postgres:// (or postgresql://) URL; anything else is refused at once.
+ * While the server cannot be reached yet (connection refused, name not resolved, a timeout,
+ * "the database system is starting up"), the open retries with backoff (CONNECT_RETRY: 250 ms
+ * doubling to 5 s, for 60 s in all; or `maxConnectRetries` retries however long), telling `onConnectRetry` about each
+ * one; authentication failures, a missing database and every other error fail at once. Errors of
+ * the open name where the URL came from (`urlSource`, e.g. the config key) and PostgreSQL's reason.
+ *
+ * At run time every pg failure (pool exhausted past `connectTimeoutMs`, a killed connection,
+ * admin shutdown, connection terminated) rejects the call with BackendFault; no pg 'error' event
+ * goes unheard (the pool's, and every pooled client's), so none can crash the process. The pool
+ * replaces dead connections: once the server is back, new calls on the same backend succeed.
+ *
  * Secrets: the connection URL's password never appears in errors (redactConnectionUrl).
  */
 import pg from 'pg';
@@ -74,6 +86,60 @@ export interface PostgresBackendOptions {
   readonly pageRows?: number;
   /** Told about errors of idle pooled connections (the server went away); they are dropped. */
   readonly onIdleError?: (e: Error) => void;
+  /** How long a call waits for a pooled connection (pool exhausted) or a new one (default 10 s). */
+  readonly connectTimeoutMs?: number;
+  /** Where the URL came from, named in errors of the open (default "PostgreSQL connection URL"). */
+  readonly urlSource?: string;
+  /** Retries of the open while the server is unreachable; CONNECT_RETRY unless given. */
+  readonly connectRetry?: ConnectRetry;
+  /** That many retries, however long they take (config `max_connect_retries`): replaces `connectRetry`'s `maxRetries` and `totalMs`. */
+  readonly maxConnectRetries?: number;
+  /** Told before each retry of the open (the reason has no password). */
+  readonly onConnectRetry?: (r: { readonly attempt: number; readonly delayMs: number; readonly reason: string }) => void;
+}
+
+/** Backoff of the open while the server is unreachable: `firstDelayMs` doubling to `maxDelayMs`. */
+export interface ConnectRetry {
+  readonly firstDelayMs: number;
+  readonly maxDelayMs: number;
+  /** Gives up once the next retry would start later than this after the first attempt. */
+  readonly totalMs: number;
+  /** Gives up after this many retries, whatever the time (config `max_connect_retries`). */
+  readonly maxRetries?: number;
+}
+
+export const CONNECT_RETRY: ConnectRetry = { firstDelayMs: 250, maxDelayMs: 5_000, totalMs: 60_000 };
+
+/**
+ * pg errors that mean "the server is not there (yet)": worth retrying at start. 57P03 is
+ * cannot_connect_now ("the database system is starting up"); 08001/08006 connection failures.
+ */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', '57P03', '08001', '08006']);
+const UNREACHABLE_MESSAGES = [/timeout exceeded when trying to connect/i, /Connection terminated (unexpectedly|due to connection timeout)/i, /the database system is (starting up|shutting down|in recovery mode)/i];
+
+/** True when `e` says the server could not be reached, rather than refused us (auth, database, ...). */
+export function isUnreachable(e: unknown): boolean {
+  const code = codeOf(e);
+  if (code !== undefined && UNREACHABLE_CODES.has(code)) return true;
+  const msg = e instanceof Error ? e.message : String(e);
+  return UNREACHABLE_MESSAGES.some((re) => re.test(msg));
+}
+
+function codeOf(e: unknown): string | undefined {
+  const c = typeof e === 'object' && e !== null && 'code' in e ? (e as { code: unknown }).code : undefined;
+  return typeof c === 'string' && c !== '' ? c : undefined;
+}
+
+/**
+ * PostgreSQL's (or the socket's) reason, with its SQLSTATE or errno code: an AggregateError of
+ * several addresses (Node's happy eyeballs for "localhost") has an empty message of its own.
+ */
+export function pgReason(e: unknown): string {
+  let msg = e instanceof Error ? e.message : String(e);
+  if (msg === '' && e instanceof AggregateError) msg = e.errors.map((x: unknown) => (x instanceof Error ? x.message : String(x))).join('; ');
+  const code = codeOf(e);
+  if (msg === '') return code ?? 'unknown error';
+  return code !== undefined && !msg.includes(code) ? `${msg} (${code})` : msg;
 }
 
 /** The table was written by a newer Tessera: this one does not know its layout. */
@@ -101,9 +167,12 @@ export function redactConnectionUrl(url: string): string {
     for (const k of [...u.searchParams.keys()]) if (k.toLowerCase() === 'password') u.searchParams.set(k, '***');
     return u.toString();
   } catch {
-    return url.replace(/(password\s*=\s*)('[^']*'|\S+)/gi, '$1***');
+    return url.replace(/(password\s*=\s*)('[^']*'|\S+)/gi, '$1***').replace(USERINFO, '$1***@');
   }
 }
+
+/** `//user:password@` of a URL that `new URL` cannot parse. */
+const USERINFO = /(\/\/[^:/@\s]*:)[^@\s]*@/;
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -124,8 +193,22 @@ function passwordOf(url: string): string | undefined {
     const p = new URL(url).password;
     return p === '' ? undefined : decodeURIComponent(p);
   } catch {
-    return /password\s*=\s*('[^']*'|\S+)/i.exec(url)?.[1]?.replace(/^'|'$/g, '');
+    const kv = /password\s*=\s*('[^']*'|\S+)/i.exec(url)?.[1]?.replace(/^'|'$/g, '');
+    return kv ?? /\/\/[^:/@\s]*:([^@\s]+)@/.exec(url)?.[1];
   }
+}
+
+/** Why `url` is no connection URL node-postgres can use, or undefined when it is one. */
+function urlProblem(url: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return 'not a valid URL (expected postgres://user:password@host:port/database)';
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') return `scheme "${u.protocol.replace(/:$/, '')}" is not postgres:// or postgresql://`;
+  if (u.hostname === '' && !u.searchParams.has('host')) return 'no host (expected postgres://user:password@host:port/database)';
+  return undefined;
 }
 
 interface Row {
@@ -172,9 +255,7 @@ class PgView {
 
   protected fault(what: string, e: unknown): Error {
     if (e instanceof TesseraError) return e;
-    const msg = e instanceof Error ? e.message : String(e);
-    const code = typeof e === 'object' && e !== null && 'code' in e ? ` (${String(e.code)})` : '';
-    return new BackendFault(what, scrub(`${msg}${code}`, this.shared.password), { cause: e });
+    return new BackendFault(what, scrub(pgReason(e), this.shared.password), { cause: e });
   }
 
   /** Rows of one query, on this view's client or the pool. */
@@ -235,17 +316,14 @@ class Shared {
   }
 
   /**
-   * A pooled client with an 'error' listener: a checked-out client whose connection dies emits
-   * 'error' (an unhandled one would crash the process); its pending and later queries reject,
-   * which is where the fault is reported.
+   * A pooled client. Every client of the pool has an 'error' listener from its start
+   * (openPostgresBackend): a checked-out client whose connection dies emits 'error' (an unheard
+   * one would crash the process); its pending and later queries reject, which is where the fault
+   * is reported.
    */
   async connect(): Promise<pg.PoolClient> {
     this.ensureOpen();
     const client = await this.pool.connect();
-    if (!listening.has(client)) {
-      listening.add(client);
-      client.on('error', () => undefined);
-    }
     this.held.add(client);
     return client;
   }
@@ -269,8 +347,6 @@ class Shared {
     await this.pool.end();
   }
 }
-
-const listening = new WeakSet<pg.PoolClient>();
 
 class PgSnapshot extends PgView implements Snapshot {
   private done = false;
@@ -395,8 +471,13 @@ class PostgresBackend extends PgView implements Backend {
       await client.query('BEGIN');
       const refusal = await this.runGuard(client);
       if (refusal !== undefined) {
-        await client.query('ROLLBACK');
-        this.shared.release(client);
+        // Refused whatever the ROLLBACK says: a connection that fails it is dropped, and the
+        // server rolls back what it dropped.
+        const rolledBack = await client.query('ROLLBACK').then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        this.shared.release(client, rolledBack);
         throw new BatchRefused(refusal);
       }
       if (putKeys.length > 0) {
@@ -410,9 +491,10 @@ class PostgresBackend extends PgView implements Backend {
       await client.query('COMMIT');
       this.shared.release(client);
     } catch (e) {
-      if (e instanceof BatchRefused) throw e;
-      // Not knowing the connection's state, drop it rather than return it to the pool.
+      // Not knowing the connection's state, drop it rather than return it to the pool (a no-op
+      // when it went back already). A guard callback may throw BatchRefused itself.
       this.shared.release(client, e);
+      if (e instanceof BatchRefused) throw e;
       throw this.fault(committing ? `${what} (COMMIT outcome unknown)` : what, e);
     }
   }
@@ -484,30 +566,55 @@ async function ensureSchema(client: pg.PoolClient, table: string, q: string): Pr
   }
 }
 
-/** Connects, creates or checks the schema, and returns the backend. */
+/**
+ * Connects (retrying while the server is unreachable, see ConnectRetry), creates or checks the
+ * schema, and returns the backend. Errors name `urlSource`, the URL without its password, and
+ * PostgreSQL's reason.
+ */
 export async function openPostgresBackend(opts: PostgresBackendOptions): Promise<Backend> {
   const table = opts.table ?? DEFAULT_TABLE;
   const q = quoteTable(table);
   const password = passwordOf(opts.connectionUrl);
+  const where = `${opts.urlSource ?? 'PostgreSQL connection URL'} (${redactConnectionUrl(opts.connectionUrl)})`;
+  const refuse = (reason: string, cause?: unknown): Internal => new Internal(scrub(`${where}: cannot open PostgreSQL storage (table ${table}): ${reason}`, password), { cause });
+  const problem = urlProblem(opts.connectionUrl);
+  if (problem !== undefined) throw refuse(problem);
   const pool = new pg.Pool({
     connectionString: opts.connectionUrl,
     max: opts.maxConnections ?? 16,
-    connectionTimeoutMillis: 10_000,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
+    // TCP keep-alive probes find a server that vanished without closing the connection.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     application_name: 'tessera',
   });
+  // Idle clients' errors come here (pg-pool drops those clients); checked-out clients' errors go
+  // to the listener every client gets at its start, and surface through its queries instead.
   pool.on('error', (e) => opts.onIdleError?.(e));
+  pool.on('connect', (client) => void client.on('error', () => undefined));
   const shared = new Shared(pool, opts.pageRows ?? PAGE_ROWS, password);
-  let client: pg.PoolClient | undefined;
-  try {
-    client = await shared.connect();
-    await ensureSchema(client, table, q);
-    shared.release(client);
-  } catch (e) {
-    if (client !== undefined) shared.release(client, e);
-    await pool.end().catch(() => undefined);
-    if (e instanceof TesseraError) throw e;
-    const msg = e instanceof Error ? e.message : String(e);
-    throw new Internal(scrub(`cannot open PostgreSQL storage at ${redactConnectionUrl(opts.connectionUrl)} (table ${table}): ${msg}`, password), { cause: e });
+  const retry: ConnectRetry = { ...(opts.connectRetry ?? CONNECT_RETRY), ...(opts.maxConnectRetries !== undefined ? { maxRetries: opts.maxConnectRetries, totalMs: Infinity } : {}) };
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    let client: pg.PoolClient | undefined;
+    try {
+      client = await shared.connect();
+      await ensureSchema(client, table, q);
+      shared.release(client);
+      return new PostgresBackend(shared, q, opts.guard);
+    } catch (e) {
+      if (client !== undefined) shared.release(client, e);
+      const delayMs = Math.min(retry.maxDelayMs, retry.firstDelayMs * 2 ** (attempt - 1));
+      const retries = attempt - 1;
+      const again = !(e instanceof TesseraError) && isUnreachable(e) && retries < (retry.maxRetries ?? Infinity) && Date.now() - started + delayMs <= retry.totalMs;
+      if (!again) {
+        await pool.end().catch(() => undefined);
+        if (e instanceof TesseraError) throw e;
+        const tried = attempt > 1 ? ` (unreachable; gave up after ${attempt} attempts over ${((Date.now() - started) / 1000).toFixed(1)} s)` : '';
+        throw refuse(`${pgReason(e)}${tried}`, e);
+      }
+      opts.onConnectRetry?.({ attempt, delayMs, reason: scrub(pgReason(e), password) });
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
   }
-  return new PostgresBackend(shared, q, opts.guard);
 }

@@ -238,6 +238,20 @@ async function makeLicense(lic: string, opts: { reuse: boolean; expired?: boolea
   return { path: made.licensePath, issuerKey: made.issuerPublicKey };
 }
 
+/** The PostgreSQL of in-process nodes whose options name none (setInProcessPostgres). */
+type PostgresFor = (home: string) => Promise<NonNullable<InProcessOptions['postgresql']>>;
+let inProcessPostgres: PostgresFor | undefined;
+
+/**
+ * From now on, in-process nodes started without `postgresql` store in the PostgreSQL `storeFor`
+ * gives for their home (called with the home, so a restart on the same home can get the same
+ * database); undefined goes back to LevelDB under HOME. test/support/engines.ts sets it for the
+ * PostgreSQL run of a suite.
+ */
+export function setInProcessPostgres(storeFor: PostgresFor | undefined): void {
+  inProcessPostgres = storeFor;
+}
+
 export function createHarness(): Harness {
   const nodes = new Set<NodeProcess>();
   const dirs: string[] = [];
@@ -280,9 +294,11 @@ export function createHarness(): Harness {
     return started;
   };
 
-  const startInProc = async (opts: InProcessOptions): Promise<InProcessNode> => {
-    const dir = opts.dir ?? (await tempDir('tessera-it-'));
+  const startInProc = async (given: InProcessOptions): Promise<InProcessNode> => {
+    const dir = given.dir ?? (await tempDir('tessera-it-'));
     await mkdir(dir, { recursive: true });
+    const postgresql = given.postgresql ?? (await inProcessPostgres?.(dir));
+    const opts: InProcessOptions = postgresql !== undefined ? { ...given, postgresql } : given;
     const license = (opts.license ?? 'valid') === 'none' ? undefined : await writeLicense(join(dir, 'lic'), { reuse: false, expired: opts.license === 'expired' });
     let n: InProcessNode | undefined;
     n = await startInProcess(opts, {

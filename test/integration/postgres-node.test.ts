@@ -1,7 +1,8 @@
 /**
  * A node on PostgreSQL (storage "postgresql"), in process, on a private PostgreSQL 15
  * (test/support/postgres.ts): init, unseal, KV v2, seal/unseal, a restart on the same database,
- * the Merkle check, and a DR pair whose primary is on PostgreSQL and secondary on LevelDB.
+ * the Merkle check, and a DR pair whose primary is on PostgreSQL and secondary on LevelDB; when the
+ * server kills its connections the node goes on, and when the server stops it fails closed.
  */
 import { Writable } from 'node:stream';
 import pg from 'pg';
@@ -108,4 +109,60 @@ describe('a node on PostgreSQL', () => {
     const merkle = (await p.call('POST', 'sys/replication/merkle-check', {})).body.data.merkle_corruption_report;
     expect(merkle.corrupted_root).toBe(false);
   });
+});
+
+describe('a node on PostgreSQL when the server misbehaves', () => {
+  const crashes: unknown[] = [];
+  const onCrash = (e: unknown): void => void crashes.push(e);
+  beforeAll(() => {
+    process.on('unhandledRejection', onCrash);
+    process.on('uncaughtException', onCrash);
+  });
+  afterAll(() => {
+    process.off('unhandledRejection', onCrash);
+    process.off('uncaughtException', onCrash);
+  });
+
+  it('survives pg_terminate_backend of its idle connections: the pool reconnects and requests go on', async () => {
+    const url = await server.createDatabase('node_terminated');
+    const n = await startTestNode({ postgresql: { connectionUrl: url } });
+    try {
+      await n.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } });
+      expect((await n.call('PUT', 'secret/data/a', { data: { v: 1 } })).status).toBe(200);
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      try {
+        const killed = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'tessera' AND datname = 'node_terminated'");
+        expect(killed.rowCount).toBeGreaterThan(0);
+      } finally {
+        await admin.end();
+      }
+      await new Promise((r) => setTimeout(r, 200));
+      expect((await n.call('GET', 'secret/data/a')).body.data.data).toEqual({ v: 1 });
+      expect((await n.call('PUT', 'secret/data/b', { data: { v: 2 } })).status).toBe(200);
+      expect((await n.call('GET', 'sys/health', undefined, { token: null })).status).toBe(200);
+    } finally {
+      await n.stop();
+    }
+    expect(crashes).toEqual([]);
+  });
+
+  it('fails closed when the server stops (503 storage failed, no crash), and stops cleanly', async () => {
+    const own = await startPostgres();
+    try {
+      const n = await startTestNode({ postgresql: { connectionUrl: own.url } });
+      await n.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } });
+      expect((await n.call('PUT', 'secret/data/a', { data: { v: 1 } })).status).toBe(200);
+      await own.stopServer();
+      const write = await n.call('PUT', 'secret/data/b', { data: { v: 2 } });
+      expect(write.status).toBe(503);
+      expect(write.body.errors[0]).toMatch(/storage/);
+      const health = await n.call('GET', 'sys/health', undefined, { token: null });
+      expect({ status: health.status, failed: health.body.storage_failed }).toEqual({ status: 503, failed: true });
+      await n.stop();
+    } finally {
+      await own.stop();
+    }
+    expect(crashes).toEqual([]);
+  }, 30_000);
 });

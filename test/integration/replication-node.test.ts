@@ -1,12 +1,13 @@
 /**
  * Replication endpoints that make sense on one node: status shapes and types, license and hosted
- * rules, Merkle check of an on-disk corruption and its repair by reindex, and metrics.
+ * rules, Merkle check of an on-disk corruption and its repair by reindex, and metrics. The Merkle
+ * check and reindex run on LevelDB and on PostgreSQL (forEachEngine, test/support/engines.ts), the
+ * corruption written into the stopped node's storage on either (openStoredBackend).
  */
 import { KINDS } from '../../src/core/replication/index.js';
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { openLevelBackend } from '../../src/storage/leveldb.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
+import { forEachEngine, openStoredBackend } from '../support/engines.js';
 
 describe('status', () => {
   let n: TestNode;
@@ -87,66 +88,68 @@ describe('license', () => {
   });
 });
 
-describe('merkle-check and reindex', () => {
-  it('reports a page corrupted on disk by page and subpage, and reindex repairs it', async () => {
-    const n = await startTestNode();
-    const dir = n.dataDir;
-    await n.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } });
-    for (let i = 0; i < 40; i++) await n.call('PUT', `secret/data/k${i}`, { data: { i } });
-    const clean = await n.call('POST', 'sys/replication/merkle-check', {});
-    expect(clean.body.data.merkle_corruption_report.corrupted_root).toBe(false);
-    expect(clean.body.data.merkle_corruption_report.corrupted_tree_map['1'].corrupted_index_tuples_map).toBeNull();
-    const keys = n.unsealKeys;
-    const root = n.rootToken;
-    await n.stop({ keepDir: true });
+forEachEngine(() => {
+  describe('merkle-check and reindex', () => {
+    it('reports a page corrupted on disk by page and subpage, and reindex repairs it', async () => {
+      const n = await startTestNode();
+      const dir = n.dataDir;
+      await n.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } });
+      for (let i = 0; i < 40; i++) await n.call('PUT', `secret/data/k${i}`, { data: { i } });
+      const clean = await n.call('POST', 'sys/replication/merkle-check', {});
+      expect(clean.body.data.merkle_corruption_report.corrupted_root).toBe(false);
+      expect(clean.body.data.merkle_corruption_report.corrupted_tree_map['1'].corrupted_index_tuples_map).toBeNull();
+      const keys = n.unsealKeys;
+      const root = n.rootToken;
+      await n.stop({ keepDir: true });
 
-    // Flip one byte of the first non-empty subpage hash of one replicated page record.
-    const backend = await openLevelBackend({ path: join(dir, 'data') });
-    let target: { key: string; subpage: number } | undefined;
-    for await (const [key, value] of backend.iterate({ gte: 'm/1/p/', lt: 'm/1/p0' })) {
-      for (let s = 0; s < 256 && !target; s++) {
-        if (value.subarray(s * 32, s * 32 + 32).some((b) => b !== 0)) {
-          const bad = Buffer.from(value);
-          bad[s * 32] = (bad[s * 32] as number) ^ 0xff;
-          await backend.batch([{ type: 'put', key, value: bad }], { sync: true });
-          target = { key, subpage: s };
+      // Flip one byte of the first non-empty subpage hash of one replicated page record.
+      const backend = await openStoredBackend(dir);
+      let target: { key: string; subpage: number } | undefined;
+      for await (const [key, value] of backend.iterate({ gte: 'm/1/p/', lt: 'm/1/p0' })) {
+        for (let s = 0; s < 256 && !target; s++) {
+          if (value.subarray(s * 32, s * 32 + 32).some((b) => b !== 0)) {
+            const bad = Buffer.from(value);
+            bad[s * 32] = (bad[s * 32] as number) ^ 0xff;
+            await backend.batch([{ type: 'put', key, value: bad }], { sync: true });
+            target = { key, subpage: s };
+          }
         }
+        if (target) break;
       }
-      if (target) break;
-    }
-    await backend.close();
-    expect(target).toBeDefined();
-    const page = String(parseInt(target!.key.slice('m/1/p/'.length), 16));
+      await backend.close();
+      expect(target).toBeDefined();
+      const page = String(parseInt(target!.key.slice('m/1/p/'.length), 16));
 
-    const again = await startTestNode({ dir, initialize: false });
-    again.rootToken = root;
-    for (const key of keys.slice(0, 2)) await again.call('PUT', 'sys/unseal', { key }, { token: null });
-    try {
-      const report = (await again.call('POST', 'sys/replication/merkle-check', {})).body.data.merkle_corruption_report;
-      // A corrupted page implies a corrupted subtree root and root (issue 6 item 14), even though
-      // the stored root records still match the data.
-      expect(report.corrupted_root).toBe(true);
-      const tree = report.corrupted_tree_map['1'];
-      expect(tree.tree_type).toBe('replicated');
-      expect(tree.corrupted_subtree_root).toBe(true);
-      expect(report.corrupted_tree_map['2'].corrupted_subtree_root).toBe(false);
-      expect(tree.corrupted_index_tuples_map[page].subpages).toEqual([target!.subpage]);
-      expect(report.corrupted_tree_map['2'].corrupted_index_tuples_map).toBeNull();
-      const st = (await again.call('GET', 'sys/replication/dr/status', undefined, { token: null })).body.data;
-      expect(st.corrupted_merkle_tree).toBe(true);
+      const again = await startTestNode({ dir, initialize: false });
+      again.rootToken = root;
+      for (const key of keys.slice(0, 2)) await again.call('PUT', 'sys/unseal', { key }, { token: null });
+      try {
+        const report = (await again.call('POST', 'sys/replication/merkle-check', {})).body.data.merkle_corruption_report;
+        // A corrupted page implies a corrupted subtree root and root (issue 6 item 14), even though
+        // the stored root records still match the data.
+        expect(report.corrupted_root).toBe(true);
+        const tree = report.corrupted_tree_map['1'];
+        expect(tree.tree_type).toBe('replicated');
+        expect(tree.corrupted_subtree_root).toBe(true);
+        expect(report.corrupted_tree_map['2'].corrupted_subtree_root).toBe(false);
+        expect(tree.corrupted_index_tuples_map[page].subpages).toEqual([target!.subpage]);
+        expect(report.corrupted_tree_map['2'].corrupted_index_tuples_map).toBeNull();
+        const st = (await again.call('GET', 'sys/replication/dr/status', undefined, { token: null })).body.data;
+        expect(st.corrupted_merkle_tree).toBe(true);
 
-      const re = await again.call('POST', 'sys/replication/reindex', { force: 'true' });
-      expect(re.status).toBe(200);
-      const fixed = (await again.call('POST', 'sys/replication/merkle-check', {})).body.data.merkle_corruption_report;
-      expect(fixed.corrupted_root).toBe(false);
-      expect(fixed.corrupted_tree_map['1'].corrupted_index_tuples_map).toBeNull();
-      const after = (await again.call('GET', 'sys/replication/dr/status', undefined, { token: null })).body.data;
-      expect(Number(after.last_reindex_epoch)).toBeGreaterThan(0);
-      expect(after.corrupted_merkle_tree).toBe(false);
-      expect((await again.call('GET', 'secret/data/k7')).body.data.data).toEqual({ i: 7 });
-    } finally {
-      await again.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
+        const re = await again.call('POST', 'sys/replication/reindex', { force: 'true' });
+        expect(re.status).toBe(200);
+        const fixed = (await again.call('POST', 'sys/replication/merkle-check', {})).body.data.merkle_corruption_report;
+        expect(fixed.corrupted_root).toBe(false);
+        expect(fixed.corrupted_tree_map['1'].corrupted_index_tuples_map).toBeNull();
+        const after = (await again.call('GET', 'sys/replication/dr/status', undefined, { token: null })).body.data;
+        expect(Number(after.last_reindex_epoch)).toBeGreaterThan(0);
+        expect(after.corrupted_merkle_tree).toBe(false);
+        expect((await again.call('GET', 'secret/data/k7')).body.data.data).toEqual({ i: 7 });
+      } finally {
+        await again.stop();
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
   });
 });

@@ -1,66 +1,71 @@
 /**
- * The node's seal lifecycle and the error contract of WIRE.md section 2, over real HTTP.
+ * The node's seal lifecycle and the error contract of WIRE.md section 2, over real HTTP. The seal
+ * lifecycle runs on LevelDB and on PostgreSQL (forEachEngine, test/support/engines.ts); the error
+ * contract, which no storage engine shapes, on LevelDB.
  */
 import { request } from 'node:http';
 import { startTestNode, type TestNode } from '../support/in-process.js';
+import { forEachEngine } from '../support/engines.js';
 
-describe('seal lifecycle', () => {
-  let n: TestNode;
-  afterEach(async () => n?.stop());
+forEachEngine(() => {
+  describe('seal lifecycle', () => {
+    let n: TestNode;
+    afterEach(async () => n?.stop());
 
-  it('starts uninitialised: 503 for data paths, 501 health, init returns shares and a root token', async () => {
-    n = await startTestNode({ initialize: false });
-    expect((await n.call('GET', 'sys/init', undefined, { token: null })).body).toEqual({ initialized: false });
-    expect((await n.call('GET', 'sys/health', undefined, { token: null })).status).toBe(501);
-    const r = await n.call('GET', 'secret/data/x');
-    expect(r.status).toBe(503);
-    expect(r.body.errors[0]).toMatch(/not initialized/);
+    it('starts uninitialised: 503 for data paths, 501 health, init returns shares and a root token', async () => {
+      n = await startTestNode({ initialize: false });
+      expect((await n.call('GET', 'sys/init', undefined, { token: null })).body).toEqual({ initialized: false });
+      expect((await n.call('GET', 'sys/health', undefined, { token: null })).status).toBe(501);
+      const r = await n.call('GET', 'secret/data/x');
+      expect(r.status).toBe(503);
+      expect(r.body.errors[0]).toMatch(/not initialized/);
 
-    const init = await n.call('PUT', 'sys/init', { secret_shares: 5, secret_threshold: 3 }, { token: null });
-    expect(init.status).toBe(200);
-    expect(init.body.keys).toHaveLength(5);
-    expect(init.body.keys_base64).toHaveLength(5);
-    expect(init.body.root_token).toMatch(/^hvs\.[0-9A-Za-z]{24}$/);
-    const again = await n.call('PUT', 'sys/init', { secret_shares: 1, secret_threshold: 1 }, { token: null });
-    expect(again.status).toBe(400);
+      const init = await n.call('PUT', 'sys/init', { secret_shares: 5, secret_threshold: 3 }, { token: null });
+      expect(init.status).toBe(200);
+      expect(init.body.keys).toHaveLength(5);
+      expect(init.body.keys_base64).toHaveLength(5);
+      expect(init.body.root_token).toMatch(/^hvs\.[0-9A-Za-z]{24}$/);
+      const again = await n.call('PUT', 'sys/init', { secret_shares: 1, secret_threshold: 1 }, { token: null });
+      expect(again.status).toBe(400);
 
-    const status = await n.call('GET', 'sys/seal-status', undefined, { token: null });
-    expect(status.body).toMatchObject({ type: 'shamir', initialized: true, sealed: true, t: 3, n: 5, progress: 0 });
-    expect((await n.call('GET', 'sys/health', undefined, { token: null })).status).toBe(503);
-    expect((await n.call('GET', 'sys/health?sealedcode=299', undefined, { token: null })).status).toBe(299);
+      const status = await n.call('GET', 'sys/seal-status', undefined, { token: null });
+      expect(status.body).toMatchObject({ type: 'shamir', initialized: true, sealed: true, t: 3, n: 5, progress: 0 });
+      expect((await n.call('GET', 'sys/health', undefined, { token: null })).status).toBe(503);
+      expect((await n.call('GET', 'sys/health?sealedcode=299', undefined, { token: null })).status).toBe(299);
 
-    const p1 = await n.call('PUT', 'sys/unseal', { key: init.body.keys[4] }, { token: null });
-    expect(p1.body).toMatchObject({ sealed: true, progress: 1 });
-    expect(p1.body.nonce).not.toBe('');
-    await n.call('PUT', 'sys/unseal', { key: init.body.keys_base64[0] }, { token: null });
-    const done = await n.call('PUT', 'sys/unseal', { key: init.body.keys[2] }, { token: null });
-    expect(done.body).toMatchObject({ sealed: false, progress: 0 });
-    const health = await n.call('GET', 'sys/health', undefined, { token: null });
-    expect(health.status).toBe(200);
-    expect(health.body).toMatchObject({ initialized: true, sealed: false, replication_dr_mode: 'disabled', replication_performance_mode: 'disabled' });
-  });
+      const p1 = await n.call('PUT', 'sys/unseal', { key: init.body.keys[4] }, { token: null });
+      expect(p1.body).toMatchObject({ sealed: true, progress: 1 });
+      expect(p1.body.nonce).not.toBe('');
+      await n.call('PUT', 'sys/unseal', { key: init.body.keys_base64[0] }, { token: null });
+      const done = await n.call('PUT', 'sys/unseal', { key: init.body.keys[2] }, { token: null });
+      expect(done.body).toMatchObject({ sealed: false, progress: 0 });
+      const health = await n.call('GET', 'sys/health', undefined, { token: null });
+      expect(health.status).toBe(200);
+      expect(health.body).toMatchObject({ initialized: true, sealed: false, replication_dr_mode: 'disabled', replication_performance_mode: 'disabled' });
+    });
 
-  it('seals on request (sudo), answers 503 while sealed, and keeps its data across seal and restart', async () => {
-    n = await startTestNode();
-    expect((await n.call('POST', 'sys/mounts/kv', { type: 'kv', options: { version: '2' } })).status).toBe(204);
-    expect((await n.call('PUT', 'kv/data/app', { data: { password: 'hunter2' } })).status).toBe(200);
+    it('seals on request (sudo), answers 503 while sealed, and keeps its data across seal and restart', async () => {
+      n = await startTestNode();
+      expect((await n.call('POST', 'sys/mounts/kv', { type: 'kv', options: { version: '2' } })).status).toBe(204);
+      expect((await n.call('PUT', 'kv/data/app', { data: { password: 'hunter2' } })).status).toBe(200);
 
-    const unprivileged = await n.call('POST', 'auth/token/create', { policies: ['default'] });
-    expect((await n.call('PUT', 'sys/seal', {}, { token: unprivileged.body.auth.client_token })).status).toBe(403);
-    expect((await n.call('PUT', 'sys/seal', {})).status).toBe(204);
-    const sealed = await n.call('GET', 'kv/data/app');
-    expect(sealed.status).toBe(503);
-    expect(sealed.body).toEqual({ errors: ['Vault is sealed'] });
+      const unprivileged = await n.call('POST', 'auth/token/create', { policies: ['default'] });
+      expect((await n.call('PUT', 'sys/seal', {}, { token: unprivileged.body.auth.client_token })).status).toBe(403);
+      expect((await n.call('PUT', 'sys/seal', {})).status).toBe(204);
+      const sealed = await n.call('GET', 'kv/data/app');
+      expect(sealed.status).toBe(503);
+      expect(sealed.body).toEqual({ errors: ['Vault is sealed'] });
 
-    const wrong = await startTestNode();
-    const bad = await n.call('PUT', 'sys/unseal', { key: wrong.unsealKeys[0] }, { token: null });
-    await n.call('PUT', 'sys/unseal', { key: wrong.unsealKeys[1] }, { token: null });
-    await wrong.stop();
-    expect(bad.status).toBe(200);
-    expect((await n.call('GET', 'sys/seal-status', undefined, { token: null })).body.sealed).toBe(true);
+      const wrong = await startTestNode();
+      const bad = await n.call('PUT', 'sys/unseal', { key: wrong.unsealKeys[0] }, { token: null });
+      await n.call('PUT', 'sys/unseal', { key: wrong.unsealKeys[1] }, { token: null });
+      await wrong.stop();
+      expect(bad.status).toBe(200);
+      expect((await n.call('GET', 'sys/seal-status', undefined, { token: null })).body.sealed).toBe(true);
 
-    for (const key of n.unsealKeys.slice(0, 2)) await n.call('PUT', 'sys/unseal', { key }, { token: null });
-    expect((await n.call('GET', 'kv/data/app')).body.data.data).toEqual({ password: 'hunter2' });
+      for (const key of n.unsealKeys.slice(0, 2)) await n.call('PUT', 'sys/unseal', { key }, { token: null });
+      expect((await n.call('GET', 'kv/data/app')).body.data.data).toEqual({ password: 'hunter2' });
+    });
   });
 });
 

@@ -6,13 +6,15 @@
  *   const pg = await startPostgres();              // one per test file (about 1-2 s)
  *   const url = await pg.createDatabase('case_1');  // isolation where a file needs it
  *   await pg.stopServer();                          // the server goes away (a fault test)
+ *   await pg.startServer();                         // and comes back on the same port and data
+ *   const pw = await pg.createPasswordUser('s3cret'); // a login that needs that password
  *   await pg.stop();                                // stops it and removes everything
  *
  * Needs Debian's postgresql-15 (/usr/lib/postgresql/15/bin, or TESSERA_PG_BIN); `.ci/run` installs it.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { appendFile, chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { appendFile, chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -20,6 +22,8 @@ import { freePorts } from '../harness/dr.js';
 
 export const PG_BIN = process.env.TESSERA_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const USER = 'tessera';
+/** The role whose logins need a password (pg_hba.conf names it before the trust lines). */
+export const PASSWORD_USER = 'tessera_pw';
 
 export interface TestPostgres {
   /** URL of the database `tessera` (created at start). */
@@ -29,6 +33,13 @@ export interface TestPostgres {
   createDatabase(name: string): Promise<string>;
   /** Stops the server (immediate mode), keeping the files: clients see it go away. */
   stopServer(): Promise<void>;
+  /** Starts the server again after `stopServer()`, on the same port and data. */
+  startServer(): Promise<void>;
+  /**
+   * Creates (or re-passwords) the role PASSWORD_USER, the one login that must give a password
+   * (scram-sha-256; every other login is trusted), and returns its URL to database `tessera`.
+   */
+  createPasswordUser(password: string): Promise<string>;
   /** Stops the server if running and removes its directory. Idempotent. */
   stop(): Promise<void>;
 }
@@ -98,8 +109,14 @@ export async function startPostgres(): Promise<TestPostgres> {
         '',
       ].join('\n'),
     );
-    await run(account, 'pg_ctl', ['start', '-w', '-D', data, '-l', join(scratch, 'server.log')]);
-    running = true;
+    const hba = join(data, 'pg_hba.conf');
+    await writeFile(hba, `host all ${PASSWORD_USER} 127.0.0.1/32 scram-sha-256\n${await readFile(hba, 'utf8')}`);
+    const startServer = async (): Promise<void> => {
+      if (running) return;
+      await run(account, 'pg_ctl', ['start', '-w', '-D', data, '-l', join(scratch, 'server.log')]);
+      running = true;
+    };
+    await startServer();
     const base = `postgres://${USER}@127.0.0.1:${port}`;
     const admin = async (sql: string): Promise<void> => {
       const c = new pg.Client({ connectionString: `${base}/postgres` });
@@ -116,11 +133,18 @@ export async function startPostgres(): Promise<TestPostgres> {
       return `${base}/${name}`;
     };
     const url = await createDatabase('tessera');
+    const createPasswordUser = async (password: string): Promise<string> => {
+      await admin(`DROP ROLE IF EXISTS ${PASSWORD_USER}`);
+      await admin(`CREATE ROLE ${PASSWORD_USER} LOGIN PASSWORD '${password.replace(/'/g, "''")}'`);
+      return `postgres://${PASSWORD_USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/tessera`;
+    };
     return {
       url,
       port,
       createDatabase,
       stopServer,
+      startServer,
+      createPasswordUser,
       stop: async () => {
         await stopServer();
         if (removed) return;
