@@ -18,7 +18,8 @@ describe('HA gauges', () => {
   });
 
   it('follows the controller at each scrape', async () => {
-    let view: ReturnType<HaGaugeSource['view']> = { mode: 'standby', leaseAgeMs: null, epoch: 3 };
+    // A standby that never held the lease (epoch 0) reports the epoch of the row it last read.
+    let view: ReturnType<HaGaugeSource['view']> = { mode: 'standby', leaseAgeMs: null, epoch: 0, leaderRow: { epoch: 3 } };
     let active = false;
     const m = metrics();
     m.bindHa({ view: () => view, isActive: () => active, leaseOptions: { ttlMs: 2000 } });

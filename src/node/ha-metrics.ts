@@ -8,7 +8,7 @@
  *   tessera_ha_mode{mode}               1 for the mode the node is in (sealed, standby, active, cooldown), 0 for the others
  *   tessera_ha_lease_age_seconds        active node only: time since its last accepted lease renew
  *   tessera_ha_lease_ttl_seconds        the lock row's lifetime (an active node stops before its lease age reaches it)
- *   tessera_ha_epoch                    the lease epoch this node last saw (grows at every takeover)
+ *   tessera_ha_epoch                    the active node's lease epoch as this node last read it (grows at every takeover)
  *
  *   registerHaGauges(registry, () => controller);   // undefined: the node has no HA
  */
@@ -19,7 +19,7 @@ export const HA_MODES = ['sealed', 'standby', 'active', 'cooldown'] as const;
 
 /** What the gauges read of the HA controller (src/ha/controller.ts `HaController` is one). */
 export interface HaGaugeSource {
-  view(): { readonly mode: string; readonly leaseAgeMs: number | null; readonly epoch: number };
+  view(): { readonly mode: string; readonly leaseAgeMs: number | null; readonly epoch: number; readonly leaderRow?: { readonly epoch: number } | undefined };
   isActive(): boolean;
   readonly leaseOptions: { readonly ttlMs: number };
 }
@@ -60,5 +60,8 @@ export function registerHaGauges(registry: Registry, source: () => HaGaugeSource
     return age === null ? undefined : age / 1000;
   });
   optional('tessera_ha_lease_ttl_seconds', 'HA: lifetime of the lock row in seconds (the active node stops before its lease age reaches it)', (ha) => ha.leaseOptions.ttlMs / 1000);
-  optional('tessera_ha_epoch', 'HA: the lease epoch this node last saw (it grows at every takeover)', (ha) => ha.view().epoch);
+  optional('tessera_ha_epoch', 'HA: the lease epoch of the active node as this node last read it (it grows at every takeover; 0: none seen yet)', (ha) => {
+    const v = ha.view();
+    return Math.max(v.epoch, v.leaderRow?.epoch ?? 0);
+  });
 }
