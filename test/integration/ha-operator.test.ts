@@ -4,9 +4,17 @@
  * node and standby (with the Active Node Address) on the others, `tessera operator members` lists
  * every node with exactly one active, `tessera operator step-down` moves the active role (sys/leader
  * polled with a deadline), and each node's metrics say its role. A node without HA says so too.
+ * The HA rules of deploy/alerts.yml run in `promtool test rules` over the samples scraped from the
+ * three nodes: nothing fires on the healthy scrape; with the active node's value set by the test
+ * (no node active, a lease renewed late) each rule fires.
  */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { runCli, type CliRun } from '../../src/cli/testing/run-cli.js';
 import { eventually } from '../harness/eventually.js';
+import { repoRoot } from '../harness/index.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 import { startPostgres, type TestPostgres } from '../support/postgres.js';
 
@@ -98,6 +106,48 @@ async function expectRole(n: TestNode, role: 'active' | 'standby', active: TestN
   } else expect(m.has('tessera_ha_lease_age_seconds')).toBe(false);
 }
 
+const RULES = join(repoRoot, 'deploy', 'alerts.yml');
+
+/** The tessera_ha_* samples of each node as promtool input series, labelled instance="n<i>", job="tessera". */
+async function scrapeAll(all: readonly TestNode[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const [i, n] of all.entries()) {
+    for (const [series, value] of await haMetrics(n)) {
+      const extra = `instance="n${i}",job="tessera"`;
+      out.set(series.endsWith('}') ? `${series.slice(0, -1)},${extra}}` : `${series}{${extra}}`, value);
+    }
+  }
+  return out;
+}
+
+/** promtool: every series held at its value for 20 minutes; at 15 minutes `alert` fired with exactly these label sets. */
+async function expectAlerts(samples: ReadonlyMap<string, number>, alert: string, expected: readonly Record<string, string>[]): Promise<void> {
+  const yml = await readFile(RULES, 'utf8');
+  const block = yml.split(/\n\s+- alert: /).find((b) => b.startsWith(`${alert}\n`)) ?? '';
+  const severity = /severity: "([a-z]+)"/.exec(block)?.[1];
+  const annotations = Object.fromEntries([...block.slice(block.indexOf('annotations:')).matchAll(/^\s+([a-z_]+): (".*")$/gm)].map((m) => [m[1]!, JSON.parse(m[2]!) as string]));
+  const test = {
+    rule_files: [RULES],
+    evaluation_interval: '1m',
+    tests: [{
+      interval: '1m',
+      input_series: [...samples].map(([series, value]) => ({ series, values: `${value}+0x20` })),
+      alert_rule_test: [{ eval_time: '15m', alertname: alert, exp_alerts: expected.map((labels) => ({ exp_labels: { ...labels, severity }, exp_annotations: annotations })) }],
+    }],
+  };
+  const dir = await mkdtemp(join(tmpdir(), 'tessera-ha-rules-'));
+  try {
+    const file = join(dir, 'test.json');
+    await writeFile(file, JSON.stringify(test));
+    const r = await new Promise<{ code: number; out: string }>((resolve) => {
+      execFile(process.env.PROMTOOL ?? 'promtool', ['test', 'rules', file], { timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, out: `${stdout}${stderr}` }));
+    });
+    expect({ alert, code: r.code, out: r.code === 0 ? 'SUCCESS' : r.out }).toEqual({ alert, code: 0, out: 'SUCCESS' });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** `operator members` as rows of cells (header and dashes dropped). */
 async function members(n: TestNode): Promise<string[][]> {
   const r = await cli(n, ['operator', 'members']);
@@ -135,6 +185,16 @@ describe('the CLI and metrics on an HA cluster', () => {
     const j = JSON.parse((await cli(active, ['operator', 'members', '-format=json'])).stdout);
     expect(j.nodes).toHaveLength(3);
     expect(j.nodes.filter((x: { active_node: boolean }) => x.active_node)).toEqual([expect.objectContaining({ api_address: active.apiAddr, last_echo: null })]);
+
+    // The HA rules of deploy/alerts.yml over what the three nodes expose.
+    const samples = await scrapeAll(all);
+    const me = `n${all.indexOf(active)}`;
+    expect(samples.get(`tessera_ha_active{instance="${me}",job="tessera"}`)).toBe(1);
+    for (const alert of ['TesseraHaNoActiveNode', 'TesseraHaLeaseRenewSlow']) await expectAlerts(samples, alert, []);
+    // Values set by the test, on the scraped series: no node active; the active node's lease renewed late.
+    await expectAlerts(new Map([...samples, [`tessera_ha_active{instance="${me}",job="tessera"}`, 0]]), 'TesseraHaNoActiveNode', [{ job: 'tessera' }]);
+    const ttl = samples.get(`tessera_ha_lease_ttl_seconds{instance="${me}",job="tessera"}`)!;
+    await expectAlerts(new Map([...samples, [`tessera_ha_lease_age_seconds{instance="${me}",job="tessera"}`, 0.6 * ttl]]), 'TesseraHaLeaseRenewSlow', [{ instance: me, job: 'tessera' }]);
 
     // Members needs a token: the refusal comes back in Vault's layout.
     const refused = await cli(active, ['operator', 'members'], 'not-a-token');
