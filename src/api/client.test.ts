@@ -174,6 +174,24 @@ describe('sys helpers', () => {
     await expect(client.sys.health()).rejects.toMatchObject({ status: 500, errors: ['boom'] });
   });
 
+  it('leader, ha-status and step-down use the HA endpoints', async () => {
+    const leader = { ha_enabled: true, is_self: false, active_time: '0001-01-01T00:00:00Z', leader_address: 'http://a:8200', leader_cluster_address: 'https://a:8201', performance_standby: false, performance_standby_last_remote_wal: 0, last_wal: 3 };
+    fake.on('GET', 'sys/leader', { status: 200, body: leader });
+    const node = { hostname: 'a', api_address: 'http://a:8200', cluster_address: 'https://a:8201', active_node: true, last_echo: null, version: '0.1.0' };
+    fake.on('GET', 'sys/ha-status', { status: 200, body: envelope({ nodes: [node] }, { nodes: [node] }) });
+    fake.on('PUT', 'sys/step-down', { status: 204 });
+    expect(await client.sys.leader()).toEqual(leader);
+    expect(await client.sys.haStatus()).toEqual({ nodes: [node] });
+    await expect(client.sys.stepDown()).resolves.toBeUndefined();
+    expect(fake.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET sys/leader', 'GET sys/ha-status', 'PUT sys/step-down']);
+  });
+
+  it('ha-status reads the list from data when the top level has none', async () => {
+    const node = { hostname: 'b', api_address: 'http://b:8200', cluster_address: 'https://b:8201', active_node: false, last_echo: '2026-01-01T00:00:00Z', version: '0.1.0' };
+    fake.on('GET', 'sys/ha-status', { status: 200, body: envelope({ nodes: [node] }) });
+    expect((await client.sys.haStatus()).nodes).toEqual([node]);
+  });
+
   it('mounts returns the data map', async () => {
     fake.on('GET', 'sys/mounts', { status: 200, body: envelope({ 'secret/': { type: 'kv', options: { version: '2' } } }) });
     expect((await client.sys.mounts())['secret/']?.options?.['version']).toBe('2');

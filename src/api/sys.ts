@@ -1,5 +1,6 @@
 /**
- * `sys/*` calls for node lifecycle: init, unseal, seal, seal status, health, mounts, generate-root. These
+ * `sys/*` calls for node lifecycle: init, unseal, seal, seal status, health, HA (leader, ha-status,
+ * step-down), mounts, generate-root. These
  * endpoints answer bare objects rather than envelopes (WIRE.md section 7).
  *
  *   const { keys, root_token } = await client.sys.init({ secret_shares: 1, secret_threshold: 1 });
@@ -7,10 +8,12 @@
  */
 import type {
   Envelope,
+  HaStatus,
   HealthQuery,
   HealthResponse,
   InitRequest,
   InitResponse,
+  LeaderResponse,
   MountEntry,
   SealStatus,
   UnsealRequest,
@@ -63,6 +66,25 @@ export class SysApi {
       accept: [...healthStatuses, ...overrides],
     });
     return { ...(res.body as HealthResponse), status: res.status };
+  }
+
+  /** `sys/leader`: this node's view of HA (answers sealed too, without a token). */
+  async leader(): Promise<LeaderResponse> {
+    return (await this.#request({ method: Method.get, path: 'sys/leader' })).body as LeaderResponse;
+  }
+
+  /**
+   * `sys/ha-status`: every node of the HA cluster. The list is read at the top level (where Vault's
+   * Go client reads it) and, failing that, from the envelope's `data`.
+   */
+  async haStatus(): Promise<HaStatus> {
+    const body = (await this.#request({ method: Method.get, path: 'sys/ha-status' })).body as { nodes?: HaStatus['nodes']; data?: { nodes?: HaStatus['nodes'] } | null } | null;
+    return { nodes: body?.nodes ?? body?.data?.nodes ?? [] };
+  }
+
+  /** `sys/step-down`: the active node gives up its role (sudo; a standby relays it to the active node). */
+  async stepDown(): Promise<void> {
+    await this.#request({ method: Method.put, path: 'sys/step-down', body: {} });
   }
 
   /** Mount table keyed by path with a trailing slash ("secret/"). */

@@ -112,6 +112,39 @@ export interface HealthQuery {
   readonly uninitcode?: number;
 }
 
+/** `sys/leader` answers this bare object, sealed or not, without a token. */
+export interface LeaderResponse {
+  readonly ha_enabled: boolean;
+  /** True on the active node. */
+  readonly is_self: boolean;
+  /** RFC 3339; Vault's zero time ("0001-01-01T00:00:00Z") unless this node is active. */
+  readonly active_time: string;
+  /** The active node's API address; empty when none is known. */
+  readonly leader_address: string;
+  readonly leader_cluster_address: string;
+  readonly performance_standby: boolean;
+  readonly performance_standby_last_remote_wal: number;
+  readonly last_wal?: number;
+  readonly [extra: string]: unknown;
+}
+
+/** One node of the cluster in `sys/ha-status` (Vault's field names). */
+export interface HaNode {
+  readonly hostname: string;
+  readonly api_address: string;
+  readonly cluster_address: string;
+  readonly active_node: boolean;
+  /** RFC 3339; null for the active node. */
+  readonly last_echo: string | null;
+  readonly version: string;
+  readonly [extra: string]: unknown;
+}
+
+/** `sys/ha-status`: every node that echoed recently, the active one included. */
+export interface HaStatus {
+  readonly nodes: HaNode[];
+}
+
 // --- replication -------------------------------------------------------------------------------
 
 export const ReplicationMode = {

@@ -24,6 +24,13 @@ export function table(rows: readonly (readonly [string, string])[], header?: rea
   return all.map(([key, value]) => `${key.padEnd(width)}    ${value}`.trimEnd()).join('\n') + '\n';
 }
 
+/** Any number of columns under a header and its dashes, padded as `table` pads two. */
+export function columns(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const all = [header, header.map(dashes), ...rows];
+  const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
+  return all.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('    ').trimEnd()).join('\n') + '\n';
+}
+
 function dashes(title: string): string {
   return '-'.repeat(title.length);
 }

@@ -7,6 +7,7 @@
  *   await m.render(); // text exposition
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { registerHaGauges, type HaGaugeSource } from './ha-metrics.js';
 import { registerReplicationGauges, type StatusSource } from './replication-metrics.js';
 
 export interface MetricSources {
@@ -24,6 +25,7 @@ export class NodeMetrics {
   private readonly merkleFlush: Histogram;
   private readonly forwarded: Histogram<'kind' | 'side' | 'secondary_id' | 'outcome'>;
   private replicationStatus: StatusSource | undefined;
+  private ha: HaGaugeSource | undefined;
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
@@ -46,11 +48,17 @@ export class NodeMetrics {
     new Gauge({ name: 'tessera_wal_retained_entries', help: 'WAL entries retained', registers, collect() { this.set(sources.walRetainedEntries()); } });
     new Gauge({ name: 'tessera_wal_retained_bytes', help: 'WAL bytes retained', registers, collect() { this.set(sources.walRetainedBytes()); } });
     registerReplicationGauges(this.registry, () => this.replicationStatus);
+    registerHaGauges(this.registry, () => this.ha);
   }
 
   /** Replication is wired after the registry exists: its status feeds the replication gauges. */
   bindReplication(status: StatusSource): void {
     this.replicationStatus = status;
+  }
+
+  /** HA is wired after the registry exists: its controller feeds the HA gauges (none: HA is off). */
+  bindHa(controller: HaGaugeSource | undefined): void {
+    this.ha = controller;
   }
 
   observeRequest(info: { method: string; route: string; status: number; seconds: number }): void {

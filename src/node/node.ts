@@ -287,6 +287,7 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
       ? undefined
       : wireHa({ fence: storage.fence, engine, core, unit: replication, clusterListener: () => listener.current, apiAddr: () => apiAddr, clusterAddr, execute: () => http?.execute, log, now });
   if (ha !== undefined) lifecycle.subscribe(ha.controller.sealObserver);
+  metrics.bindHa(ha?.controller);
   const facts = {
     clusterName: () => 'tessera',
     clusterId: () => replication.clusterId(),

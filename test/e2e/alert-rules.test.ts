@@ -104,6 +104,8 @@ const ALERTS = [
   'TesseraNodeUnavailable', 'TesseraReplicationSecondaryDisconnected', 'TesseraReplicationPrimaryUnreachable', 'TesseraReplicationLagHigh',
   'TesseraReplicationLagEntriesHigh', 'TesseraReplicationWalHeadroomLow', 'TesseraReplicationVerificationMismatch', 'TesseraReplicationNoPrimary',
   'TesseraReplicationModeChanged', 'TesseraReplicationMerkleSyncStuck',
+  // HA (no sample here: these nodes have no HA); fired on HA nodes in test/integration/ha-operator.test.ts.
+  'TesseraHaNoActiveNode', 'TesseraHaLeaseRenewSlow',
 ];
 
 test('promtool check rules accepts deploy/alerts.yml, and it holds every alert the tests below evaluate', async () => {

@@ -1,12 +1,14 @@
-/** `tessera operator ...`: node lifecycle and maintenance commands. */
+/** `tessera operator ...`: node lifecycle, HA and maintenance commands. */
 import type { Command } from 'commander';
 import type { Context } from '../context.js';
 import { register as registerDr } from './operator-dr.js';
 import { register as registerGenerateDrToken } from './operator-generate-dr-token.js';
 import { register as registerGenerateRoot } from './operator-generate-root.js';
 import { register as registerInit } from './operator-init.js';
+import { register as registerMembers } from './operator-members.js';
 import { register as registerReindex } from './operator-reindex.js';
 import { register as registerSeal } from './operator-seal.js';
+import { register as registerStepDown } from './operator-step-down.js';
 import { register as registerUnseal } from './operator-unseal.js';
 
 export function register(parent: Command, ctx: Context): void {
@@ -18,4 +20,6 @@ export function register(parent: Command, ctx: Context): void {
   registerGenerateRoot(operator, ctx);
   registerGenerateDrToken(operator, ctx);
   registerDr(operator, ctx);
+  registerStepDown(operator, ctx);
+  registerMembers(operator, ctx);
 }

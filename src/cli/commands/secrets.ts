@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import type { Context, ClientFlags, FormatFlags } from '../context.js';
 import { example, withClientFlags, withFormatFlags } from '../context.js';
 import { UsageError } from '../errors.js';
-import { Format, json, printWarnings } from '../output.js';
+import { Format, columns, json, printWarnings } from '../output.js';
 import { parseNonNegativeInt } from './kv-get.js';
 
 interface EnableFlags extends ClientFlags {
@@ -104,17 +104,11 @@ export function register(parent: Command, ctx: Context): void {
           return opts.detailed ? [...base, String(m.local ?? false), m.options?.['version'] ?? 'n/a'] : base;
         });
         const header = opts.detailed ? ['Path', 'Type', 'Accessor', 'Description', 'Local', 'Version'] : ['Path', 'Type', 'Accessor', 'Description'];
-        ctx.out(columns([header, header.map((h) => '-'.repeat(h.length)), ...cells]));
+        ctx.out(columns(header, cells));
         return 0;
       } catch (e) {
         return ctx.fail('listing secrets engines', e);
       }
     }),
   );
-}
-
-/** Columns padded to the widest cell plus four spaces, as `table` does for two columns. */
-function columns(rows: readonly string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('    ').trimEnd()).join('\n') + '\n';
 }

@@ -1,12 +1,15 @@
 /**
- * `tessera status`: prints the seal status and, like `vault status` shows HA and replication
- * fields, the DR and performance replication facts of the node it talks to (mode, state, cluster
- * id, last WAL, lag, connection). Exit 0 unsealed, 2 sealed, 1 on error, as Vault's `vault status`.
- * The replication endpoints are unauthenticated; a kind the node cannot report (sealed, not
- * implemented, 404) shows as "unknown" rather than failing the command.
+ * `tessera status`: prints the seal status, HA inside the cluster from `sys/leader` (Vault's rows:
+ * HA Enabled, HA Cluster, HA Mode, Active Since, Active Node Address) and the DR and performance
+ * replication facts of the node it talks to (mode, state, cluster id, last WAL, lag, connection).
+ * Exit 0 unsealed, 2 sealed, 1 on error, as Vault's `vault status`. `-format=json` adds Vault's
+ * `vault status -format=json` fields (ha_enabled, is_self, active_time, leader_address, ...) and
+ * Tessera's `ha_mode`. The replication and leader endpoints are unauthenticated; a kind the node
+ * cannot report (sealed, not implemented, 404) shows as "unknown", and a node that cannot answer
+ * sys/leader shows no HA rows, rather than failing the command.
  */
 import type { Command } from 'commander';
-import type { KindStatus, TesseraClient } from '../../api/index.js';
+import type { KindStatus, LeaderResponse, SealStatus, TesseraClient } from '../../api/index.js';
 import { ReplicationKind } from '../../api/index.js';
 import type { Context, ClientFlags, FormatFlags } from '../context.js';
 import { example, withClientFlags, withFormatFlags } from '../context.js';
@@ -14,7 +17,7 @@ import { Format, json, renderValue, table } from '../output.js';
 import { sealStatusRows } from './seal-status.js';
 
 export function register(parent: Command, ctx: Context): void {
-  const cmd = parent.command('status').description('Print the seal and replication status (exit 2 when sealed)');
+  const cmd = parent.command('status').description('Print the seal, HA and replication status (exit 2 when sealed)');
   withFormatFlags(withClientFlags(cmd), false);
   example(cmd, 'tessera status', 'tessera status -format=json');
   cmd.action(
@@ -22,15 +25,53 @@ export function register(parent: Command, ctx: Context): void {
       try {
         const client = ctx.client(opts);
         const status = await client.sys.sealStatus();
-        const [dr, performance] = await Promise.all([kindOrUnknown(client, ReplicationKind.dr), kindOrUnknown(client, ReplicationKind.performance)]);
-        if (opts.format === Format.json) ctx.out(json({ ...status, replication: { dr, performance } }));
-        else ctx.out(table([...sealStatusRows(status), ...kindRows('DR', dr), ...kindRows('Performance', performance)], ['Key', 'Value']));
+        const [leader, dr, performance] = await Promise.all([
+          client.sys.leader().catch(() => undefined),
+          kindOrUnknown(client, ReplicationKind.dr),
+          kindOrUnknown(client, ReplicationKind.performance),
+        ]);
+        if (opts.format === Format.json) ctx.out(json({ ...status, ...haFields(status, leader), replication: { dr, performance } }));
+        else ctx.out(table([...sealStatusRows(status), ...haRows(status, leader), ...kindRows('DR', dr), ...kindRows('Performance', performance)], ['Key', 'Value']));
         return status.sealed ? 2 : 0;
       } catch (e) {
         return ctx.fail('checking seal status', e);
       }
     }),
   );
+}
+
+/** The node's HA mode as `vault status` names it: sealed, active or standby (a cooldown is a standby). */
+export function haMode(status: SealStatus, leader: LeaderResponse): 'sealed' | 'active' | 'standby' {
+  if (status.sealed) return 'sealed';
+  return leader.is_self ? 'active' : 'standby';
+}
+
+/** Vault's HA rows of `vault status` (command/format.go): only HA Enabled on a sealed node. */
+export function haRows(status: SealStatus, leader: LeaderResponse | undefined): [string, string][] {
+  if (leader === undefined) return [];
+  const rows: [string, string][] = [['HA Enabled', String(leader.ha_enabled)]];
+  if (!leader.ha_enabled || status.sealed) return rows;
+  rows.push(['HA Cluster', leader.leader_cluster_address || 'n/a']);
+  rows.push(['HA Mode', haMode(status, leader)]);
+  if (leader.is_self && leader.active_time !== '' && !leader.active_time.startsWith('0001-01-01')) rows.push(['Active Since', leader.active_time]);
+  if (!leader.is_self) rows.push(['Active Node Address', leader.leader_address || '<none>']);
+  return rows;
+}
+
+/**
+ * The fields `vault status -format=json` adds from sys/leader (Vault leaves out the empty ones,
+ * `omitempty`, but always has ha_enabled and active_time), and Tessera's `ha_mode`.
+ */
+export function haFields(status: SealStatus, leader: LeaderResponse | undefined): Record<string, unknown> {
+  if (leader === undefined) return {};
+  const out: Record<string, unknown> = { ha_enabled: leader.ha_enabled };
+  if (leader.ha_enabled) out['ha_mode'] = haMode(status, leader);
+  const optional = ['is_self', 'active_time', 'leader_address', 'leader_cluster_address', 'performance_standby', 'performance_standby_last_remote_wal', 'last_wal'] as const;
+  for (const key of optional) {
+    const value = leader[key];
+    if (key === 'active_time' || (value !== false && value !== '' && value !== 0 && value !== undefined)) out[key] = value;
+  }
+  return out;
 }
 
 async function kindOrUnknown(client: TesseraClient, kind: ReplicationKind): Promise<KindStatus> {

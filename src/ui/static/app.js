@@ -1,8 +1,8 @@
-// Tessera's topology dashboard: polls this node's status endpoints every second and draws both
-// kinds of replication. Plain DOM APIs only: every value from the node (ids, addresses, error
-// texts) goes in as textContent, never as markup. A token, when given, stays in sessionStorage
-// (this tab) and is sent only to this node, for what the open status endpoints do not show
-// (paths filters, the event history).
+// Tessera's topology dashboard: polls this node's status endpoints every second and draws HA
+// inside the cluster and both kinds of replication. Plain DOM APIs only: every value from the node
+// (ids, addresses, error texts) goes in as textContent, never as markup. A token, when given, stays
+// in sessionStorage (this tab) and is sent only to this node, for what the open status endpoints
+// do not show (every node of the HA cluster, paths filters, the event history).
 'use strict';
 
 const POLL_MS = 1000;
@@ -12,7 +12,7 @@ const KINDS = ['dr', 'performance'];
 const TOKEN_KEY = 'tessera.dashboard.token';
 
 const state = {
-  token: sessionStorage.getItem(TOKEN_KEY) || '',
+  token: (typeof sessionStorage !== 'undefined' && sessionStorage.getItem(TOKEN_KEY)) || '',
   // `${kind}/${id}` -> [{ t, entries, ms }], the last HISTORY samples.
   lag: new Map(),
   filters: new Map(),
@@ -287,6 +287,80 @@ function renderEvents() {
   section.replaceWith(body);
 }
 
+/**
+ * What the HA section shows, from sys/leader (open), whether the node is sealed (health), and
+ * sys/ha-status (undefined without a token). Pure: test/integration/dashboard-ha.test.ts runs it
+ * without a browser.
+ *   { enabled: false, note }                      HA off, or sys/leader unanswered
+ *   { enabled: true, mode, active, cluster, since, nodes, note }
+ * `nodes` (sorted by API address, undefined without a token or on a refusal) each say `active`.
+ */
+function haView(leader, sealed, members) {
+  const l = leader && leader.body;
+  if (!leader || leader.status !== 200 || !l) {
+    const why = !leader || leader.status === 0 ? `unreachable${leader && leader.error ? `: ${leader.error}` : ''}` : `status ${leader.status}`;
+    return { enabled: false, note: `sys/leader: ${why}` };
+  }
+  if (l.ha_enabled !== true) return { enabled: false, note: 'HA is not enabled on this node: it is a cluster of one (storage "postgresql" with ha_enabled = "true" enables it).' };
+  const mode = sealed ? 'sealed' : l.is_self === true ? 'active' : 'standby';
+  const view = {
+    enabled: true,
+    mode,
+    active: l.leader_address || '',
+    cluster: l.leader_cluster_address || '',
+    since: l.is_self === true ? l.active_time : undefined,
+    nodes: undefined,
+    note: undefined,
+  };
+  if (members === undefined) view.note = 'Give a token (read on sys/ha-status) to see every node of the cluster.';
+  else if (members.status !== 200 || !members.body) {
+    const errors = (members.body && members.body.errors) || [];
+    view.note = members.status === 0 ? `sys/ha-status: unreachable: ${members.error}` : `sys/ha-status: status ${members.status}${errors.length ? `: ${errors.join('; ')}` : ''}`;
+  } else {
+    const list = members.body.nodes || (members.body.data && members.body.data.nodes) || [];
+    view.nodes = list
+      .map((n) => ({ host: n.hostname, api: n.api_address, cluster: n.cluster_address, active: n.active_node === true, version: n.version, lastEcho: n.last_echo }))
+      .sort((a, b) => (a.api < b.api ? -1 : a.api > b.api ? 1 : 0));
+  }
+  return view;
+}
+
+function renderHa(view, now) {
+  const section = document.getElementById('ha');
+  const body = el('div', { class: 'body' });
+  section.setAttribute('data-ha-mode', view.enabled ? view.mode : 'disabled');
+  if (!view.enabled) {
+    body.append(el('p', { class: 'muted ha-note' }, view.note));
+    section.querySelector('.body').replaceWith(body);
+    return;
+  }
+  body.append(el('p', {}, 'This node: ', el('span', { class: 'role ha-mode' }, view.mode)));
+  body.append(el('div', { class: 'facts' },
+    fact('active node', view.active || 'none known', 'mono ha-active'),
+    fact('active cluster address', view.cluster, 'mono'),
+    view.since ? fact('active since', view.since, 'mono') : undefined,
+  ));
+  if (view.nodes) {
+    const head = ['host name', 'API address', 'cluster address', 'role', 'version', 'last echo'];
+    const table = el('table', { class: 'ha-nodes' }, el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))));
+    const tbody = el('tbody');
+    for (const n of view.nodes) {
+      tbody.append(el('tr', { 'data-api-address': n.api, class: n.active ? 'active-node' : '' },
+        el('td', { class: 'mono' }, n.host),
+        el('td', { class: 'mono api' }, n.api),
+        el('td', { class: 'mono' }, n.cluster),
+        el('td', { class: `ha-role ${n.active ? 'ok' : ''}` }, n.active ? 'active' : 'standby'),
+        el('td', {}, n.version),
+        el('td', {}, n.active ? '–' : age(n.lastEcho, now)),
+      ));
+    }
+    table.append(tbody);
+    body.append(table);
+  }
+  if (view.note) body.append(el('p', { class: 'muted ha-note' }, view.note));
+  section.querySelector('.body').replaceWith(body);
+}
+
 // ---- the loop ----
 
 async function pollSlow(perf) {
@@ -307,11 +381,16 @@ async function pollSlow(perf) {
 
 async function poll() {
   const now = Date.now();
-  const [health, ...kinds] = await Promise.all([
+  const [health, leader, ...kinds] = await Promise.all([
     get('sys/health?standbyok=true&perfstandbyok=true&drsecondarycode=200&performancestandbycode=200&sealedcode=200&uninitcode=200', false),
+    get('sys/leader', false),
     ...KINDS.map((k) => get(`sys/replication/${k}/status`, false)),
   ]);
   renderNode(health);
+  // Every node of the HA cluster needs a token (a standby relays sys/ha-status to the active node).
+  const haOn = leader.status === 200 && leader.body && leader.body.ha_enabled === true;
+  const members = haOn && state.token ? await get('sys/ha-status', true) : undefined;
+  renderHa(haView(leader, !!(health.body && health.body.sealed), members), now);
   KINDS.forEach((k, i) => renderKind(k, kinds[i], now));
   if (now - state.slowAt >= SLOW_POLL_MS) {
     state.slowAt = now;
@@ -325,21 +404,27 @@ function loop() {
   poll().finally(() => setTimeout(loop, POLL_MS));
 }
 
-document.getElementById('token-form').addEventListener('submit', (e) => {
-  e.preventDefault();
-  const input = document.getElementById('token');
-  state.token = input.value.trim();
-  input.value = '';
-  if (state.token) sessionStorage.setItem(TOKEN_KEY, state.token);
-  else sessionStorage.removeItem(TOKEN_KEY);
-  state.slowAt = 0;
-  state.events = undefined;
-});
-document.getElementById('token-clear').addEventListener('click', () => {
-  state.token = '';
-  sessionStorage.removeItem(TOKEN_KEY);
-  state.filters.clear();
-  state.events = undefined;
-});
+function start() {
+  document.getElementById('token-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const input = document.getElementById('token');
+    state.token = input.value.trim();
+    input.value = '';
+    if (state.token) sessionStorage.setItem(TOKEN_KEY, state.token);
+    else sessionStorage.removeItem(TOKEN_KEY);
+    state.slowAt = 0;
+    state.events = undefined;
+  });
+  document.getElementById('token-clear').addEventListener('click', () => {
+    state.token = '';
+    sessionStorage.removeItem(TOKEN_KEY);
+    state.filters.clear();
+    state.events = undefined;
+  });
 
-loop();
+  loop();
+}
+
+// In a browser; the tests load this file in Node for haView.
+if (typeof document !== 'undefined') start();
+else if (typeof module !== 'undefined') module.exports = { haView };
