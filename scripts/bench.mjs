@@ -13,6 +13,8 @@
  *                                                                  # vs pgbench upserts (bench-pg-engine.mjs)
  *   BENCH_NO_FLOOR=1 node scripts/bench.mjs                        # without the no-op HTTP floor
  *                                                                  # (bench-floor.mjs)
+ *   BENCH_NO_FAILOVER=1 node scripts/bench.mjs                     # without the HA failover part
+ *                                                                  # (bench-failover.mjs)
  *
  * The headline (bench-headline.mjs, printed last): PostgreSQL 15 with an asynchronous standby
  * (bench-pg.mjs) and Tessera with a DR secondary (bench-dr.mjs), measured one after the other in
@@ -206,7 +208,7 @@ async function main() {
   const headlineOut = `\n${headlineText(headline, { machine: mc, loadAvg })}\n${headlineNotes({ pg, dr }).join('\n')}`;
   const doc = {
     date: new Date().toISOString(),
-    command: `${['BENCH_SECONDS', 'BENCH_NO_DR', 'BENCH_NO_PG', 'BENCH_NO_PG_ENGINE', 'BENCH_PG_ENGINE_CLIENTS', 'BENCH_NO_PERF', 'BENCH_NO_FLOOR', 'BENCH_DR_CATCHUP_WRITES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}node scripts/bench.mjs`,
+    command: `${['BENCH_SECONDS', 'BENCH_NO_DR', 'BENCH_NO_PG', 'BENCH_NO_PG_ENGINE', 'BENCH_PG_ENGINE_CLIENTS', 'BENCH_NO_PERF', 'BENCH_NO_FLOOR', 'BENCH_NO_FAILOVER', 'BENCH_DR_CATCHUP_WRITES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}node scripts/bench.mjs`,
     machine: mc,
     loadAvg,
     node: process.version,
@@ -227,6 +229,9 @@ async function main() {
   try {
     // Forwarded vs direct write latency, read scale-out, filter-change keys moved: bench-results/bench-perf.json
     if (!process.env.BENCH_NO_PERF) await (await import('./bench-perf.mjs')).benchPerf({ seconds: SECONDS, command: `${process.env.BENCH_NO_DR ? 'BENCH_NO_DR=1 ' : ''}node scripts/bench.mjs` });
+    // Takeover, SIGTERM and step-down to the first accepted write on a 3-node HA cluster on
+    // PostgreSQL, relayed vs direct latency: bench-results/bench-failover.json
+    if (!process.env.BENCH_NO_FAILOVER) await (await import('./bench-failover.mjs')).benchFailover({ command: 'node scripts/bench.mjs' });
   } finally {
     console.log(headlineOut);
   }

@@ -7,6 +7,17 @@
  *                                                # performance secondary :8220/:8221
  *   node scripts/cluster.mjs --base-port 9200    # the same layout from 9200
  *   node scripts/cluster.mjs --fresh             # wipe .tessera-cluster/ first
+ *   npm run cluster -- --ha                      # the primary cluster is three HA nodes on one
+ *                                                # PostgreSQL: :8200/:8201, :8202/:8203,
+ *                                                # :8204/:8205; PostgreSQL on :8230
+ *
+ * With --ha the primary cluster is three nodes (primary, primary-2, primary-3) sharing one private
+ * PostgreSQL 15 (test/support/postgres.ts: Debian's postgresql-15, run as `postgres` when we are
+ * root) with `ha_enabled` and `ha_lease_ttl = "2s"`: one is active, the others are standbys that
+ * relay every request to it. The server's files are .tessera-cluster/postgres/ (data/, server.log),
+ * kept across runs like the nodes' (as root, .tessera-cluster/ is made searchable, mode 0711, so
+ * that `postgres` can reach them; its files stay private). The secondaries are LevelDB nodes as
+ * without --ha. A directory set up one way is resumed only the same way (else --fresh).
  *
  * First run: dev license, init the primary (5 shares, threshold 3) and unseal it, mount KV v2 at
  * secret/, enable DR and performance primary, init and unseal each secondary (1 throwaway share:
@@ -30,12 +41,25 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import '@swc-node/register/esm-register';
 
+const { startPostgres } = await import('../test/support/postgres.js');
 const {
   activateSecondary, asFixedNode, createHarness, DR, enablePrimary, eventually, fixedNodeOptions, generateRoot, initAndUnseal, mainJs, mountKv2,
   must, PERF, replStatus, repoRoot, secondaryToken, startCluster, startFixedNode, unsealWith, vault, waitStreaming,
 } = await import('../test/harness/index.js');
 
 const drStatus = (apiAddr) => replStatus(apiAddr, 'dr');
+const leader = (apiAddr) => must(vault(apiAddr).get('sys/leader'), [200]);
+
+/** Waits until the HA nodes at `apiAddrs` all name one active node, which says is_self; resolves with its API address. */
+async function waitActive(apiAddrs, timeoutMs = 30_000) {
+  return eventually(async () => {
+    const views = await Promise.all(apiAddrs.map(leader));
+    const named = new Set(views.map((v) => v.leader_address));
+    const self = apiAddrs.filter((_, i) => views[i].is_self === true);
+    if (named.size !== 1 || self.length !== 1 || !named.has(self[0])) throw new Error(`no agreed active node yet: ${JSON.stringify(views.map((v) => [v.is_self, v.leader_address]))}`);
+    return self[0];
+  }, { timeoutMs, intervalMs: 100 });
+}
 const perfStatus = (apiAddr) => replStatus(apiAddr, 'performance');
 const sealStatus = (apiAddr) => must(vault(apiAddr).get('sys/seal-status'), [200]);
 
@@ -61,13 +85,14 @@ const alive = (pid) => {
 };
 
 async function main() {
-  const { values } = parseArgs({ options: { 'base-port': { type: 'string', default: '8200' }, fresh: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
+  const { values } = parseArgs({ options: { 'base-port': { type: 'string', default: '8200' }, fresh: { type: 'boolean', default: false }, ha: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
   if (values.help) {
-    console.log('usage: node scripts/cluster.mjs [--base-port N] [--fresh]   (build first: npm run build)');
+    console.log('usage: node scripts/cluster.mjs [--base-port N] [--fresh] [--ha]   (build first: npm run build)');
     return;
   }
   const base = Number(values['base-port']);
-  if (!Number.isInteger(base) || base < 1 || base + 21 > 65535) throw new Error(`--base-port must be a port number, got ${values['base-port']}`);
+  const ha = values.ha;
+  if (!Number.isInteger(base) || base < 1 || base + (ha ? 30 : 21) > 65535) throw new Error(`--base-port must be a port number, got ${values['base-port']}`);
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
 
   const dir = join(repoRoot, '.tessera-cluster');
@@ -75,18 +100,45 @@ async function main() {
   const previous = existsSync(stateFile) ? JSON.parse(await readFile(stateFile, 'utf8')) : undefined;
   const running = Object.entries(previous?.nodes ?? {}).filter(([, n]) => alive(n.pid));
   if (running.length > 0) throw new Error(`${running.map(([k, n]) => `${k} (pid ${n.pid})`).join(', ')} from cluster.json still running; stop the other cluster.mjs first`);
+  if (!values.fresh && previous !== undefined && (previous.ha === true) !== ha) {
+    throw new Error(`${dir} holds a cluster set up ${previous.ha === true ? 'with' : 'without'} --ha: run the same way, or start over with --fresh`);
+  }
   if (values.fresh) await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const state = values.fresh || !previous ? { created: new Date().toISOString() } : previous;
+  state.ha = ha;
 
   const harness = createHarness();
-  const layout = { primary: { apiPort: base, clusterPort: base + 1 }, secondary: { apiPort: base + 10, clusterPort: base + 11 }, performance: { apiPort: base + 20, clusterPort: base + 21 } };
+  // --ha: the primary cluster's nodes share one PostgreSQL (kept under DIR/postgres); the
+  // secondaries stay on LevelDB.
+  let pg;
+  if (ha) {
+    // As root the server runs as `postgres`, which must reach DIR/postgres: DIR searchable only.
+    if (process.getuid?.() === 0) await chmod(dir, 0o711);
+    pg = await startPostgres({ dir: join(dir, 'postgres'), port: base + 30 });
+    state.postgresql = { url: pg.url, port: pg.port, dir: join(dir, 'postgres'), log: join(dir, 'postgres', 'server.log') };
+  }
+  const postgresql = pg && { postgresql: { connectionUrl: pg.url, haEnabled: true, haLeaseTtl: '2s' } };
+  const layout = {
+    primary: { apiPort: base, clusterPort: base + 1, ...postgresql },
+    ...(ha ? { 'primary-2': { apiPort: base + 2, clusterPort: base + 3, ...postgresql }, 'primary-3': { apiPort: base + 4, clusterPort: base + 5, ...postgresql } } : {}),
+    secondary: { apiPort: base + 10, clusterPort: base + 11 },
+    performance: { apiPort: base + 20, clusterPort: base + 21 },
+  };
+  const standbys = ha ? ['primary-2', 'primary-3'] : [];
   const nodes = {};
-  const stopAll = () => Promise.all(Object.values(nodes).map((n) => n.stop().catch(() => n.exited)));
+  const stopAll = async () => {
+    const exits = await Promise.all(Object.values(nodes).map((n) => n.stop().catch(() => n.exited)));
+    await pg?.stop().catch(() => undefined);
+    return exits;
+  };
+  const haRoles = {};
   let stopping = false;
   const modes = {};
-  const describe = () => Object.fromEntries(Object.entries(nodes).map(([k, n]) => [k, {
-    api_addr: n.apiAddr, cluster_addr: n.clusterAddr, pid: n.running() ? n.pid : null, dr_mode_at_start: modes[k] ?? null,
+  // In the layout's order (the primary cluster first), whatever order the nodes were started in.
+  const started = () => Object.keys(layout).filter((k) => nodes[k] !== undefined).map((k) => [k, nodes[k]]);
+  const describe = () => Object.fromEntries(started().map(([k, n]) => [k, {
+    api_addr: n.apiAddr, cluster_addr: n.clusterAddr, pid: n.running() ? n.pid : null, dr_mode_at_start: modes[k] ?? null, ...(ha ? { ha_role_at_start: haRoles[k] ?? null } : {}),
     home: n.home, data_dir: n.storageDir, config: join(n.home, 'config.hcl'), log: n.logFile,
   }]));
   const save = () => saveState(stateFile, { ...state, warning: 'SECRETS: this file holds the root token and every unseal key of the cluster', nodes: describe() });
@@ -96,7 +148,7 @@ async function main() {
   }
   try {
     const replication = { walMaxEntries: 100_000, walMaxBytes: 268_435_456 };
-    if (!existsSync(join(dir, 'primary', 'data'))) {
+    if (ha ? pg.fresh : !existsSync(join(dir, 'primary', 'data'))) {
       // First run: the topology builder (test/harness/cluster.ts) on the fixed layout. The state
       // is saved once every node is initialised (before replication is enabled), and again once
       // both secondaries are activated and in sync; a run that dies in between resumes below.
@@ -104,13 +156,24 @@ async function main() {
       const cluster = await startCluster(harness, {
         primary: await opts('primary'),
         primaryInit: { shares: 5, threshold: 3 },
-        mountKv2: true,
+        // HA: secret/ is mounted in beforeEnable, once the primary is the active node.
+        mountKv2: !ha,
         dr: [{ id: 'dr-secondary', node: await opts('secondary') }],
         performance: [{ id: 'perf-secondary', node: await opts('performance') }],
         beforeEnable: async (c) => {
           for (const [name, n] of [['primary', c.primary], ['secondary', c.dr[0]], ['performance', c.performance[0]]]) nodes[name] = asFixedNode(n, dir, name, layout[name].clusterPort);
           state.base_port = base;
           const keys = [...c.primary.unsealKeys];
+          if (ha) {
+            // The primary is the cluster's only unsealed node: it takes the lock row. Then the
+            // standbys, unsealed with the same keys.
+            await waitActive([c.primary.apiAddr]);
+            await mountKv2(c.primary.apiAddr, c.primary.rootToken);
+            for (const name of standbys) {
+              nodes[name] = await startFixedNode(harness, dir, name, { ...layout[name], replication });
+              await unsealWith(nodes[name].apiAddr, keys);
+            }
+          }
           Object.assign(state, { root_token: c.primary.rootToken, unseal_keys: keys, unseal_keys_b64: keys.map((k) => Buffer.from(k, 'hex').toString('base64')), threshold: 3 });
           state.secondary_bootstrap = { root_token: c.dr[0].rootToken, unseal_key: c.dr[0].unsealKeys[0], note: 'used only until DR activation replaces this seal' };
           state.performance_bootstrap = { root_token: c.performance[0].rootToken, unseal_key: c.performance[0].unsealKeys[0], note: 'used only until performance activation replaces this seal and its tokens' };
@@ -155,6 +218,7 @@ async function main() {
         const st = await sealStatus(n.apiAddr);
         await unsealWith(n.apiAddr, st.n === 1 && ownKey[k] ? [ownKey[k]] : state.unseal_keys);
       }
+      if (ha) await waitActive(['primary', ...standbys].map((k) => nodes[k].apiAddr));
 
       if (!state.activated) {
         const mounts = await must(vault(primary.apiAddr, state.root_token).get('sys/mounts'));
@@ -203,10 +267,16 @@ async function main() {
     }
     await save();
 
-    const roles = Object.entries(nodes).map(([k, n]) => `  ${k.padEnd(11)} DR ${modes[k].padEnd(9)} perf ${String(perfModes[k]).padEnd(9)} api ${n.apiAddr}  cluster ${n.clusterAddr}  pid ${n.pid}  log ${n.logFile}`);
-    const prim = Object.keys(modes).find((k) => modes[k] === 'primary') ?? 'primary';
+    if (ha) {
+      const activeAddr = await waitActive(['primary', ...standbys].map((k) => nodes[k].apiAddr));
+      for (const k of ['primary', ...standbys]) haRoles[k] = nodes[k].apiAddr === activeAddr ? 'active' : 'standby';
+    }
+    const roles = started().map(([k, n]) => `  ${k.padEnd(11)} ${ha ? `HA ${(haRoles[k] ?? '-').padEnd(8)} ` : ''}DR ${modes[k].padEnd(9)} perf ${String(perfModes[k]).padEnd(9)} api ${n.apiAddr}  cluster ${n.clusterAddr}  pid ${n.pid}  log ${n.logFile}`);
+    const prim = Object.keys(haRoles).find((k) => haRoles[k] === 'active') ?? Object.keys(modes).find((k) => modes[k] === 'primary') ?? 'primary';
     console.log([
-      'Tessera cluster is up (primary, DR secondary, performance secondary):',
+      ha
+        ? `Tessera cluster is up (a primary cluster of three HA nodes on PostgreSQL ${pg.url}, a DR secondary, a performance secondary):`
+        : 'Tessera cluster is up (primary, DR secondary, performance secondary):',
       ...roles,
       '',
       `WARNING: ${stateFile} holds the root token and all unseal keys (mode 0600). Keep it private.`,
@@ -218,7 +288,14 @@ async function main() {
       `  curl -s ${performance.apiAddr}/v1/${PERF}/status | jq .data`,
       `  VAULT_ADDR=${performance.apiAddr} VAULT_TOKEN=$(jq -r .performance_root_token ${stateFile}) node bin/tessera.js kv get secret/app`,
       '',
-      'Failover drill: docs/failover-runbook.md. Ctrl-C stops every node.',
+      ...(ha
+        ? [
+            `  curl -s ${nodes.primary.apiAddr}/v1/sys/leader | jq       # which node of the primary cluster is active`,
+            `  kill -9 ${nodes[prim].pid}                                 # the active node dies: another takes over within ~2-3 s`,
+            '',
+          ]
+        : []),
+      `Failover drill: docs/failover-runbook.md. Ctrl-C stops every node${ha ? ' and PostgreSQL' : ''}.`,
     ].join('\n'));
   } catch (e) {
     await stopAll();
@@ -232,6 +309,7 @@ async function main() {
     void n.exited.then(async (x) => {
       if (stopping) return;
       console.log(`${n.name} (pid ${n.pid}) exited ${JSON.stringify(x)}. Restart it by hand with:\n  node bin/tessera.js server -config ${join(n.home, 'config.hcl')} >> ${n.logFile} 2>&1 &`);
+      if (standbys.includes(n.name) || (ha && n.name === 'primary')) console.log(`  and unseal it with the keys in ${stateFile} (3 of unseal_keys): it joins as a standby.`);
       await save().catch(() => undefined);
     });
   }
