@@ -167,6 +167,17 @@ function hostCaBundle() {
   return cafile && cafile !== 'null' && cafile !== 'undefined' && existsSync(cafile) ? cafile : undefined;
 }
 
+/**
+ * Removes a stand-in root file system (hundreds of MB), but never while anything is mounted
+ * beneath it: a debootstrap cut short may leave /proc or /dev bound there.
+ */
+function removeRootfs(root) {
+  if (!existsSync(root)) return;
+  const mounted = readFileSync('/proc/mounts', 'utf8').split('\n').some((line) => line.split(' ')[1]?.startsWith(`${root}/`));
+  if (mounted) console.log(`[compose-test] left ${root} in place: something is still mounted beneath it`);
+  else rmSync(root, { recursive: true, force: true });
+}
+
 /** node:20-bookworm-slim: already there, else pulled, else a stand-in built from this machine's Debian mirror and Node. */
 async function ensureBaseImage() {
   if ((await run('docker', ['image', 'inspect', BASE_IMAGE], { allowFail: true })).code === 0) {
@@ -202,7 +213,7 @@ async function ensureBaseImage() {
   await run('sh', ['-c', `tar -C "$1" -c . | docker import -m "stand-in: debootstrap bookworm + this machine's node" ${changes.map((c) => `'${c}'`).join(' ')} - ${BASE_IMAGE}`, 'sh', root], {
     timeoutMs: 300_000,
   });
-  rmSync(root, { recursive: true, force: true });
+  removeRootfs(root);
   log(`${BASE_IMAGE} stand-in imported${ca === undefined ? '' : ` (with ${ca} as NODE_EXTRA_CA_CERTS)`}`);
 }
 
@@ -336,6 +347,7 @@ async function scenario() {
 /** Last log lines of every container, then `down -v`; never throws. */
 function teardown(why) {
   for (const c of children) c.kill('SIGKILL');
+  removeRootfs(join(work, 'rootfs'));
   if (composeUp) {
     log(`tearing down (${why}): container logs, then docker-compose down -v`);
     const logs = spawnSync('docker-compose', ['-p', PROJECT, 'logs', '--no-color', '--tail=40'], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
