@@ -1,11 +1,13 @@
-# syntax=docker/dockerfile:1
-# A Tessera node. The config is mounted at /etc/tessera/tessera.hcl, the LevelDB lives in the
-# /var/lib/tessera volume; 8200 is the API, 8201 the cluster (replication, gRPC mTLS) port.
+# A Tessera node. 8200 is the API, 8201 the cluster (replication, gRPC mTLS) port. The command
+# defaults to `tessera server -config /etc/tessera/tessera.hcl`; a LevelDB node keeps its data in
+# /var/lib/tessera (mount a volume there: the image declares none, so nothing anonymous is left behind).
 #
-#   docker build -t tessera:local .
+#   docker build --network host -t tessera:local .
 #   docker run --rm -v $PWD/tessera.hcl:/etc/tessera/tessera.hcl:ro -v tessera-data:/var/lib/tessera \
-#     -p 8200:8200 tessera:local
-#   docker compose up -d        # a primary and a DR secondary: see docker-compose.yml and deploy/
+#     -p 127.0.0.1:8200:8200 tessera:local
+#
+# docker-compose.yml builds this image once (as tessera:local, on its `setup` service) for every
+# node of its cluster; README.md, section "Running in containers (docker-compose)".
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
@@ -32,8 +34,9 @@ RUN chmod 0755 bin/tessera.js \
  && mkdir -p /etc/tessera /etc/tessera-license /var/lib/tessera \
  && chown node:node /var/lib/tessera \
  && chmod 0700 /var/lib/tessera
-# The image's unprivileged user (uid 1000); a new named volume at /var/lib/tessera inherits its ownership.
+# The image's unprivileged user (uid 1000). A new named volume mounted at /var/lib/tessera is
+# filled from this directory, so it starts owned by node with mode 0700.
 USER node
-VOLUME ["/var/lib/tessera"]
 EXPOSE 8200 8201
-ENTRYPOINT ["tessera", "server", "-config", "/etc/tessera/tessera.hcl"]
+ENTRYPOINT ["tessera"]
+CMD ["server", "-config", "/etc/tessera/tessera.hcl"]

@@ -1,12 +1,12 @@
-# The DR secondary of the compose topology (docker-compose.yml). deploy/setup.sh replaces
-# @LICENSE_ISSUER_KEY@ with the license volume's issuer.pub and writes the result to
-# /etc/tessera/tessera.hcl in the dr-secondary-config volume.
+# The DR secondary of the compose cluster (docker-compose.yml), a LevelDB node. deploy/setup.sh
+# replaces @LICENSE_ISSUER_KEY@ with the license volume's issuer.pub and writes the result to
+# dr-secondary.hcl in the config volume.
 storage "leveldb" { path = "/var/lib/tessera" }
 
 listener "tcp" {
   address     = "0.0.0.0:8200"
-  # Plain HTTP inside the compose network only. In production, give tls_cert_file and
-  # tls_key_file and drop this line.
+  # Plain HTTP: docker-compose.yml publishes this port on the host's 127.0.0.1 only. In
+  # production, give tls_cert_file and tls_key_file and drop this line.
   tls_disable = true
 }
 

@@ -1,18 +1,27 @@
-# The primary of the compose topology (docker-compose.yml). deploy/setup.sh replaces
-# @LICENSE_ISSUER_KEY@ with the license volume's issuer.pub and writes the result to
-# /etc/tessera/tessera.hcl in the primary-config volume.
-storage "leveldb" { path = "/var/lib/tessera" }
+# A primary node of the compose cluster (docker-compose.yml), on the `postgres` service. The
+# template of every primary node: deploy/setup.sh writes one <node>.hcl per name in
+# PRIMARY_NODES into the config volume, with @NODE@ replaced by the node's name (its compose
+# service name and hostname), @PG_PASSWORD@ by TESSERA_PG_PASSWORD and @LICENSE_ISSUER_KEY@ by
+# the license volume's issuer.pub.
+storage "postgresql" {
+  connection_url = "postgres://tessera:@PG_PASSWORD@@postgres:5432/tessera?sslmode=disable"
+  table          = "vault_kv_store"
+  # Several primary nodes on this database are the HA step, not active yet: with "true" a node
+  # says so in a warning and runs as the single active node.
+  ha_enabled     = "true"
+  ha_table       = "vault_ha_locks"
+}
 
 listener "tcp" {
   address     = "0.0.0.0:8200"
-  # Plain HTTP inside the compose network only. In production, give tls_cert_file and
-  # tls_key_file and drop this line.
+  # Plain HTTP: docker-compose.yml publishes this port on the host's 127.0.0.1 only. In
+  # production, give tls_cert_file and tls_key_file and drop this line.
   tls_disable = true
 }
 
 # What secondaries and clients are told: the compose service name resolves on the compose network.
-api_addr     = "http://primary:8200"
-cluster_addr = "primary:8201"
+api_addr     = "http://@NODE@:8200"
+cluster_addr = "@NODE@:8201"
 
 license_path        = "/etc/tessera-license/license.json"
 license_issuer_keys = ["@LICENSE_ISSUER_KEY@"]

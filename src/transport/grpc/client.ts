@@ -57,6 +57,11 @@ export function connectPrimary(opts: ConnectOptions): PrimaryClient {
     'grpc.max_reconnect_backoff_ms': 5_000,
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+    // No DNS TXT lookup for a gRPC service config (we use none). Each resolution of a host name
+    // would send one, and a query DNS does not answer stays pending, uncancelled by close(), for
+    // up to ~25 s: it kept a stopped node's process alive, as in a container whose DNS forwards
+    // the query upstream and gets no answer (test/e2e/sigterm-exit.test.ts).
+    'grpc.service_config_disable_resolution': 1,
   }) as unknown as RawClient;
   const defaultDeadlineMs = opts.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS;
   /** grpc-js lets calls outlive close(); ours end with it. */
