@@ -9,6 +9,8 @@
  *   each find every acknowledged write present, and their counters end at their last acknowledged
  *   value (a late write of the old node would have put an older one back).
  * - Every node killed and started again together: one becomes active, nothing acknowledged is lost.
+ * - PostgreSQL stopped under writers and started again: writes answer 503 (never 500), sys/health
+ *   says why, and the nodes write again without a restart, every acknowledged write present.
  */
 import { randomBytes } from 'node:crypto';
 import { jest } from '@jest/globals';
@@ -72,6 +74,7 @@ async function activeOf(nodes: readonly StartedNode[], not?: StartedNode): Promi
 function writer(addr: string, root: string, name: string) {
   const v = vault(addr, root);
   const acked = new Map<string, string>();
+  const statuses = new Set<number>();
   let last = -1;
   let stopping = false;
   const run = (async () => {
@@ -79,6 +82,7 @@ function writer(addr: string, root: string, name: string) {
       const value = `${name}-${i}-${randomBytes(6).toString('hex')}`;
       try {
         const r = await v.put(`secret/data/${name}/k${i}`, { data: { v: value } });
+        statuses.add(r.status);
         if (r.status === 200) acked.set(`${name}/k${i}`, value);
         const c = await v.put(`secret/data/${name}/counter`, { data: { n: i } });
         if (c.status === 200) last = i;
@@ -90,6 +94,7 @@ function writer(addr: string, root: string, name: string) {
   })();
   return {
     acked,
+    statuses,
     last: () => last,
     async stop() {
       stopping = true;
@@ -183,4 +188,27 @@ test('every node killed and started again together: one becomes active and nothi
   const leader = await activeOf(again);
   await expectAllPresent(leader.apiAddr, c.root, w.acked);
   expect((await vault(again[2]!.apiAddr, c.root).put('secret/data/after', { data: { v: 'ok' } })).status).toBe(200);
+});
+
+test('PostgreSQL stopped under writers and started again: 503s that say why, then writes resume without a restart', async () => {
+  const c = await cluster('ha_pg_restart');
+  await activeOf(c.nodes);
+  const writers = c.nodes.map((n, i) => writer(n.apiAddr, c.root, `pg${i}`));
+  await eventually(() => expect(writers.reduce((n, w) => n + w.acked.size, 0)).toBeGreaterThan(60), { timeoutMs: 30_000, intervalMs: 20 });
+  await server.stopServer();
+  // While it is down every node says why in sys/health, and a write is refused with a 503.
+  await eventually(async () => {
+    const health = await vault(c.nodes[0]!.apiAddr).get('sys/health');
+    expect(health.status).toBe(503);
+    expect(String(health.body.storage_error)).toMatch(/HA lock in storage cannot be reached|storage failed/);
+  }, { timeoutMs: 20_000, intervalMs: 100 });
+  const during = await vault(c.nodes[1]!.apiAddr, c.root).put('secret/data/during-outage', { data: { v: 'x' } });
+  expect(during.status).toBe(503);
+  await server.startServer();
+  const before = writers.reduce((n, w) => n + w.acked.size, 0);
+  await eventually(() => expect(writers.reduce((n, w) => n + w.acked.size, 0)).toBeGreaterThan(before + 60), { timeoutMs: 30_000, intervalMs: 20 });
+  for (const w of writers) await w.stop();
+  for (const w of writers) expect([...w.statuses].filter((s) => s !== 200 && s !== 503)).toEqual([]);
+  const leader = await activeOf(c.nodes);
+  for (const w of writers) await expectAllPresent(leader.apiAddr, c.root, w.acked);
 });
