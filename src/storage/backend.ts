@@ -61,7 +61,20 @@ export interface Snapshot extends ReadView {
   close(): Promise<void>;
 }
 
+/** One stored value as its length and its last bytes: what a WAL tail needs of each entry. */
+export interface ValueTail {
+  readonly key: string;
+  readonly size: number;
+  /** The last `tailBytes` bytes of the value (all of it when shorter). */
+  readonly tail: Buffer;
+}
+
 export interface Backend extends ReadView {
+  /**
+   * Optional: each value in `range` as its size and last `tailBytes` bytes, without reading the
+   * rest over the wire (PostgreSQL). Callers fall back to `iterate` where it is absent.
+   */
+  iterateTails?(range: { readonly gte: string; readonly lte: string }, tailBytes: number): AsyncIterable<ValueTail>;
   /**
    * Applies every op or none. With `sync: true` the batch is on stable storage (fsync) before the
    * promise resolves: callers acknowledge durable writes only after that.

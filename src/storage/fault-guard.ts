@@ -15,7 +15,7 @@
  * the torn tail, and nothing acknowledged lies after it.
  */
 import { StorageFailed } from '../core/errors.js';
-import { BackendFault, BatchRefused, type Backend, type BatchOp, type RangeOptions, type ReadView, type Snapshot } from './backend.js';
+import { BackendFault, BatchRefused, type Backend, type BatchOp, type RangeOptions, type ReadView, type Snapshot, type ValueTail } from './backend.js';
 
 const ADVICE =
   'writes are refused until the node is restarted; restart it (after freeing disk space if the disk is full). ' +
@@ -96,6 +96,31 @@ export class FaultGuard implements Backend {
 
   get(key: string): Promise<Buffer | undefined> {
     return guardedGet(this.inner, key, (e) => this.readError(e));
+  }
+
+  /** The inner backend's `iterateTails`, guarded; undefined when it has none. */
+  get iterateTails(): Backend['iterateTails'] {
+    const inner = this.inner;
+    const tails = inner.iterateTails;
+    if (tails === undefined) return undefined;
+    const onError = (e: unknown): unknown => this.readError(e);
+    return async function* (range, tailBytes) {
+      const it = tails.call(inner, range, tailBytes)[Symbol.asyncIterator]();
+      try {
+        for (;;) {
+          let next: IteratorResult<ValueTail>;
+          try {
+            next = await it.next();
+          } catch (e) {
+            throw onError(e);
+          }
+          if (next.done === true) return;
+          yield next.value;
+        }
+      } finally {
+        await it.return?.();
+      }
+    };
   }
 
   iterate(range: RangeOptions): AsyncIterable<[string, Buffer]> {

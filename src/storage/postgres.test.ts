@@ -147,6 +147,24 @@ describe('PostgreSQL backend', () => {
     expect(await keysOf(b, { limit: -1 })).toEqual(['j', 'm']);
   });
 
+  it('iterateTails gives each value\'s size and last bytes, as iterate would, across pages', async () => {
+    const b = await open({ table: freshTable(), pageRows: 2 });
+    const ops = Array.from({ length: 40 }, (_, i) => ({ type: 'put' as const, key: `w/${String(i).padStart(3, '0')}`, value: Buffer.from('x'.repeat(i) + `-${i}-tail-bytes-of-entry`) }));
+    await b.batch([...ops, put('v/outside', 'not in range')], { sync: true });
+    const range = { gte: 'w/005', lte: 'w/037' };
+    const tails: { key: string; size: number; tail: string }[] = [];
+    for await (const t of b.iterateTails!(range, 8)) tails.push({ key: t.key, size: t.size, tail: t.tail.toString() });
+    const whole: { key: string; size: number; tail: string }[] = [];
+    for await (const [key, v] of b.iterate(range)) whole.push({ key, size: v.length, tail: v.subarray(Math.max(0, v.length - 8)).toString() });
+    expect(tails).toEqual(whole);
+    expect(tails).toHaveLength(33);
+    // A value shorter than the tail asked for comes whole.
+    await b.batch([put('w/short', 'ab')], { sync: true });
+    const short: string[] = [];
+    for await (const t of b.iterateTails!({ gte: 'w/short', lte: 'w/short' }, 8)) short.push(t.tail.toString());
+    expect(short).toEqual(['ab']);
+  });
+
   it("orders non-ASCII and astral keys as LevelDB does, forward and reverse, across pages", async () => {
     const keys = ['a', 'a/', 'a0', 'z', 'é', 'ü/x', '中', '中文', '\uffff', '😀', '😀/1', '\u{10ffff}', 'Z', '\u007f', '\u0080', 'ß'];
     const b = await open({ table: freshTable(), pageRows: 4 });

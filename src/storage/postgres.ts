@@ -51,7 +51,7 @@
  */
 import pg from 'pg';
 import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
-import { BackendFault, BatchRefused, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
+import { BackendFault, BatchRefused, type ValueTail, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
 
 /** The schema version this code writes; it opens tables of this version or older. */
 export const SCHEMA_VERSION = 1;
@@ -300,6 +300,7 @@ class PgView {
   iterate(range: RangeOptions): AsyncIterable<[string, Buffer]> {
     return this.pages(range, (text, values) => this.run(text, values));
   }
+
 }
 
 /** State shared by a backend and its snapshots. */
@@ -438,6 +439,32 @@ class PostgresBackend extends PgView implements Backend {
         }
       }
       this.shared.release(client, broken);
+    }
+  }
+
+  /** Backend.iterateTails: sizes and last bytes of the values in [gte, lte], in key order, paged by key. */
+  async *iterateTails(range: { readonly gte: string; readonly lte: string }, tailBytes: number): AsyncIterable<ValueTail> {
+    let from = keyBytes(range.gte);
+    let inclusive = true;
+    const to = keyBytes(range.lte);
+    for (;;) {
+      let rows: { key: Buffer; size: number; tail: Buffer }[];
+      try {
+        rows = (
+          await this.shared.pool.query<{ key: Buffer; size: number; tail: Buffer }>(
+            `SELECT key, octet_length(value) AS size, substring(value from greatest(octet_length(value) - $4::int + 1, 1)) AS tail FROM ${this.q}
+             WHERE key ${inclusive ? '>=' : '>'} $1 AND key <= $2 ORDER BY key LIMIT $3`,
+            [from, to, this.shared.pageRows * 8, tailBytes],
+          )
+        ).rows;
+      } catch (e) {
+        throw this.fault(`storage iteration failed in PostgreSQL table ${this.q}`, e);
+      }
+      for (const r of rows) yield { key: r.key.toString('utf8'), size: Number(r.size), tail: r.tail };
+      const last = rows.at(-1);
+      if (last === undefined || rows.length < this.shared.pageRows * 8) return;
+      from = last.key;
+      inclusive = false;
     }
   }
 

@@ -10,7 +10,10 @@
  */
 import { Internal } from '../core/errors.js';
 import { WalNotRetained, decodeEntry, decodeMeta, encodeMeta, genesisMeta, storedHash, type Guard, type WalEntry, type WalMeta } from '../core/wal.js';
-import type { BatchOp, ReadView } from './backend.js';
+import type { Backend, BatchOp, ReadView } from './backend.js';
+
+/** The chained hash is a WAL record's last bytes (core/wal.ts storedHash). */
+const HASH_BYTES = 32;
 import { Keys } from './keyspace.js';
 
 export interface WalBounds {
@@ -59,18 +62,33 @@ export class WalTail {
 
   private constructor(private current: WalMeta) {}
 
-  static async load(view: ReadView): Promise<WalTail> {
+  /**
+   * Reads the meta record and each retained entry's size and hash: through the backend's
+   * `iterateTails` when it has one (PostgreSQL: the entries' last 32 bytes, not their bodies),
+   * else by reading the entries whole.
+   */
+  static async load(view: ReadView & Pick<Backend, 'iterateTails'>): Promise<WalTail> {
     const raw = await view.get(Keys.walMeta);
     const tail = new WalTail(raw === undefined ? genesisMeta() : decodeMeta(raw));
     const m = tail.current;
     if (m.first > m.last) return tail;
     let expect = m.first;
     let bytes = 0;
-    for await (const [k, v] of view.iterate({ gte: Keys.wal(m.first), lte: Keys.wal(m.last) })) {
-      const index = Keys.walIndexOf(k);
+    const range = { gte: Keys.wal(m.first), lte: Keys.wal(m.last) };
+    const tails = view.iterateTails;
+    const rows: AsyncIterable<{ key: string; size: number; hash: Buffer }> =
+      tails !== undefined
+        ? (async function* () {
+            for await (const t of tails.call(view, range, HASH_BYTES)) yield { key: t.key, size: t.size, hash: storedHash(t.tail) };
+          })()
+        : (async function* () {
+            for await (const [key, v] of view.iterate(range)) yield { key, size: v.length, hash: storedHash(v) };
+          })();
+    for await (const r of rows) {
+      const index = Keys.walIndexOf(r.key);
       if (index !== expect) throw new Internal(`WAL entry ${expect} is missing`);
-      tail.items.push({ index, size: v.length, hash: storedHash(v) });
-      bytes += v.length;
+      tail.items.push({ index, size: r.size, hash: r.hash });
+      bytes += r.size;
       expect++;
     }
     if (expect !== m.last + 1n) throw new Internal(`WAL entries ${expect}..${m.last} are missing`);
