@@ -116,16 +116,30 @@ export function wireHa(o: WireHaOptions): NodeHa {
     lease: leaseTimings(o.fence.ttlMs),
     role: {
       start: async () => {
+        const ms: Record<string, number> = {};
+        let at = Date.now();
+        const lap = (name: string): void => {
+          const now = Date.now();
+          ms[name] = now - at;
+          at = now;
+        };
         await o.engine.reload();
         o.engine.standby(undefined);
+        lap('reload');
         // The first fenced commit of this term: every WAL entry from here on carries the new epoch.
         await o.engine.setEpoch(o.engine.epoch() + 1);
+        lap('epoch');
         await o.core.reopen();
+        lap('caches');
         const tls = await ensureHaTls(o.core.store(), o.now());
+        lap('tls');
         await o.unit.start();
+        lap('replication');
         const listener = o.clusterListener();
         if (listener === undefined) throw new Unavailable('the cluster listener is not available');
         serving = await listener.serveHa({ tls: tls.server, forward: (req) => execute(req) });
+        lap('forwarding');
+        o.log.info({ ms }, 'HA: active role started');
       },
       stop: async () => {
         // A sealed node is not a standby: it writes only what the sealed fence lets through.
