@@ -6,7 +6,8 @@
 storage "postgresql" {
   connection_url = "postgres://tessera:@PG_PASSWORD@@postgres:5432/tessera?sslmode=disable"
   table          = "vault_kv_store"
-  # The primary nodes share this database: one holds the lease and is active, the others relay.
+  # Several primary nodes on this database are the HA step, not active yet: with "true" a node
+  # says so in a warning and runs as the single active node.
   ha_enabled     = "true"
   ha_table       = "vault_ha_locks"
 }
