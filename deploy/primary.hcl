@@ -6,8 +6,8 @@
 storage "postgresql" {
   connection_url = "postgres://tessera:@PG_PASSWORD@@postgres:5432/tessera?sslmode=disable"
   table          = "vault_kv_store"
-  # Several primary nodes on this database are the HA step, not active yet: with "true" a node
-  # says so in a warning and runs as the single active node.
+  # Several primary nodes may share this database: one holds the lease and is active, the others
+  # relay to it (README.md, "Running a node for real"). The compose file runs one for now.
   ha_enabled     = "true"
   ha_table       = "vault_ha_locks"
 }
