@@ -1,0 +1,85 @@
+/**
+ * HA forwarding on the cluster port, knocked on as an attacker would: only a certificate of the
+ * cluster's HA CA reaches `forward`; a DR secondary's certificate is refused there (under the HA
+ * server name at the handshake, under its own kind's name by the HaForward handler), and an HA
+ * certificate cannot make a replication call. Real gRPC with mTLS on 127.0.0.1.
+ */
+import type { HaHttpRequest } from './ha.js';
+import { ChannelError, connectHa, connectPrimary, createClusterServer, type ClusterServer } from './index.js';
+import { FakePrimary, makePki, type Pki } from './testing/fixtures.js';
+
+const DR_NAME = 'primary.dr-set.tessera';
+const HA_NAME = 'ha.tessera.cluster';
+const req: HaHttpRequest = { method: 'PUT', url: '/v1/secret/data/x', headers: { 'x-vault-token': 't' }, body: Buffer.from('{}'), remoteAddress: '10.0.0.9' };
+
+let dr: Pki;
+let ha: Pki;
+let cluster: ClusterServer;
+let drFake: FakePrimary;
+let forwarded: HaHttpRequest[];
+let address: string;
+const closers: (() => void)[] = [];
+
+beforeAll(async () => {
+  [dr, ha] = await Promise.all([makePki(['dr-east'], 'dr-set', DR_NAME), makePki(['standby'], 'ha', HA_NAME)]);
+});
+
+beforeEach(async () => {
+  cluster = createClusterServer({ address: '127.0.0.1:0', closeGraceMs: 300 });
+  drFake = new FakePrimary();
+  forwarded = [];
+  address = (await cluster.serve({ kind: 'dr', tls: dr.serverTls, service: drFake })).address;
+  await cluster.serveHa({
+    tls: ha.serverTls,
+    forward: async (r) => {
+      forwarded.push(r);
+      return { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"ok":true}') };
+    },
+  });
+});
+
+afterEach(async () => {
+  for (const c of closers.splice(0)) c();
+  await cluster.close();
+});
+
+function haClient(tls: Pki['serverTls']) {
+  const c = connectHa({ address, tls });
+  closers.push(() => c.close());
+  return c;
+}
+
+async function refused(p: Promise<unknown>): Promise<ChannelError> {
+  const e = await p.then(
+    () => new Error('expected a refusal'),
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(ChannelError);
+  return e as ChannelError;
+}
+
+test('a standby of the cluster relays a request and gets the reply as written', async () => {
+  const reply = await haClient(ha.clientTls('standby')).forward(req, 5_000);
+  expect(reply).toEqual({ status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"ok":true}') });
+  expect(forwarded).toEqual([req]);
+});
+
+test("a DR secondary's certificate is refused under the HA server name: nothing is forwarded", async () => {
+  const e = await refused(haClient({ ...dr.clientTls('dr-east'), caPem: ha.serverTls.caPem, serverName: HA_NAME }).forward(req, 3_000));
+  expect(['not_sent', 'unavailable']).toContain(e.reason);
+  expect(forwarded).toEqual([]);
+});
+
+test("a DR secondary's certificate admitted under its own kind cannot reach HaForward", async () => {
+  const e = await refused(haClient(dr.clientTls('dr-east')).forward(req, 3_000));
+  expect(e.reason).toBe('permission_denied');
+  expect(forwarded).toEqual([]);
+});
+
+test('an HA certificate cannot make a replication call', async () => {
+  const client = connectPrimary({ address, tls: ha.clientTls('standby'), defaultDeadlineMs: 3_000 });
+  closers.push(() => client.close());
+  const e = await refused(client.ping('standby'));
+  expect(e.reason).toBe('permission_denied');
+  expect(drFake.calls).toEqual([]);
+});
