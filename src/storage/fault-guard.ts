@@ -15,7 +15,7 @@
  * the torn tail, and nothing acknowledged lies after it.
  */
 import { StorageFailed } from '../core/errors.js';
-import { BackendFault, BatchRefused, type Backend, type BatchOp, type RangeOptions, type ReadView, type Snapshot, type ValueTail } from './backend.js';
+import { BackendFault, BatchRefused, type Backend, type BatchOp, type RangeOptions, type ReadView, type Snapshot } from './backend.js';
 
 const ADVICE =
   'writes are refused until the node is restarted; restart it (after freeing disk space if the disk is full). ' +
@@ -103,28 +103,11 @@ export class FaultGuard implements Backend {
     const inner = this.inner;
     const tails = inner.iterateTails;
     if (tails === undefined) return undefined;
-    const onError = (e: unknown): unknown => this.readError(e);
-    return async function* (range, tailBytes) {
-      const it = tails.call(inner, range, tailBytes)[Symbol.asyncIterator]();
-      try {
-        for (;;) {
-          let next: IteratorResult<ValueTail>;
-          try {
-            next = await it.next();
-          } catch (e) {
-            throw onError(e);
-          }
-          if (next.done === true) return;
-          yield next.value;
-        }
-      } finally {
-        await it.return?.();
-      }
-    };
+    return (range, tailBytes) => guardedIterate(tails.call(inner, range, tailBytes), (e) => this.readError(e));
   }
 
   iterate(range: RangeOptions): AsyncIterable<[string, Buffer]> {
-    return guardedIterate(this.inner, range, (e) => this.readError(e));
+    return guardedIterate(this.inner.iterate(range), (e) => this.readError(e));
   }
 
   async snapshot(): Promise<Snapshot> {
@@ -137,7 +120,7 @@ export class FaultGuard implements Backend {
     const onError = (e: unknown): unknown => this.readError(e);
     return {
       get: (key) => guardedGet(snap, key, onError),
-      iterate: (range) => guardedIterate(snap, range, onError),
+      iterate: (range) => guardedIterate(snap.iterate(range), onError),
       close: () => snap.close(),
     };
   }
@@ -155,11 +138,11 @@ async function guardedGet(view: ReadView, key: string, onError: (e: unknown) => 
   }
 }
 
-async function* guardedIterate(view: ReadView, range: RangeOptions, onError: (e: unknown) => unknown): AsyncIterable<[string, Buffer]> {
-  const it = view.iterate(range)[Symbol.asyncIterator]();
+async function* guardedIterate<T>(source: AsyncIterable<T>, onError: (e: unknown) => unknown): AsyncIterable<T> {
+  const it = source[Symbol.asyncIterator]();
   try {
     for (;;) {
-      let next: IteratorResult<[string, Buffer]>;
+      let next: IteratorResult<T>;
       try {
         next = await it.next();
       } catch (e) {

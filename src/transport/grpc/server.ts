@@ -34,15 +34,10 @@ import { haWire, loadHa, type HaHttpReply, type HaHttpRequest } from './ha.js';
 /** The kind name the HA registration takes among the replication kinds. */
 const HA_KIND = 'ha';
 
-/** What an HA certificate may do among the replication calls: nothing. */
+/** What an HA certificate may do among the replication calls: nothing (authorize refuses first). */
 const refuseReplication = new Proxy({} as PrimaryService, {
-  get: (_target, method) => {
-    if (method === 'authorize') return () => {
-      throw new PermissionDenied('an HA certificate cannot make replication calls');
-    };
-    return () => {
-      throw new PermissionDenied('an HA certificate cannot make replication calls');
-    };
+  get: () => () => {
+    throw new PermissionDenied('an HA certificate cannot make replication calls');
   },
 });
 
