@@ -26,9 +26,9 @@
  * node's open transaction is ended by the server, never holding the row forever.
  */
 import pg from 'pg';
-import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
+import { ErrorCode, TesseraError } from '../core/errors.js';
 import type { BatchGuard } from './postgres.js';
-import { SCHEMA_TABLE, quoteTable } from './postgres.js';
+import { ensureTesseraTable, quoteTable } from './postgres.js';
 
 /** The HA tables' schema version (recorded in tessera_schema under the lock table's name). */
 export const LEASE_SCHEMA_VERSION = 1;
@@ -117,40 +117,21 @@ interface RawRow {
 const rowOf = (r: RawRow): LeaseRow => ({ holder: r.holder, epoch: Number(r.epoch), apiAddr: r.api_addr, clusterAddr: r.cluster_addr });
 const ms = (n: number): string => `${Math.max(1, Math.round(n))}`;
 
-async function ensureLeaseSchema(client: pg.PoolClient, table: string): Promise<void> {
-  const q = quoteTable(table);
-  const seq = quoteTable(`${table}_epoch`);
-  const members = quoteTable(`${table}_members`);
-  await client.query('BEGIN');
-  try {
-    await client.query('SELECT pg_advisory_xact_lock(2119529331, 1)');
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${SCHEMA_TABLE} (table_name text PRIMARY KEY, version integer NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    const found = await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
-    const version = found.rows[0]?.version;
-    if (version !== undefined && version > LEASE_SCHEMA_VERSION) {
-      throw new Internal(`PostgreSQL HA table "${table}" has schema version ${version}, written by a newer Tessera; this one supports up to ${LEASE_SCHEMA_VERSION}: upgrade it`);
-    }
-    if (version === undefined) {
-      const exists = await client.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [q]);
-      if (exists.rows[0]?.t != null) {
-        throw new Internal(`PostgreSQL table "${table}" exists but was not created by Tessera (no row in ${SCHEMA_TABLE}): choose another (storage "postgresql" { ha_table = "..." })`);
-      }
-      await client.query(
-        `CREATE TABLE ${q} (ha_key text PRIMARY KEY, holder text NOT NULL, epoch bigint NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, valid_until timestamptz NOT NULL)`,
+function ensureLeaseSchema(client: pg.PoolClient, table: string): Promise<void> {
+  return ensureTesseraTable(client, {
+    table,
+    version: LEASE_SCHEMA_VERSION,
+    configKey: 'ha_table',
+    create: async (c) => {
+      await c.query(
+        `CREATE TABLE ${quoteTable(table)} (ha_key text PRIMARY KEY, holder text NOT NULL, epoch bigint NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, valid_until timestamptz NOT NULL)`,
       );
-      await client.query(`CREATE SEQUENCE IF NOT EXISTS ${seq}`);
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS ${members} (node_id text PRIMARY KEY, hostname text NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, version text NOT NULL, last_echo timestamptz NOT NULL)`,
+      await c.query(`CREATE SEQUENCE IF NOT EXISTS ${quoteTable(`${table}_epoch`)}`);
+      await c.query(
+        `CREATE TABLE IF NOT EXISTS ${quoteTable(`${table}_members`)} (node_id text PRIMARY KEY, hostname text NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, version text NOT NULL, last_echo timestamptz NOT NULL)`,
       );
-      await client.query(`INSERT INTO ${SCHEMA_TABLE} (table_name, version) VALUES ($1, $2)`, [table, LEASE_SCHEMA_VERSION]);
-    }
-    await client.query('COMMIT');
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw e;
-  }
+    },
+  });
 }
 
 class PostgresLease implements LeaseStore {

@@ -565,7 +565,22 @@ class PostgresBackend extends PgView implements Backend {
 }
 
 /** Creates the schema table and the data table when missing, under an advisory lock; checks versions. */
-async function ensureSchema(client: pg.PoolClient, table: string, q: string): Promise<void> {
+/**
+ * What one Tessera table needs at open: created (with `create`) and recorded in tessera_schema
+ * when missing, refused when another program made it or a newer Tessera wrote it. The data table
+ * and the HA tables (postgres-lease.ts) both open through this.
+ */
+export interface TableSchema {
+  readonly table: string;
+  readonly version: number;
+  /** The config key naming the table, for the "not created by Tessera" refusal. */
+  readonly configKey: string;
+  /** Runs inside the schema transaction when the table is new. */
+  create(client: pg.PoolClient): Promise<void>;
+}
+
+export async function ensureTesseraTable(client: pg.PoolClient, schema: TableSchema): Promise<void> {
+  const { table, version: supported } = schema;
   await client.query('BEGIN');
   try {
     // One lock for every Tessera schema change in this database, whatever the table: the shared
@@ -577,20 +592,31 @@ async function ensureSchema(client: pg.PoolClient, table: string, q: string): Pr
     );
     const found = await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
     const version = found.rows[0]?.version;
-    if (version !== undefined && version > SCHEMA_VERSION) throw new SchemaTooNew(table, version, SCHEMA_VERSION);
+    if (version !== undefined && version > supported) throw new SchemaTooNew(table, version, supported);
     if (version === undefined) {
-      const exists = await client.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [q]);
+      const exists = await client.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [quoteTable(table)]);
       if (exists.rows[0]?.t != null) {
-        throw new Internal(`PostgreSQL table "${table}" exists but was not created by Tessera (no row in ${SCHEMA_TABLE}): choose another table (storage "postgresql" { table = "..." })`);
+        throw new Internal(`PostgreSQL table "${table}" exists but was not created by Tessera (no row in ${SCHEMA_TABLE}): choose another table (storage "postgresql" { ${schema.configKey} = "..." })`);
       }
-      await client.query(`CREATE TABLE IF NOT EXISTS ${q} (key bytea PRIMARY KEY, value bytea NOT NULL)`);
-      await client.query(`INSERT INTO ${SCHEMA_TABLE} (table_name, version) VALUES ($1, $2)`, [table, SCHEMA_VERSION]);
+      await schema.create(client);
+      await client.query(`INSERT INTO ${SCHEMA_TABLE} (table_name, version) VALUES ($1, $2)`, [table, supported]);
     }
     await client.query('COMMIT');
   } catch (e) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw e;
   }
+}
+
+function ensureSchema(client: pg.PoolClient, table: string, q: string): Promise<void> {
+  return ensureTesseraTable(client, {
+    table,
+    version: SCHEMA_VERSION,
+    configKey: 'table',
+    create: async (c) => {
+      await c.query(`CREATE TABLE IF NOT EXISTS ${q} (key bytea PRIMARY KEY, value bytea NOT NULL)`);
+    },
+  });
 }
 
 /**
