@@ -18,18 +18,12 @@ import pg from 'pg';
 import { decodeEntry } from '../../src/core/wal.js';
 import { Keys } from '../../src/storage/keyspace.js';
 import { eventually, initAndUnseal, mountKv2, unseal, useHarness, vault, type StartedNode } from '../harness/index.js';
-import { startPostgres, type TestPostgres } from '../support/postgres.js';
+import { usePostgres } from '../support/postgres.js';
 
 jest.setTimeout(180_000);
 
 const h = useHarness();
-let server: TestPostgres;
-beforeAll(async () => {
-  server = await startPostgres();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const postgres = usePostgres();
 
 interface Cluster {
   readonly url: string;
@@ -39,13 +33,13 @@ interface Cluster {
 }
 
 async function startHa(db: string, url?: string, homes?: readonly string[]): Promise<StartedNode[]> {
-  const connectionUrl = url ?? (await server.createDatabase(db));
+  const connectionUrl = url ?? (await postgres().createDatabase(db));
   const postgresql = { connectionUrl, haEnabled: true, haLeaseTtl: '2s' };
   return Promise.all([0, 1, 2].map((i) => h.startNode({ postgresql, readyTimeoutMs: 60_000, ...(homes?.[i] !== undefined ? { dataDir: homes[i] } : {}) })));
 }
 
 async function cluster(db: string): Promise<Cluster> {
-  const url = await server.createDatabase(db);
+  const url = await postgres().createDatabase(db);
   const nodes = await startHa(db, url);
   const init = await initAndUnseal(nodes[0]!.apiAddr, { shares: 1, threshold: 1 });
   for (const n of nodes.slice(1)) await unseal(n.apiAddr, init.keys[0]!);
@@ -195,7 +189,7 @@ test('PostgreSQL stopped under writers and started again: 503s that say why, the
   await activeOf(c.nodes);
   const writers = c.nodes.map((n, i) => writer(n.apiAddr, c.root, `pg${i}`));
   await eventually(() => expect(writers.reduce((n, w) => n + w.acked.size, 0)).toBeGreaterThan(60), { timeoutMs: 30_000, intervalMs: 20 });
-  await server.stopServer();
+  await postgres().stopServer();
   // While it is down every node says why in sys/health, and a write is refused with a 503.
   await eventually(async () => {
     const health = await vault(c.nodes[0]!.apiAddr).get('sys/health');
@@ -204,7 +198,7 @@ test('PostgreSQL stopped under writers and started again: 503s that say why, the
   }, { timeoutMs: 20_000, intervalMs: 100 });
   const during = await vault(c.nodes[1]!.apiAddr, c.root).put('secret/data/during-outage', { data: { v: 'x' } });
   expect(during.status).toBe(503);
-  await server.startServer();
+  await postgres().startServer();
   const before = writers.reduce((n, w) => n + w.acked.size, 0);
   await eventually(() => expect(writers.reduce((n, w) => n + w.acked.size, 0)).toBeGreaterThan(before + 60), { timeoutMs: 30_000, intervalMs: 20 });
   for (const w of writers) await w.stop();

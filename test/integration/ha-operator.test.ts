@@ -16,15 +16,9 @@ import { runCli, type CliRun } from '../../src/cli/testing/run-cli.js';
 import { eventually } from '../harness/eventually.js';
 import { repoRoot } from '../harness/index.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
-import { startPostgres, type TestPostgres } from '../support/postgres.js';
+import { usePostgres } from '../support/postgres.js';
 
-let server: TestPostgres;
-beforeAll(async () => {
-  server = await startPostgres();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const postgres = usePostgres();
 
 const nodes: TestNode[] = [];
 afterEach(async () => {
@@ -33,7 +27,7 @@ afterEach(async () => {
 
 /** Three nodes on database `db`: the first initialised, all unsealed (as test/integration/ha.test.ts). */
 async function cluster(db: string): Promise<TestNode[]> {
-  const postgresql = { connectionUrl: await server.createDatabase(db), haEnabled: true };
+  const postgresql = { connectionUrl: await postgres().createDatabase(db), haEnabled: true };
   const first = await startTestNode({ postgresql });
   nodes.push(first);
   const all = [first];

@@ -11,17 +11,11 @@ import { joinSecondary } from '../harness/cluster.js';
 import { eventually } from '../harness/eventually.js';
 import { inSync, replStatus, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
-import { startPostgres, type TestPostgres } from '../support/postgres.js';
+import { usePostgres } from '../support/postgres.js';
 
 jest.setTimeout(120_000);
 
-let server: TestPostgres;
-beforeAll(async () => {
-  server = await startPostgres();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const postgres = usePostgres();
 
 const nodes: TestNode[] = [];
 afterEach(async () => {
@@ -30,7 +24,7 @@ afterEach(async () => {
 
 /** Two HA nodes on database `db`: the first initialised and unsealed, the second started sealed. */
 async function pair(db: string): Promise<[TestNode, TestNode]> {
-  const url = await server.createDatabase(db);
+  const url = await postgres().createDatabase(db);
   const postgresql = { connectionUrl: url, haEnabled: true };
   const a = await startTestNode({ postgresql });
   const b = await startTestNode({ postgresql, initialize: false });

@@ -7,19 +7,12 @@
  * next commit and a node takes over again, with every acknowledged write present.
  */
 import http from 'node:http';
-import pg from 'pg';
 import { vault } from '../harness/http.js';
 import { eventually } from '../harness/eventually.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
-import { startPostgres, type TestPostgres } from '../support/postgres.js';
+import { sqlRows, usePostgres } from '../support/postgres.js';
 
-let server: TestPostgres;
-beforeAll(async () => {
-  server = await startPostgres();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const postgres = usePostgres();
 
 const nodes: TestNode[] = [];
 afterEach(async () => {
@@ -28,7 +21,7 @@ afterEach(async () => {
 
 /** Three nodes on database `db`: the first initialised, all unsealed. */
 async function cluster(db: string): Promise<{ url: string; all: TestNode[] }> {
-  const url = await server.createDatabase(db);
+  const url = await postgres().createDatabase(db);
   const postgresql = { connectionUrl: url, haEnabled: true };
   const first = await startTestNode({ postgresql });
   nodes.push(first);
@@ -60,16 +53,6 @@ async function activeOf(all: readonly TestNode[], not?: TestNode): Promise<TestN
     },
     { timeoutMs: 15_000 },
   );
-}
-
-async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query<T>(text, values)).rows;
-  } finally {
-    await c.end();
-  }
 }
 
 describe('HA on PostgreSQL', () => {
@@ -138,8 +121,8 @@ describe('HA on PostgreSQL', () => {
     const { url, all } = await cluster('ha_row_deleted');
     const first = await activeOf(all);
     expect((await first.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
-    const [before] = await sql<{ epoch: string }>(url, 'SELECT epoch::text AS epoch FROM vault_ha_locks');
-    await sql(url, 'DELETE FROM vault_ha_locks');
+    const [before] = await sqlRows<{ epoch: string }>(url, 'SELECT epoch::text AS epoch FROM vault_ha_locks');
+    await sqlRows(url, 'DELETE FROM vault_ha_locks');
     // Its next commit finds no row with its epoch: refused with nothing written, or (after a new
     // takeover) relayed. Either answer says what happened; none acknowledges an unwritten write.
     const acknowledged: number[] = [];
@@ -152,7 +135,7 @@ describe('HA on PostgreSQL', () => {
       }
     }
     const now = await activeOf(all);
-    const [after] = await sql<{ epoch: string }>(url, 'SELECT epoch::text AS epoch FROM vault_ha_locks');
+    const [after] = await sqlRows<{ epoch: string }>(url, 'SELECT epoch::text AS epoch FROM vault_ha_locks');
     expect(Number(after?.epoch)).toBeGreaterThan(Number(before?.epoch));
     expect((await now.call('PUT', 'secret/data/after', { data: { ok: true } })).status).toBe(200);
     for (const i of acknowledged) expect((await now.call('GET', `secret/data/k${i}`)).body.data.data).toEqual({ i });

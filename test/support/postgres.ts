@@ -188,3 +188,35 @@ async function initdb(account: Account | undefined, data: string, port: number, 
     ].join('\n'),
   );
 }
+
+/**
+ * One private PostgreSQL for the calling suite file: started before its tests, stopped after.
+ * Returns a getter (the server exists only once `beforeAll` ran).
+ *
+ *   const pg = usePostgres();
+ *   it('...', async () => { const url = await pg().createDatabase('case_1'); });
+ */
+export function usePostgres(): () => TestPostgres {
+  let server: TestPostgres | undefined;
+  beforeAll(async () => {
+    server = await startPostgres();
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+  return () => {
+    if (server === undefined) throw new Error('usePostgres(): the server starts in beforeAll');
+    return server;
+  };
+}
+
+/** The rows of one query on its own connection to `url` (tests reading what nodes wrote). */
+export async function sqlRows<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<T>(text, values)).rows;
+  } finally {
+    await c.end();
+  }
+}
