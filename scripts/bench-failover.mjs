@@ -5,7 +5,8 @@
  *
  *   npm run build && node scripts/bench-failover.mjs [--takeovers 12] [--sigterms 5] [--step-downs 5] [--samples 500]
  *   import { benchFailover } from './bench-failover.mjs'; await benchFailover({});   // scripts/bench.mjs
- *   (BENCH_NO_FAILOVER=1 skips it in `npm run bench`.)
+ *   (BENCH_NO_FAILOVER=1 skips it in `npm run bench`. BENCH_TRACE=1 prints every write attempt of
+ *   each round, relative to its event, and keeps the node logs: where a round's time went.)
  *
  * (a) Forwarding: KV v2 reads (one key) and writes (distinct keys, 64 B values), sequential, each
  *     on its own keep-alive connection, `samples` of each kind to the active node (direct) and to
@@ -156,7 +157,7 @@ export async function benchFailover({ takeovers = 12, sigterms = 5, stepDowns = 
   } finally {
     await h.cleanup().catch(() => undefined);
     await pg?.stop().catch(() => undefined);
-    if (ok) await rm(scratch, { recursive: true, force: true });
+    if (ok && !process.env.BENCH_TRACE) await rm(scratch, { recursive: true, force: true });
     else note(`failover bench: node logs kept in ${scratch}`);
   }
 }
@@ -240,6 +241,7 @@ function startWriters({ addrs, token }) {
           const sentAt = performance.now();
           const r = await vault(addrs[at], token, { agent: agents[at] }).put(`secret/data/${key}`, { data: { v: value } }).catch((e) => ({ status: e.code ?? 'error' }));
           const doneAt = performance.now();
+          if (watch !== undefined && process.env.BENCH_TRACE) watch.trace.push({ w, node: at, sentAt, doneAt, status: r.status, err: String(r.body?.errors?.[0] ?? '').slice(0, 60) });
           if (r.status === 200) {
             acked.set(key, value);
             if (watch?.since !== undefined) watch.anyAfter ??= doneAt;
@@ -269,9 +271,9 @@ function startWriters({ addrs, token }) {
     watch() {
       let hit;
       const first = new Promise((resolve) => (hit = resolve));
-      const w = { since: undefined, anyAfter: undefined, failures: {}, hit: (t) => hit(t) };
+      const w = { since: undefined, anyAfter: undefined, failures: {}, trace: [], hit: (t) => hit(t) };
       watch = w;
-      return { first, arm: (t) => (w.since = t), disarm: () => (watch = undefined), anyAfter: () => w.anyAfter, failures: () => w.failures };
+      return { first, arm: (t) => (w.since = t), disarm: () => (watch = undefined), anyAfter: () => w.anyAfter, failures: () => w.failures, trace: () => w.trace };
     },
     async stop() {
       stopping = true;
@@ -311,6 +313,7 @@ async function round({ kind, old, addr, nodes, token, load }) {
     const first = await Promise.race([w.first, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${kind} of ${old}: no write accepted by a new active node within ${ROUND_DEADLINE_MS} ms (leader seen: ${JSON.stringify(seen)}; failed attempts ${JSON.stringify(load.errors)})`)), ROUND_DEADLINE_MS)))]);
     // Diagnostics: the first 200 that arrived after tNew on any write (one held at a standby
     // through the takeover counts here), and the failed answers the writers got meanwhile.
+    if (process.env.BENCH_TRACE) await printTrace({ kind, old, seen, first, t0, trace: w.trace });
     return { old, newActive: seen.name, leaderSeenMs: seen.at - t0, firstWriteMs: first - t0, firstAnyAckAfterLeaderSeenMs: w.anyAfter() - t0, failures: w.failures() };
   } finally {
     clearTimeout(timer);
@@ -319,6 +322,14 @@ async function round({ kind, old, addr, nodes, token, load }) {
     await poll;
     for (const a of pollAgents) a.destroy();
   }
+}
+
+/** BENCH_TRACE: the round's write attempts (writer, node, sent, answered, status) relative to its event, a moment after the first hit. */
+async function printTrace({ kind, old, seen, first, t0, trace }) {
+  await delay(300);
+  const ms = (t) => (t - t0).toFixed(0);
+  note(`TRACE ${kind} old=${old} new=${seen.name} leader seen ${ms(seen.at)} first accepted ${ms(first)}`);
+  for (const e of trace()) note(`  w${e.w} ${NAMES[e.node]} sent ${ms(e.sentAt)} done ${ms(e.doneAt)} ${e.status} ${e.err}`);
 }
 
 /** Reads every acknowledged key back (16 at a time); resolves with the ones missing or different. */
@@ -381,7 +392,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({ options: { takeovers: { type: 'string', default: '12' }, sigterms: { type: 'string', default: '5' }, 'step-downs': { type: 'string', default: '5' }, samples: { type: 'string', default: '500' } } });
   const n = (k) => {
     const v = Number(values[k]);
-    if (!Number.isInteger(v) || v < 1) throw new Error(`--${k} must be a positive integer, got ${values[k]}`);
+    if (!Number.isInteger(v) || v < 0) throw new Error(`--${k} must be a non-negative integer, got ${values[k]}`);
     return v;
   };
   const args = process.argv.slice(2).join(' ');

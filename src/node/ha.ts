@@ -34,6 +34,12 @@ import { connectHa, type ClusterServer } from '../transport/grpc/index.js';
 import type { VaultCore } from '../vault/core.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
 
+/**
+ * How often a standby brings its engine up to the active node's writes (engine.follow): what is
+ * left to read on becoming active is at most this much of writes.
+ */
+const FOLLOW_MS = 500;
+
 /** Members that have not echoed for this long drop out of sys/ha-status. */
 const MEMBER_MAX_AGE_MS = 15_000;
 
@@ -123,7 +129,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
           ms[name] = now - at;
           at = now;
         };
-        await o.engine.reload();
+        const loaded = await o.engine.reload();
         o.engine.standby(undefined);
         lap('reload');
         // The first fenced commit of this term: every WAL entry from here on carries the new epoch.
@@ -139,7 +145,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
         if (listener === undefined) throw new Unavailable('the cluster listener is not available');
         serving = await listener.serveHa({ tls: tls.server, forward: (req) => execute(req) });
         lap('forwarding');
-        o.log.info({ ms }, 'HA: active role started');
+        o.log.info({ ms, loaded }, 'HA: active role started');
       },
       stop: async () => {
         // A sealed node is not a standby: it writes only what the sealed fence lets through.
@@ -209,14 +215,32 @@ export function wireHa(o: WireHaOptions): NodeHa {
     },
   };
 
+  // A standby keeps its engine near the active node's writes, so becoming active reads little.
+  let following: Promise<unknown> | undefined;
+  let followTimer: NodeJS.Timeout | undefined;
+  const follow = (): void => {
+    const mode = controller.view().mode;
+    if (following !== undefined || (mode !== 'standby' && mode !== 'cooldown')) return;
+    following = o.engine
+      .follow()
+      .catch((e: unknown) => o.log.debug({ err: (e as Error).message }, 'HA: following the active node\'s writes failed; retrying'))
+      .finally(() => (following = undefined));
+  };
+
   return {
     controller,
     relay,
     facts,
     clusterAddrs: () => [o.clusterAddr, ...controller.knownMembers().map((m) => m.clusterAddr).filter((a) => a !== o.clusterAddr)],
     execute,
-    start: () => controller.start(),
+    start: () => {
+      controller.start();
+      followTimer = setInterval(follow, FOLLOW_MS);
+      followTimer.unref();
+    },
     async stop() {
+      clearInterval(followTimer);
+      await following;
       await controller.stop();
       relay.close();
     },

@@ -38,6 +38,7 @@ import { BatchPlan, keysIn, loadTrees, readLeaves, type DirtyPages, type Leaf, t
 import { PinnedSnapshot, readValue, treeHashes, type MerkleView } from './merkle-view.js';
 import { ReadCache } from './read-cache.js';
 import { HOLD_BYTES_FACTOR, WalHolds, type WalHold } from './wal-holds.js';
+import { catchUp, type LoadedState } from './catch-up.js';
 import { WalTail, type TailPlan, type WalBounds } from './wal-tail.js';
 import { WriteGate } from './write-gate.js';
 
@@ -47,6 +48,9 @@ interface Txn extends CommitTxn {
   readonly resolve: () => void;
   readonly reject: (e: unknown) => void;
 }
+
+/** How reload() or follow() brought memory up to storage: from the entries since (and the subpages they touched), or by loading everything. */
+export type ReloadResult = { readonly from: 'catch-up'; readonly entries: number; readonly subpages: number; readonly verified?: boolean } | { readonly from: 'full load' };
 
 export class StorageEngine implements RawStore, MerkleView {
   /** The serial chain every state-changing job runs on, and the closed / failed admission check. */
@@ -236,18 +240,42 @@ export class StorageEngine implements RawStore, MerkleView {
    * too, so the node recovers without a restart; otherwise a failed engine stays failed. Runs
    * after every job queued before it.
    */
-  async reload(): Promise<void> {
+  async reload(): Promise<ReloadResult> {
     this.jobs.assertOpen();
-    await this.jobs.run(async () => {
-      if (this.backend.failure !== undefined && this.opts.settlesOnReload !== true) throw this.backend.failure;
-      const tail = await WalTail.load(this.backend);
-      const { trees, dirty } = await loadTrees(this.backend);
+    return this.jobs.run(async () => {
+      const failed = this.backend.failure !== undefined;
+      if (failed && this.opts.settlesOnReload !== true) throw this.backend.failure;
+      // After a fault memory cannot be trusted: only a full load settles it.
+      const caught = failed ? undefined : await catchUp(this.backend, this.loaded());
+      const { tail, trees, dirty } = caught?.verified === true ? caught : { tail: await WalTail.load(this.backend), ...(await loadTrees(this.backend)) };
       this.tail = tail;
       this.index.replace(trees, dirty);
       this.cache.clear();
       this.backend.clear();
       this.listeners.notify(tail.meta.last);
+      return caught?.verified === true ? { from: 'catch-up', entries: caught.entries, subpages: caught.subpages } : { from: 'full load' };
     });
+  }
+
+  /**
+   * HA standby: brings the WAL tail and the Merkle index toward what the active node has written,
+   * reading only the entries since the last call and the pages they touch (catch-up.ts), so that
+   * becoming active (reload) reads little. Adopted unverified, since the active node writes
+   * meanwhile; reload verifies. Storage faults propagate and change nothing.
+   */
+  async follow(): Promise<ReloadResult | undefined> {
+    this.jobs.assertOpen();
+    return this.jobs.run(async () => {
+      const caught = await catchUp(this.backend, this.loaded());
+      if (caught === undefined) return undefined;
+      this.tail = caught.tail;
+      this.index.replace(caught.trees, caught.dirty);
+      return { from: 'catch-up', entries: caught.entries, subpages: caught.subpages, verified: caught.verified };
+    });
+  }
+
+  private loaded(): LoadedState {
+    return { tail: this.tail, trees: this.index.trees, dirty: this.index.current.dirty };
   }
 
   /** Calls `listener` when storage fails (the first fault, and the first again after a reload cleared one). */

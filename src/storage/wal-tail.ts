@@ -16,6 +16,12 @@ import type { Backend, BatchOp, ReadView } from './backend.js';
 const HASH_BYTES = 32;
 import { Keys } from './keyspace.js';
 
+/** How often a load whose scan disagrees with its meta is tried before the WAL is called damaged. */
+const LOAD_ATTEMPTS = 5;
+
+/** The scan did not match the meta read before it: moved underneath (HA), or damaged if it stays. */
+class TailMoved extends Error {}
+
 export interface WalBounds {
   /** Retain at most this many entries (at least 1: the last entry is never deleted). */
   readonly maxEntries: number;
@@ -68,6 +74,19 @@ export class WalTail {
    * else by reading the entries whole.
    */
   static async load(view: ReadView & Pick<Backend, 'iterateTails'>): Promise<WalTail> {
+    // On a shared database (HA) the active node trims and appends while a standby opens or
+    // reloads: the meta and the scan are separate reads, so a scan that does not match the meta
+    // it followed is read again. A gap that stays is a damaged WAL.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await WalTail.loadOnce(view);
+      } catch (e) {
+        if (!(e instanceof TailMoved) || attempt >= LOAD_ATTEMPTS) throw e instanceof TailMoved ? new Internal(e.message) : e;
+      }
+    }
+  }
+
+  private static async loadOnce(view: ReadView & Pick<Backend, 'iterateTails'>): Promise<WalTail> {
     const raw = await view.get(Keys.walMeta);
     const tail = new WalTail(raw === undefined ? genesisMeta() : decodeMeta(raw));
     const m = tail.current;
@@ -86,14 +105,39 @@ export class WalTail {
           })();
     for await (const r of rows) {
       const index = Keys.walIndexOf(r.key);
-      if (index !== expect) throw new Internal(`WAL entry ${expect} is missing`);
+      if (index !== expect) throw new TailMoved(`WAL entry ${expect} is missing`);
       tail.items.push({ index, size: r.size, hash: r.hash });
       bytes += r.size;
       expect++;
     }
-    if (expect !== m.last + 1n) throw new Internal(`WAL entries ${expect}..${m.last} are missing`);
-    if (!tail.items.at(-1)?.hash.equals(m.lastHash)) throw new Internal('WAL meta disagrees with the last entry');
+    if (expect !== m.last + 1n) throw new TailMoved(`WAL entries ${expect}..${m.last} are missing`);
+    if (!tail.items.at(-1)?.hash.equals(m.lastHash)) throw new TailMoved('WAL meta disagrees with the last entry');
     tail.current = { ...m, bytes };
+    return tail;
+  }
+
+  /**
+   * `prev`'s items that storage still retains (from `meta.first`) followed by `appended`, which
+   * continue it to `meta.last` (catch-up.ts checked the chain's joint).
+   */
+  static extended(prev: WalTail, meta: WalMeta, appended: readonly TailItem[]): WalTail {
+    const tail = new WalTail(meta);
+    let bytes = 0;
+    for (let i = prev.head; i < prev.items.length; i++) {
+      const it = prev.items[i]!;
+      if (it.index < meta.first) continue;
+      tail.items.push({ index: it.index, size: it.size, hash: it.hash });
+      bytes += it.size;
+    }
+    for (const a of appended) {
+      tail.items.push(a);
+      bytes += a.size;
+    }
+    const firstIndex = tail.items[0]?.index;
+    if (meta.first <= meta.last && (firstIndex !== meta.first || tail.items.length !== Number(meta.last - meta.first + 1n))) {
+      throw new Internal(`WAL tail catch-up does not cover ${meta.first}..${meta.last}`);
+    }
+    tail.current = { ...meta, bytes };
     return tail;
   }
 
