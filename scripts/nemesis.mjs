@@ -49,7 +49,7 @@ import { parseArgs } from 'node:util';
 import '@swc-node/register/esm-register';
 
 const {
-  asFixedNode, createHarness, drOperationToken, drStatus, fixedNodeOptions, freePorts, mainJs, must, mountKv2, replStatus, repoRoot, runCli,
+  asFixedNode, createHarness, drOperationToken, drStatus, fixedNodeOptions, freePorts, mainJs, must, mountKv2, NodeStartError, replStatus, repoRoot, runCli,
   startCluster, startFixedNode, unsealWith, vault, waitStreaming, waitUntil,
 } = await import('../test/harness/index.js');
 const { checkHistory, FAULTS, faultSchedule, HA_FAULTS, prng, tally } = await import('../test/harness/nemesis-check.js');
@@ -225,6 +225,10 @@ class HaTopology {
     Object.assign(this, { dir, walMax, harness: createHarness(), nodes: {}, ports: {}, keys: [], tokens: {}, pg: {} });
     /** The active node of each cluster, as last seen (`settle`). */
     this.active = { primary: 'a1', dr: 'b1' };
+    /** Per fault: the cluster's active node before it and once the cluster settled after it. */
+    this.takeovers = [];
+    /** Restarts that failed (the node exited before it was ready) and were tried again. */
+    this.startFailures = [];
     this.perfSecondaries = ['c'];
     this.filterTimeline = { c: [{ mounts: [HOME_MOUNT.c], from: 0 }] };
     this.lossWindows = [];
@@ -274,26 +278,37 @@ class HaTopology {
         this.keys = primary.unsealKeys;
         await this.settle('primary', ['a1']);
         for (const m of MOUNTS) await mountKv2(primary.apiAddr, primary.rootToken, m);
-        for (const n of ['a2', 'a3']) await this.restart(n);
+        await Promise.all(['a2', 'a3'].map((n) => this.restart(n)));
       },
     });
     Object.assign(this.nodes, { a1: cluster.primary, b1: cluster.dr[0], c: cluster.performance[0] });
     for (const n of ['a1', 'b1', 'c']) this.nodes[n] = asFixedNode(this.nodes[n], this.dir, n, this.ports[n].clusterPort);
     this.root = cluster.primary.rootToken;
     this.tokens.c = cluster.performance[0].rootToken;
-    await this.restart('b2');
-    // Both secondaries know every primary node before the first fault.
-    for (const n of [this.dr, 'c']) {
-      await waitUntil(`${n} to know the primary cluster's three nodes`, async () => ((await replStatus(this.api(n), this.kindOf(n))).known_primary_cluster_addrs?.length === 3 ? true : undefined), { timeoutMs: 60_000, intervalMs: 200 });
-    }
+    // b2 joins its cluster; both secondaries know every primary node before the first fault.
+    await Promise.all([this.restart('b2'), ...[this.dr, 'c'].map((n) =>
+      waitUntil(`${n} to know the primary cluster's three nodes`, async () => ((await replStatus(this.api(n), this.kindOf(n))).known_primary_cluster_addrs?.length === 3 ? true : undefined), { timeoutMs: 60_000, intervalMs: 200 }))]);
   }
 
   async boot(n) {
     this.nodes[n] = await startFixedNode(this.harness, this.dir, n, this.options(n));
   }
 
+  /**
+   * Starts n again and unseals it. A start that fails (the node exits before it is ready) is
+   * recorded in `startFailures` (the summary's `start_failures`) and tried again, up to 3 times:
+   * a node that cannot start beside an active one is a finding of its own, and the run goes on.
+   */
   async restart(n) {
-    await this.boot(n);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.boot(n);
+        break;
+      } catch (e) {
+        if (!(e instanceof NodeStartError) || attempt === 3) throw e;
+        this.startFailures.push({ node: n, at: Date.now(), attempt, error: /Error running the server: .*/.exec(e.message)?.[0] ?? e.message.slice(-300) });
+      }
+    }
     await unsealWith(this.api(n), this.keys);
   }
 
@@ -487,7 +502,11 @@ async function runFault(topo, fault, log) {
   } else {
     throw new Error(`unknown fault ${type}`);
   }
-  if (ha) log(`  the ${fault.target} cluster's active node: ${await topo.settle(fault.target)}`);
+  if (ha) {
+    const after = await topo.settle(fault.target);
+    topo.takeovers.push({ type, cluster: fault.target, before: target, after });
+    log(`  the ${fault.target} cluster's active node: ${after}`);
+  }
 }
 
 /** Every KV v2 value of `mount` on a node: { 'mount/key': { value, version } }, or null when not served. */
@@ -612,7 +631,12 @@ export async function runNemesis({ topology = 'default', cycles = 5, seed = 1, f
     await work.stop();
     const { times: convergence, verified = {} } = failure ? { times: {} } : await converge(topo, [topo.dr, ...topo.perfSecondaries], convergeMs, { verifyRoots: true });
     const finalData = {};
-    for (const m of MOUNTS) Object.assign(finalData, await readMount(topo.api(topo.primary), topo.root, m));
+    for (const m of MOUNTS) {
+      Object.assign(finalData, await readMount(topo.api(topo.primary), topo.root, m).catch((e) => {
+        failure ??= e;
+        return {};
+      }));
+    }
     const verdict = checkHistory(history, finalData, { lossWindows: topo.lossWindows, filterTimeline: topo.filterTimeline });
     const merkle = failure ? {} : await merkleChecks(topo);
     const violations = [
@@ -634,7 +658,7 @@ export async function runNemesis({ topology = 'default', cycles = 5, seed = 1, f
       failover_rpo_writes: verdict.lossPerWindow.length ? Math.max(...verdict.lossPerWindow) : null,
       reads_taken_back_by_failover: verdict.readsTakenBackByFailover,
       convergence_ms: convergence, root_verified_ms: verified, max_convergence_ms: Math.max(0, ...Object.values(convergence).filter((t) => typeof t === 'number')),
-      merkle_check_clean: merkle, final_roles: { ...topo.roles }, filters: topo.filterTimeline, violations, schedule, history: null, duration_ms: Date.now() - t0,
+      merkle_check_clean: merkle, final_roles: { ...topo.roles }, ...(topo.takeovers ? { takeovers: topo.takeovers, start_failures: topo.startFailures } : {}), filters: topo.filterTimeline, violations, schedule, history: null, duration_ms: Date.now() - t0,
       // What `node scripts/nemesis-check.mjs SUMMARY` needs to judge the history again offline.
       final_data: finalData, loss_windows: topo.lossWindows,
     };
@@ -655,13 +679,14 @@ export function render(s) {
   const rpo = s.failovers.length ? `${s.failover_rpo_writes} writes at most (${s.failovers.map((f) => `${f.from}->${f.to} ${f.variant}${f.forced ? ' forced' : ''}: ${f.rpo_writes}`).join('; ')})` : 'n/a (no failover)';
   return [
     `nemesis${s.topology === 'default' ? '' : ` (topology ${s.topology})`} seed ${s.seed}: ${s.cycles} cycles in ${(s.duration_ms / 1000).toFixed(1)} s`,
-    `  faults        ${Object.entries(s.faults_by_target).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `  faults        ${Object.entries(s.topology === 'ha' ? s.faults_by_target : s.faults).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     `  operations    ${s.operations} (${s.writes} writes, ${s.reads} reads; ok ${s.ok}, error ${s.error}, unknown ${s.unknown})`,
     `  acknowledged  ${s.acknowledged} writes (${s.forwarded_writes_ok} forwarded by a performance secondary)`,
     `  lost          ${s.lost}   failover loss ${s.failover_loss}`,
     `  failover RPO  ${rpo}`,
     `  convergence   max ${s.max_convergence_ms} ms  ${JSON.stringify(s.convergence_ms)}; filtered roots verified ${JSON.stringify(s.root_verified_ms)}`,
     `  merkle-check  ${JSON.stringify(s.merkle_check_clean)}`,
+    ...(s.start_failures?.length ? [`  start failed  ${s.start_failures.length} time(s), started again: ${JSON.stringify(s.start_failures.slice(0, 3))}`] : []),
     `  violations    ${s.violations.length}${s.violations.length ? `: ${JSON.stringify(s.violations.slice(0, 5))}` : ''}`,
     `  history       ${s.history}${s.node_dir ? `\n  node data     ${s.node_dir}` : ''}`,
   ].join('\n');
