@@ -111,7 +111,8 @@ export const PAUSE_PAST_LEASE_MS: readonly [number, number] = [3_000, 5_000];
  * PostgreSQL, `dr`: the DR secondary cluster, two nodes on another):
  * - active-kill: SIGKILL of the cluster's active node, restart, unseal; a standby takes over.
  * - active-pause: SIGSTOP of the active node for 3-5 s (past its 2 s lease), SIGCONT.
- * - step-down: PUT sys/step-down on the primary cluster's active node.
+ * - step-down: PUT sys/step-down on the primary cluster's active node (a DR secondary does not
+ *   serve sys/step-down: it is not on the short list of paths a DR secondary answers).
  * - pg-restart: the cluster's PostgreSQL stopped for a while and started again.
  * `types` narrows the draw to some of FAULTS (`--faults`); the schedule depends on it too.
  */
