@@ -3,6 +3,7 @@
  * history (the Jepsen way). Build first (`npm run nemesis` does).
  *
  *   npm run nemesis -- --cycles 20 --seed 7 [--out DIR] [--cycle-ms 2500] [--keep]
+ *   npm run nemesis -- --topology ha --cycles 20 --seed 7     # HA clusters on PostgreSQL (below)
  *
  * Topology, real processes on 127.0.0.1: a (primary), b (DR secondary), c (performance secondary,
  * filter allow secret/), d (performance secondary, filter allow other/). Every ordered pair of
@@ -23,6 +24,17 @@
  * wait for convergence, merkle-check on every node, and the checker. The history goes to
  * OUT/nemesis-<seed>.jsonl, the summary to OUT/nemesis-<seed>.summary.json and stdout; the exit
  * code is 1 on any violation. Node data and logs are in a temp dir, removed on success unless --keep.
+ *
+ * `--topology ha` (HaTopology): a primary cluster of three HA nodes a1-a3 on one private
+ * PostgreSQL 15 (test/support/postgres.ts, `ha_lease_ttl` 2 s), a DR secondary cluster of two,
+ * b1 and b2, on another, and a performance secondary c on LevelDB (filter allow secret/); the
+ * secondaries follow the primary cluster's active node by themselves (no proxies). Clients write
+ * and read through each of a1-a3 (a standby relays to the active node) and through c. Faults
+ * (HA_FAULTS), each from the steady state (one active node per cluster, both secondaries
+ * streaming): SIGKILL + restart + unseal of a cluster's active node, SIGSTOP past its lease and
+ * SIGCONT, sys/step-down on the primary cluster's active node, a cluster's PostgreSQL stopped and
+ * started again. The final primary and DR secondary are each cluster's active node at the end; the
+ * checker is the same.
  */
 import http from 'node:http';
 import { existsSync } from 'node:fs';
@@ -37,11 +49,12 @@ import { parseArgs } from 'node:util';
 import '@swc-node/register/esm-register';
 
 const {
-  asFixedNode, createHarness, drOperationToken, drStatus, fixedNodeOptions, freePorts, mainJs, must, mountKv2, replStatus, repoRoot, runCli,
+  asFixedNode, createHarness, drOperationToken, drStatus, fixedNodeOptions, freePorts, mainJs, must, mountKv2, NodeStartError, replStatus, repoRoot, runCli,
   startCluster, startFixedNode, unsealWith, vault, waitStreaming, waitUntil,
 } = await import('../test/harness/index.js');
-const { checkHistory, FAULTS, faultSchedule, prng, tally } = await import('../test/harness/nemesis-check.js');
+const { checkHistory, FAULTS, faultSchedule, HA_FAULTS, prng, tally } = await import('../test/harness/nemesis-check.js');
 const { startTcpProxy } = await import('../test/support/tcp-proxy.js');
+const { postgresAvailable, startPostgres } = await import('../test/support/postgres.js');
 
 const DR = 'sys/replication/dr';
 const PERF = 'sys/replication/performance';
@@ -87,6 +100,13 @@ class Topology {
     this.filterTimeline = Object.fromEntries(PERF_SECONDARIES.map((n) => [n, [{ mounts: [HOME_MOUNT[n]], from: 0 }]]));
     this.lossWindows = [];
     this.failovers = [];
+    this.perfSecondaries = PERF_SECONDARIES;
+    // Writers: two through whichever node is primary when the request starts, one through each performance secondary.
+    this.writers = [
+      { client: 'wp0', role: 'primary', mount: 'secret' }, { client: 'wp1', role: 'primary', mount: 'other' },
+      { client: 'wc', role: 'c', mount: 'secret' }, { client: 'wd', role: 'd', mount: 'other' },
+    ];
+    this.readers = [['rp', 'primary'], ['rc', 'c'], ['rd', 'd']];
   }
 
   async start() {
@@ -181,16 +201,145 @@ class Topology {
   }
 }
 
+/** The HA topology's clusters: node names, the first one initialised (the primary's) or activated (the DR secondary's). */
+const HA_CLUSTERS = { primary: ['a1', 'a2', 'a3'], dr: ['b1', 'b2'] };
+const HA_LEASE_TTL = '2s';
+
+/** The node of `names` that says it is active (sys/leader is_self), once all of them name it; undefined until then. */
+async function agreedActive(topo, names) {
+  const views = await Promise.all(names.map(async (n) => [n, (await timedCall(topo.api(n), 'GET', 'sys/leader')).body]));
+  const self = views.filter(([, v]) => v?.is_self === true).map(([n]) => n);
+  const named = new Set(views.map(([, v]) => v?.leader_address));
+  return self.length === 1 && named.size === 1 && named.has(topo.api(self[0])) ? self[0] : undefined;
+}
+
+/**
+ * `--topology ha`: a primary cluster of three HA nodes (a1-a3) on one private PostgreSQL, a DR
+ * secondary cluster of two (b1, b2) on another, and one performance secondary c on LevelDB
+ * (filter allow secret/). The secondaries learn every primary node's cluster address and follow
+ * the active one by themselves: no proxies, no partitions. Every node of a cluster unseals with
+ * the primary's keys (the DR secondary cluster adopted its seal at activation).
+ */
+class HaTopology {
+  constructor(dir, walMax) {
+    Object.assign(this, { dir, walMax, harness: createHarness(), nodes: {}, ports: {}, keys: [], tokens: {}, pg: {} });
+    /** The active node of each cluster, as last seen (`settle`). */
+    this.active = { primary: 'a1', dr: 'b1' };
+    /** Per fault: the cluster's active node before it and once the cluster settled after it. */
+    this.takeovers = [];
+    /** Restarts that failed (the node exited before it was ready) and were tried again. */
+    this.startFailures = [];
+    this.perfSecondaries = ['c'];
+    this.filterTimeline = { c: [{ mounts: [HOME_MOUNT.c], from: 0 }] };
+    this.lossWindows = [];
+    this.failovers = [];
+    // Writers through each primary-cluster node (a standby relays to the active one) and through c (forwarded).
+    this.writers = [
+      { client: 'wa1', role: 'a1', mount: 'secret' }, { client: 'wa2', role: 'a2', mount: 'other' },
+      { client: 'wa3', role: 'a3', mount: 'secret' }, { client: 'wc', role: 'c', mount: 'secret' },
+    ];
+    this.readers = [['ra1', 'a1'], ['ra2', 'a2'], ['ra3', 'a3'], ['rc', 'c']];
+  }
+
+  get roles() { return { ...this.active }; }
+  get primary() { return this.active.primary; }
+  get dr() { return this.active.dr; }
+  /** Clients go to fixed nodes: roles are node names. */
+  resolve(role) { return this.active[role] ?? role; }
+  api(n) { return `http://127.0.0.1:${this.ports[n].apiPort}`; }
+  token(n) { return this.tokens[n] ?? this.root; }
+  kindOf(n) { return n === 'c' ? 'performance' : 'dr'; }
+  filterOf(n) { return this.filterTimeline[n].at(-1).mounts; }
+  clusterOf(n) { return Object.keys(HA_CLUSTERS).find((k) => HA_CLUSTERS[k].includes(n)); }
+
+  options(n) {
+    const cluster = this.clusterOf(n);
+    return {
+      ...this.ports[n], readyTimeoutMs: 60_000,
+      replication: { walMaxEntries: cluster === undefined ? 100_000 : this.walMax, walMaxBytes: 268_435_456 },
+      ...(cluster ? { postgresql: { connectionUrl: this.pg[cluster].url, haEnabled: true, haLeaseTtl: HA_LEASE_TTL } } : {}),
+    };
+  }
+
+  async start() {
+    if (!postgresAvailable()) throw new Error('the HA topology needs PostgreSQL 15 (/usr/lib/postgresql/15/bin): apt-get install -y postgresql-15');
+    [this.pg.primary, this.pg.dr] = await Promise.all([startPostgres(), startPostgres()]);
+    const names = [...HA_CLUSTERS.primary, ...HA_CLUSTERS.dr, 'c'];
+    const ports = await freePorts(2 * names.length);
+    names.forEach((n, i) => { this.ports[n] = { apiPort: ports[2 * i], clusterPort: ports[2 * i + 1] }; });
+    const opts = (n) => fixedNodeOptions(this.dir, n, this.options(n));
+    const cluster = await startCluster(this.harness, {
+      primary: await opts('a1'),
+      primaryInit: { shares: 3, threshold: 2 },
+      dr: [{ id: 'nemesis-b', node: await opts('b1') }],
+      performance: [{ id: 'nemesis-c', node: await opts('c'), filter: filterBody(this.filterOf('c')) }],
+      // a1 is its cluster's only unsealed node, so it takes the lease; then its standbys, unsealed with its keys.
+      beforeEnable: async ({ primary }) => {
+        this.keys = primary.unsealKeys;
+        await this.settle('primary', ['a1']);
+        for (const m of MOUNTS) await mountKv2(primary.apiAddr, primary.rootToken, m);
+        await Promise.all(['a2', 'a3'].map((n) => this.restart(n)));
+      },
+    });
+    Object.assign(this.nodes, { a1: cluster.primary, b1: cluster.dr[0], c: cluster.performance[0] });
+    for (const n of ['a1', 'b1', 'c']) this.nodes[n] = asFixedNode(this.nodes[n], this.dir, n, this.ports[n].clusterPort);
+    this.root = cluster.primary.rootToken;
+    this.tokens.c = cluster.performance[0].rootToken;
+    // b2 joins its cluster; both secondaries know every primary node before the first fault.
+    await Promise.all([this.restart('b2'), ...[this.dr, 'c'].map((n) =>
+      waitUntil(`${n} to know the primary cluster's three nodes`, async () => ((await replStatus(this.api(n), this.kindOf(n))).known_primary_cluster_addrs?.length === 3 ? true : undefined), { timeoutMs: 60_000, intervalMs: 200 }))]);
+  }
+
+  async boot(n) {
+    this.nodes[n] = await startFixedNode(this.harness, this.dir, n, this.options(n));
+  }
+
+  /**
+   * Starts n again and unseals it. A start that fails (the node exits before it is ready) is
+   * recorded in `startFailures` (the summary's `start_failures`) and tried again, up to 3 times:
+   * a node that cannot start beside an active one is a finding of its own, and the run goes on.
+   */
+  async restart(n) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.boot(n);
+        break;
+      } catch (e) {
+        if (!(e instanceof NodeStartError) || attempt === 3) throw e;
+        this.startFailures.push({ node: n, at: Date.now(), attempt, error: /Error running the server: .*/.exec(e.message)?.[0] ?? e.message.slice(-300) });
+      }
+    }
+    await unsealWith(this.api(n), this.keys);
+  }
+
+  /** Waits until the nodes of `cluster` (or `names`) agree on one active node; resolves its name. */
+  async settle(cluster, names = HA_CLUSTERS[cluster], timeoutMs = 60_000) {
+    this.active[cluster] = await waitUntil(`one active node of the ${cluster} cluster`, () => agreedActive(this, names), { timeoutMs, intervalMs: 100 });
+    return this.active[cluster];
+  }
+
+  healAll() { /* no proxies */ }
+
+  /** One active node in each cluster, both secondaries streaming: the steady state a fault starts from. */
+  async steady(timeoutMs = 90_000) {
+    await Promise.all(Object.keys(HA_CLUSTERS).map((k) => this.settle(k, HA_CLUSTERS[k], timeoutMs)));
+    await Promise.all([this.dr, 'c'].map((n) => waitStreaming(this.api(n), { kind: this.kindOf(n), timeoutMs })));
+  }
+
+  async stopAll() {
+    for (const n of Object.values(this.nodes)) if (n.running()) try { process.kill(n.pid, 'SIGCONT'); } catch { /* gone */ }
+    await Promise.all(Object.values(this.nodes).map((n) => n.stop(5_000).catch(() => n.exited)));
+    await this.harness.cleanup();
+    await Promise.all(Object.values(this.pg).map((pg) => pg.stop()));
+  }
+}
+
 /** Concurrent clients; each records every operation into `history`. */
 function startWorkload(topo, history, rnd) {
   let stopped = false;
   let nextId = 0;
   const KEYS = 8;
-  // Writers: two through whichever node is primary when the request starts, one through each performance secondary.
-  const writers = [
-    { client: 'wp0', role: 'primary', mount: 'secret' }, { client: 'wp1', role: 'primary', mount: 'other' },
-    { client: 'wc', role: 'c', mount: 'secret' }, { client: 'wd', role: 'd', mount: 'other' },
-  ];
+  const { writers, readers } = topo;
   const keysOf = (mount) => writers.filter((w) => w.mount === mount).flatMap((w) => Array.from({ length: KEYS }, (_, i) => `${w.client}-${i}`));
   const writer = async ({ client, role, mount }) => {
     for (let seq = 0; !stopped; seq++) {
@@ -200,7 +349,7 @@ function startWorkload(topo, history, rnd) {
       const start = Date.now();
       const r = await timedCall(topo.api(node), 'POST', `${mount}/data/${key}`, { token: topo.token(node), body: { data: { value } } });
       const outcome = r.status === 200 ? 'ok' : r.status !== undefined && r.status < 500 ? 'error' : r.netError === 'ECONNREFUSED' ? 'error' : 'unknown';
-      history.push({ id: nextId++, client, kind: 'write', node, forwarded: role !== 'primary', mount, key, value, start, end: Date.now(), outcome, status: r.status ?? (r.timeout ? 'timeout' : r.netError), version: r.body?.data?.version });
+      history.push({ id: nextId++, client, kind: 'write', node, forwarded: topo.perfSecondaries.includes(node), mount, key, value, start, end: Date.now(), outcome, status: r.status ?? (r.timeout ? 'timeout' : r.netError), version: r.body?.data?.version });
       await delay(outcome === 'ok' ? 15 : 100);
     }
   };
@@ -222,7 +371,7 @@ function startWorkload(topo, history, rnd) {
       await delay(15);
     }
   };
-  const running = [...writers.map(writer), reader('rp', 'primary'), reader('rc', 'c'), reader('rd', 'd')];
+  const running = [...writers.map(writer), ...readers.map(([client, role]) => reader(client, role))];
   return { stop: async () => { stopped = true; await Promise.all(running); } };
 }
 
@@ -314,18 +463,27 @@ async function filterChange(topo, n, { holdMs, variant = 'allow' }, log) {
 /** One fault of the schedule, applied for a while and then undone. */
 async function runFault(topo, fault, log) {
   const { type, holdMs } = fault;
+  // An HA fault targets a cluster (resolved to its active node) from the steady state, and ends once the cluster agrees on an active node again.
+  const ha = HA_FAULTS.includes(type);
+  if (ha) await topo.steady();
   const target = topo.resolve(fault.target);
   log(`fault ${type} ${fault.target}=${target}${fault.variant ? ` (${fault.variant})` : ''} ${holdMs}ms`);
   const node = topo.nodes[target];
-  if (type === 'kill') {
+  if (type === 'kill' || type === 'active-kill') {
     process.kill(node.pid, 'SIGKILL');
     await node.exited;
     await delay(holdMs);
     await topo.restart(target);
-  } else if (type === 'pause') {
+  } else if (type === 'pause' || type === 'active-pause') {
     process.kill(node.pid, 'SIGSTOP');
     await delay(holdMs);
     process.kill(node.pid, 'SIGCONT');
+  } else if (type === 'step-down') {
+    await must(vault(topo.api(target), topo.root).request('PUT', 'sys/step-down', { body: {} }), [204]);
+  } else if (type === 'pg-restart') {
+    await topo.pg[fault.target].stopServer();
+    await delay(holdMs);
+    await topo.pg[fault.target].startServer();
   } else if (type === 'partition' || type === 'partition-primary') {
     for (const p of topo.proxiesOf(target)) p.cut();
     await delay(holdMs);
@@ -343,6 +501,11 @@ async function runFault(topo, fault, log) {
     await filterChange(topo, target, fault, log);
   } else {
     throw new Error(`unknown fault ${type}`);
+  }
+  if (ha) {
+    const after = await topo.settle(fault.target);
+    topo.takeovers.push({ type, cluster: fault.target, before: target, after });
+    log(`  the ${fault.target} cluster's active node: ${after}`);
   }
 }
 
@@ -430,16 +593,19 @@ async function merkleChecks(topo) {
     const rep = r?.data?.merkle_corruption_report;
     return Boolean(rep) && !rep.corrupted_root && Object.values(rep.corrupted_tree_map).every((t) => !t.corrupted_subtree_root && !t.corrupted_index_tuples_map);
   };
-  for (const n of [topo.primary, ...PERF_SECONDARIES]) out[n] = clean((await vault(topo.api(n), topo.token(n)).request('POST', 'sys/replication/merkle-check', { body: {} })).body);
+  for (const n of [topo.primary, ...topo.perfSecondaries]) out[n] = clean((await vault(topo.api(n), topo.token(n)).request('POST', 'sys/replication/merkle-check', { body: {} })).body);
   const op = await drOperationToken(topo.api(topo.dr), topo.keys);
   out[topo.dr] = clean((await vault(topo.api(topo.dr)).request('POST', `${DR}/secondary/merkle-check`, { body: { dr_operation_token: op } })).body);
   return out;
 }
 
-export async function runNemesis({ cycles = 5, seed = 1, faults = FAULTS, cycleMs = 2_500, walMax = 64, convergeMs = 60_000, out = join(repoRoot, 'bench-results'), keep = false, log = console.log } = {}) {
+/** The topologies (`--topology`): how each is built, and the faults it takes. */
+export const TOPOLOGIES = { default: { Topology, faults: FAULTS }, ha: { Topology: HaTopology, faults: HA_FAULTS } };
+
+export async function runNemesis({ topology = 'default', cycles = 5, seed = 1, faults = TOPOLOGIES[topology].faults, cycleMs = 2_500, walMax = 64, convergeMs = 60_000, out = join(repoRoot, 'bench-results'), keep = false, log = console.log } = {}) {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
   const dir = await mkdtemp(join(tmpdir(), 'tessera-nemesis-'));
-  const topo = new Topology(dir, walMax);
+  const topo = new TOPOLOGIES[topology].Topology(dir, walMax);
   const history = [];
   const schedule = faultSchedule(seed, cycles, cycleMs, faults);
   const workRng = prng(seed ^ 0x5bd1e995);
@@ -460,10 +626,17 @@ export async function runNemesis({ cycles = 5, seed = 1, faults = FAULTS, cycleM
       failure = e;
     }
     topo.healAll();
+    // The HA topology: the final primary and DR secondary are each cluster's active node now.
+    if (!failure && topo.settle) await topo.steady().catch((e) => { failure = e; });
     await work.stop();
-    const { times: convergence, verified = {} } = failure ? { times: {} } : await converge(topo, [topo.dr, ...PERF_SECONDARIES], convergeMs, { verifyRoots: true });
+    const { times: convergence, verified = {} } = failure ? { times: {} } : await converge(topo, [topo.dr, ...topo.perfSecondaries], convergeMs, { verifyRoots: true });
     const finalData = {};
-    for (const m of MOUNTS) Object.assign(finalData, await readMount(topo.api(topo.primary), topo.root, m));
+    for (const m of MOUNTS) {
+      Object.assign(finalData, await readMount(topo.api(topo.primary), topo.root, m).catch((e) => {
+        failure ??= e;
+        return {};
+      }));
+    }
     const verdict = checkHistory(history, finalData, { lossWindows: topo.lossWindows, filterTimeline: topo.filterTimeline });
     const merkle = failure ? {} : await merkleChecks(topo);
     const violations = [
@@ -473,15 +646,19 @@ export async function runNemesis({ cycles = 5, seed = 1, faults = FAULTS, cycleM
       ...Object.entries(merkle).filter(([, okay]) => !okay).map(([node]) => ({ type: 'merkle-check', node })),
     ];
     const byType = {};
-    for (const f of schedule) byType[f.type] = (byType[f.type] ?? 0) + 1;
+    const byTarget = {};
+    for (const f of schedule) {
+      byType[f.type] = (byType[f.type] ?? 0) + 1;
+      byTarget[`${f.type} ${f.target}`] = (byTarget[`${f.type} ${f.target}`] ?? 0) + 1;
+    }
     summary = {
-      seed, cycles, faults: byType, ...tally(history), acknowledged: verdict.acknowledged, lost: verdict.lost,
+      topology, seed, cycles, faults: byType, faults_by_target: byTarget, ...tally(history), acknowledged: verdict.acknowledged, lost: verdict.lost,
       failover_loss: verdict.failoverLoss.length,
       failovers: topo.failovers.map((f, i) => ({ ...f, rpo_writes: verdict.lossPerWindow[i] })),
       failover_rpo_writes: verdict.lossPerWindow.length ? Math.max(...verdict.lossPerWindow) : null,
       reads_taken_back_by_failover: verdict.readsTakenBackByFailover,
       convergence_ms: convergence, root_verified_ms: verified, max_convergence_ms: Math.max(0, ...Object.values(convergence).filter((t) => typeof t === 'number')),
-      merkle_check_clean: merkle, final_roles: { ...topo.roles }, filters: topo.filterTimeline, violations, schedule, history: null, duration_ms: Date.now() - t0,
+      merkle_check_clean: merkle, final_roles: { ...topo.roles }, ...(topo.takeovers ? { takeovers: topo.takeovers, start_failures: topo.startFailures } : {}), filters: topo.filterTimeline, violations, schedule, history: null, duration_ms: Date.now() - t0,
       // What `node scripts/nemesis-check.mjs SUMMARY` needs to judge the history again offline.
       final_data: finalData, loss_windows: topo.lossWindows,
     };
@@ -501,14 +678,15 @@ export async function runNemesis({ cycles = 5, seed = 1, faults = FAULTS, cycleM
 export function render(s) {
   const rpo = s.failovers.length ? `${s.failover_rpo_writes} writes at most (${s.failovers.map((f) => `${f.from}->${f.to} ${f.variant}${f.forced ? ' forced' : ''}: ${f.rpo_writes}`).join('; ')})` : 'n/a (no failover)';
   return [
-    `nemesis seed ${s.seed}: ${s.cycles} cycles in ${(s.duration_ms / 1000).toFixed(1)} s`,
-    `  faults        ${Object.entries(s.faults).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `nemesis${s.topology === 'default' ? '' : ` (topology ${s.topology})`} seed ${s.seed}: ${s.cycles} cycles in ${(s.duration_ms / 1000).toFixed(1)} s`,
+    `  faults        ${Object.entries(s.topology === 'ha' ? s.faults_by_target : s.faults).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     `  operations    ${s.operations} (${s.writes} writes, ${s.reads} reads; ok ${s.ok}, error ${s.error}, unknown ${s.unknown})`,
     `  acknowledged  ${s.acknowledged} writes (${s.forwarded_writes_ok} forwarded by a performance secondary)`,
     `  lost          ${s.lost}   failover loss ${s.failover_loss}`,
     `  failover RPO  ${rpo}`,
     `  convergence   max ${s.max_convergence_ms} ms  ${JSON.stringify(s.convergence_ms)}; filtered roots verified ${JSON.stringify(s.root_verified_ms)}`,
     `  merkle-check  ${JSON.stringify(s.merkle_check_clean)}`,
+    ...(s.start_failures?.length ? [`  start failed  ${s.start_failures.length} time(s), started again: ${JSON.stringify(s.start_failures.slice(0, 3))}`] : []),
     `  violations    ${s.violations.length}${s.violations.length ? `: ${JSON.stringify(s.violations.slice(0, 5))}` : ''}`,
     `  history       ${s.history}${s.node_dir ? `\n  node data     ${s.node_dir}` : ''}`,
   ].join('\n');
@@ -517,13 +695,18 @@ export function render(s) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({
     options: {
-      cycles: { type: 'string', default: '5' }, seed: { type: 'string', default: '1' }, faults: { type: 'string', default: FAULTS.join(',') }, out: { type: 'string' }, 'cycle-ms': { type: 'string', default: '2500' },
+      topology: { type: 'string', default: 'default' }, cycles: { type: 'string', default: '5' }, seed: { type: 'string', default: '1' }, faults: { type: 'string' }, out: { type: 'string' }, 'cycle-ms': { type: 'string', default: '2500' },
       'wal-max': { type: 'string', default: '64' }, 'converge-ms': { type: 'string', default: '60000' }, keep: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
-    console.log(`usage: node scripts/nemesis.mjs [--cycles N] [--seed S] [--faults ${FAULTS.join(',')}] [--out DIR] [--cycle-ms MS] [--wal-max N] [--converge-ms MS] [--keep]`);
+    console.log(`usage: node scripts/nemesis.mjs [--topology default|ha] [--cycles N] [--seed S] [--faults ${FAULTS.join(',')} | (ha) ${HA_FAULTS.join(',')}] [--out DIR] [--cycle-ms MS] [--wal-max N] [--converge-ms MS] [--keep]`);
     process.exit(0);
+  }
+  const topology = TOPOLOGIES[values.topology];
+  if (topology === undefined) {
+    console.error(`--topology takes ${Object.keys(TOPOLOGIES).join(' or ')}; got ${values.topology}`);
+    process.exit(2);
   }
   const num = (k) => {
     const v = Number(values[k]);
@@ -533,13 +716,13 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     }
     return v;
   };
-  const faults = values.faults.split(',').map((f) => f.trim()).filter(Boolean);
-  const unknown = faults.filter((f) => !FAULTS.includes(f));
+  const faults = (values.faults ?? topology.faults.join(',')).split(',').map((f) => f.trim()).filter(Boolean);
+  const unknown = faults.filter((f) => !topology.faults.includes(f));
   if (faults.length === 0 || unknown.length > 0) {
-    console.error(`--faults takes some of ${FAULTS.join(', ')}; got ${values.faults}`);
+    console.error(`--faults takes some of ${topology.faults.join(', ')} (topology ${values.topology}); got ${values.faults}`);
     process.exit(2);
   }
-  runNemesis({ faults, cycles: num('cycles'), seed: num('seed'), cycleMs: num('cycle-ms'), walMax: num('wal-max'), convergeMs: num('converge-ms'), keep: values.keep, ...(values.out ? { out: values.out } : {}) })
+  runNemesis({ topology: values.topology, faults, cycles: num('cycles'), seed: num('seed'), cycleMs: num('cycle-ms'), walMax: num('wal-max'), convergeMs: num('converge-ms'), keep: values.keep, ...(values.out ? { out: values.out } : {}) })
     .then((s) => {
       console.log(render(s));
       process.exit(s.violations.length === 0 ? 0 : 1);

@@ -38,7 +38,9 @@ export interface Op {
   /** A read answered 404 with errors: the node said it has no such mount. */
   mountMissing?: boolean;
 }
-export type FaultType = 'kill' | 'pause' | 'partition' | 'partition-primary' | 'wal-behind' | 'failover' | 'filter';
+export type FaultType = 'kill' | 'pause' | 'partition' | 'partition-primary' | 'wal-behind' | 'failover' | 'filter' | HaFaultType;
+/** The faults of the HA topology (`--topology ha`): see `faultSchedule`. */
+export type HaFaultType = 'active-kill' | 'active-pause' | 'step-down' | 'pg-restart';
 export interface Fault {
   type: FaultType;
   target: string;
@@ -85,6 +87,10 @@ export function prng(seed: number): Prng {
 }
 
 export const FAULTS: readonly FaultType[] = ['kill', 'pause', 'partition', 'partition-primary', 'wal-behind', 'failover', 'filter'];
+/** The HA topology's faults: each targets a cluster (`primary`, `dr`), acting on its active node or its PostgreSQL. */
+export const HA_FAULTS: readonly HaFaultType[] = ['active-kill', 'active-pause', 'step-down', 'pg-restart'];
+/** How long `active-pause` holds a node stopped: past the HA topology's 2 s lease, so another node takes over. */
+export const PAUSE_PAST_LEASE_MS: readonly [number, number] = [3_000, 5_000];
 
 /**
  * The fault of every cycle, from the seed alone (same seed, same schedule): { type, target,
@@ -101,6 +107,13 @@ export const FAULTS: readonly FaultType[] = ['kill', 'pause', 'partition', 'part
  *   The next failover is the failback.
  * - filter: a performance secondary is killed, its paths filter changed on the primary, restarted;
  *   variant `allow` (the mounts it keeps) or `deny` (the other one, when it keeps only its own).
+ * The HA topology's faults (HA_FAULTS), whose targets are clusters (`primary`: three nodes on one
+ * PostgreSQL, `dr`: the DR secondary cluster, two nodes on another):
+ * - active-kill: SIGKILL of the cluster's active node, restart, unseal; a standby takes over.
+ * - active-pause: SIGSTOP of the active node for 3-5 s (past its 2 s lease), SIGCONT.
+ * - step-down: PUT sys/step-down on the primary cluster's active node (a DR secondary does not
+ *   serve sys/step-down: it is not on the short list of paths a DR secondary answers).
+ * - pg-restart: the cluster's PostgreSQL stopped for a while and started again.
  * `types` narrows the draw to some of FAULTS (`--faults`); the schedule depends on it too.
  */
 export function faultSchedule(seed: number, cycles: number, cycleMs: number, types: readonly FaultType[] = FAULTS): Fault[] {
@@ -108,6 +121,7 @@ export function faultSchedule(seed: number, cycles: number, cycleMs: number, typ
   const targets: Record<FaultType, readonly string[]> = {
     kill: ['primary', 'dr', 'c', 'd'], pause: ['primary', 'dr', 'c', 'd'], partition: ['dr', 'c', 'd'], 'partition-primary': ['primary'],
     'wal-behind': ['dr', 'c', 'd'], failover: ['primary'], filter: ['c', 'd'],
+    'active-kill': ['primary', 'dr'], 'active-pause': ['primary', 'dr'], 'step-down': ['primary'], 'pg-restart': ['primary', 'dr'],
   };
   // How a filter change is written, and whether a failover is a planned switchover, come from
   // PRNGs of their own, so adding them left every seed's schedule of fault types as it was.
@@ -115,7 +129,9 @@ export function faultSchedule(seed: number, cycles: number, cycleMs: number, typ
   const plan = prng(seed ^ 0x6a09e667);
   return Array.from({ length: cycles }, (): Fault => {
     const type = rng.pick(types);
-    const fault: Fault = { type, target: rng.pick(targets[type]), holdMs: rng.int(Math.floor(cycleMs / 4), Math.floor(cycleMs / 2)) };
+    const target = rng.pick(targets[type]);
+    const [lo, hi] = type === 'active-pause' ? PAUSE_PAST_LEASE_MS : [Math.floor(cycleMs / 4), Math.floor(cycleMs / 2)];
+    const fault: Fault = { type, target, holdMs: rng.int(lo, hi) };
     if (type === 'failover') {
       const variant = rng.pick(['kill', 'partition'] as const);
       return { ...fault, variant: plan.next() < 1 / 3 ? 'planned' : variant };
