@@ -46,10 +46,9 @@ test(`nemesis --topology ha, seed ${SEED}, ${CYCLES} cycles: every HA fault once
     expect(summary.takeovers.map((t: { type: string }) => t.type)).toEqual(summary.schedule.map((f: { type: string }) => f.type));
     // A step-down, a kill and a pause past the lease each end with another node of the cluster active.
     for (const t of summary.takeovers.filter((x: { type: string }) => x.type !== 'pg-restart')) expect(t.after).not.toBe(t.before);
-    // A restarted node that exited before it was ready is started again and reported: only the known
-    // start-up race is tolerated (the node read the WAL meta, then the active node trimmed the entries
-    // before it scanned them: "WAL entry N is missing"; README, nemesis section).
-    for (const f of summary.start_failures) expect(f.error).toMatch(/WAL entr(y|ies) \S+ (is|are) missing/);
+    // Every restarted node started at its first try (the start-up race this run once found, the
+    // WAL trimmed between the meta read and the scan, reads the tail again: catch-up.test.ts).
+    expect(summary.start_failures).toEqual([]);
     expect(summary.lost).toBe(0);
     expect(summary.acknowledged).toBeGreaterThan(50);
     expect(summary.forwarded_writes_ok).toBeGreaterThan(0);
