@@ -351,9 +351,12 @@ async function scenario() {
   // The container is restarted at once; the node then takes several seconds to load and listen.
   const back = await answering(S, 30_000);
   log(`restart took ${restartMs} ms; answering ${Date.now() - t0} ms after it began, sealed: ${back.sealed}`);
-  // The node ends its process itself when something it cannot cancel outlives its stop: say what.
-  const lingered = (await compose(['logs', '--no-color', 'dr-secondary'])).out.split('\n').filter((l) => l.includes('still running after the node stopped'));
-  for (const line of lingered) log(`dr-secondary's stop: ${line.slice(line.indexOf('{'))}`);
+  // How long the node's own stop took, and (when the process had to end itself after it, because
+  // something it cannot cancel was still pending) what was pending.
+  const nodeLog = (await compose(['logs', '--no-color', 'dr-secondary'])).out.split('\n').map((l) => l.slice(l.indexOf('{'))).filter((l) => l.startsWith('{'));
+  const at = (msg) => nodeLog.filter((l) => l.includes(`"msg":"${msg}"`)).map((l) => Date.parse(JSON.parse(l).time)).at(-1);
+  log(`dr-secondary's stop took ${at('node stopped') - at('shutting down')} ms (from "shutting down" to "node stopped")`);
+  for (const line of nodeLog.filter((l) => l.includes('still running after the node stopped'))) log(`dr-secondary's process ended itself after its stop: ${line}`);
   check(restartMs < 10_000, `docker-compose restart dr-secondary within 10 s (took ${restartMs} ms): the node exits promptly on SIGTERM`);
   check(back.sealed === true, 'dr-secondary comes back sealed');
   await unsealWith(S, keys);
