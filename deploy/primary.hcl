@@ -6,8 +6,7 @@
 storage "postgresql" {
   connection_url = "postgres://tessera:@PG_PASSWORD@@postgres:5432/tessera?sslmode=disable"
   table          = "vault_kv_store"
-  # Several primary nodes may share this database: one holds the lease and is active, the others
-  # relay to it (README.md, "Running a node for real"). The compose file runs one for now.
+  # The primary nodes share this database: one holds the lease and is active, the others relay.
   ha_enabled     = "true"
   ha_table       = "vault_ha_locks"
 }

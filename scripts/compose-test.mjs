@@ -14,21 +14,25 @@
  *    (NODE_EXTRA_CA_CERTS or npm's cafile) so npm ci inside the build reaches the registry.
  *    It stays in the daemon's images: later runs skip this step.
  * 3. `docker-compose build --parallel`, then `docker-compose up -d --build` (cached by then).
- * 4. Init the primary (3 shares, threshold 2), unseal, KV v2 at secret/, enable DR and
- *    performance primary, init and activate both secondaries, a root token on the performance
- *    secondary from the primary's keys, a secret written on the primary and read there.
- * 5. Failover: `docker-compose kill primary`, promote the DR secondary with a DR operation token
- *    made from the primary's unseal keys, point the performance secondary at it (update-primary),
- *    a write on the new primary read on the performance secondary.
- * 6. `docker-compose restart dr-secondary`: back within seconds, sealed; unsealed, data still there.
- * 7. `docker-compose down`, `docker-compose up -d`: every node sealed, unsealed, the data of the
+ * 4. Init the primary cluster on `primary` (3 shares, threshold 2), unseal its three HA nodes,
+ *    KV v2 at secret/, enable DR and performance primary, init and activate both secondaries, a
+ *    root token on the performance secondary from the primary's keys, a secret written on the
+ *    primary and read there.
+ * 5. HA failover: `docker-compose kill primary`; another primary node becomes active, the secret
+ *    reads back through it, a write through the remaining standby reaches the performance
+ *    secondary, and the DR secondary is in sync with the new active node.
+ * 6. DR failover: the other two primary nodes killed, promote the DR secondary with a DR
+ *    operation token made from the primary's unseal keys, point the performance secondary at it
+ *    (update-primary), a write on the new primary read on the performance secondary.
+ * 7. `docker-compose restart dr-secondary`: back within seconds, sealed; unsealed, data still there.
+ * 8. `docker-compose down`, `docker-compose up -d`: every node sealed, unsealed, the data of the
  *    LevelDB volumes and of PostgreSQL's volume still there.
- * 8. `docker-compose down -v`: no volume is left, named or anonymous (`docker volume ls`).
+ * 9. `docker-compose down -v`: no volume is left, named or anonymous (`docker volume ls`).
  *
  * Every step is logged with its time. A hard deadline (TESSERA_COMPOSE_DEADLINE_S, 1200 s unless
  * set; a first run, debootstrap and both image builds included, took about 9.5 minutes alone) and any failure end in `docker-compose down -v`, after the containers' last log lines.
- * The project is named tessera-compose-test (`-p`); the published ports 8200, 8210 and 8220 on
- * 127.0.0.1 must be free.
+ * The project is named tessera-compose-test (`-p`); the published ports 8200, 8210, 8220, 8230
+ * and 8240 on 127.0.0.1 must be free.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, copyFileSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, realpathSync, rmSync, writeSync } from 'node:fs';
@@ -46,7 +50,14 @@ const BASE_IMAGE = 'node:20-bookworm-slim';
 const DEADLINE_MS = Number(process.env.TESSERA_COMPOSE_DEADLINE_S ?? 1200) * 1000;
 /** Docker must run here: under CI=true (or TESSERA_COMPOSE_REQUIRED=1, which `.ci/run` sets) a missing docker is a failure. */
 const REQUIRED = process.env.CI === 'true' || process.env.CI === '1' || process.env.TESSERA_COMPOSE_REQUIRED === '1';
-const NODES = { primary: 'http://127.0.0.1:8200', 'dr-secondary': 'http://127.0.0.1:8210', 'perf-secondary': 'http://127.0.0.1:8220' };
+const NODES = {
+  primary: 'http://127.0.0.1:8200',
+  'primary-2': 'http://127.0.0.1:8230',
+  'primary-3': 'http://127.0.0.1:8240',
+  'dr-secondary': 'http://127.0.0.1:8210',
+  'perf-secondary': 'http://127.0.0.1:8220',
+};
+const PRIMARIES = ['primary', 'primary-2', 'primary-3'];
 const P = NODES.primary;
 const S = NODES['dr-secondary'];
 const PS = NODES['perf-secondary'];
@@ -233,6 +244,16 @@ function check(ok, what) {
   if (!ok) throw new Error(`check failed: ${what}`);
 }
 
+/** The one primary node (of `names`) whose sys/leader says is_self, once every other names it. */
+async function activePrimary(names) {
+  return eventually(async () => {
+    const leaders = await Promise.all(names.map(async (n) => (await vault(NODES[n]).get('sys/leader')).body ?? {}));
+    const self = names.filter((_, i) => leaders[i].is_self === true);
+    if (self.length !== 1) throw new Error(`active primary nodes: ${JSON.stringify(self)}`);
+    return self[0];
+  }, { timeoutMs: 60_000, intervalMs: 200 });
+}
+
 async function readSecret(addr, token, path) {
   const r = await vault(addr, token).get(`secret/data/${path}`);
   if (r.status !== 200) throw new Error(`GET secret/data/${path} on ${addr} answered ${r.status}: ${r.text.slice(0, 300)}`);
@@ -254,7 +275,7 @@ const readsBack = (addr, token, path, data, timeoutMs = 30_000) =>
 const volumes = async () => new Set((await run('docker', ['volume', 'ls', '-q'])).out.split('\n').filter((v) => v !== ''));
 
 async function scenario() {
-  for (const port of [8200, 8210, 8220]) await assertPortFree(port);
+  for (const port of [8200, 8210, 8220, 8230, 8240]) await assertPortFree(port);
   const volumesBefore = await volumes();
 
   log('docker-compose build --parallel (tessera:local once, tessera-postgres:local)');
@@ -269,6 +290,8 @@ async function scenario() {
   const init = await initAndUnseal(P, { shares: 3, threshold: 2 });
   const keys = init.keys.slice(0, 2);
   const root = init.rootToken;
+  for (const name of PRIMARIES.slice(1)) await unsealWith(NODES[name], keys);
+  await activePrimary(PRIMARIES);
   await mountKv2(P, root);
   await enablePrimary(P, root, '', 'dr');
   await enablePrimary(P, root, '', 'performance');
@@ -288,8 +311,19 @@ async function scenario() {
   await readsBack(PS, perfRoot, 'app', first);
   await waitInSync(P, S, 30_000, 'dr');
 
-  log('failover: docker-compose kill primary, promote the DR secondary with a DR operation token');
+  log('HA failover: docker-compose kill primary; another primary node becomes active, replication follows it');
   await compose(['kill', 'primary']);
+  const haActive = await activePrimary(PRIMARIES.slice(1));
+  log(`${haActive} is the active primary node`);
+  await readSecret(NODES[haActive], root, 'app').then((got) => check(got.password === first.password, `the first secret through ${haActive}`));
+  const afterHa = { password: 'written-after-the-ha-failover' };
+  const standby = PRIMARIES.slice(1).find((n) => n !== haActive);
+  await writeSecret(NODES[standby], root, 'after-ha', afterHa);
+  await readsBack(PS, perfRoot, 'after-ha', afterHa);
+  await waitInSync(NODES[haActive], S, 30_000, 'dr');
+
+  log('DR failover: the whole primary cluster killed, promote the DR secondary with a DR operation token');
+  await compose(['kill', 'primary-2', 'primary-3']);
   const opToken = await drOperationToken(S, keys);
   const promote = await vault(S).post(`${DR}/secondary/promote`, { dr_operation_token: opToken });
   if (promote.status !== 204) throw new Error(`promote answered ${promote.status}: ${promote.text}`);
@@ -317,6 +351,12 @@ async function scenario() {
   // The container is restarted at once; the node then takes several seconds to load and listen.
   const back = await answering(S, 30_000);
   log(`restart took ${restartMs} ms; answering ${Date.now() - t0} ms after it began, sealed: ${back.sealed}`);
+  // How long the node's own stop took, and (when the process had to end itself after it, because
+  // something it cannot cancel was still pending) what was pending.
+  const nodeLog = (await compose(['logs', '--no-color', 'dr-secondary'])).out.split('\n').map((l) => l.slice(l.indexOf('{'))).filter((l) => l.startsWith('{'));
+  const at = (msg) => nodeLog.filter((l) => l.includes(`"msg":"${msg}"`)).map((l) => Date.parse(JSON.parse(l).time)).at(-1);
+  log(`dr-secondary's stop took ${at('node stopped') - at('shutting down')} ms (from "shutting down" to "node stopped")`);
+  for (const line of nodeLog.filter((l) => l.includes('still running after the node stopped'))) log(`dr-secondary's process ended itself after its stop: ${line}`);
   check(restartMs < 10_000, `docker-compose restart dr-secondary within 10 s (took ${restartMs} ms): the node exits promptly on SIGTERM`);
   check(back.sealed === true, 'dr-secondary comes back sealed');
   await unsealWith(S, keys);
@@ -334,8 +374,10 @@ async function scenario() {
   await readsBack(S, root, 'after-failover', second);
   await waitStreaming(PS, { kind: 'performance', from: newPrimaryAddr });
   await readsBack(PS, perfRoot, 'after-failover', second);
-  // The old primary (killed above, started again by `up`) reads its data from PostgreSQL's volume.
+  // The old primary cluster (killed above, started again by `up`) reads its data from PostgreSQL's volume.
+  await activePrimary(PRIMARIES);
   await readsBack(P, root, 'app', first);
+  await readsBack(P, root, 'after-ha', afterHa);
 
   log('docker-compose down -v: no volume left behind');
   await compose(['down', '-v'], { timeoutMs: 120_000 });

@@ -1,6 +1,7 @@
 /**
  * The composition root's entry: `tessera server`. Reads the config (or makes a dev one), starts
- * the node, and runs until SIGTERM/SIGINT. Logs are JSON on stderr; stdout carries only the dev
+ * the node, and runs until SIGTERM/SIGINT, then stops it (at most STOP_DEADLINE_MS) and ends the
+ * process (at most LINGER_MS later). Logs are JSON on stderr; stdout carries only the dev
  * banner (which holds the dev root token and unseal key, so it never goes through the logger).
  *
  *   await runServer({ dev: true });
@@ -124,8 +125,54 @@ export async function runServer(opts: ServerOptions): Promise<void> {
     }));
   process.off('SIGHUP', onHup);
   logger.info('shutting down');
-  await node.stop();
+  const stopped = await withinDeadline(node.stop(), STOP_DEADLINE_MS);
+  if (!stopped) logger.error({ deadline_ms: STOP_DEADLINE_MS }, 'the node did not stop in time; the process ends without it');
   // A dev node's data is throwaway, like `vault server -dev`'s in-memory storage.
   if (dev) await rm(dev.dataDir, { recursive: true, force: true });
   logger.flush();
+  // Run by a signal, the process is ours to end: it may not wait for what no one can cancel.
+  if (opts.until === undefined) exitAfterLinger(logger);
+  if (!stopped) throw new Error(`the node did not stop within ${STOP_DEADLINE_MS} ms`);
+}
+
+/**
+ * Longest a stop may take (storage closed, replication and HA stopped) before the process ends
+ * without it: under the 30 s that docker-compose.yml and systemd-like supervisors allow before a
+ * SIGKILL, so the node says why rather than being killed silently.
+ */
+const STOP_DEADLINE_MS = 10_000;
+
+/**
+ * Longest the process may stay once the node has stopped. Node ends a process when its event loop
+ * is empty, and some requests cannot be cancelled: a host-name lookup of a gRPC client the
+ * replication loop closed (getaddrinfo on libuv's thread pool) keeps the loop alive until the
+ * resolver gives up. In a container whose DNS forwards a stopped service's name upstream and gets
+ * no answer that was over 30 s, and `docker-compose restart` SIGKILLed the node
+ * (test/e2e/sigterm-exit.test.ts).
+ */
+const LINGER_MS = 500;
+
+/** True when `p` settled (either way) within `ms`; false, and `p` left running, otherwise. */
+async function withinDeadline(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([p.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Ends the process LINGER_MS from now unless it has ended by itself (the timer keeps nothing
+ * alive), naming what was still pending; the exit code is the one the CLI set by then.
+ */
+function exitAfterLinger(log: pino.Logger): void {
+  setTimeout(() => {
+    log.warn({ pending: process.getActiveResourcesInfo(), linger_ms: LINGER_MS }, 'still running after the node stopped; ending the process');
+    log.flush();
+    process.exit();
+  }, LINGER_MS).unref();
 }

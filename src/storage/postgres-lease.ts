@@ -28,7 +28,7 @@
 import pg from 'pg';
 import { ErrorCode, TesseraError } from '../core/errors.js';
 import type { BatchGuard } from './postgres.js';
-import { ensureTesseraTable, quoteTable } from './postgres.js';
+import { CONNECT_RETRY, ensureTesseraTable, isUnreachable, quoteTable, type ConnectRetry } from './postgres.js';
 
 /** The HA tables' schema version (recorded in tessera_schema under the lock table's name). */
 export const LEASE_SCHEMA_VERSION = 1;
@@ -97,6 +97,8 @@ export interface LeaseStoreOptions {
   readonly idleTransactionMs?: number;
   /** Statements of acquire and renew give up after this long (ms); an answer later is worthless. */
   readonly statementTimeoutMs?: number;
+  /** The first connection, while the server is unreachable or slow to answer: CONNECT_RETRY, as the data backend's open. */
+  readonly connectRetry?: ConnectRetry;
 }
 
 /** The fence refused a commit: the lease it was made under is no longer current. */
@@ -256,7 +258,7 @@ export async function openPostgresLease(opts: LeaseStoreOptions): Promise<LeaseS
   // Idle connections that die are dropped by the pool; the next query reconnects.
   pool.on('error', () => undefined);
   pool.on('connect', (c) => c.on('error', () => undefined));
-  const client = await pool.connect();
+  const client = await firstConnection(pool, opts.connectRetry ?? CONNECT_RETRY);
   try {
     await ensureLeaseSchema(client, table);
     client.release();
@@ -266,4 +268,27 @@ export async function openPostgresLease(opts: LeaseStoreOptions): Promise<LeaseS
     throw e;
   }
   return new PostgresLease(pool, table, opts);
+}
+
+/**
+ * The pool's first connection, retried with backoff while the server is unreachable or does not
+ * answer within the pool's short connect timeout (the lease's statement timeout): a node started
+ * beside a PostgreSQL that is still starting, or busy, waits for it as the data backend's open
+ * does, instead of exiting. Anything else (authentication, no such database) fails at once.
+ */
+async function firstConnection(pool: pg.Pool, retry: ConnectRetry): Promise<pg.PoolClient> {
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await pool.connect();
+    } catch (e) {
+      const delayMs = Math.min(retry.maxDelayMs, retry.firstDelayMs * 2 ** (attempt - 1));
+      const again = isUnreachable(e) && attempt - 1 < (retry.maxRetries ?? Infinity) && Date.now() - started + delayMs <= retry.totalMs;
+      if (!again) {
+        await pool.end().catch(() => undefined);
+        throw e;
+      }
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
 }

@@ -156,4 +156,28 @@ describe('start-up before PostgreSQL is up', () => {
       await own.stop();
     }
   }, 60_000);
+
+  it('with ha_enabled: the lease store waits for PostgreSQL too, and the node serves once it has started', async () => {
+    const own = await startPostgres();
+    const run = { kill: () => undefined } as Pick<Run, 'kill'>;
+    try {
+      await own.stopServer();
+      const node = serve(await configFile(own.url, '  ha_enabled = "true"\n'));
+      run.kill = node.kill;
+      // Longer than the lease's first connect would once have lived (one refused attempt: exit 1).
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(node.stderr()).not.toContain('Error running the server');
+      await own.startServer();
+      let api: string | undefined;
+      for (const deadline = Date.now() + 30_000; api === undefined; await new Promise((r) => setTimeout(r, 50))) {
+        if (Date.now() > deadline) throw new Error(`not listening:\n${node.stderr()}`);
+        const line = node.stderr().split('\n').find((l) => l.includes('"http listening"'));
+        if (line !== undefined) api = (JSON.parse(line) as { api_addr: string }).api_addr;
+      }
+      expect((await vault(api).get('sys/seal-status')).status).toBe(200);
+    } finally {
+      run.kill();
+      await own.stop();
+    }
+  }, 60_000);
 });
