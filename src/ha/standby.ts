@@ -126,8 +126,15 @@ export class StandbyRelay implements StandbyGate {
     // Once another node holds the lease, the one this request went to can commit nothing more
     // (the fence): a request not yet sent goes to the new one, and one in flight to a frozen node
     // has a settled outcome, so the client is told at once rather than at the deadline.
+    // This node itself taking over counts too: the node the request waits on (a connection not
+    // yet ready to a node that stopped) will never answer it, and this node now can.
     const moved = new AbortController();
     const watch = setInterval(() => {
+      const here = this.o.relayTarget();
+      if (here === undefined || 'starting' in here) {
+        moved.abort();
+        return;
+      }
       this.o.findLeader().then(
         (now) => {
           if (now !== undefined && now.clusterAddr !== address) moved.abort();

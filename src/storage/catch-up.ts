@@ -25,6 +25,20 @@ import { WalTail, type TailItem } from './wal-tail.js';
 
 const EMPTY_ROOT = emptyTree().root;
 
+/** Subpage leaf reads in flight at once (PostgreSQL: each a query on the pool). */
+const READS_IN_FLIGHT = 8;
+
+/** `fn` over `items`, at most `limit` at a time; results in the items' order. */
+async function inParallel<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
 export interface LoadedState {
   readonly tail: WalTail;
   readonly trees: Trees;
@@ -83,14 +97,18 @@ export async function catchUp(view: ReadView, prev: LoadedState): Promise<Caught
     if (touched[t].size > 0) {
       const blocks = [...prev.trees[t].pages];
       const hashes = [...prev.trees[t].pageHashes];
-      for (const [p, written] of touched[t]) {
-        // Leaves are written with their data in every commit (page records may lag: the journal).
-        const block = Buffer.from(blocks[p] ?? Buffer.alloc(PAGE_BYTES));
-        for (const sp of written) {
-          block.fill(0, sp * HASH_LEN, (sp + 1) * HASH_LEN);
-          for (const leaf of await readLeaves(view, t, p, sp)) xorInto(block, leafHash(leaf.key, leaf.valueHash), sp * HASH_LEN);
-          subpages++;
-        }
+      // Leaves are written with their data in every commit (page records may lag: the journal).
+      const wanted = [...touched[t]].flatMap(([p, sps]) => [...sps].map((sp) => ({ p, sp })));
+      const leaves = await inParallel(wanted, READS_IN_FLIGHT, ({ p, sp }) => readLeaves(view, t, p, sp));
+      const copies = new Map<number, Buffer>();
+      for (const [i, { p, sp }] of wanted.entries()) {
+        let block = copies.get(p);
+        if (block === undefined) copies.set(p, (block = Buffer.from(blocks[p] ?? Buffer.alloc(PAGE_BYTES))));
+        block.fill(0, sp * HASH_LEN, (sp + 1) * HASH_LEN);
+        for (const leaf of leaves[i]!) xorInto(block, leafHash(leaf.key, leaf.valueHash), sp * HASH_LEN);
+        subpages++;
+      }
+      for (const [p, block] of copies) {
         blocks[p] = block;
         hashes[p] = pageHash(block);
       }
