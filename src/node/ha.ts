@@ -12,7 +12,8 @@
  * The active role: reload what the previous active node wrote (engine and vault caches), open
  * writes under the new epoch (the engine's term grows: the first fenced commit), make sure the
  * cluster's HA certificates exist, start replication, serve HA forwarding on the cluster port.
- * Stopping refuses writes first, then stops replication (which closes the cluster port).
+ * Stopping refuses writes first, then stops replication (which closes the cluster port). While
+ * not active and unsealed, the port answers secondaries with the active node's address (ha-door.ts).
  */
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -30,9 +31,11 @@ import type { ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import type { BatchGuard } from '../storage/postgres.js';
 import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
+import { standbyRegistrations } from '../replication/index.js';
 import { connectHa, type ClusterServer } from '../transport/grpc/index.js';
 import type { VaultCore } from '../vault/core.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
+import { StandbyDoor } from './ha-door.js';
 
 /** Members that have not echoed for this long drop out of sys/ha-status. */
 const MEMBER_MAX_AGE_MS = 15_000;
@@ -107,6 +110,20 @@ export function wireHa(o: WireHaOptions): NodeHa {
   };
   const standbyRefusal = (): Error => new Unavailable('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
   let serving: { close(): Promise<void> } | undefined;
+  // A standby answers secondaries on its cluster port with where the active node is (ha-door.ts).
+  const door = new StandbyDoor({
+    address: o.clusterAddr,
+    log: o.log.child({ ha: true }),
+    registrations: () =>
+      standbyRegistrations({
+        store: () => o.core.store(),
+        activeClusterAddr: () => {
+          const v = controller.view();
+          return v.mode === 'active' ? undefined : v.leaderRow?.clusterAddr;
+        },
+        now: o.now,
+      }),
+  });
   const controller = new HaController({
     store: o.fence.lease,
     me,
@@ -123,6 +140,8 @@ export function wireHa(o: WireHaOptions): NodeHa {
           ms[name] = now - at;
           at = now;
         };
+        // The standby's door gives the cluster port back before the active role binds it.
+        await door.hold();
         await o.engine.reload();
         o.engine.standby(undefined);
         lap('reload');
@@ -146,6 +165,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
         if (controller.view().mode !== 'sealed') o.engine.standby(standbyRefusal);
         serving = undefined;
         await o.unit.stop().catch((e: unknown) => o.log.error({ err: e }, 'HA: stopping replication failed'));
+        door.resume();
       },
     },
   });
@@ -157,6 +177,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
   controller.onChange((v) => {
     if (v.mode === 'standby' || v.mode === 'cooldown') o.engine.standby(standbyRefusal);
     else if (v.mode === 'sealed') o.engine.standby(undefined);
+    door.want(v.mode === 'standby' || v.mode === 'cooldown');
   });
 
   const execute = async (req: RawRequest): Promise<RawReply> => {
@@ -218,6 +239,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     start: () => controller.start(),
     async stop() {
       await controller.stop();
+      await door.close();
       relay.close();
     },
   };
