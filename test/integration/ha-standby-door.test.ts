@@ -8,7 +8,8 @@
  *     node through the standby's answer: it dialled the address the standby named (it knew no
  *     other). (2) The door: a revoked or foreign certificate gets from the standby exactly what it
  *     gets from the active node, and no address; a valid one gets the address and no data, and a
- *     forwarded write is not run; an HA relay to a standby is not sent.
+ *     forwarded write is not run; an HA relay to a standby is not sent. (3) update-primary given
+ *     only the standby's address follows its answer too.
  */
 import { jest } from '@jest/globals';
 import pino from 'pino';
@@ -176,5 +177,18 @@ describe('an HA standby on its cluster port', () => {
     } finally {
       relay.close();
     }
+  });
+  it('update-primary given only the standby\'s address moves the secondary to the active node it names', async () => {
+    const merkle = () => perf.node.events.history().filter((e) => e.kind === 'performance' && e.type.startsWith('merkle-')).length;
+    const before = merkle();
+    const r = await perf.call('POST', 'sys/replication/performance/secondary/update-primary', { update_primary_addrs: [`https://${addrB}`] });
+    expect(r.status).toBe(204);
+    expect((await a.call('PUT', 'secret/data/after-update', { data: { v: 2 } })).status).toBe(200);
+    await eventually(async () => {
+      const st = await replStatus(perf, 'performance');
+      expect({ at: st.primary_cluster_addr, state: st.state }).toEqual({ at: `https://${addrA}`, state: 'stream-wals' });
+      expect((await perf.call('GET', 'secret/data/after-update')).body?.data?.data).toEqual({ v: 2 });
+    }, { timeoutMs: 20_000 });
+    expect(merkle()).toBe(before);
   });
 });
