@@ -74,7 +74,8 @@ export class StandbyDoor {
   }
 
   private async refresh(): Promise<void> {
-    this.server ??= createClusterServer({ address: this.o.address, log: this.o.log });
+    // Every call here is refused at once: a short grace keeps an active role's start from waiting on it.
+    this.server ??= createClusterServer({ address: this.o.address, log: this.o.log, closeGraceMs: 200 });
     if (this.timer === undefined) {
       this.timer = setInterval(() => void this.settle(), this.o.refreshMs ?? 2_000);
       this.timer.unref();

@@ -142,6 +142,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
         };
         // The standby's door gives the cluster port back before the active role binds it.
         await door.hold();
+        lap('door');
         await o.engine.reload();
         o.engine.standby(undefined);
         lap('reload');
