@@ -8,8 +8,8 @@
  * the addresses it knows of it (primary-addrs.ts) in turn. An address that is unreachable (refused,
  * no answer, not serving) sends the next attempt to the next address at once; the backoff applies
  * between full rounds. A standby of the primary cluster answers with the active node's address
- * (NotActiveNode), which is dialled next instead. Every node shares the WAL, so the stream resumes from the same guard
- * wherever it reconnects, without a Merkle sync.
+ * (NotActiveNode), which is dialled next instead. Every node shares the WAL, so the stream resumes
+ * from the same guard wherever it reconnects, without a Merkle sync.
  *
  *   const loop = new SecondaryLoop({ engine, connect: (address) => ..., addrs, secondaryId, kind: 'dr', ... });
  *   loop.start(); ... await loop.stop();
