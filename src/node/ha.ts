@@ -12,7 +12,8 @@
  * The active role: reload what the previous active node wrote (engine and vault caches), open
  * writes under the new epoch (the engine's term grows: the first fenced commit), make sure the
  * cluster's HA certificates exist, start replication, serve HA forwarding on the cluster port.
- * Stopping refuses writes first, then stops replication (which closes the cluster port).
+ * Stopping refuses writes first, then stops replication (which closes the cluster port). While
+ * not active and unsealed, the port answers secondaries with the active node's address (ha-door.ts).
  */
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -26,13 +27,14 @@ import { ensureHaTls, loadHaTls } from '../ha/tls.js';
 import type { HaFacts, HaNodeInfo } from '../http/routes/ha.js';
 import { ZERO_TIME } from '../http/routes/ha.js';
 import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
-import type { ReplicationUnit } from '../replication/index.js';
+import { standbyRegistrations, type ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import type { BatchGuard } from '../storage/postgres.js';
 import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
 import { connectHa, type ClusterServer } from '../transport/grpc/index.js';
 import type { VaultCore } from '../vault/core.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
+import { StandbyDoor } from './ha-door.js';
 
 /**
  * How often a standby brings its engine up to the active node's writes (engine.follow): what is
@@ -113,6 +115,20 @@ export function wireHa(o: WireHaOptions): NodeHa {
   };
   const standbyRefusal = (): Error => new Unavailable('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
   let serving: { close(): Promise<void> } | undefined;
+  // A standby answers secondaries on its cluster port with where the active node is (ha-door.ts).
+  const door = new StandbyDoor({
+    address: o.clusterAddr,
+    log: o.log.child({ ha: true }),
+    registrations: () =>
+      standbyRegistrations({
+        store: () => o.core.store(),
+        activeClusterAddr: () => {
+          const v = controller.view();
+          return v.mode === 'active' ? undefined : v.leaderRow?.clusterAddr;
+        },
+        now: o.now,
+      }),
+  });
   const controller = new HaController({
     store: o.fence.lease,
     me,
@@ -129,6 +145,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
           ms[name] = now - at;
           at = now;
         };
+        // The standby's door gives the cluster port back before the active role binds it.
+        await door.hold();
+        lap('door');
         const loaded = await o.engine.reload();
         o.engine.standby(undefined);
         lap('reload');
@@ -152,6 +171,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
         if (controller.view().mode !== 'sealed') o.engine.standby(standbyRefusal);
         serving = undefined;
         await o.unit.stop().catch((e: unknown) => o.log.error({ err: e }, 'HA: stopping replication failed'));
+        door.resume();
       },
     },
   });
@@ -163,6 +183,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
   controller.onChange((v) => {
     if (v.mode === 'standby' || v.mode === 'cooldown') o.engine.standby(standbyRefusal);
     else if (v.mode === 'sealed') o.engine.standby(undefined);
+    door.want(v.mode === 'standby' || v.mode === 'cooldown');
   });
 
   const execute = async (req: RawRequest): Promise<RawReply> => {
@@ -242,6 +263,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
       clearInterval(followTimer);
       await following;
       await controller.stop();
+      await door.close();
       relay.close();
     },
   };

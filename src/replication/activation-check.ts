@@ -1,6 +1,7 @@
 /**
  * Before secondary/enable wipes a node, it asks the primary named in the bundle whether it would
- * accept this secondary: one Ping over the cluster channel with the bundle's own credentials. The
+ * accept this secondary: one Ping over the cluster channel with the bundle's own credentials (an
+ * HA standby named there answers with its active node's address, which is asked instead). The
  * primary's per-call check refuses a revoked, unknown or expired id (by its clock), and its answer
  * names its set and its version, so a secondary older than its primary (spec section 9) is refused
  * here too. Any refusal, and a primary that cannot be asked, leave the node as it was.
@@ -10,7 +11,7 @@
 import { InvalidRequest, Unavailable } from '../core/errors.js';
 import { compareVersions } from '../core/version.js';
 import type { Bundle } from './bundle.js';
-import { ChannelError, ChannelReason, type PrimaryClient, type TlsMaterial } from './transport.js';
+import { ChannelError, ChannelReason, NotActiveNode, type PingInfo, type PrimaryClient, type TlsMaterial } from './transport.js';
 
 export interface ConfirmRequest {
   readonly bundle: Bundle;
@@ -20,13 +21,28 @@ export interface ConfirmRequest {
   readonly timeoutMs?: number;
 }
 
+/** Pings `addr`; an HA standby's answer (NotActiveNode) sends the ping once to the active node it names. */
+async function pingFollowing(r: ConfirmRequest, addr: string, follow = true): Promise<{ info: PingInfo; addr: string }> {
+  const b = r.bundle;
+  const client = r.connect({ address: addr, tls: { caPem: b.ca_pem, certPem: b.cert_pem, keyPem: b.key_pem, serverName: b.server_name } });
+  let named: string | undefined;
+  try {
+    return { info: await client.ping(b.secondary_id, r.timeoutMs ?? 5_000), addr };
+  } catch (e) {
+    named = e instanceof NotActiveNode ? e.activeClusterAddr : undefined;
+    if (!follow || named === undefined) throw e;
+  } finally {
+    client.close();
+  }
+  return pingFollowing(r, named, false);
+}
+
 export async function confirmWithPrimary(r: ConfirmRequest): Promise<void> {
   const b = r.bundle;
-  const addr = b.primary_cluster_addr;
-  const client = r.connect({ address: addr, tls: { caPem: b.ca_pem, certPem: b.cert_pem, keyPem: b.key_pem, serverName: b.server_name } });
-  let info: Awaited<ReturnType<PrimaryClient['ping']>>;
+  let addr = b.primary_cluster_addr;
+  let info: PingInfo;
   try {
-    info = await client.ping(b.secondary_id, r.timeoutMs ?? 5_000);
+    ({ info, addr } = await pingFollowing(r, addr));
   } catch (e) {
     // A refusal, or an answer that broke the contract: the primary answered, and not with yes.
     if (e instanceof ChannelError && (e.refused || e.reason === ChannelReason.invalidArgument)) {
@@ -35,8 +51,6 @@ export async function confirmWithPrimary(r: ConfirmRequest): Promise<void> {
     throw new Unavailable(
       `cannot reach the primary at ${addr} over the cluster port to confirm the activation before wiping: ${(e as Error).message}; nothing was wiped, retry when it answers`,
     );
-  } finally {
-    client.close();
   }
   if (info.clusterId !== b.cluster_id) {
     throw new InvalidRequest(`the primary at ${addr} belongs to replication set "${info.clusterId}", not the token's "${b.cluster_id}"; nothing was wiped`);

@@ -21,7 +21,7 @@ import type { BoxKey } from './role-record.js';
 import type { SealManager } from '../seal/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import type { CoreHooks } from './driver-options.js';
-import type { PrimaryClient, TlsMaterial } from './transport.js';
+import { NotActiveNode, type PrimaryClient, type TlsMaterial } from './transport.js';
 
 type Connect = (opts: { address: string; tls: TlsMaterial }) => PrimaryClient;
 
@@ -86,13 +86,16 @@ export interface ProbeDeps {
 
 /**
  * Pings each address in turn with this secondary's credentials; the first that answers as a
- * primary of its set goes to `found`, whose result is returned. Else InvalidRequest saying what
+ * primary of its set goes to `found`, whose result is returned. An HA standby among them names
+ * its active node, which is tried after the given ones. Else InvalidRequest saying what
  * each address did.
  */
 export async function probePrimaries(d: ProbeDeps, found: (primary: { clusterAddr: string; apiAddr: string }) => Promise<void>): Promise<void> {
   const { log } = d;
   const reasons: string[] = [];
-  for (const addr of d.addrs) {
+  // An HA standby's answer adds the active node it names to the addresses to try (once each).
+  const addrs = [...d.addrs];
+  for (const addr of addrs) {
     const client = d.connect({ address: addr, tls: d.tls });
     try {
       const info = await client.ping(d.secondaryId, 2000);
@@ -105,8 +108,10 @@ export async function probePrimaries(d: ProbeDeps, found: (primary: { clusterAdd
       // Not awaited here, as before the move: the client closes now and `found`'s own failure is the caller's.
       return found({ clusterAddr: addr, apiAddr: info.apiAddr });
     } catch (e) {
-      // Each address says what happened there (refused, not a primary, unreachable).
+      // Each address says what happened there (refused, not a primary, unreachable, a standby).
       reasons.push(probeFailure(addr, e));
+      const named = e instanceof NotActiveNode ? e.activeClusterAddr : undefined;
+      if (named !== undefined && !addrs.includes(named) && addrs.length < 2 * d.addrs.length + 1) addrs.push(named);
       log.info({ addr, err: (e as Error).message }, 'update-primary: address did not answer as a primary of the set');
     } finally {
       client.close();

@@ -66,6 +66,29 @@ export class ChannelError extends TesseraError {
 }
 
 /**
+ * A node of the primary cluster that is not its active node (an HA standby) answered, after the
+ * same certificate checks the active node makes, and served nothing: the active node is at
+ * `activeClusterAddr` (host:port), or undefined while no node is known to be active (an election
+ * is in progress). `unavailable`, so a caller that knows nothing of it tries elsewhere; the
+ * secondary's loop dials the named address next. On gRPC: UNAVAILABLE with the trailers
+ * `tessera-not-active: 1` and `tessera-active-cluster-addr: host:port` (src/transport/grpc/status.ts).
+ */
+export class NotActiveNode extends ChannelError {
+  constructor(
+    readonly activeClusterAddr: string | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      ChannelReason.unavailable,
+      activeClusterAddr === undefined
+        ? 'this node of the primary cluster is an HA standby and knows no active node yet (an election is in progress): nothing was served; retry shortly'
+        : `this node of the primary cluster is an HA standby: nothing was served; the active node is at ${activeClusterAddr}`,
+      options,
+    );
+  }
+}
+
+/**
  * What an error the primary's service threw is to the caller. TesseraError messages are safe to
  * show the peer (errors.ts); Internal and anything else reach it as a bare "internal error".
  */
@@ -91,6 +114,7 @@ export function reasonOfServiceCode(code: ErrorCode): ChannelReason {
 
 /** The ChannelError a caller sees for `error` thrown by the primary's service (an in-process channel's mapping). */
 export function channelErrorOfService(error: unknown): ChannelError {
+  if (error instanceof NotActiveNode) return new NotActiveNode(error.activeClusterAddr);
   if (isTesseraError(error) && error.code !== ErrorCode.internal) return new ChannelError(REASON_OF_SERVICE_CODE[error.code], error.message);
   return new ChannelError(ChannelReason.internal, 'internal error');
 }

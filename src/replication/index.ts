@@ -24,4 +24,5 @@ export type { ForwardExecutor, ForwardedObservation } from './forwarded-writes.j
 export type { FollowItem, ReplicationEvent, ReplicationEvents } from './events.js';
 export { createCa, fingerprintOf, identityOf, issueLeaf, type LeafMaterial } from './pki.js';
 export type * from './transport.js';
-export { ChannelError, ChannelReason, channelErrorOfService, reasonOfServiceCode } from './channel-error.js';
+export { standbyRegistrations, type DoorRegistration, type StandbyDoorOptions } from './standby-door.js';
+export { ChannelError, ChannelReason, NotActiveNode, channelErrorOfService, reasonOfServiceCode } from './channel-error.js';

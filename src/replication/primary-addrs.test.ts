@@ -64,4 +64,26 @@ describe('a primary cluster\'s addresses', () => {
     a.advance();
     expect(a.current).toBe('loop:p');
   });
+  it('jumps to the address a standby named: known or learned, bounded, never an undialable one', () => {
+    const a = new PrimaryAddrs({ configured: 'a:1', known: ['a:1', 'b:1', 'c:1'] });
+    expect(a.jumpTo('https://c:1')).toBe(true);
+    expect(a.current).toBe('c:1');
+    expect(a.known).toEqual(['a:1', 'b:1', 'c:1']);
+    // New: learned at the end and dialled next.
+    expect(a.jumpTo('d:1')).toBe(true);
+    expect(a.known).toEqual(['a:1', 'b:1', 'c:1', 'd:1']);
+    expect(a.current).toBe('d:1');
+    a.advance();
+    expect(a.current).toBe('a:1');
+    // Nothing dialable: the cursor stays.
+    expect(a.jumpTo('nonsense')).toBe(false);
+    expect(a.jumpTo('e:0')).toBe(false);
+    expect(a.current).toBe('a:1');
+    // Full: an address that is neither configured, connected nor current makes room.
+    const full = new PrimaryAddrs({ configured: 'n0:1', known: Array.from({ length: MAX_KNOWN_PRIMARY_ADDRS }, (_, i) => `n${i}:1`) });
+    expect(full.jumpTo('new:1')).toBe(true);
+    expect(full.size).toBe(MAX_KNOWN_PRIMARY_ADDRS);
+    expect(full.current).toBe('new:1');
+    expect(full.known).toContain('n0:1');
+  });
 });

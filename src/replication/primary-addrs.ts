@@ -14,6 +14,7 @@
  *   client = connect(addrs.current);           // dial
  *   addrs.markConnected(); addrs.learn(info.clusterAddrs ?? []);   // after the handshake
  *   addrs.advance();                           // unreachable: the next address
+ *   addrs.jumpTo(e.activeClusterAddr);         // a standby named the active node: that one next
  */
 import { clusterHostPort, splitHostPort } from '../core/cluster-addr.js';
 
@@ -125,6 +126,38 @@ export class PrimaryAddrs {
     this.cursor = (this.cursor + 1) % Math.max(1, this.list.length);
   }
 
+  /**
+   * A node of the primary cluster said the active node is at `addr` (an HA standby's answer): it
+   * is dialled next, joining the list when new (bounded: the longest-absent unkept address makes
+   * room, as `learn` does). False when `addr` cannot be dialled (the cursor stays).
+   */
+  jumpTo(addr: string): boolean {
+    const hp = dialable(addr);
+    if (hp === undefined) return false;
+    if (!this.list.includes(hp)) {
+      if (this.list.length >= MAX_KNOWN_PRIMARY_ADDRS) {
+        const keep = this.kept();
+        const drop = this.longestAbsent(this.list, (a) => !keep.has(a));
+        if (drop === undefined) return false;
+        this.list.splice(this.list.indexOf(drop), 1);
+        this.absent.delete(drop);
+      }
+      this.list.push(hp);
+    }
+    this.cursor = this.list.indexOf(hp);
+    return true;
+  }
+
+  /** Never forgotten nor dropped: the configured, the connected and the current address. */
+  private kept(): Set<string> {
+    return new Set([this.configured, this.connectedAddr, this.current]);
+  }
+
+  /** Of the addresses `may` lets go, the one left out of the most replies in a row. */
+  private longestAbsent(list: readonly string[], may: (a: string) => boolean): string | undefined {
+    return list.filter(may).sort((x, y) => (this.absent.get(y) ?? 0) - (this.absent.get(x) ?? 0))[0];
+  }
+
   /** The handshake at the current address succeeded. True when that changed the connected address. */
   markConnected(): boolean {
     const now = this.current;
@@ -142,7 +175,7 @@ export class PrimaryAddrs {
     const named = distinct(advertised);
     if (named.length === 0) return false;
     const current = this.current;
-    const keep = new Set([this.configured, this.connectedAddr, current]);
+    const keep = this.kept();
     const before = this.list.join('\n');
     const next: string[] = [];
     for (const a of this.list) {
@@ -162,8 +195,7 @@ export class PrimaryAddrs {
     for (const a of named) if (!next.includes(a)) next.push(a);
     // Over the bound: the longest-absent addresses go first, never a kept one.
     while (next.length > MAX_KNOWN_PRIMARY_ADDRS) {
-      const drop = next.filter((a) => !keep.has(a) && !named.includes(a)).sort((x, y) => (this.absent.get(y) ?? 0) - (this.absent.get(x) ?? 0))[0]
-        ?? next.filter((a) => !keep.has(a)).at(-1);
+      const drop = this.longestAbsent(next, (a) => !keep.has(a) && !named.includes(a)) ?? next.filter((a) => !keep.has(a)).at(-1);
       if (drop === undefined) break;
       next.splice(next.indexOf(drop), 1);
       this.absent.delete(drop);

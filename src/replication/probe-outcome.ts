@@ -7,7 +7,7 @@
  *   foreignSet('10.0.0.5:8201', 'set-2')    // "https://10.0.0.5:8201 answered as a primary of another replication set (set-2)"
  */
 import { vaultClusterAddr } from '../core/cluster-addr.js';
-import { ChannelError } from './transport.js';
+import { ChannelError, NotActiveNode } from './transport.js';
 
 const DETAIL_MAX = 200;
 
@@ -19,6 +19,7 @@ function detail(e: unknown): string {
 /** One sentence for an address whose ping failed. */
 export function probeFailure(addr: string, e: unknown): string {
   const at = vaultClusterAddr(addr);
+  if (e instanceof NotActiveNode) return `${at} answered as an HA standby of the primary cluster: ${detail(e)}`;
   switch (e instanceof ChannelError ? e.reason : undefined) {
     case 'permission_denied':
       return `${at} answered and refused this secondary: ${detail(e)}`;

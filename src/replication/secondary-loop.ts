@@ -7,8 +7,9 @@
  * The primary cluster may be several nodes of which one at a time is active (HA): the loop dials
  * the addresses it knows of it (primary-addrs.ts) in turn. An address that is unreachable (refused,
  * no answer, not serving) sends the next attempt to the next address at once; the backoff applies
- * between full rounds. Every node shares the WAL, so the stream resumes from the same guard
- * wherever it reconnects, without a Merkle sync.
+ * between full rounds. A standby of the primary cluster answers with the active node's address
+ * (NotActiveNode), which is dialled next instead. Every node shares the WAL, so the stream resumes
+ * from the same guard wherever it reconnects, without a Merkle sync.
  *
  *   const loop = new SecondaryLoop({ engine, connect: (address) => ..., addrs, secondaryId, kind: 'dr', ... });
  *   loop.start(); ... await loop.stop();
@@ -23,7 +24,7 @@ import { reconcile } from './reconcile.js';
 import { Verifier, type VerificationStatus } from './verification.js';
 import type { LastSeenStore } from './secondary-views.js';
 import { PrimaryAddrs, type AddrsSnapshot } from './primary-addrs.js';
-import { ChannelError, ChannelReason, type BootstrapInfo, type ConnectionState, type PrimaryClient, type StreamHandle } from './transport.js';
+import { ChannelError, ChannelReason, NotActiveNode, type BootstrapInfo, type ConnectionState, type PrimaryClient, type StreamHandle } from './transport.js';
 
 export type SecondaryState = 'idle' | 'stream-wals' | 'merkle-diff' | 'merkle-sync';
 
@@ -241,6 +242,20 @@ export class SecondaryLoop {
    * (a refusal, a failed apply) retries the same address after the backoff.
    */
   private nextDelay(error: unknown): number {
+    // An HA standby named the active node: that address next (a standby that knows none yet: the
+    // next address, as if unreachable). Counted in the round, so standbys that name each other
+    // from stale views still back off once per round.
+    if (error instanceof NotActiveNode && error.activeClusterAddr !== undefined) {
+      const from = this.addrs.current;
+      const knew = this.addrs.known.join('\n');
+      if (this.addrs.jumpTo(error.activeClusterAddr) && this.addrs.current !== from) {
+        this.missesInRound++;
+        this.tellAddrs(this.addrs.known.join('\n') !== knew);
+        this.o.log.info({ from, to: this.addrs.current }, 'this node of the primary cluster is a standby; dialling the active node it named');
+        if (this.missesInRound < Math.max(2, this.addrs.size)) return NEXT_ADDRESS_MS;
+        return this.backoff();
+      }
+    }
     if (unreachable(error) && this.addrs.size > 1) {
       const from = this.addrs.current;
       this.addrs.advance();
@@ -248,6 +263,11 @@ export class SecondaryLoop {
       this.o.log.info({ from, to: this.addrs.current }, 'primary unreachable at this address; trying the next known address');
       if (this.missesInRound < this.addrs.size) return NEXT_ADDRESS_MS;
     }
+    return this.backoff();
+  }
+
+  /** The round is over: the next attempt waits the backoff, which grows. */
+  private backoff(): number {
     this.missesInRound = 0;
     const wait = this.backoffMs;
     this.backoffMs = Math.min(this.backoffMs * 2, 2000);

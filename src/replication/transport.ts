@@ -10,7 +10,7 @@
 import type { Kind } from '../core/replication/index.js';
 import type { WalEntry } from '../core/wal.js';
 
-export { ChannelError, ChannelReason, channelErrorOfService, reasonOfServiceCode } from './channel-error.js';
+export { ChannelError, ChannelReason, NotActiveNode, channelErrorOfService, reasonOfServiceCode } from './channel-error.js';
 
 export interface Guard {
   readonly index: bigint;

@@ -4,7 +4,8 @@
  * live one costs one refused attempt, not a backoff; and when the cluster's listener moves to
  * another address (another node over the same store, as an HA takeover does), the secondary
  * learns that address from the primary's replies, follows it, and streams on from its guard
- * without a Merkle sync.
+ * without a Merkle sync. A standby of the primary cluster (NotActiveNode) sends it straight to the
+ * address it names, past the others.
  */
 import pino from 'pino';
 import { StorageEngine } from '../../src/storage/engine.js';
@@ -14,7 +15,7 @@ import type { Store } from '../../src/storage/store.js';
 import { PrimaryStreamer } from '../../src/replication/primary-service.js';
 import { PrimaryAddrs, type AddrsSnapshot } from '../../src/replication/primary-addrs.js';
 import { SecondaryLoop } from '../../src/replication/secondary-loop.js';
-import type { ReplicationServer } from '../../src/replication/transport.js';
+import { NotActiveNode, type PrimaryService, type ReplicationServer } from '../../src/replication/transport.js';
 import { connectPrimary, serveReplication } from '../../src/transport/grpc/index.js';
 import { makePki, type Pki } from '../../src/transport/grpc/testing/fixtures.js';
 import { freePorts } from '../harness/dr.js';
@@ -63,9 +64,10 @@ describe('a secondary and the addresses of its primary cluster (real gRPC)', () 
     for (const server of servers.splice(0)) await server.close();
   });
 
-  function loopOf(addrs: PrimaryAddrs, saved: AddrsSnapshot[]): SecondaryLoop {
+  /** `dialled` records each address the loop connects to, in order. */
+  function loopOf(addrs: PrimaryAddrs, saved: AddrsSnapshot[], dialled: string[] = []): SecondaryLoop {
     const loop = new SecondaryLoop({
-      engine: s, connect: (address) => connectPrimary({ address, tls: pki.clientTls('s1') }), addrs, onAddrs: (a) => saved.push(a),
+      engine: s, connect: (address) => (dialled.push(address), connectPrimary({ address, tls: pki.clientTls('s1') })), addrs, onAddrs: (a) => saved.push(a),
       secondaryId: 's1', kind: 'dr', apiAddr: () => 'http://s', clusterAddr: () => 's:8201', log, heartbeatMs: 100,
     });
     loops.push(loop);
@@ -93,6 +95,50 @@ describe('a secondary and the addresses of its primary cluster (real gRPC)', () 
     // The primary named another node: known, and handed over to be persisted with the connected one.
     await eventually(() => expect(saved.at(-1)).toEqual({ known: [dead, server.address, other], connected: server.address }), { timeoutMs: 5_000 });
     expect(loop.progress.syncStarted).toBe(0);
+  });
+
+  /** A standby's service: every call refused with the active node's address (src/replication/standby-door.ts). */
+  const standby = (active: string | undefined): PrimaryService => {
+    const refuse = async (): Promise<never> => {
+      throw new NotActiveNode(active);
+    };
+    return {
+      authorize: () => undefined, ping: refuse, bootstrap: refuse, heartbeat: refuse, openSnapshot: refuse, closeSnapshot: refuse, pageHashes: refuse,
+      subpageHashes: refuse, leaves: refuse, fetchValues: refuse, forward: refuse,
+      streamWal: (_peer, _req, sink) => sink.fail(new NotActiveNode(active)),
+    };
+  };
+
+  it('dials the active node a standby names next, past the addresses listed before it', async () => {
+    const [deadPort, activePort] = await freePorts(2);
+    const dead = `127.0.0.1:${deadPort}`;
+    const active = `127.0.0.1:${activePort}`;
+    const serverA = await serveReplication({ address: active, tls: pki.serverTls, service: primaryOf(p, () => [active]) });
+    const serverB = await serveReplication({ address: '127.0.0.1:0', tls: pki.serverTls, service: standby(active) });
+    servers.push(serverA, serverB);
+    // The standby first, a dead node next, the active node last: round robin would try all three.
+    const addrs = new PrimaryAddrs({ configured: serverB.address, known: [serverB.address, dead, active] });
+    const dialled: string[] = [];
+    const loop = loopOf(addrs, [], dialled);
+    loop.start();
+    await inSync(p, s, 5_000);
+    expect(dialled.slice(0, 2)).toEqual([serverB.address, active]);
+    expect(dialled).not.toContain(dead);
+    expect(loop.primaryAddr).toBe(active);
+    expect(loop.progress.syncStarted).toBe(0);
+  });
+
+  it('a standby that knows no active node sends it round the list as an unreachable one would', async () => {
+    const [activePort] = await freePorts(1);
+    const active = `127.0.0.1:${activePort}`;
+    const serverA = await serveReplication({ address: active, tls: pki.serverTls, service: primaryOf(p, () => [active]) });
+    const serverB = await serveReplication({ address: '127.0.0.1:0', tls: pki.serverTls, service: standby(undefined) });
+    servers.push(serverA, serverB);
+    const dialled: string[] = [];
+    const loop = loopOf(new PrimaryAddrs({ configured: serverB.address, known: [serverB.address, active] }), [], dialled);
+    loop.start();
+    await inSync(p, s, 5_000);
+    expect(dialled.slice(0, 2)).toEqual([serverB.address, active]);
   });
 
   it('follows the listener to another address it learned, streaming on from its guard without a Merkle sync', async () => {

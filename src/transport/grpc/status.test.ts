@@ -1,8 +1,8 @@
 import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import * as errors from '../../core/errors.js';
 import { MalformedMessage } from './codec.js';
-import { ChannelError, reasonOfServiceCode } from '../../replication/transport.js';
-import { channelErrorOf, grpcCodeOf, reasonAcrossGrpc, statusOf } from './status.js';
+import { ChannelError, NotActiveNode, reasonOfServiceCode } from '../../replication/transport.js';
+import { ACTIVE_CLUSTER_ADDR_KEY, NOT_ACTIVE_KEY, channelErrorOf, grpcCodeOf, reasonAcrossGrpc, statusOf } from './status.js';
 
 function serviceError(code: Status, details: string): ServiceError {
   return Object.assign(new Error(`${code} ${details}`), { code, details, metadata: new Metadata() });
@@ -64,6 +64,28 @@ describe('client side: status -> ChannelError', () => {
     expect(channelErrorOf(new Error('boom'))).toMatchObject({ reason: 'internal', message: 'boom' });
     const e = new ChannelError('deadline', 'late');
     expect(channelErrorOf(e)).toBe(e);
+  });
+});
+
+describe('an HA standby\'s answer on the wire', () => {
+  it('is UNAVAILABLE marked tessera-not-active, with the active node\'s address when known, and reads back as NotActiveNode', () => {
+    const named = statusOf(new NotActiveNode('10.0.0.2:8201'));
+    expect(named.code).toBe(Status.UNAVAILABLE);
+    expect(named.metadata?.get(NOT_ACTIVE_KEY)).toEqual(['1']);
+    expect(named.metadata?.get(ACTIVE_CLUSTER_ADDR_KEY)).toEqual(['10.0.0.2:8201']);
+    const none = statusOf(new NotActiveNode(undefined));
+    expect(none.metadata?.get(ACTIVE_CLUSTER_ADDR_KEY)).toEqual([]);
+    const back = (st: ReturnType<typeof statusOf>): ChannelError =>
+      channelErrorOf(Object.assign(new Error(st.details), { code: st.code, details: st.details, metadata: st.metadata ?? new Metadata() }));
+    expect(back(named)).toBeInstanceOf(NotActiveNode);
+    expect(back(named)).toMatchObject({ reason: 'unavailable', activeClusterAddr: '10.0.0.2:8201' });
+    expect(back(none)).toMatchObject({ reason: 'unavailable', activeClusterAddr: undefined });
+    // An unmarked UNAVAILABLE, or the marker on another code, is no standby's answer.
+    const forged = serviceError(Status.PERMISSION_DENIED, 'revoked');
+    forged.metadata.set(NOT_ACTIVE_KEY, '1');
+    forged.metadata.set(ACTIVE_CLUSTER_ADDR_KEY, '10.0.0.9:8201');
+    expect(channelErrorOf(forged)).not.toBeInstanceOf(NotActiveNode);
+    expect(channelErrorOf(serviceError(Status.UNAVAILABLE, 'down'))).not.toBeInstanceOf(NotActiveNode);
   });
 });
 

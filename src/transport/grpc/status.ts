@@ -9,7 +9,7 @@
  */
 import { status as Status, type ServiceError, type StatusObject, Metadata } from '@grpc/grpc-js';
 import { ErrorCode, isTesseraError } from '../../core/errors.js';
-import { ChannelError, ChannelReason } from '../../replication/index.js';
+import { ChannelError, ChannelReason, NotActiveNode } from '../../replication/index.js';
 import { MalformedMessage } from './codec.js';
 
 /** TesseraError code -> gRPC status. InvalidRequest from a service means "refused in this state". */
@@ -60,6 +60,7 @@ export type CallStatus = Partial<StatusObject> & { code: Status; details: string
  * (errors.ts); anything else, and Internal, is reported to `onInternal` and answered generically.
  */
 export function statusOf(error: unknown, onInternal?: (error: unknown) => void): CallStatus {
+  if (error instanceof NotActiveNode) return notActiveStatus(error);
   if (error instanceof MalformedMessage) return callStatus(Status.INVALID_ARGUMENT, error.message);
   if (isTesseraError(error) && error.code !== ErrorCode.internal) return callStatus(STATUS_OF_CODE[error.code], error.message);
   onInternal?.(error);
@@ -70,6 +71,25 @@ export function callStatus(code: Status, details: string): CallStatus {
   return { code, details, metadata: new Metadata() };
 }
 
+/** The trailer that marks a standby's refusal (NotActiveNode), and the one naming the active node. */
+export const NOT_ACTIVE_KEY = 'tessera-not-active';
+export const ACTIVE_CLUSTER_ADDR_KEY = 'tessera-active-cluster-addr';
+
+/** An HA standby's answer: UNAVAILABLE, marked, with the active node's address when it knows it. */
+function notActiveStatus(error: NotActiveNode): CallStatus {
+  const status = callStatus(Status.UNAVAILABLE, error.message);
+  status.metadata?.set(NOT_ACTIVE_KEY, '1');
+  if (error.activeClusterAddr !== undefined) status.metadata?.set(ACTIVE_CLUSTER_ADDR_KEY, error.activeClusterAddr);
+  return status;
+}
+
+/** The NotActiveNode a marked UNAVAILABLE carries, else undefined. */
+function notActiveOf(error: ServiceError): NotActiveNode | undefined {
+  if (error.code !== Status.UNAVAILABLE || error.metadata?.get(NOT_ACTIVE_KEY)[0] !== '1') return undefined;
+  const addr = error.metadata.get(ACTIVE_CLUSTER_ADDR_KEY)[0];
+  return new NotActiveNode(typeof addr === 'string' && addr !== '' ? addr.slice(0, 300) : undefined, { cause: error });
+}
+
 /**
  * The ChannelError for a failed call: a grpc ServiceError (its status is the `cause`'s `code`), a
  * message that broke the contract, or else internal.
@@ -77,6 +97,8 @@ export function callStatus(code: Status, details: string): CallStatus {
 export function channelErrorOf(error: unknown): ChannelError {
   if (error instanceof ChannelError) return error;
   if (isServiceError(error)) {
+    const notActive = notActiveOf(error);
+    if (notActive !== undefined) return notActive;
     return new ChannelError(REASON_OF_STATUS[error.code] ?? ChannelReason.internal, error.details || error.message, { cause: error });
   }
   if (error instanceof MalformedMessage) return new ChannelError(ChannelReason.invalidArgument, error.message, { cause: error });
