@@ -72,6 +72,15 @@ async function refused(url: string, opts: { extra?: string; env?: Record<string,
 }
 
 /** The error line the CLI printed: "Error running the server: ...". */
+/** The API address once the node logs "http listening"; throws with its log after `ms`. */
+async function listening(node: { stderr(): string }, ms: number): Promise<string> {
+  for (const deadline = Date.now() + ms; ; await new Promise((r) => setTimeout(r, 50))) {
+    const line = node.stderr().split('\n').find((l) => l.includes('"http listening"'));
+    if (line !== undefined) return (JSON.parse(line) as { api_addr: string }).api_addr;
+    if (Date.now() > deadline) throw new Error(`not listening:\n${node.stderr()}`);
+  }
+}
+
 const errorLine = (stderr: string): string => stderr.split('\n').find((l) => l.startsWith('Error running the server:')) ?? `(no error line in: ${stderr.slice(-1500)})`;
 
 function expectClean(r: { code: number | null; stderr: string }, password: string): void {
@@ -135,12 +144,7 @@ describe('start-up before PostgreSQL is up', () => {
         if (Date.now() > deadline) throw new Error(`no retries logged:\n${node.stderr()}`);
       }
       await own.startServer();
-      let api: string | undefined;
-      for (const deadline = Date.now() + 20_000; api === undefined; await new Promise((r) => setTimeout(r, 50))) {
-        if (Date.now() > deadline) throw new Error(`not listening:\n${node.stderr()}`);
-        const line = node.stderr().split('\n').find((l) => l.includes('"http listening"'));
-        if (line !== undefined) api = (JSON.parse(line) as { api_addr: string }).api_addr;
-      }
+      const api = await listening(node, 20_000);
       const status = await vault(api).get('sys/seal-status');
       expect(status.status).toBe(200);
       expect(status.body).toMatchObject({ initialized: false, sealed: true });
@@ -168,12 +172,7 @@ describe('start-up before PostgreSQL is up', () => {
       await new Promise((r) => setTimeout(r, 2_000));
       expect(node.stderr()).not.toContain('Error running the server');
       await own.startServer();
-      let api: string | undefined;
-      for (const deadline = Date.now() + 30_000; api === undefined; await new Promise((r) => setTimeout(r, 50))) {
-        if (Date.now() > deadline) throw new Error(`not listening:\n${node.stderr()}`);
-        const line = node.stderr().split('\n').find((l) => l.includes('"http listening"'));
-        if (line !== undefined) api = (JSON.parse(line) as { api_addr: string }).api_addr;
-      }
+      const api = await listening(node, 30_000);
       expect((await vault(api).get('sys/seal-status')).status).toBe(200);
     } finally {
       run.kill();
