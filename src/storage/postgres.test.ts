@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { runBackendContract } from '../../test/storage/backend-contract.js';
-import { PASSWORD_USER, startPostgres, type TestPostgres } from '../../test/support/postgres.js';
+import { PASSWORD_USER, sqlRows, startPostgres, type TestPostgres } from '../../test/support/postgres.js';
 import { Internal } from '../core/errors.js';
 import { BackendFault, type Backend } from './backend.js';
 import { openLevelBackend } from './leveldb.js';
@@ -27,16 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
-
-async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query<T>(text, values)).rows;
-  } finally {
-    await c.end();
-  }
-}
 
 async function keysOf(b: Pick<Backend, 'iterate'>, range = {}): Promise<string[]> {
   const out: string[] = [];
@@ -71,9 +61,9 @@ describe('PostgreSQL backend', () => {
     const all = await Promise.all(Array.from({ length: 6 }, () => open({ table })));
     await all[0]?.batch([put('a', '1')], { sync: true });
     expect((await all[5]?.get('a'))?.toString()).toBe('1');
-    const rows = await sql<{ version: number }>(server.url, `SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
+    const rows = await sqlRows<{ version: number }>(server.url, `SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
     expect(rows).toEqual([{ version: SCHEMA_VERSION }]);
-    const cols = await sql<{ column_name: string; data_type: string }>(
+    const cols = await sqlRows<{ column_name: string; data_type: string }>(
       server.url,
       'SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position',
       [table],
@@ -94,7 +84,7 @@ describe('PostgreSQL backend', () => {
   it('refuses a table whose schema a newer version wrote, naming both versions', async () => {
     const table = freshTable();
     await (await open({ table })).close();
-    await sql(server.url, `UPDATE ${SCHEMA_TABLE} SET version = $2 WHERE table_name = $1`, [table, SCHEMA_VERSION + 1]);
+    await sqlRows(server.url, `UPDATE ${SCHEMA_TABLE} SET version = $2 WHERE table_name = $1`, [table, SCHEMA_VERSION + 1]);
     const err = await openPostgresBackend({ connectionUrl: server.url, table }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SchemaTooNew);
     expect((err as Error).message).toContain(`schema version ${SCHEMA_VERSION + 1}`);
@@ -102,15 +92,15 @@ describe('PostgreSQL backend', () => {
   });
 
   it("refuses an existing table it did not create (e.g. Vault's own vault_kv_store)", async () => {
-    await sql(server.url, 'CREATE TABLE foreign_kv (path text PRIMARY KEY, value bytea)');
+    await sqlRows(server.url, 'CREATE TABLE foreign_kv (path text PRIMARY KEY, value bytea)');
     await expect(openPostgresBackend({ connectionUrl: server.url, table: 'foreign_kv' })).rejects.toThrow(/was not created by Tessera/);
     await expect(openPostgresBackend({ connectionUrl: server.url, table: 'bad-name; drop' })).rejects.toBeInstanceOf(Internal);
   });
 
   it('runs the guard inside each batch: a refusal writes nothing of the batch', async () => {
     const table = freshTable();
-    await sql(server.url, 'CREATE TABLE IF NOT EXISTS fence (holder text PRIMARY KEY)');
-    await sql(server.url, "INSERT INTO fence VALUES ('node-a') ON CONFLICT DO NOTHING");
+    await sqlRows(server.url, 'CREATE TABLE IF NOT EXISTS fence (holder text PRIMARY KEY)');
+    await sqlRows(server.url, "INSERT INTO fence VALUES ('node-a') ON CONFLICT DO NOTHING");
     const a = await open({ table, guard: { sql: 'SELECT 1 FROM fence WHERE holder = $1 FOR SHARE', params: ['node-a'] } });
     const b = await open({ table, guard: { sql: 'SELECT 1 FROM fence WHERE holder = $1 FOR SHARE', params: ['node-b'] } });
     await a.batch([put('x', 'from-a'), put('y', 'from-a')], { sync: true });
