@@ -28,7 +28,7 @@
 import pg from 'pg';
 import { ErrorCode, TesseraError } from '../core/errors.js';
 import type { BatchGuard } from './postgres.js';
-import { CONNECT_RETRY, ensureTesseraTable, isUnreachable, quoteTable, type ConnectRetry } from './postgres.js';
+import { CONNECT_RETRY, ensureTesseraTable, quoteTable, retryDelay, type ConnectRetry } from './postgres.js';
 
 /** The HA tables' schema version (recorded in tessera_schema under the lock table's name). */
 export const LEASE_SCHEMA_VERSION = 1;
@@ -282,9 +282,8 @@ async function firstConnection(pool: pg.Pool, retry: ConnectRetry): Promise<pg.P
     try {
       return await pool.connect();
     } catch (e) {
-      const delayMs = Math.min(retry.maxDelayMs, retry.firstDelayMs * 2 ** (attempt - 1));
-      const again = isUnreachable(e) && attempt - 1 < (retry.maxRetries ?? Infinity) && Date.now() - started + delayMs <= retry.totalMs;
-      if (!again) {
+      const delayMs = retryDelay(retry, attempt, started, e);
+      if (delayMs === undefined) {
         await pool.end().catch(() => undefined);
         throw e;
       }

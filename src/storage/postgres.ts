@@ -111,6 +111,17 @@ export interface ConnectRetry {
 export const CONNECT_RETRY: ConnectRetry = { firstDelayMs: 250, maxDelayMs: 5_000, totalMs: 60_000 };
 
 /**
+ * How long to wait before retrying after failed attempt `attempt` (from 1) that began a run of
+ * attempts at `startedMs`, or undefined when `retry` gives up: `e` is not "unreachable", or the
+ * retries or the time are spent. The one backoff of every first connection (data and HA lease).
+ */
+export function retryDelay(retry: ConnectRetry, attempt: number, startedMs: number, e: unknown): number | undefined {
+  const delayMs = Math.min(retry.maxDelayMs, retry.firstDelayMs * 2 ** (attempt - 1));
+  const again = isUnreachable(e) && attempt - 1 < (retry.maxRetries ?? Infinity) && Date.now() - startedMs + delayMs <= retry.totalMs;
+  return again ? delayMs : undefined;
+}
+
+/**
  * pg errors that mean "the server is not there (yet)": worth retrying at start. 57P03 is
  * cannot_connect_now ("the database system is starting up"); 08001/08006 connection failures.
  */
@@ -657,10 +668,8 @@ export async function openPostgresBackend(opts: PostgresBackendOptions): Promise
       return new PostgresBackend(shared, q, opts.guard);
     } catch (e) {
       if (client !== undefined) shared.release(client, e);
-      const delayMs = Math.min(retry.maxDelayMs, retry.firstDelayMs * 2 ** (attempt - 1));
-      const retries = attempt - 1;
-      const again = !(e instanceof TesseraError) && isUnreachable(e) && retries < (retry.maxRetries ?? Infinity) && Date.now() - started + delayMs <= retry.totalMs;
-      if (!again) {
+      const delayMs = e instanceof TesseraError ? undefined : retryDelay(retry, attempt, started, e);
+      if (delayMs === undefined) {
         await pool.end().catch(() => undefined);
         if (e instanceof TesseraError) throw e;
         const tried = attempt > 1 ? ` (unreachable; gave up after ${attempt} attempts over ${((Date.now() - started) / 1000).toFixed(1)} s)` : '';
