@@ -6,6 +6,9 @@
  *   npm run build && node scripts/profile.mjs                 # 16 clients, 5 s
  *   PROFILE_CLIENTS=4 PROFILE_SECONDS=10 node scripts/profile.mjs
  *   node scripts/profile.mjs /tmp/prof/CPU.x.cpuprofile       # only aggregate an existing profile
+ *   PROFILE_DR=1 node scripts/profile.mjs                     # the bench's DR topology: a primary and a
+ *                                                              # streaming DR secondary, both profiled,
+ *                                                              # with each process's CPU per write
  *
  * Self time is where the CPU was when sampled; "(idle)" is the event loop waiting (on fsync or
  * the network), "(program)" native work V8 cannot attribute (libuv, LevelDB glue, GC marking).
@@ -14,6 +17,11 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { httpWrites, startDevNode } from './bench.mjs';
+import { writers } from './bench-dr.mjs';
+import { cpuMs } from './bench-util.mjs';
+import '@swc-node/register/esm-register';
+
+const { createHarness, fixedNodeOptions, freePorts, startCluster } = await import('../test/harness/index.js');
 
 const CLIENTS = Number(process.env.PROFILE_CLIENTS ?? 16);
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 5);
@@ -85,8 +93,59 @@ async function report(file, lastMs) {
   print('Inclusive time of Tessera functions (synchronous callees included)', ours, total, TOP);
 }
 
+/**
+ * The bench's DR topology (bench-dr.mjs) with --cpu-prof on both processes: `CLIENTS` writers on
+ * the primary while the secondary streams; prints each process's CPU per write, then both profiles.
+ */
+async function profileDr() {
+  const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-profile-dr-'));
+  const h = createHarness();
+  try {
+    const [pApi, pCluster, sApi, sCluster] = await freePorts(4);
+    const wal = { walMaxEntries: 1_000_000, walMaxBytes: 4 * 1024 ** 3 };
+    const opts = async (name, apiPort, clusterPort) => ({
+      ...(await fixedNodeOptions(scratch, name, { apiPort, clusterPort, replication: wal })),
+      nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${join(scratch, `prof-${name}`)}`],
+    });
+    const cluster = await startCluster(h, {
+      primary: await opts('primary', pApi, pCluster),
+      primaryInit: { shares: 1, threshold: 1 },
+      mountKv2: true,
+      dr: [{ id: 'profile-dr', node: await opts('secondary', sApi, sCluster) }],
+    });
+    const primary = cluster.primary;
+    const secondary = cluster.dr[0];
+    const base = { apiAddr: primary.apiAddr, token: primary.rootToken, clients: CLIENTS, valueBytes: 1024 };
+    const timed = (ms) => {
+      const end = performance.now() + ms;
+      return () => performance.now() >= end;
+    };
+    await writers({ ...base, prefix: 'warmup', until: timed(500) });
+    process.stderr.write(`profiling the DR topology, ${CLIENTS} client(s) for ${SECONDS} s...\n`);
+    const cpu0 = [await cpuMs(primary.pid), await cpuMs(secondary.pid)];
+    const w = await writers({ ...base, prefix: 'load', until: timed(SECONDS * 1000) });
+    const cpu1 = [await cpuMs(primary.pid), await cpuMs(secondary.pid)];
+    const per = (i) => (((cpu1[i] - cpu0[i]) * 1000) / w.writes).toFixed(0);
+    console.log(`${(w.writes / w.seconds).toFixed(0)} writes/s; CPU per write: primary ${per(0)} µs, secondary ${per(1)} µs (profiler on: slower than the bench)`);
+    const stoppedAt = performance.now();
+    for (const n of [secondary, primary]) await n.stop();
+    for (const name of ['primary', 'secondary']) {
+      const dir = join(scratch, `prof-${name}`);
+      const prof = (await readdir(dir)).find((f) => f.endsWith('.cpuprofile'));
+      if (prof === undefined) throw new Error(`no .cpuprofile in ${dir}`);
+      console.log(`\n======== ${name} ========`);
+      await report(join(dir, prof), Math.round(w.seconds * 1000) + (performance.now() - stoppedAt));
+    }
+  } finally {
+    await h.cleanup();
+    if (!process.env.PROFILE_KEEP) await rm(scratch, { recursive: true, force: true });
+    else console.log(`kept ${scratch}`);
+  }
+}
+
 async function main() {
   if (process.argv[2] !== undefined) return report(process.argv[2]);
+  if (process.env.PROFILE_DR) return profileDr();
   const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-profile-'));
   const profDir = join(scratch, 'prof');
   let node;

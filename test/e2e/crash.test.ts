@@ -1,18 +1,23 @@
 /**
- * Durability under a crash: 16 concurrent clients write KV v2 secrets to a real node, the node is
- * SIGKILLed mid-stream, and after a restart on the same LevelDB every acknowledged write reads
- * back with its value and the Merkle check finds no corruption.
+ * Durability under a crash, on both storage engines: 16 concurrent clients write KV v2 secrets to
+ * a real node at full load, the node is SIGKILLed mid-stream, and after a restart on the same
+ * storage (its LevelDB, or its PostgreSQL database) every acknowledged write reads back with its
+ * value and the Merkle check finds no corruption.
  */
 import { randomBytes } from 'node:crypto';
-import { eventually, initAndUnseal, mountKv2, unseal, useHarness, vault } from '../harness/index.js';
+import { eventually, initAndUnseal, mountKv2, unseal, useHarness, vault, type PostgresqlBlock } from '../harness/index.js';
+import { ENGINES } from '../support/engines.js';
+import { usePostgres } from '../support/postgres.js';
 
 const CLIENTS = 16;
 const MIN_ACKED = 300;
 
 const h = useHarness();
+const pg = ENGINES.includes('postgresql') ? usePostgres() : undefined;
 
-test('every acknowledged write survives SIGKILL', async () => {
-  const node = await h.startNode();
+test.each(ENGINES.map((e) => [e]))('on %s, every write acknowledged at full load survives SIGKILL', async (engine) => {
+  const postgresql: PostgresqlBlock | undefined = engine === 'postgresql' ? { connectionUrl: await pg!().createDatabase('crash') } : undefined;
+  const node = await h.startNode(postgresql === undefined ? {} : { postgresql });
   const init = await initAndUnseal(node.apiAddr);
   await mountKv2(node.apiAddr, init.rootToken);
   const v = vault(node.apiAddr, init.rootToken);
@@ -46,7 +51,7 @@ test('every acknowledged write survives SIGKILL', async () => {
   expect(unexpected).toEqual([]);
   expect(acked.size).toBeGreaterThanOrEqual(MIN_ACKED);
 
-  const again = await h.startNode({ dataDir: node.dataDir });
+  const again = await h.startNode({ dataDir: node.dataDir, ...(postgresql === undefined ? {} : { postgresql }) });
   expect(await unseal(again.apiAddr, init.keys[0]!)).toMatchObject({ sealed: false });
   const v2 = vault(again.apiAddr, init.rootToken);
 

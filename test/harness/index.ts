@@ -31,6 +31,7 @@ export {
   type InProcessOptions,
   type NodeHandle,
   type LeaseSettings,
+  type PostgresqlBlock,
   type LogLevel,
   type NodeConfigExtras,
   type ReplicationBlock,
