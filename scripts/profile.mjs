@@ -6,6 +6,7 @@
  *   npm run build && node scripts/profile.mjs                 # 16 clients, 5 s
  *   PROFILE_CLIENTS=4 PROFILE_SECONDS=10 node scripts/profile.mjs
  *   node scripts/profile.mjs /tmp/prof/CPU.x.cpuprofile       # only aggregate an existing profile
+ *   PROFILE_LAST_MS=5000 node scripts/profile.mjs F            # ...only its last 5 s
  *   PROFILE_DR=1 node scripts/profile.mjs                     # the bench's DR topology: a primary and a
  *                                                              # streaming DR secondary, both profiled,
  *                                                              # with each process's CPU per write
@@ -144,7 +145,7 @@ async function profileDr() {
 }
 
 async function main() {
-  if (process.argv[2] !== undefined) return report(process.argv[2]);
+  if (process.argv[2] !== undefined) return report(process.argv[2], process.env.PROFILE_LAST_MS === undefined ? undefined : Number(process.env.PROFILE_LAST_MS));
   if (process.env.PROFILE_DR) return profileDr();
   const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-profile-'));
   const profDir = join(scratch, 'prof');

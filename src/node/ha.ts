@@ -60,7 +60,7 @@ export interface HaFence {
 
 export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>): Promise<HaFence> {
   const ttlMs = pg.haLeaseTtlMs ?? 2000;
-  const lease = await openPostgresLease({ connectionUrl: pg.connectionUrl, table: pg.haTable, idleTransactionMs: ttlMs, statementTimeoutMs: Math.max(250, Math.floor(ttlMs / 2)) });
+  const lease = await openPostgresLease({ connectionUrl: pg.connectionUrl, table: pg.haTable, statementTimeoutMs: Math.max(250, Math.floor(ttlMs / 2)) });
   // Until the controller binds: not competing, so only writes while no node is active (init).
   let state: () => FenceState = () => ({ mode: 'sealed' });
   let fenced: (epoch: number) => void = () => undefined;

@@ -54,6 +54,11 @@ export interface RangeOptions {
 /** A consistent read view; must be closed. */
 export interface ReadView {
   get(key: string): Promise<Buffer | undefined>;
+  /**
+   * Optional: the values of `keys` (in their order) in one round trip, where a read is one
+   * (PostgreSQL). Callers fall back to `get` per key where it is absent.
+   */
+  getMany?(keys: readonly string[]): Promise<Array<Buffer | undefined>>;
   iterate(range: RangeOptions): AsyncIterable<[string, Buffer]>;
 }
 

@@ -1,5 +1,6 @@
 /** FaultGuard: which errors fail the store, and that a failed store answers every error as StorageFailed. */
 import { StorageFailed } from '../core/errors.js';
+import { BackendFault } from './backend.js';
 import { ControlledBackend } from './engine.fixtures.js';
 import { FaultGuard } from './fault-guard.js';
 import { MemoryBackend } from './memory.js';
@@ -33,4 +34,25 @@ test('a usage read error passes through a healthy store; once a batch failed, ev
     for await (const _ of guard.iterate({})) void _;
   };
   await expect(iterate()).rejects.toBe(failed);
+});
+
+/** A backend with getMany (as PostgreSQL's), whose reads fault while `readFault` is set. */
+class ManyReads extends ControlledBackend {
+  getMany(keys: readonly string[]): Promise<Array<Buffer | undefined>> {
+    return this.readFault ? Promise.reject(new BackendFault('read failed', 'the medium answered an I/O error')) : Promise.all(keys.map((k) => super.get(k)));
+  }
+}
+
+test('getMany passes through when the backend has it, and a fault in it fails the store as one in get does', async () => {
+  expect(new FaultGuard(new MemoryBackend()).getMany).toBeUndefined();
+  const inner = new ManyReads(new MemoryBackend());
+  const guard = new FaultGuard(inner);
+  await guard.batch([{ type: 'put', key: 'a', value: Buffer.from('1') }], { sync: true });
+  expect((await guard.getMany!(['b', 'a'])).map((v) => v?.toString())).toEqual([undefined, '1']);
+  inner.readFault = true;
+  const failed = await guard.getMany!(['a']).catch((e: unknown) => e);
+  expect(failed).toBeInstanceOf(StorageFailed);
+  expect(guard.failure).toBe(failed);
+  inner.readFault = false;
+  await expect(guard.batch([{ type: 'put', key: 'c', value: Buffer.from('3') }], { sync: true })).rejects.toBe(failed);
 });

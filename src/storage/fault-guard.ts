@@ -98,6 +98,20 @@ export class FaultGuard implements Backend {
     return guardedGet(this.inner, key, (e) => this.readError(e));
   }
 
+  /** The inner backend's `getMany`, guarded; undefined when it has none. */
+  get getMany(): Backend['getMany'] {
+    const inner = this.inner;
+    const many = inner.getMany;
+    if (many === undefined) return undefined;
+    return async (keys) => {
+      try {
+        return await many.call(inner, keys);
+      } catch (e) {
+        throw this.readError(e);
+      }
+    };
+  }
+
   /** The inner backend's `iterateTails`, guarded; undefined when it has none. */
   get iterateTails(): Backend['iterateTails'] {
     const inner = this.inner;

@@ -212,8 +212,13 @@ export class BatchPlan {
       const { leafKey } = this.leafKey(tree, key);
       if (!this.leaves.has(leafKey)) wanted.add(leafKey);
     }
-    const got = await Promise.all([...wanted].map(async (k) => [k, await this.view.get(k)] as const));
-    for (const [k, v] of got) if (!this.leaves.has(k)) this.leaves.set(k, v);
+    const leafKeys = [...wanted];
+    // One round trip where the view can (PostgreSQL); else every read at once.
+    const view = this.view;
+    const values = view.getMany !== undefined && leafKeys.length > 1 ? await view.getMany(leafKeys) : await Promise.all(leafKeys.map((k) => view.get(k)));
+    leafKeys.forEach((k, i) => {
+      if (!this.leaves.has(k)) this.leaves.set(k, values[i]);
+    });
   }
 
   /** A logical op carrying ciphertext: the value write and, for tree classes, its leaf update. */

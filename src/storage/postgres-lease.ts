@@ -19,11 +19,12 @@
  * from the sequence only then, so failed attempts do not spend epochs. A concurrent insert of a
  * missing row loses through the ON CONFLICT clause's `valid_until < now()`.
  *
- * The fence: inside each batch's transaction `SELECT … FOR SHARE` of the row with this node's
- * holder and epoch. The share lock makes a takeover's UPDATE wait for the commit in flight, so a
- * commit either lands before the takeover (and the new active node reads it when it loads) or is
- * refused after it. `idle_in_transaction_session_timeout` is set in that transaction: a frozen
- * node's open transaction is ended by the server, never holding the row forever.
+ * The fence: inside each batch's one statement, `SELECT … FOR SHARE` of the row with this node's
+ * holder and epoch, every write of the statement conditional on it. The share lock makes a
+ * takeover's UPDATE wait for the commit in flight, so a commit either lands before the takeover
+ * (and the new active node reads it when it loads) or is refused after it. A batch is a single
+ * statement, never a transaction left open between statements, so a frozen node cannot hold the
+ * row: the server finishes (or, on a dropped connection, rolls back) the statement on its own.
  */
 import pg from 'pg';
 import { ErrorCode, TesseraError } from '../core/errors.js';
@@ -93,8 +94,6 @@ export interface LeaseStore {
 export interface LeaseStoreOptions {
   readonly connectionUrl: string;
   readonly table?: string;
-  /** A frozen transaction holding the row is ended by the server after this long (ms). */
-  readonly idleTransactionMs?: number;
   /** Statements of acquire and renew give up after this long (ms); an answer later is worthless. */
   readonly statementTimeoutMs?: number;
   /** The first connection, while the server is unreachable or slow to answer: CONNECT_RETRY, as the data backend's open. */
@@ -223,19 +222,27 @@ class PostgresLease implements LeaseStore {
   }
 
   fence(current: () => FenceState, onFenced: (epoch: number) => void): BatchGuard {
-    const idle = ms(this.o.idleTransactionMs ?? 2000);
-    return async (tx) => {
-      const s = current();
-      if (s.mode === 'standby') return { refused: 'this node is an HA standby; another node of the cluster writes' };
-      await tx.query(`SET LOCAL idle_in_transaction_session_timeout = ${idle}`);
-      if (s.mode === 'sealed') {
-        const r = await tx.query(`SELECT 1 FROM ${this.q} WHERE ha_key = $1 AND valid_until > now()`, [LEADER]);
-        return r.rows.length === 0 ? true : { refused: 'another node of the cluster is active; this node is sealed' };
-      }
-      const r = await tx.query(`SELECT 1 FROM ${this.q} WHERE ha_key = $1 AND holder = $2 AND epoch = $3 FOR SHARE`, [LEADER, s.holder, s.epoch]);
-      if (r.rows.length > 0) return true;
-      onFenced(s.epoch);
-      return { refused: new LeaseLost(s.epoch).message };
+    return {
+      check: () => {
+        const s = current();
+        if (s.mode === 'standby') return { refused: 'this node is an HA standby; another node of the cluster writes' };
+        if (s.mode === 'sealed') {
+          // sys/init on a sealed node: only while no node holds a live lease.
+          return {
+            sql: `SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM ${this.q} WHERE ha_key = $1 AND valid_until > now())`,
+            params: [LEADER],
+            whenNoRow: () => 'another node of the cluster is active; this node is sealed',
+          };
+        }
+        return {
+          sql: `SELECT 1 FROM ${this.q} WHERE ha_key = $1 AND holder = $2 AND epoch = $3 FOR SHARE`,
+          params: [LEADER, s.holder, s.epoch],
+          whenNoRow: () => {
+            onFenced(s.epoch);
+            return new LeaseLost(s.epoch).message;
+          },
+        };
+      },
     };
   }
 

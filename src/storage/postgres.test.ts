@@ -109,6 +109,33 @@ describe('PostgreSQL backend', () => {
     expect(await keysOf(a)).toEqual(['x', 'y']);
     expect((await a.get('x'))?.toString()).toBe('from-a');
 
+    // The per-batch form (the HA fence's): a refusal sends nothing; an SQL check without a row
+    // refuses with whenNoRow's reason (told once per refused batch); with a row the batch lands.
+    let holder = 'node-b';
+    let told = 0;
+    let standby = true;
+    const d = await open({
+      table,
+      guard: {
+        check: () =>
+          standby
+            ? { refused: 'a standby writes nothing' }
+            : { sql: 'SELECT 1 FROM fence WHERE holder = $1 FOR SHARE', params: [holder], whenNoRow: () => `fenced ${++told}` },
+      },
+    });
+    await expect(d.batch([put('x', 'from-d')], { sync: true })).rejects.toThrow('a standby writes nothing');
+    standby = false;
+    const fenced = await d.batch([put('x', 'from-d'), del('y')], { sync: true }).catch((e: unknown) => e);
+    expect(fenced).toBeInstanceOf(BatchRefused);
+    expect((fenced as BatchRefused).reason).toBe('fenced 1');
+    expect(await keysOf(a)).toEqual(['x', 'y']);
+    holder = 'node-a';
+    await d.batch([put('x', 'from-d'), del('y'), put('v', 'from-d')], { sync: true });
+    expect(await keysOf(a)).toEqual(['v', 'x']);
+    expect((await a.get('x'))?.toString()).toBe('from-d');
+    expect(told).toBe(1);
+    await d.batch([put('y', 'from-a')], { sync: true });
+
     // The callback form sees the transaction: its reason is kept; a pass lets the batch through.
     let allow = false;
     const c = await open({
@@ -135,6 +162,14 @@ describe('PostgreSQL backend', () => {
     expect((await b.get('j'))?.toString()).toBe('2');
     // A negative limit is no limit (LevelDB's -1).
     expect(await keysOf(b, { limit: -1 })).toEqual(['j', 'm']);
+  });
+
+  it('getMany reads every key in one query: values in the keys\' order, undefined where absent, non-ASCII keys too', async () => {
+    const b = await open({ table: freshTable() });
+    await b.batch([put('m/1', 'one'), put('m/\u00e9', 'e-acute'), put('m/3', 'three')], { sync: true });
+    const got = await b.getMany!(['m/3', 'm/missing', 'm/\u00e9', 'm/1', 'm/3']);
+    expect(got.map((v) => v?.toString())).toEqual(['three', undefined, 'e-acute', 'one', 'three']);
+    expect(await b.getMany!([])).toEqual([]);
   });
 
   it('iterateTails gives each value\'s size and last bytes, as iterate would, across pages', async () => {

@@ -15,18 +15,22 @@
  * (SchemaTooNew); an existing table with no schema row (e.g. Vault's own `vault_kv_store`) is
  * refused too, never reused.
  *
- * Writes: one `batch` is one transaction: BEGIN, the optional guard, one upsert of every put
- * (unnest of two bytea arrays) and one delete of every deleted key (ops collapsed per key first,
- * the last op winning), COMMIT. It resolves after PostgreSQL acknowledged the COMMIT, which with
- * `synchronous_commit = on` (the server's default; this module never lowers it, whatever
- * `sync` says) means the commit record is flushed to the server's WAL. A batch that rejects
- * before COMMIT was sent left nothing; a COMMIT that fails or whose answer is lost (connection
- * dropped) has an unknown outcome: it rejects with BackendFault and the engine fails closed, as
- * for a LevelDB write error.
+ * Writes: one `batch` is one transaction holding one upsert of every put (unnest of two bytea
+ * arrays) and one delete of every deleted key (ops collapsed per key first, the last op winning).
+ * Without a guard, or with an SQL guard, it is ONE statement, so one round trip: the writes are
+ * data-modifying CTEs of a single statement, which PostgreSQL runs as its own transaction. With a
+ * callback guard it is BEGIN, the guard, the writes, COMMIT. It resolves after PostgreSQL
+ * acknowledged the commit, which with `synchronous_commit = on` (the server's default; this
+ * module never lowers it, whatever `sync` says) means the commit record is flushed to the
+ * server's WAL. A batch that rejects before its commit was sent left nothing; a commit (or the
+ * one statement) that fails or whose answer is lost (connection dropped) has an unknown outcome:
+ * it rejects with BackendFault and the engine fails closed, as for a LevelDB write error.
  *
  * The guard (the seam for the HA fence): `guard` given at open runs inside every batch's
- * transaction before its writes; when it refuses, the transaction is rolled back and the batch
- * rejects with BatchRefused (nothing of it is visible).
+ * transaction before its writes; when it refuses, nothing of the batch is written and the batch
+ * rejects with BatchRefused. The SQL forms are a CTE of the batch's one statement, and every
+ * write of it is conditional on the guard's row: row locks the guard takes (FOR SHARE) are held
+ * until that statement's commit.
  *
  * Reads: `get` is one query; `iterate` pages by keyset (PAGE_ROWS rows a query, key > last seen).
  * A live iteration whose first page is not the last re-reads inside a REPEATABLE READ transaction
@@ -65,13 +69,27 @@ export const PAGE_ROWS = 512;
 /** The queries a guard may run: the batch's own transaction client. */
 export type GuardClient = Pick<pg.ClientBase, 'query'>;
 
+/** A guard SELECT: passes when it returns at least one row. Its parameters are $1..$n. */
+export interface GuardSql {
+  readonly sql: string;
+  readonly params?: readonly unknown[];
+}
+
+/**
+ * What a dynamic guard says for the next batch: refuse at once (nothing is sent), or run `sql`
+ * with the batch and, when it returns no row, refuse with `refused()`'s reason.
+ */
+export type GuardCheck = { readonly refused: string } | (GuardSql & { readonly whenNoRow: () => string });
+
 /**
  * Runs inside each batch's transaction, before its writes. The SQL form passes when the statement
  * returns at least one row (e.g. `SELECT 1 FROM ha_locks WHERE holder = $1 AND epoch = $2 FOR
- * SHARE`); the callback form passes when it resolves true, and may return a reason when it does not.
+ * SHARE`); `check` names the SQL (or a refusal) per batch; both run in the batch's one statement.
+ * The callback form passes when it resolves true, and may return a reason when it does not.
  */
 export type BatchGuard =
-  | { readonly sql: string; readonly params?: readonly unknown[] }
+  | GuardSql
+  | { readonly check: () => GuardCheck }
   | ((tx: GuardClient) => Promise<boolean | { refused: string }>);
 
 export interface PostgresBackendOptions {
@@ -284,6 +302,18 @@ class PgView {
     }
   }
 
+  /** One query for every key (`key = ANY`); values in the keys' order, undefined where absent. */
+  async getMany(keys: readonly string[]): Promise<Array<Buffer | undefined>> {
+    let rows: Row[];
+    try {
+      rows = await this.run(`SELECT key, value FROM ${this.q} WHERE key = ANY($1::bytea[])`, [keys.map(keyBytes)]);
+    } catch (e) {
+      throw this.fault(`storage read failed in PostgreSQL table ${this.q}`, e);
+    }
+    const byKey = new Map(rows.map((r) => [r.key.toString('utf8'), r.value]));
+    return keys.map((k) => byKey.get(k));
+  }
+
   /** Pages through `range` with `run`; every page is a fresh query after the last key yielded. */
   protected async *pages(range: RangeOptions, run: Runner, first?: Row[]): AsyncGenerator<[string, Buffer]> {
     let cur = range;
@@ -389,6 +419,38 @@ class PgSnapshot extends PgView implements Snapshot {
   }
 }
 
+/** A batch's writes, collapsed per key: the puts as two parallel arrays, the deleted keys. */
+interface Writes {
+  readonly putKeys: Buffer[];
+  readonly putValues: Buffer[];
+  readonly delKeys: Buffer[];
+}
+
+/**
+ * A batch as one statement (so one round trip and one transaction): the guard's SELECT as the CTE
+ * `g` (its parameters first, as $1..$n), and every write conditional on `g` having a row. `ok`
+ * says whether it had; without a guard it is true.
+ */
+function oneStatement(q: string, w: Writes, guard: GuardSql | undefined): { text: string; values: unknown[] } {
+  const values: unknown[] = [...(guard?.params ?? [])];
+  const param = (v: unknown): string => {
+    values.push(v);
+    return `$${values.length}`;
+  };
+  const ctes: string[] = [];
+  const when = guard === undefined ? '' : ' WHERE EXISTS (SELECT 1 FROM g)';
+  if (guard !== undefined) ctes.push(`g AS (${guard.sql})`);
+  if (w.putKeys.length > 0) {
+    ctes.push(
+      `p AS (INSERT INTO ${q} (key, value) SELECT * FROM unnest(${param(w.putKeys)}::bytea[], ${param(w.putValues)}::bytea[])${when} ` +
+        'ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value RETURNING 1)',
+    );
+  }
+  if (w.delKeys.length > 0) ctes.push(`d AS (DELETE FROM ${q} WHERE key = ANY(${param(w.delKeys)}::bytea[])${guard === undefined ? '' : ' AND EXISTS (SELECT 1 FROM g)'} RETURNING 1)`);
+  const ok = guard === undefined ? 'true' : 'EXISTS (SELECT 1 FROM g)';
+  return { text: `WITH ${ctes.join(', ')} SELECT ${ok} AS ok`, values };
+}
+
 class PostgresBackend extends PgView implements Backend {
   constructor(
     shared: Shared,
@@ -488,15 +550,31 @@ class PostgresBackend extends PgView implements Backend {
       last.delete(op.key);
       last.set(op.key, op);
     }
-    const putKeys: Buffer[] = [];
-    const putValues: Buffer[] = [];
-    const delKeys: Buffer[] = [];
+    const writes: Writes = { putKeys: [], putValues: [], delKeys: [] };
     for (const op of last.values()) {
       if (op.type === 'put') {
-        putKeys.push(keyBytes(op.key));
-        putValues.push(op.value);
-      } else delKeys.push(keyBytes(op.key));
+        writes.putKeys.push(keyBytes(op.key));
+        writes.putValues.push(op.value);
+      } else writes.delKeys.push(keyBytes(op.key));
     }
+    const g = this.guard;
+    if (typeof g === 'function') return this.batchInTransaction(writes, g);
+    const check: GuardCheck | undefined = g === undefined ? undefined : 'check' in g ? g.check() : { ...g, whenNoRow: () => 'the guard statement returned no row' };
+    if (check !== undefined && !('sql' in check)) throw new BatchRefused(check.refused);
+    const what = `storage write failed in PostgreSQL table ${this.q}`;
+    const { text, values } = oneStatement(this.q, writes, check);
+    let rows: Array<{ ok: boolean }>;
+    try {
+      rows = (await this.shared.pool.query<{ ok: boolean }>(text, values)).rows;
+    } catch (e) {
+      // The statement is its own transaction: failed, or its commit's outcome is unknown.
+      throw this.fault(`${what} (outcome unknown)`, e);
+    }
+    if (check !== undefined && rows[0]?.ok !== true) throw new BatchRefused(check.whenNoRow());
+  }
+
+  /** BEGIN, the callback guard, the writes, COMMIT: for a guard that runs its own queries. */
+  private async batchInTransaction(w: Writes, guard: Extract<BatchGuard, (tx: GuardClient) => unknown>): Promise<void> {
     const what = `storage write failed in PostgreSQL table ${this.q}`;
     let client: pg.PoolClient;
     try {
@@ -507,7 +585,7 @@ class PostgresBackend extends PgView implements Backend {
     let committing = false;
     try {
       await client.query('BEGIN');
-      const refusal = await this.runGuard(client);
+      const refusal = await this.runGuard(client, guard);
       if (refusal !== undefined) {
         // Refused whatever the ROLLBACK says: a connection that fails it is dropped, and the
         // server rolls back what it dropped.
@@ -518,13 +596,13 @@ class PostgresBackend extends PgView implements Backend {
         this.shared.release(client, rolledBack);
         throw new BatchRefused(refusal);
       }
-      if (putKeys.length > 0) {
+      if (w.putKeys.length > 0) {
         await client.query(
           `INSERT INTO ${this.q} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
-          [putKeys, putValues],
+          [w.putKeys, w.putValues],
         );
       }
-      if (delKeys.length > 0) await client.query(`DELETE FROM ${this.q} WHERE key = ANY($1::bytea[])`, [delKeys]);
+      if (w.delKeys.length > 0) await client.query(`DELETE FROM ${this.q} WHERE key = ANY($1::bytea[])`, [w.delKeys]);
       committing = true;
       await client.query('COMMIT');
       this.shared.release(client);
@@ -537,17 +615,11 @@ class PostgresBackend extends PgView implements Backend {
     }
   }
 
-  /** undefined when the guard passes (or there is none), else the reason it refused. */
-  private async runGuard(client: pg.PoolClient): Promise<string | undefined> {
-    const g = this.guard;
-    if (g === undefined) return undefined;
-    if (typeof g === 'function') {
-      const r = await g(client);
-      if (r === true) return undefined;
-      return r === false ? 'the guard callback said no' : r.refused;
-    }
-    const r = await client.query(g.sql, g.params === undefined ? [] : [...g.params]);
-    return r.rows.length > 0 ? undefined : 'the guard statement returned no row';
+  /** undefined when the callback guard passes, else the reason it refused. */
+  private async runGuard(client: pg.PoolClient, g: Extract<BatchGuard, (tx: GuardClient) => unknown>): Promise<string | undefined> {
+    const r = await g(client);
+    if (r === true) return undefined;
+    return r === false ? 'the guard callback said no' : r.refused;
   }
 
   async snapshot(): Promise<Snapshot> {
