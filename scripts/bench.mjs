@@ -204,7 +204,7 @@ async function main() {
   const dr = process.env.BENCH_NO_DR ? undefined : await (await import('./bench-dr.mjs')).benchDr({ seconds: SECONDS });
   const loadAvg = { start: loadAvgStart, end: os.loadavg() };
   const mc = machine();
-  const headline = headlineRows({ pg, dr, ceiling, floor });
+  const headline = headlineRows({ pg, dr, ceiling, floor, pgEngine });
   const headlineOut = `\n${headlineText(headline, { machine: mc, loadAvg })}\n${headlineNotes({ pg, dr }).join('\n')}`;
   const doc = {
     date: new Date().toISOString(),
