@@ -124,10 +124,21 @@ async function profileDr() {
     await writers({ ...base, prefix: 'warmup', until: timed(500) });
     process.stderr.write(`profiling the DR topology, ${CLIENTS} client(s) for ${SECONDS} s...\n`);
     const cpu0 = [await cpuMs(primary.pid), await cpuMs(secondary.pid)];
+    const threads0 = [await threadCpuMs(primary.pid), await threadCpuMs(secondary.pid)];
     const w = await writers({ ...base, prefix: 'load', until: timed(SECONDS * 1000) });
     const cpu1 = [await cpuMs(primary.pid), await cpuMs(secondary.pid)];
+    const threads1 = [await threadCpuMs(primary.pid), await threadCpuMs(secondary.pid)];
     const per = (i) => (((cpu1[i] - cpu0[i]) * 1000) / w.writes).toFixed(0);
     console.log(`${(w.writes / w.seconds).toFixed(0)} writes/s; CPU per write: primary ${per(0)} µs, secondary ${per(1)} µs (profiler on: slower than the bench)`);
+    for (const [i, name] of ['primary', 'secondary'].entries()) {
+      const byKind = new Map();
+      for (const [tid, t] of threads1[i]) {
+        const before = threads0[i].get(tid)?.ms ?? 0;
+        byKind.set(t.kind, (byKind.get(t.kind) ?? 0) + t.ms - before);
+      }
+      const parts = [...byKind].sort((a, b) => b[1] - a[1]).map(([k, ms]) => `${k} ${((ms * 1000) / w.writes).toFixed(0)} µs`);
+      console.log(`  ${name}, CPU per write by thread: ${parts.join(', ')}`);
+    }
     const stoppedAt = performance.now();
     for (const n of [secondary, primary]) await n.stop();
     for (const name of ['primary', 'secondary']) {
@@ -142,6 +153,27 @@ async function profileDr() {
     if (!process.env.PROFILE_KEEP) await rm(scratch, { recursive: true, force: true });
     else console.log(`kept ${scratch}`);
   }
+}
+
+/**
+ * CPU ms of each thread of `pid` (/proc/PID/task), with its kind: the main thread (the event loop),
+ * libuv's pool (LevelDB reads and writes, fsync), V8's platform workers (GC, compilation), or other
+ * (LevelDB's compaction thread, the inspector).
+ */
+async function threadCpuMs(pid) {
+  const out = new Map();
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+    try {
+      const comm = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8')).trim();
+      const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const kind = tid === String(pid) ? 'main thread' : /libuv/.test(comm) ? 'libuv pool' : /V8|DefaultWorke/i.test(comm) ? 'V8 workers' : `${comm} ${tid}`;
+      out.set(tid, { kind, ms: ((Number(f[11]) + Number(f[12])) * 1000) / 100 });
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out;
 }
 
 async function main() {

@@ -72,8 +72,8 @@ describe('parseConfigText', () => {
     expect(config).toEqual({
       ...fullExpected,
       source: 'server.hcl',
-      // The HCL parser sorts keys, so warnings come in key order.
-      warnings: ['server.hcl: disable_mlock: unknown key, ignored', 'server.hcl: ui: unknown key, ignored'],
+      // Warnings come in the file's order.
+      warnings: ['server.hcl: ui: unknown key, ignored', 'server.hcl: disable_mlock: unknown key, ignored'],
     });
   });
 

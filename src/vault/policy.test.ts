@@ -108,6 +108,11 @@ describe('parsePolicy', () => {
 });
 
 describe('parseHcl', () => {
+  it('takes what the strict parser does not (a heredoc) through hcl2-parser, with the same tree shape', () => {
+    const r = parseHcl('listener "tcp" {\n  address = "a:1"\n}\nbanner = <<EOT\nhello\nEOT\n');
+    expect(r).toEqual({ ok: true, value: { listener: { tcp: [{ address: 'a:1' }] }, banner: 'hello\n' } });
+  });
+
   it('returns blocks as arrays of bodies under their labels', () => {
     const r = parseHcl('listener "tcp" {\n  address = "a:1"\n}\nx = 1\n');
     expect(r).toEqual({ ok: true, value: { listener: { tcp: [{ address: 'a:1' }] }, x: 1 } });

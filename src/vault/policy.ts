@@ -5,10 +5,12 @@
  *   const same = parsePolicy('app', '{"path": {"secret/*": {"capabilities": ["read", "list"]}}}');
  *   new Acl([app, defaultPolicy()]).allows('secret/db', 'read'); // true
  *
- * Policy HCL goes through policy-hcl.ts (strict, linear). Also home of `parseHcl`, the one wrapper
- * around hcl2-parser, which only the config loader uses: it is slow (seconds for 100 KB).
+ * Policy HCL goes through policy-hcl.ts (strict, linear). Also home of `parseHcl`, the config
+ * loader's HCL: policy-hcl.ts's parser first, and only for text it does not take (heredocs,
+ * expressions) hcl2-parser, which is slow (seconds for 100 KB) and big (a GopherJS runtime of
+ * about 13 MB of heap and 0.7 s to load), so it is loaded on that first use, never otherwise.
  */
-import hcl from 'hcl2-parser';
+import { createRequire } from 'node:module';
 import { InvalidRequest } from '../core/errors.js';
 import { parsePolicyHcl, type HclResult } from './policy-hcl.js';
 
@@ -264,12 +266,15 @@ export type { HclResult };
 /**
  * Parses HCL into plain JSON values: blocks come back as arrays of bodies, labelled blocks as
  * nested objects keyed by label (`listener "tcp" {...}` -> `{listener: {tcp: [{...}]}}`).
- * Vault's HCL 1 also takes several attributes on one line (`{ a = 1  b = 2 }`), which HCL 2
- * refuses, so a failed parse is retried with those lines split. hcl2-parser reports no detail on
- * failure, so the failing top-level statement is located by parsing each one alone; `line` is
- * 1-based, or undefined when no single statement fails.
+ * policy-hcl.ts's parser answers whatever it takes (the same tree shape); the rest goes to
+ * hcl2-parser. Vault's HCL 1 also takes several attributes on one line (`{ a = 1  b = 2 }`),
+ * which HCL 2 refuses, so a failed parse there is retried with those lines split. hcl2-parser
+ * reports no detail on failure, so the failing top-level statement is located by parsing each
+ * one alone; `line` is 1-based, or undefined when no single statement fails.
  */
 export function parseHcl(text: string): HclResult {
+  const strict = parsePolicyHcl(text);
+  if (strict.ok) return strict;
   const value = tryHcl(text) ?? tryHcl(splitOneLineBlocks(text));
   if (value !== undefined) return { ok: true, value };
   for (const statement of topLevelStatements(text)) {
@@ -279,9 +284,13 @@ export function parseHcl(text: string): HclResult {
   return { ok: false, line: undefined, problem: 'HCL syntax error (for example a key defined twice)' };
 }
 
+type Hcl2 = { parseToObject(text: string): unknown };
+let hcl2: Hcl2 | undefined;
+
 function tryHcl(text: string | undefined): Record<string, unknown> | undefined {
   if (text === undefined) return undefined;
-  const [value, error] = hcl.parseToObject(text) as [unknown, unknown];
+  hcl2 ??= createRequire(import.meta.url)('hcl2-parser') as Hcl2;
+  const [value, error] = hcl2.parseToObject(text) as [unknown, unknown];
   return !error && isObject(value) ? value : undefined;
 }
 
