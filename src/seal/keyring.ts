@@ -130,6 +130,11 @@ export class Keyring implements Cipher {
     return nonce;
   }
 
+  /** Throws as every use after `destroy()` does. */
+  assertLive(): void {
+    this.#checkLive();
+  }
+
   decrypt(ct: Buffer, aad: Buffer): Buffer {
     this.#checkLive();
     if (ct.length < HEADER_BYTES + NONCE_BYTES + TAG_BYTES || ct.readUInt8(0) !== CIPHERTEXT_VERSION) {

@@ -12,12 +12,14 @@
  */
 import { ErrorCode, TesseraError, type StorageFailed } from '../core/errors.js';
 import type { WalOp } from '../core/wal.js';
-import type { Op, Store } from './store.js';
+import { deepFreeze, type Decoder, type Op, type Store } from './store.js';
 
 /** AES-256-GCM in production (the seal's Keyring); must throw if `ct` or `aad` was tampered with. */
 export interface ValueCipher {
   encrypt(plain: Buffer, aad: Buffer): Buffer;
   decrypt(ct: Buffer, aad: Buffer): Buffer;
+  /** Throws as `decrypt` would when the cipher may no longer be used (sealed); checked before a remembered decode is handed out. */
+  assertLive?(): void;
 }
 
 /** A system record (`s/<name>`, stored raw) to write in the same batch as a commit; undefined deletes. */
@@ -45,9 +47,33 @@ export class BarrierStore implements Store {
     private readonly cipher: ValueCipher,
   ) {}
 
+  /**
+   * Decodes remembered by ciphertext: the raw store hands out the same Buffer for a key while its
+   * durable value is unchanged (the read cache replaces it on every commit of the key), and a new
+   * one otherwise, so an entry here can never outlive the value it was decoded from. Weak: an
+   * entry goes when the cache lets its ciphertext go. One per unseal (the barrier is made then).
+   */
+  private readonly decoded = new WeakMap<Buffer, { readonly decode: Decoder<unknown>; readonly value: unknown }>();
+
   async get(key: string): Promise<Buffer | undefined> {
     const ct = await this.raw.readRaw(key);
+    return ct === undefined ? undefined : this.open(key, ct);
+  }
+
+  async getDecoded<T>(key: string, decode: Decoder<T>): Promise<Readonly<T> | undefined> {
+    const ct = await this.raw.readRaw(key);
     if (ct === undefined) return undefined;
+    const known = this.decoded.get(ct);
+    if (known !== undefined && known.decode === decode) {
+      this.cipher.assertLive?.();
+      return known.value as Readonly<T>;
+    }
+    const value = deepFreeze(decode(this.open(key, ct)));
+    this.decoded.set(ct, { decode, value });
+    return value;
+  }
+
+  private open(key: string, ct: Buffer): Buffer {
     try {
       return this.cipher.decrypt(ct, aadOf(key));
     } catch (e) {

@@ -37,6 +37,45 @@ describe('StorageEngine: the Store', () => {
     await expect(store.list('dir')).rejects.toBeInstanceOf(InvalidRequest);
   });
 
+  it('getDecoded decodes a stored value once while it is unchanged, again after each commit of it, and hands out frozen values', async () => {
+    const engine = await StorageEngine.open(new MemoryBackend(), opts);
+    let live = true;
+    const cipher = testCipher();
+    const store = engine.secure({
+      encrypt: (plain, aad) => cipher.encrypt(plain, aad),
+      decrypt: (ct, aad) => cipher.decrypt(ct, aad),
+      assertLive: () => {
+        if (!live) throw new Unavailable('sealed');
+      },
+    });
+    const decoded: string[] = [];
+    const decode = (v: Buffer) => {
+      decoded.push(v.toString());
+      return { value: v.toString(), list: [1, 2] };
+    };
+    await store.commit([put('t/a', 'one'), put('t/b', 'other')]);
+    const first = await store.getDecoded('t/a', decode);
+    expect(first).toEqual({ value: 'one', list: [1, 2] });
+    expect(await store.getDecoded('t/a', decode)).toBe(first);
+    expect(decoded).toEqual(['one']);
+    expect(Object.isFrozen(first) && Object.isFrozen(first?.list)).toBe(true);
+    expect(() => (first?.list as number[]).push(3)).toThrow(TypeError);
+    // Another key, and another decoder of the same key, are decoded on their own.
+    const other = (v: Buffer) => v.length;
+    expect(await store.getDecoded('t/a', other)).toBe(3);
+    expect((await store.getDecoded('t/b', decode))?.value).toBe('other');
+    // A commit of the key (this node's, or applied from a primary) gives the next read the new value.
+    await store.commit([put('t/a', 'two')]);
+    expect((await store.getDecoded('t/a', decode))?.value).toBe('two');
+    await store.commit([del('t/a')]);
+    expect(await store.getDecoded('t/a', decode)).toBeUndefined();
+    expect(decoded).toEqual(['one', 'other', 'two']);
+    // A remembered decode is not handed out once the cipher may not be used.
+    expect((await store.getDecoded('t/b', decode))?.value).toBe('other');
+    live = false;
+    await expect(store.getDecoded('t/b', decode)).rejects.toBeInstanceOf(Unavailable);
+  });
+
   it('list does not confuse siblings that share a prefix with a directory', async () => {
     const { store } = await setup();
     await store.commit([put('p/a.b', '1'), put('p/a/c', '2'), put('p/a', '3'), put('p/a0', '4'), put('p/a/d/e', '5')]);

@@ -20,6 +20,34 @@ export interface Store {
   list(prefix: string): Promise<string[]>;
   /** All ops or none, durable before the promise resolves. */
   commit(ops: readonly Op[]): Promise<void>;
+  /**
+   * Optional: `decode` of the stored value, remembered while that stored value is unchanged (the
+   * barrier: by the identity of the ciphertext its read cache holds), so a hot record is decrypted
+   * and decoded once. Callers go through `getDecoded()`, which falls back to get + decode.
+   */
+  getDecoded?<T>(key: string, decode: Decoder<T>): Promise<Readonly<T> | undefined>;
+}
+
+/**
+ * A decoder whose results `getDecoded` may hand to many callers: it must be pure, and its result
+ * is frozen (deeply) before it is shared, so no caller can change what the next one reads.
+ */
+export type Decoder<T> = (value: Buffer) => T;
+
+/** `decode(await store.get(key))` (undefined when absent), through the store's memo where it has one. */
+export async function getDecoded<T>(store: Store, key: string, decode: Decoder<T>): Promise<Readonly<T> | undefined> {
+  if (store.getDecoded !== undefined) return store.getDecoded(key, decode);
+  const raw = await store.get(key);
+  return raw === undefined ? undefined : decode(raw);
+}
+
+/** Freezes `value` and everything reachable from it (plain data: objects and arrays). */
+export function deepFreeze<T>(value: T): Readonly<T> {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
 }
 
 /** A view of `store` under `prefix`: what a mount's engine sees. */
@@ -39,6 +67,10 @@ export class ScopedStore implements Store {
 
   commit(ops: readonly Op[]): Promise<void> {
     return this.store.commit(ops.map((op) => ({ ...op, key: this.prefix + op.key })));
+  }
+
+  getDecoded<T>(key: string, decode: Decoder<T>): Promise<Readonly<T> | undefined> {
+    return getDecoded(this.store, this.prefix + key, decode);
   }
 }
 

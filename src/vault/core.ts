@@ -11,7 +11,7 @@
  */
 import { InvalidRequest, LicenseRequired, PermissionDenied, Sealed } from '../core/errors.js';
 import type { Store } from '../storage/store.js';
-import { ScopedStore } from '../storage/store.js';
+import { getDecoded, ScopedStore } from '../storage/store.js';
 import type { SealManager, SealStatus, Cipher } from '../seal/index.js';
 import type { Caller } from './caller.js';
 import { createKvEngine } from './kv/index.js';
@@ -73,6 +73,7 @@ export class VaultCore {
       get: (k) => this.store().get(k),
       list: (p) => this.store().list(p),
       commit: (ops) => this.store().commit(ops),
+      getDecoded: (k, decode) => getDecoded(this.store(), k, decode),
     };
     const now = opts.now ?? Date.now;
     this.tokens = new TokenStore(lazy, { now, ...(opts.ttlLimits ? { limits: opts.ttlLimits } : {}) });

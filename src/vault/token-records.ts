@@ -12,7 +12,7 @@
  * deadlock-freedom argument (tokens.ts) holds across both files. Key layout: token-keys.ts.
  */
 import type { KeyedMutex } from '../core/keyed-mutex.js';
-import type { Op, Store } from '../storage/store.js';
+import { getDecoded, type Op, type Store } from '../storage/store.js';
 import { decodeEntry, isExpired, type TokenEntryView } from './token-entry.js';
 import { entryDeletion, factsInScope, isAccessor, isTokenHash, revocationFacts, tokenKeys, type RevocationFacts } from './token-keys.js';
 
@@ -40,8 +40,9 @@ export class TokenRecords {
 
   /** The stored entry of `hash`, live or expired; throws if it is malformed. */
   async read(hash: string): Promise<TokenEntryView | undefined> {
-    const raw = await this.#store.get(tokenKeys.entry(hash));
-    return raw === undefined ? undefined : { ...decodeEntry(raw), hash };
+    // Every request authenticates through here: decrypted and decoded once per stored version.
+    const entry = await getDecoded(this.#store, tokenKeys.entry(hash), decodeEntry);
+    return entry === undefined ? undefined : { ...entry, hash };
   }
 
   /** What revocation needs of the stored entry, whatever its shape; undefined if nothing is stored. */
