@@ -23,7 +23,7 @@ export const writeConfig: Handler = async (ctx, _path, req) => {
   const fields = parseFields(configSchema, req.data);
   if (Object.values(fields).every((v) => v === undefined)) return null;
   return ctx.locks.run('config', async () => {
-    const config = await loadConfig(ctx);
+    const config = { ...(await loadConfig(ctx)) };
     if (fields.max_versions !== undefined) config.max_versions = fields.max_versions;
     if (fields.cas_required !== undefined) config.cas_required = fields.cas_required;
     const dva = fields.delete_version_after;

@@ -4,7 +4,7 @@
  *   const meta = await loadMetadata(ctx, 'app/db');   // undefined when the key was never written
  */
 import type { LogicalRequest, LogicalResponse } from '../logical.js';
-import type { Store } from '../../storage/store.js';
+import { getDecoded, type Store } from '../../storage/store.js';
 import { NotFound } from '../../core/errors.js';
 import type { KeyedMutex } from '../../core/keyed-mutex.js';
 import { CONFIG_KEY, metaKey } from './layout.js';
@@ -25,9 +25,9 @@ export async function loadMetadata(ctx: KvContext, path: string): Promise<KeyMet
   return raw === undefined ? undefined : decodeMetadata(raw);
 }
 
-export async function loadConfig(ctx: KvContext): Promise<KvConfig> {
-  const raw = await ctx.store.get(CONFIG_KEY);
-  return raw === undefined ? { ...DEFAULT_CONFIG } : decodeConfig(raw);
+/** The mount's config, read on every write: decoded once per stored version, and frozen. */
+export async function loadConfig(ctx: KvContext): Promise<Readonly<KvConfig>> {
+  return (await getDecoded(ctx.store, CONFIG_KEY, decodeConfig)) ?? DEFAULT_CONFIG;
 }
 
 /** Runs `fn` holding the per-secret lock, so read-modify-write of one key never interleaves. */
