@@ -365,8 +365,14 @@ async function scenario() {
 
   log('docker-compose restart dr-secondary');
   const t0 = Date.now();
+  const since = Math.floor(t0 / 1000) - 1;
   await compose(['restart', 'dr-secondary'], { timeoutMs: 60_000 });
   const restartMs = Date.now() - t0;
+  // How the container's process ended: docker's 'die' event carries its exit code. 0 is the node
+  // exiting by itself on SIGTERM; 137 would be docker killing it after the 10 s stop timeout.
+  const dies = (
+    await run('docker', ['events', '--since', String(since), '--until', String(Math.ceil(Date.now() / 1000)), '--filter', `container=${PROJECT}_dr-secondary_1`, '--filter', 'event=die', '--format', '{{.Actor.Attributes.exitCode}}'])
+  ).out.split('\n').filter((l) => l.trim() !== '');
   // The container is restarted at once; the node then takes several seconds to load and listen.
   const back = await answering(S, 30_000);
   log(`restart took ${restartMs} ms; answering ${Date.now() - t0} ms after it began, sealed: ${back.sealed}`);
@@ -376,7 +382,9 @@ async function scenario() {
   const at = (msg) => nodeLog.filter((l) => l.includes(`"msg":"${msg}"`)).map((l) => Date.parse(JSON.parse(l).time)).at(-1);
   log(`dr-secondary's stop took ${at('node stopped') - at('shutting down')} ms (from "shutting down" to "node stopped")`);
   for (const line of nodeLog.filter((l) => l.includes('still running after the node stopped'))) log(`dr-secondary's process ended itself after its stop: ${line}`);
-  check(restartMs < 10_000, `docker-compose restart dr-secondary within 10 s (took ${restartMs} ms): the node exits promptly on SIGTERM`);
+  // Not the restart's wall time: under CI's load (jest beside this test) starting the container
+  // again alone has taken 12 s while the node's stop took 248 ms.
+  check(dies.length === 1 && dies[0] === '0', `dr-secondary's process exited by itself on SIGTERM (docker 'die' exit codes: ${JSON.stringify(dies)}; the restart took ${restartMs} ms)`);
   check(back.sealed === true, 'dr-secondary comes back sealed');
   await unsealWith(S, keys);
   check((await replStatus(S, 'dr')).mode === 'primary', 'dr-secondary is still the DR primary after its restart');
