@@ -170,6 +170,9 @@ describe('PostgreSQL backend', () => {
     const got = await b.getMany!(['m/3', 'm/missing', 'm/\u00e9', 'm/1', 'm/3']);
     expect(got.map((v) => v?.toString())).toEqual(['three', undefined, 'e-acute', 'one', 'three']);
     expect(await b.getMany!([])).toEqual([]);
+    // A lone surrogate is stored as U+FFFD's bytes: getMany reads what get reads.
+    await b.batch([put('m/\ud800', 'lone')], { sync: true });
+    expect((await b.getMany!(['m/\ud800', 'm/\ufffd'])).map((v) => v?.toString())).toEqual([(await b.get('m/\ud800'))?.toString(), 'lone']);
   });
 
   it('iterateTails gives each value\'s size and last bytes, as iterate would, across pages', async () => {

@@ -304,14 +304,17 @@ class PgView {
 
   /** One query for every key (`key = ANY`); values in the keys' order, undefined where absent. */
   async getMany(keys: readonly string[]): Promise<Array<Buffer | undefined>> {
+    const wanted = keys.map(keyBytes);
     let rows: Row[];
     try {
-      rows = await this.run(`SELECT key, value FROM ${this.q} WHERE key = ANY($1::bytea[])`, [keys.map(keyBytes)]);
+      rows = await this.run(`SELECT key, value FROM ${this.q} WHERE key = ANY($1::bytea[])`, [wanted]);
     } catch (e) {
       throw this.fault(`storage read failed in PostgreSQL table ${this.q}`, e);
     }
-    const byKey = new Map(rows.map((r) => [r.key.toString('utf8'), r.value]));
-    return keys.map((k) => byKey.get(k));
+    // Matched by bytes, as `get` matches: a string that is not valid UTF-16 has the same bytes as
+    // another one (encoding replaces its lone surrogates) and must read what `get` would read.
+    const byKey = new Map(rows.map((r) => [r.key.toString('latin1'), r.value]));
+    return wanted.map((k) => byKey.get(k.toString('latin1')));
   }
 
   /** Pages through `range` with `run`; every page is a fresh query after the last key yielded. */
