@@ -3,7 +3,7 @@ import { ChannelError, NotActiveNode, type PrimaryService } from '../replication
 import { connectPrimary, serveReplication } from '../transport/grpc/index.js';
 import { makePki, type Pki } from '../transport/grpc/testing/fixtures.js';
 import { freeClusterAddr } from './free-port.js';
-import { StandbyDoor } from './ha-door.js';
+import { HaDoor } from './ha-door.js';
 
 const log = pino({ level: 'silent' });
 
@@ -40,7 +40,7 @@ describe('the HA standby door on the cluster port', () => {
   it('answers while wanted, gives the port back to the active role on hold, and takes it again on resume', async () => {
     const address = await freeClusterAddr('127.0.0.1:0');
     let version = 'v1';
-    const door = new StandbyDoor({
+    const door = new HaDoor({
       address,
       log,
       refreshMs: 100,

@@ -7,7 +7,7 @@
  * serve HA forwarding: a relay's handshake under the HA server name fails, so the relaying
  * standby reads "not sent" and tries the active node it looks up next, as before.
  *
- *   const door = new StandbyDoor({ address: clusterAddr, registrations, log });
+ *   const door = new HaDoor({ address: clusterAddr, registrations, log });
  *   door.want(true);            // standby or cooldown
  *   await door.hold();          // the active role starts: closed, and kept closed
  *   door.resume();              // the active role stopped: open again if wanted
@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import type { DoorRegistration, ReplicationServer } from '../replication/index.js';
 import { createClusterServer, type ClusterServer } from '../transport/grpc/index.js';
 
-export interface StandbyDoorOptions {
+export interface HaDoorOptions {
   /** host:port: this node's cluster address (the active role binds it too). */
   readonly address: string;
   readonly registrations: () => Promise<DoorRegistration[]>;
@@ -26,7 +26,7 @@ export interface StandbyDoorOptions {
   readonly refreshMs?: number;
 }
 
-export class StandbyDoor {
+export class HaDoor {
   private wanted = false;
   private held = false;
   private closed = false;
@@ -35,7 +35,7 @@ export class StandbyDoor {
   private chain: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly o: StandbyDoorOptions) {}
+  constructor(private readonly o: HaDoorOptions) {}
 
   /** Whether the node is a standby that should answer (it is opened unless the active role holds the port). */
   want(open: boolean): void {

@@ -29,12 +29,12 @@ import { ZERO_TIME } from '../http/routes/ha.js';
 import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
 import { standbyRegistrations, type ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
-import type { BatchGuard } from '../storage/postgres.js';
+import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
 import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
 import { connectHa, type ClusterServer } from '../transport/grpc/index.js';
 import type { VaultCore } from '../vault/core.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
-import { StandbyDoor } from './ha-door.js';
+import { HaDoor } from './ha-door.js';
 
 /**
  * How often a standby brings its engine up to the active node's writes (engine.follow): what is
@@ -58,9 +58,16 @@ export interface HaFence {
   bind(state: () => FenceState, fenced: (epoch: number) => void): void;
 }
 
-export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>): Promise<HaFence> {
+export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log: Logger): Promise<HaFence> {
   const ttlMs = pg.haLeaseTtlMs ?? 2000;
-  const lease = await openPostgresLease({ connectionUrl: pg.connectionUrl, table: pg.haTable, statementTimeoutMs: Math.max(250, Math.floor(ttlMs / 2)) });
+  const lease = await openPostgresLease({
+    connectionUrl: pg.connectionUrl,
+    table: pg.haTable,
+    statementTimeoutMs: Math.max(250, Math.floor(ttlMs / 2)),
+    ...(pg.maxConnectRetries !== undefined ? { maxConnectRetries: pg.maxConnectRetries } : {}),
+    onConnectRetry: (r) =>
+      log.warn({ connection_url: redactConnectionUrl(pg.connectionUrl), ha_table: pg.haTable, attempt: r.attempt, retry_in_ms: r.delayMs, err: r.reason }, 'PostgreSQL unreachable (HA lease); retrying'),
+  });
   // Until the controller binds: not competing, so only writes while no node is active (init).
   let state: () => FenceState = () => ({ mode: 'sealed' });
   let fenced: (epoch: number) => void = () => undefined;
@@ -116,7 +123,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
   const standbyRefusal = (): Error => new Unavailable('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
   let serving: { close(): Promise<void> } | undefined;
   // A standby answers secondaries on its cluster port with where the active node is (ha-door.ts).
-  const door = new StandbyDoor({
+  const door = new HaDoor({
     address: o.clusterAddr,
     log: o.log.child({ ha: true }),
     registrations: () =>

@@ -122,7 +122,7 @@ async function openStorage(config: NodeConfig, now: () => number, log: Logger): 
   if (isMainThread) process.umask(0o077);
   const pgc = config.postgresql;
   // HA: the lease store first, since the data backend runs its fence in every batch.
-  const fence = pgc?.haEnabled === true ? await openHaFence(pgc) : undefined;
+  const fence = pgc?.haEnabled === true ? await openHaFence(pgc, log) : undefined;
   let backend: Backend;
   try {
     backend = await openBackend(config, log, fence?.guard);

@@ -29,7 +29,7 @@
 import pg from 'pg';
 import { ErrorCode, TesseraError } from '../core/errors.js';
 import type { BatchGuard } from './postgres.js';
-import { CONNECT_RETRY, ensureTesseraTable, quoteTable, retryDelay, type ConnectRetry } from './postgres.js';
+import { ConnectGaveUp, connectRetryOf, ensureTesseraTable, quoteTable, withConnectRetry, type ConnectRetry, type ConnectRetryNotice } from './postgres.js';
 
 /** The HA tables' schema version (recorded in tessera_schema under the lock table's name). */
 export const LEASE_SCHEMA_VERSION = 1;
@@ -98,6 +98,10 @@ export interface LeaseStoreOptions {
   readonly statementTimeoutMs?: number;
   /** The first connection, while the server is unreachable or slow to answer: CONNECT_RETRY, as the data backend's open. */
   readonly connectRetry?: ConnectRetry;
+  /** That many retries of the first connection, however long (config `max_connect_retries`), as the data backend's open. */
+  readonly maxConnectRetries?: number;
+  /** Told before each retry of the first connection (the reason has no password). */
+  readonly onConnectRetry?: (r: ConnectRetryNotice) => void;
 }
 
 /** The fence refused a commit: the lease it was made under is no longer current. */
@@ -265,7 +269,15 @@ export async function openPostgresLease(opts: LeaseStoreOptions): Promise<LeaseS
   // Idle connections that die are dropped by the pool; the next query reconnects.
   pool.on('error', () => undefined);
   pool.on('connect', (c) => c.on('error', () => undefined));
-  const client = await firstConnection(pool, opts.connectRetry ?? CONNECT_RETRY);
+  // Retried as the data backend's open is: a node started before PostgreSQL, or while it is busy,
+  // waits for it instead of exiting. Anything else (authentication, no such database) fails at once.
+  let client: pg.PoolClient;
+  try {
+    client = await withConnectRetry(connectRetryOf(opts.connectRetry, opts.maxConnectRetries), opts.connectionUrl, () => pool.connect(), opts.onConnectRetry);
+  } catch (gaveUp) {
+    await pool.end().catch(() => undefined);
+    throw (gaveUp as ConnectGaveUp).error;
+  }
   try {
     await ensureLeaseSchema(client, table);
     client.release();
@@ -275,26 +287,4 @@ export async function openPostgresLease(opts: LeaseStoreOptions): Promise<LeaseS
     throw e;
   }
   return new PostgresLease(pool, table, opts);
-}
-
-/**
- * The pool's first connection, retried with backoff while the server is unreachable or does not
- * answer within the pool's short connect timeout (the lease's statement timeout): a node started
- * beside a PostgreSQL that is still starting, or busy, waits for it as the data backend's open
- * does, instead of exiting. Anything else (authentication, no such database) fails at once.
- */
-async function firstConnection(pool: pg.Pool, retry: ConnectRetry): Promise<pg.PoolClient> {
-  const started = Date.now();
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await pool.connect();
-    } catch (e) {
-      const delayMs = retryDelay(retry, attempt, started, e);
-      if (delayMs === undefined) {
-        await pool.end().catch(() => undefined);
-        throw e;
-      }
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-    }
-  }
 }

@@ -12,6 +12,7 @@ import { PASSWORD_USER, sqlRows, startPostgres, type TestPostgres } from '../../
 import { Internal } from '../core/errors.js';
 import { BackendFault, type Backend } from './backend.js';
 import { openLevelBackend } from './leveldb.js';
+import { openPostgresLease } from './postgres-lease.js';
 import { BatchRefused, SCHEMA_TABLE, SCHEMA_VERSION, SchemaTooNew, isUnreachable, openPostgresBackend, redactConnectionUrl } from './postgres.js';
 
 const put = (key: string, value: string) => ({ type: 'put' as const, key, value: Buffer.from(value) });
@@ -364,6 +365,14 @@ describe('PostgreSQL backend: opening', () => {
       const err = (await openPostgresBackend({ connectionUrl: own.url, table: 'kv', urlSource: 'environment variable TESSERA_PG_CONNECTION_URL', connectRetry: fast, maxConnectRetries: 2, onConnectRetry: (r) => retries.push(r) }).catch((e: unknown) => e)) as Error;
       expect(retries).toHaveLength(2);
       expect(err.message).toMatch(/^environment variable TESSERA_PG_CONNECTION_URL \(postgres:\/\/tessera@127\.0\.0\.1:\d+\/tessera\): cannot open PostgreSQL storage \(table kv\): .*ECONNREFUSED.*gave up after 3 attempts/);
+      // The HA lease store's first connection takes the same count and says each retry, without the password.
+      const leaseRetries: Array<{ attempt: number; reason: string }> = [];
+      const withPassword = own.url.replace('postgres://tessera@', 'postgres://tessera:pw-lease-retry@');
+      const leaseErr = (await openPostgresLease({ connectionUrl: withPassword, connectRetry: fast, maxConnectRetries: 2, onConnectRetry: (r) => leaseRetries.push(r) }).catch((e: unknown) => e)) as Error;
+      expect(leaseRetries.map((r) => r.attempt)).toEqual([1, 2]);
+      for (const r of leaseRetries) expect(r.reason).toMatch(/ECONNREFUSED/);
+      expect(JSON.stringify(leaseRetries)).not.toContain('pw-lease-retry');
+      expect(leaseErr.message).toMatch(/ECONNREFUSED/);
     } finally {
       await own.stop();
     }

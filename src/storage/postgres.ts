@@ -113,7 +113,7 @@ export interface PostgresBackendOptions {
   /** That many retries, however long they take (config `max_connect_retries`): replaces `connectRetry`'s `maxRetries` and `totalMs`. */
   readonly maxConnectRetries?: number;
   /** Told before each retry of the open (the reason has no password). */
-  readonly onConnectRetry?: (r: { readonly attempt: number; readonly delayMs: number; readonly reason: string }) => void;
+  readonly onConnectRetry?: (r: ConnectRetryNotice) => void;
 }
 
 /** Backoff of the open while the server is unreachable: `firstDelayMs` doubling to `maxDelayMs`. */
@@ -133,10 +133,55 @@ export const CONNECT_RETRY: ConnectRetry = { firstDelayMs: 250, maxDelayMs: 5_00
  * attempts at `startedMs`, or undefined when `retry` gives up: `e` is not "unreachable", or the
  * retries or the time are spent. The one backoff of every first connection (data and HA lease).
  */
-export function retryDelay(retry: ConnectRetry, attempt: number, startedMs: number, e: unknown): number | undefined {
+function retryDelay(retry: ConnectRetry, attempt: number, startedMs: number, e: unknown): number | undefined {
   const delayMs = Math.min(retry.maxDelayMs, retry.firstDelayMs * 2 ** (attempt - 1));
   const again = isUnreachable(e) && attempt - 1 < (retry.maxRetries ?? Infinity) && Date.now() - startedMs + delayMs <= retry.totalMs;
   return again ? delayMs : undefined;
+}
+
+/** `given`, with `maxConnectRetries` (config `max_connect_retries`) in place of its count and time budget when set. */
+export function connectRetryOf(given: ConnectRetry | undefined, maxConnectRetries: number | undefined): ConnectRetry {
+  return { ...(given ?? CONNECT_RETRY), ...(maxConnectRetries !== undefined ? { maxRetries: maxConnectRetries, totalMs: Infinity } : {}) };
+}
+
+/** Before a retry of a first connection: the attempt that failed, the wait, and PostgreSQL's reason without the password. */
+export type ConnectRetryNotice = { readonly attempt: number; readonly delayMs: number; readonly reason: string };
+
+/**
+ * The one retry loop of every first connection (the data backend's open, the HA lease store's):
+ * runs `once` until it succeeds, waiting `retry`'s backoff while its error says the server is
+ * unreachable (never after a TesseraError), and tells `onRetry` before each wait. Throws the last
+ * error, with the attempts made and the time spent.
+ */
+export async function withConnectRetry<T>(
+  retry: ConnectRetry,
+  url: string,
+  once: () => Promise<T>,
+  onRetry?: (n: ConnectRetryNotice) => void,
+): Promise<T> {
+  const started = Date.now();
+  const password = passwordOf(url);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await once();
+    } catch (e) {
+      const delayMs = e instanceof TesseraError ? undefined : retryDelay(retry, attempt, started, e);
+      if (delayMs === undefined) throw new ConnectGaveUp(e, attempt, Date.now() - started);
+      onRetry?.({ attempt, delayMs, reason: scrub(pgReason(e), password) });
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
+}
+
+/** `withConnectRetry` stopped: `error` is the last attempt's. */
+export class ConnectGaveUp extends Error {
+  constructor(
+    readonly error: unknown,
+    readonly attempts: number,
+    readonly elapsedMs: number,
+  ) {
+    super(error instanceof Error ? error.message : String(error), { cause: error });
+  }
 }
 
 /**
@@ -732,9 +777,7 @@ export async function openPostgresBackend(opts: PostgresBackendOptions): Promise
   pool.on('error', (e) => opts.onIdleError?.(e));
   pool.on('connect', (client) => void client.on('error', () => undefined));
   const shared = new Shared(pool, opts.pageRows ?? PAGE_ROWS, password);
-  const retry: ConnectRetry = { ...(opts.connectRetry ?? CONNECT_RETRY), ...(opts.maxConnectRetries !== undefined ? { maxRetries: opts.maxConnectRetries, totalMs: Infinity } : {}) };
-  const started = Date.now();
-  for (let attempt = 1; ; attempt++) {
+  const once = async (): Promise<Backend> => {
     let client: pg.PoolClient | undefined;
     try {
       client = await shared.connect();
@@ -743,15 +786,16 @@ export async function openPostgresBackend(opts: PostgresBackendOptions): Promise
       return new PostgresBackend(shared, q, opts.guard);
     } catch (e) {
       if (client !== undefined) shared.release(client, e);
-      const delayMs = e instanceof TesseraError ? undefined : retryDelay(retry, attempt, started, e);
-      if (delayMs === undefined) {
-        await pool.end().catch(() => undefined);
-        if (e instanceof TesseraError) throw e;
-        const tried = attempt > 1 ? ` (unreachable; gave up after ${attempt} attempts over ${((Date.now() - started) / 1000).toFixed(1)} s)` : '';
-        throw refuse(`${pgReason(e)}${tried}`, e);
-      }
-      opts.onConnectRetry?.({ attempt, delayMs, reason: scrub(pgReason(e), password) });
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      throw e;
     }
+  };
+  try {
+    return await withConnectRetry(connectRetryOf(opts.connectRetry, opts.maxConnectRetries), opts.connectionUrl, once, opts.onConnectRetry);
+  } catch (gaveUp) {
+    await pool.end().catch(() => undefined);
+    const { error: e, attempts, elapsedMs } = gaveUp as ConnectGaveUp;
+    if (e instanceof TesseraError) throw e;
+    const tried = attempts > 1 ? ` (unreachable; gave up after ${attempts} attempts over ${(elapsedMs / 1000).toFixed(1)} s)` : '';
+    throw refuse(`${pgReason(e)}${tried}`, e);
   }
 }
