@@ -166,14 +166,21 @@ describe('start-up before PostgreSQL is up', () => {
     const run = { kill: () => undefined } as Pick<Run, 'kill'>;
     try {
       await own.stopServer();
-      const node = serve(await configFile(own.url, '  ha_enabled = "true"\n'));
+      const url = own.url.replace('postgres://tessera@', 'postgres://tessera:pw-lease@');
+      const node = serve(await configFile(url, '  ha_enabled = "true"\n'));
       run.kill = node.kill;
-      // Longer than the lease's first connect would once have lived (one refused attempt: exit 1).
-      await new Promise((r) => setTimeout(r, 2_000));
+      // The lease store opens first; it retries (a line each, as the data store's open does)
+      // where one refused attempt once ended the process.
+      const retries = () => node.stderr().split('\n').filter((l) => l.includes('PostgreSQL unreachable (HA lease); retrying'));
+      for (const deadline = Date.now() + 20_000; retries().length < 3; await new Promise((r) => setTimeout(r, 50))) {
+        if (Date.now() > deadline) throw new Error(`no lease retries logged:\n${node.stderr()}`);
+      }
       expect(node.stderr()).not.toContain('Error running the server');
       await own.startServer();
       const api = await listening(node, 30_000);
       expect((await vault(api).get('sys/seal-status')).status).toBe(200);
+      expect(JSON.parse(retries()[0] as string)).toMatchObject({ level: 40, attempt: 1, retry_in_ms: 250, connection_url: expect.stringContaining('tessera:***@') });
+      expect(node.stderr()).not.toContain('pw-lease');
     } finally {
       run.kill();
       await own.stop();
