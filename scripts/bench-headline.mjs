@@ -46,6 +46,11 @@ export function headlineRows({ pg, dr, ceiling, floor, pgEngine }) {
   const cpu = (src, n) => src?.throughput.find((x) => x.clients === n)?.serverCpuUsPerWrite;
   row('server CPU per write, primary + replica, every process and thread, 16 clients', 'us', cpu(pg, 16), cpu(dr, 16), 'lower', atMost('<= 2x PostgreSQL', 2 * (cpu(pg, 16) ?? NaN)));
   row('server CPU per write, primary + replica, every process and thread, 4 clients', 'us', cpu(pg, 4), cpu(dr, 4), 'lower');
+  // The load generators share the machine with the servers: pgbench (C) and the bench's Node client.
+  const clientCpu = (src, n) => src?.throughput.find((x) => x.clients === n)?.clientCpuUsPerWrite;
+  row('load generator CPU per write, 16 clients (PostgreSQL: pgbench; Tessera: the bench\'s Node HTTP client)', 'us', clientCpu(pg, 16), clientCpu(dr, 16), 'lower');
+  const floorCpu = (shell, n) => floor?.find((x) => x.shell === shell && x.clients === n)?.nodeCpuUsPerWrite;
+  row('floor: server CPU per request of the no-op express shell, 16 clients (PostgreSQL: its whole replicated write)', 'us', cpu(pg, 16), floorCpu('express', 16), 'lower');
   // The HTTP floor (bench-floor.mjs): no-op servers under the same load generator. Their
   // requests/s bound Tessera's writes/s on this machine; `ratio` is still theirs over PostgreSQL's.
   for (const n of [16, 4]) {
@@ -78,7 +83,7 @@ export function headlineRows({ pg, dr, ceiling, floor, pgEngine }) {
 }
 
 /** Lines under the table: PostgreSQL's own replay_lag, memory per node, the probe methods. */
-export function headlineNotes({ pg, dr }) {
+export function headlineNotes({ pg, dr, floor, cores = os.cpus().length }) {
   const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
   const out = [];
   const rl = pg?.lagUnderLoad.replayLag;
@@ -86,6 +91,13 @@ export function headlineNotes({ pg, dr }) {
   const mem = (label, m, a, b) => `${label}: ${a} RSS max ${f(m[a].maxRssMb, 0)} MB / PSS max ${f(m[a].maxPssMb, 0)} MB (after the load ${f(m[a].endRssMb, 0)} / ${f(m[a].endPssMb, 0)}); ${b} RSS max ${f(m[b].maxRssMb, 0)} / PSS max ${f(m[b].maxPssMb, 0)} MB (after ${f(m[b].endRssMb, 0)} / ${f(m[b].endPssMb, 0)})`;
   if (dr) out.push(mem('Tessera memory under the 16-client load', dr.lagUnderLoad.memory, 'primary', 'secondary'));
   if (pg) out.push(mem('PostgreSQL memory (every process of each server) under the 16-client load', pg.lagUnderLoad.memory, 'primary', 'standby'));
+  const pgRate = pg?.throughput.find((x) => x.clients === 16)?.writesPerSec;
+  const shell = floor?.find((x) => x.shell === 'express' && x.clients === 16)?.nodeCpuUsPerWrite;
+  const client = dr?.throughput.find((x) => x.clients === 16)?.clientCpuUsPerWrite;
+  if (Number.isFinite(pgRate)) {
+    const budget = (cores * 1e6) / pgRate;
+    out.push(`CPU budget at PostgreSQL's 16-client rate: ${cores} cores / ${f(pgRate, 0)} writes/s = ${f(budget, 0)} us of CPU per write for everything on the machine; the no-op express shell takes ${f(shell, 0)} us of it and the bench's Node client ${f(client, 0)} us, before Tessera stores or replicates anything`);
+  }
   out.push('ack -> visible: PostgreSQL, the probe key is visible on the standby (exact); Tessera, the DR secondary\'s last_wal reaches the primary\'s read after the ack (an upper bound under load). Both poll on one connection, 1 ms apart.');
   return out;
 }

@@ -6,6 +6,10 @@
  * all map the same shared buffers, summed RSS counts those pages once per process; summed PSS counts
  * each page once, so PSS is the figure compared between PostgreSQL and Tessera (for Tessera's one
  * process PSS and RSS differ only by shared libraries).
+ *
+ * RSS is also split: `anon` (the heap, V8's and native: memory only the process can give back)
+ * and the rest, file-backed pages mapped into the process (shared libraries, and LevelDB's
+ * read-only mmaps of its table files: clean page cache the kernel may drop at any time).
  */
 import { readdir, readFile } from 'node:fs/promises';
 
@@ -28,31 +32,33 @@ async function tree(pid) {
   return out;
 }
 
-/** { rssKb, pssKb, processes } of `pid` and (with `children`) its descendants. */
+/** { rssKb, pssKb, anonKb, processes } of `pid` and (with `children`) its descendants. */
 export async function memoryOf(pid, { children = false } = {}) {
   const pids = children ? await tree(pid) : [pid];
   let rssKb = 0;
   let pssKb = 0;
+  let anonKb = 0;
   let processes = 0;
   for (const p of pids) {
     try {
       const rollup = await readFile(`/proc/${p}/smaps_rollup`, 'utf8');
       rssKb += kb(rollup, 'Rss');
       pssKb += kb(rollup, 'Pss');
+      anonKb += kb(rollup, 'Anonymous');
       processes++;
     } catch {
       // exited meanwhile, or no /proc
     }
   }
-  return processes === 0 ? { rssKb: NaN, pssKb: NaN, processes } : { rssKb, pssKb, processes };
+  return processes === 0 ? { rssKb: NaN, pssKb: NaN, anonKb: NaN, processes } : { rssKb, pssKb, anonKb, processes };
 }
 
 /**
  * Samples every `intervalMs` until stop(); `targets` maps a name to { pid, children }.
- * stop() resolves with { name: { maxRssMb, maxPssMb, endRssMb, endPssMb, samples } }.
+ * stop() resolves with { name: { maxRssMb, maxPssMb, maxAnonMb, endRssMb, endPssMb, samples } }.
  */
 export function sampleMemory(targets, intervalMs = 250) {
-  const seen = Object.fromEntries(Object.keys(targets).map((k) => [k, { maxRssKb: NaN, maxPssKb: NaN, end: undefined, samples: 0 }]));
+  const seen = Object.fromEntries(Object.keys(targets).map((k) => [k, { maxRssKb: NaN, maxPssKb: NaN, maxAnonKb: NaN, end: undefined, samples: 0 }]));
   let stopped = false;
   const once = async () => {
     for (const [name, t] of Object.entries(targets)) {
@@ -61,6 +67,7 @@ export function sampleMemory(targets, intervalMs = 250) {
       if (!Number.isFinite(m.rssKb)) continue;
       s.maxRssKb = Number.isFinite(s.maxRssKb) ? Math.max(s.maxRssKb, m.rssKb) : m.rssKb;
       s.maxPssKb = Number.isFinite(s.maxPssKb) ? Math.max(s.maxPssKb, m.pssKb) : m.pssKb;
+      s.maxAnonKb = Number.isFinite(s.maxAnonKb) ? Math.max(s.maxAnonKb, m.anonKb) : m.anonKb;
       s.end = m;
       s.samples++;
     }
@@ -78,7 +85,7 @@ export function sampleMemory(targets, intervalMs = 250) {
       await once(); // the end figure is taken at stop, still under the load's footprint
       const mb = (k) => k / 1024;
       return Object.fromEntries(Object.entries(seen).map(([k, s]) => [k, {
-        maxRssMb: mb(s.maxRssKb), maxPssMb: mb(s.maxPssKb), endRssMb: mb(s.end?.rssKb ?? NaN), endPssMb: mb(s.end?.pssKb ?? NaN), processes: s.end?.processes ?? 0, samples: s.samples,
+        maxRssMb: mb(s.maxRssKb), maxPssMb: mb(s.maxPssKb), maxAnonMb: mb(s.maxAnonKb), endRssMb: mb(s.end?.rssKb ?? NaN), endPssMb: mb(s.end?.pssKb ?? NaN), processes: s.end?.processes ?? 0, samples: s.samples,
       }]));
     },
   };
@@ -105,6 +112,21 @@ export async function treeCpuMs(pid) {
     }
   }
   return seen === 0 ? NaN : ms;
+}
+
+/**
+ * CPU milliseconds (user + system) of this process's children that have exited and been reaped
+ * (cutime + cstime of /proc/self/stat): a load generator run as a child (pgbench), counted once
+ * it ends. NaN off Linux.
+ */
+export async function reapedChildrenCpuMs() {
+  try {
+    const stat = await readFile('/proc/self/stat', 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[13]) + Number(f[14])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
 }
 
 /** How many processes `pid` and its descendants are now. */

@@ -36,7 +36,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { sampleMemory, treeCpuMs, treeSize } from './bench-mem.mjs';
+import { reapedChildrenCpuMs, sampleMemory, treeCpuMs, treeSize } from './bench-mem.mjs';
 import { pgConnect } from './bench-pg-wire.mjs';
 import { percentile } from './bench-util.mjs';
 import '@swc-node/register/esm-register';
@@ -127,11 +127,15 @@ export async function pgbench(scratch, port, clients, seconds, phase) {
     '',
   ].join('\n'));
   const args = ['-n', '-h', '127.0.0.1', '-p', String(port), '-U', USER, '-c', String(clients), '-j', String(clients), '-T', String(seconds), '-D', 'n=0', '-D', `phase=${phase}`, '-f', script, 'postgres'];
+  const client0 = await reapedChildrenCpuMs();
   const { stdout } = await run(undefined, 'pgbench', args);
+  // pgbench's own CPU (every thread), counted here once it has exited and been reaped.
+  const clientCpuMs = (await reapedChildrenCpuMs()) - client0;
   const num = (re) => Number(re.exec(stdout)?.[1] ?? NaN);
   const tps = num(/^tps = ([\d.]+) \(without initial connection time\)/m);
   if (!Number.isFinite(tps)) throw new Error(`no tps in pgbench output:\n${stdout}`);
-  return { clients, seconds, writesPerSec: tps, transactions: num(/number of transactions actually processed: (\d+)/), latencyAvgMs: num(/^latency average = ([\d.]+) ms/m), failed: num(/number of failed transactions: (\d+)/) };
+  const transactions = num(/number of transactions actually processed: (\d+)/);
+  return { clients, seconds, writesPerSec: tps, transactions, clientCpuUsPerWrite: (clientCpuMs * 1000) / transactions, latencyAvgMs: num(/^latency average = ([\d.]+) ms/m), failed: num(/number of failed transactions: (\d+)/) };
 }
 
 /** ms from a probe's COMMIT answer on the primary to the key's visibility on the standby, for `seconds`. */

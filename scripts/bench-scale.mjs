@@ -275,6 +275,8 @@ function ratios(small, big) {
     lagLoadP99: r((x) => x.lagUnderLoad.p99Ms),
     primaryMaxRss: r((x) => x.sustainedMemory.primary.maxRssMb),
     secondaryMaxRss: r((x) => x.sustainedMemory.secondary.maxRssMb),
+    primaryMaxAnon: r((x) => x.sustainedMemory.primary.maxAnonMb),
+    secondaryMaxAnon: r((x) => x.sustainedMemory.secondary.maxAnonMb),
     reconcileBytes: r((x) => x.reconcile.bytesMoved),
     reconcileSeconds: r((x) => x.reconcile.secondsFromUnseal),
   };
@@ -293,7 +295,7 @@ export async function benchScale({ keys = [10_000, 1_000_000], seconds = 3, clie
 
 async function report(r, { seconds, command }) {
   const f = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
-  const mem = (m) => `${f(m.primary.maxRssMb, 0)} / ${f(m.secondary.maxRssMb, 0)} (PSS ${f(m.primary.maxPssMb, 0)} / ${f(m.secondary.maxPssMb, 0)})`;
+  const mem = (m) => `${f(m.primary.maxRssMb, 0)} / ${f(m.secondary.maxRssMb, 0)} (PSS ${f(m.primary.maxPssMb, 0)} / ${f(m.secondary.maxPssMb, 0)}; anon ${f(m.primary.maxAnonMb, 0)} / ${f(m.secondary.maxAnonMb, 0)})`;
   const cols = r.runs.map((x) => `${x.keys.toLocaleString('en')} keys`);
   const row = (label, fn) => [label, ...r.runs.map(fn)];
   console.log(`\nTessera at scale (primary + DR secondary processes on one ${os.cpus().length}-CPU host; load avg ${r.loadAvgStart.map((x) => x.toFixed(2)).join(' ')} at start)`);

@@ -205,7 +205,7 @@ async function main() {
   const loadAvg = { start: loadAvgStart, end: os.loadavg() };
   const mc = machine();
   const headline = headlineRows({ pg, dr, ceiling, floor, pgEngine });
-  const headlineOut = `\n${headlineText(headline, { machine: mc, loadAvg })}\n${headlineNotes({ pg, dr }).join('\n')}`;
+  const headlineOut = `\n${headlineText(headline, { machine: mc, loadAvg })}\n${headlineNotes({ pg, dr, floor }).join('\n')}`;
   const doc = {
     date: new Date().toISOString(),
     command: `${['BENCH_SECONDS', 'BENCH_NO_DR', 'BENCH_NO_PG', 'BENCH_NO_PG_ENGINE', 'BENCH_PG_ENGINE_CLIENTS', 'BENCH_NO_PERF', 'BENCH_NO_FLOOR', 'BENCH_NO_FAILOVER', 'BENCH_DR_CATCHUP_WRITES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}node scripts/bench.mjs`,
