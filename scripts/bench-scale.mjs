@@ -216,6 +216,14 @@ async function measureScale({ keys, seconds, clients }) {
     const lagUnderLoad = { ...loaded, loadClients: clients, loadWritesPerSec: loadRun.writes / loadRun.seconds, memory: await loadMem.stop() };
     const settle = await caughtUp(primary.apiAddr, secondary.apiAddr, 'the secondary to catch up after the load', 120_000);
     const sustainedMemory = await sustained.stop();
+    // Where each node's memory is after the loads: V8's heap, and native memory Node accounts
+    // (Buffers' backing stores); the rest of anonymous RSS is LevelDB's and the allocator's.
+    const heapOf = async (addr) => {
+      const text = (await vault(addr, token).get('sys/metrics?format=prometheus')).text;
+      const mb = (name) => Number(new RegExp(`^tessera_process_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 ** 2;
+      return { heapTotalMb: mb('nodejs_heap_size_total_bytes'), heapUsedMb: mb('nodejs_heap_size_used_bytes'), externalMb: mb('nodejs_external_memory_bytes') };
+    };
+    const heaps = { primary: await heapOf(primary.apiAddr), secondary: await heapOf(secondary.apiAddr) };
     const syncsBeforeReconcile = await syncsLogged(logs.secondary);
 
     // (4) one changed key, past the retained WAL
@@ -252,7 +260,7 @@ async function measureScale({ keys, seconds, clients }) {
     ok = true;
     return {
       keys, preload: preloadInfo, activation, throughput, statusRoundTrip: floor, lagIdle, lagUnderLoad,
-      settleAfterLoad: settle, syncsDuringLoad: syncsBeforeReconcile - 1, sustainedMemory, reconcile: reconcileRun,
+      settleAfterLoad: settle, syncsDuringLoad: syncsBeforeReconcile - 1, sustainedMemory, heaps, reconcile: reconcileRun,
     };
   } finally {
     await Promise.all([...running].map(down));
@@ -311,6 +319,7 @@ async function report(r, { seconds, command }) {
     row('lag under load p50 / p99 ms', (x) => `${f(x.lagUnderLoad.p50Ms)} / ${f(x.lagUnderLoad.p99Ms)}`),
     row('load writes/s during lag phase', (x) => f(x.lagUnderLoad.loadWritesPerSec, 0)),
     row('RSS max P / S MB, load phases', (x) => mem(x.sustainedMemory)),
+    row('after the loads, V8 heap total (used) / Buffers, P; S MB', (x) => ['primary', 'secondary'].map((k) => `${f(x.heaps[k].heapTotalMb, 0)} (${f(x.heaps[k].heapUsedMb, 0)}) / ${f(x.heaps[k].externalMb, 0)}`).join('; ')),
     row('RSS end P / S MB, load phases', (x) => `${f(x.sustainedMemory.primary.endRssMb, 0)} / ${f(x.sustainedMemory.secondary.endRssMb, 0)}`),
     row('reconcile 1 changed key: keys moved', (x) => `${x.reconcile.keysMoved} (${JSON.stringify(x.reconcile.lastMerkleSync)})`),
     row('reconcile 1 changed key: payload bytes', (x) => String(x.reconcile.bytesMoved)),
