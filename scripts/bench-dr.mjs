@@ -173,14 +173,17 @@ async function measureDr({ seconds, catchupWrites, clients, throughputClients, p
       const base = { apiAddr: primary.apiAddr, token, clients: n, valueBytes: LOAD_VALUE_BYTES };
       await writers({ ...base, prefix: `bench-dr/warmup/n${n}`, until: timed(500) });
       const m = mem();
-      const cpu = async () => (await cpuMs(primary.pid)) + (await cpuMs(secondary.pid));
+      const cpu = async () => ({ primary: await cpuMs(primary.pid), secondary: await cpuMs(secondary.pid) });
       const cpu0 = await cpu();
       const client0 = process.cpuUsage();
       const w = await writers({ ...base, prefix: `bench-dr/throughput/n${n}`, until: timed(seconds * 1000) });
       const client = process.cpuUsage(client0);
       const cpu1 = await cpu();
       // Both nodes, every thread: comparable to PostgreSQL's primary + standby processes.
-      throughput.push({ clients: n, writes: w.writes, seconds: w.seconds, writesPerSec: w.writes / w.seconds, serverCpuUsPerWrite: ((cpu1 - cpu0) * 1000) / w.writes,
+      throughput.push({ clients: n, writes: w.writes, seconds: w.seconds, writesPerSec: w.writes / w.seconds, serverCpuUsPerWrite: ((cpu1.primary + cpu1.secondary - cpu0.primary - cpu0.secondary) * 1000) / w.writes,
+        // Each process's share: what the DR secondary's receive and apply cost on their own.
+        primaryCpuUsPerWrite: ((cpu1.primary - cpu0.primary) * 1000) / w.writes,
+        secondaryCpuUsPerWrite: ((cpu1.secondary - cpu0.secondary) * 1000) / w.writes,
         // The load generator's CPU (this process, memory sampling included): it shares the machine.
         clientCpuUsPerWrite: (client.user + client.system) / w.writes, memory: await m.stop() });
     }

@@ -94,9 +94,10 @@ export function headlineNotes({ pg, dr, floor, cores = os.cpus().length }) {
   const pgRate = pg?.throughput.find((x) => x.clients === 16)?.writesPerSec;
   const shell = floor?.find((x) => x.shell === 'express' && x.clients === 16)?.nodeCpuUsPerWrite;
   const client = dr?.throughput.find((x) => x.clients === 16)?.clientCpuUsPerWrite;
+  const secondary = dr?.throughput.find((x) => x.clients === 16)?.secondaryCpuUsPerWrite;
   if (Number.isFinite(pgRate)) {
     const budget = (cores * 1e6) / pgRate;
-    out.push(`CPU budget at PostgreSQL's 16-client rate: ${cores} cores / ${f(pgRate, 0)} writes/s = ${f(budget, 0)} us of CPU per write for everything on the machine; the no-op express shell takes ${f(shell, 0)} us of it and the bench's Node client ${f(client, 0)} us, before Tessera stores or replicates anything`);
+    out.push(`CPU budget at PostgreSQL's 16-client rate: ${cores} cores / ${f(pgRate, 0)} writes/s = ${f(budget, 0)} us of CPU per write for everything on the machine; the no-op express shell takes ${f(shell, 0)} us of it and the bench's Node client ${f(client, 0)} us, before Tessera stores or replicates anything; Tessera's DR secondary (receive and apply, its whole process) takes ${f(secondary, 0)} us per write`);
   }
   out.push('ack -> visible: PostgreSQL, the probe key is visible on the standby (exact); Tessera, the DR secondary\'s last_wal reaches the primary\'s read after the ack (an upper bound under load). Both poll on one connection, 1 ms apart.');
   return out;
