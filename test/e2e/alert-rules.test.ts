@@ -9,8 +9,9 @@
  *
  * Where the condition cannot be made for real in a test, or not quickly (5 minutes of lag, 50000
  * entries behind, a merkle-sync that stalls, 30 s without a heartbeat from the primary), the series
- * are the scraped ones and only the value is set by the test, as said at each place. `tessera_replication_verification_mismatch` comes from continuous
- * verification: used as scraped when the DR secondary exposes it, else added by hand.
+ * are the scraped ones and only the value is set by the test, as said at each place.
+ * `tessera_replication_verification_mismatch` comes from continuous verification: used as scraped
+ * when the DR secondary exposes it, else added by hand.
  */
 import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
