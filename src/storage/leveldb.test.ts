@@ -173,6 +173,32 @@ describe('LevelDB backend', () => {
     }
   });
 
+  it('iterates across its growing pull batches (16, 64, 256, then 256 each) in order, with bounds, limit, reverse, a snapshot and a break in a later batch', async () => {
+    const b = await open();
+    const keys = Array.from({ length: 700 }, (_, i) => `p/${String(i).padStart(4, '0')}`);
+    await b.batch([...keys.map((k) => put(k, k)), put('q/after', 'x'), put('o/before', 'x')], { sync: false });
+    const snap = await b.snapshot();
+    await b.batch([put('p/0699', 'changed'), put('p/9999', 'later')], { sync: false });
+    try {
+      const all = async (view: typeof b | typeof snap, range: Parameters<typeof b.iterate>[0]) => {
+        const out: Array<[string, string]> = [];
+        for await (const [k, v] of view.iterate(range)) out.push([k, v.toString('utf8')]);
+        return out;
+      };
+      // Past every batch edge (16, 80, 336, 592): every key once, in order, values intact.
+      expect(await all(snap, { gte: 'p/', lt: prefixEnd('p/') })).toEqual(keys.map((k) => [k, k]));
+      expect((await all(b, { gte: 'p/', lt: prefixEnd('p/') })).slice(-2)).toEqual([['p/0699', 'changed'], ['p/9999', 'later']]);
+      expect((await all(snap, { gt: 'p/0015', lte: 'p/0080' })).map(([k]) => k)).toEqual(keys.slice(16, 81));
+      expect((await all(snap, { gte: 'p/', lt: prefixEnd('p/'), limit: 100 })).map(([k]) => k)).toEqual(keys.slice(0, 100));
+      expect((await all(snap, { gte: 'p/', lt: prefixEnd('p/'), reverse: true })).map(([k]) => k)).toEqual([...keys].reverse());
+      let n = 0;
+      for await (const _ of snap.iterate({ gte: 'p/' })) if (++n === 300) break;
+      expect(b.openIterators()).toBe(0);
+    } finally {
+      await snap.close();
+    }
+  });
+
   it('answers gets issued together, each with its own value, and later gets see every completed batch', async () => {
     const b = await open();
     await b.batch(Array.from({ length: 50 }, (_, i) => put(`g/${i}`, `v${i}`)), { sync: false });
