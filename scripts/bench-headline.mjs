@@ -21,6 +21,11 @@ export function machine() {
 
 const sum = (...xs) => xs.reduce((a, b) => a + b, 0);
 
+/** The throughput row of `src` (bench-pg or bench-dr results) at `n` clients. */
+const throughputAt = (src, n) => src?.throughput.find((x) => x.clients === n);
+/** The HTTP floor's row of one no-op shell at `n` clients. */
+const floorAt = (floor, shell, n) => floor?.find((x) => x.shell === shell && x.clients === n);
+
 /**
  * Rows of { figure, unit, pg, tessera, ratio, better, goal?, met? }; `pg` or `dr` may be undefined
  * (BENCH_NO_PG, BENCH_NO_DR), which leaves their cells NaN.
@@ -36,21 +41,19 @@ export function headlineRows({ pg, dr, ceiling, floor, pgEngine }) {
   const known = (...xs) => xs.every((x) => Number.isFinite(x));
   const atMost = (text, limit) => ({ text, met: (r) => (known(r.tessera, limit) ? r.tessera <= limit : undefined) });
   const ratioAtLeast = (text, k) => ({ text, met: (r) => (known(r.ratio) ? r.ratio >= k : undefined) });
-  const tput = (src, n) => src?.throughput.find((x) => x.clients === n)?.writesPerSec;
-  const noop = (shell, n) => floor?.find((x) => x.shell === shell && x.clients === n)?.writesPerSec;
+  const tput = (src, n) => throughputAt(src, n)?.writesPerSec;
+  const noop = (shell, n) => floorAt(floor, shell, n)?.writesPerSec;
   row('durable ~1 KB writes/s, 16 clients (replica attached)', 'writes/s', tput(pg, 16), tput(dr, 16), 'higher', {
     text: '>= 1.0x PostgreSQL, or >= 0.8x the express floor',
     met: (r) => (known(r.ratio) ? r.ratio >= 1 || (known(noop('express', 16)) && r.tessera >= 0.8 * noop('express', 16)) : undefined),
   });
   row('durable ~1 KB writes/s, 4 clients (replica attached)', 'writes/s', tput(pg, 4), tput(dr, 4), 'higher', ratioAtLeast('>= 0.5x PostgreSQL', 0.5));
-  const cpu = (src, n) => src?.throughput.find((x) => x.clients === n)?.serverCpuUsPerWrite;
+  const cpu = (src, n) => throughputAt(src, n)?.serverCpuUsPerWrite;
   row('server CPU per write, primary + replica, every process and thread, 16 clients', 'us', cpu(pg, 16), cpu(dr, 16), 'lower', atMost('<= 2x PostgreSQL', 2 * (cpu(pg, 16) ?? NaN)));
   row('server CPU per write, primary + replica, every process and thread, 4 clients', 'us', cpu(pg, 4), cpu(dr, 4), 'lower');
   // The load generators share the machine with the servers: pgbench (C) and the bench's Node client.
-  const clientCpu = (src, n) => src?.throughput.find((x) => x.clients === n)?.clientCpuUsPerWrite;
-  row('load generator CPU per write, 16 clients (PostgreSQL: pgbench; Tessera: the bench\'s Node HTTP client)', 'us', clientCpu(pg, 16), clientCpu(dr, 16), 'lower');
-  const floorCpu = (shell, n) => floor?.find((x) => x.shell === shell && x.clients === n)?.nodeCpuUsPerWrite;
-  row('floor: server CPU per request of the no-op express shell, 16 clients (PostgreSQL: its whole replicated write)', 'us', cpu(pg, 16), floorCpu('express', 16), 'lower');
+  row('load generator CPU per write, 16 clients (PostgreSQL: pgbench; Tessera: the bench\'s Node HTTP client)', 'us', throughputAt(pg, 16)?.clientCpuUsPerWrite, throughputAt(dr, 16)?.clientCpuUsPerWrite, 'lower');
+  row('floor: server CPU per request of the no-op express shell, 16 clients (PostgreSQL: its whole replicated write)', 'us', cpu(pg, 16), floorAt(floor, 'express', 16)?.nodeCpuUsPerWrite, 'lower');
   // The HTTP floor (bench-floor.mjs): no-op servers under the same load generator. Their
   // requests/s bound Tessera's writes/s on this machine; `ratio` is still theirs over PostgreSQL's.
   for (const n of [16, 4]) {
@@ -91,13 +94,11 @@ export function headlineNotes({ pg, dr, floor, cores = os.cpus().length }) {
   const mem = (label, m, a, b) => `${label}: ${a} RSS max ${f(m[a].maxRssMb, 0)} MB / PSS max ${f(m[a].maxPssMb, 0)} MB (after the load ${f(m[a].endRssMb, 0)} / ${f(m[a].endPssMb, 0)}); ${b} RSS max ${f(m[b].maxRssMb, 0)} / PSS max ${f(m[b].maxPssMb, 0)} MB (after ${f(m[b].endRssMb, 0)} / ${f(m[b].endPssMb, 0)})`;
   if (dr) out.push(mem('Tessera memory under the 16-client load', dr.lagUnderLoad.memory, 'primary', 'secondary'));
   if (pg) out.push(mem('PostgreSQL memory (every process of each server) under the 16-client load', pg.lagUnderLoad.memory, 'primary', 'standby'));
-  const pgRate = pg?.throughput.find((x) => x.clients === 16)?.writesPerSec;
-  const shell = floor?.find((x) => x.shell === 'express' && x.clients === 16)?.nodeCpuUsPerWrite;
-  const client = dr?.throughput.find((x) => x.clients === 16)?.clientCpuUsPerWrite;
-  const secondary = dr?.throughput.find((x) => x.clients === 16)?.secondaryCpuUsPerWrite;
+  const pgRate = throughputAt(pg, 16)?.writesPerSec;
+  const t = throughputAt(dr, 16);
   if (Number.isFinite(pgRate)) {
     const budget = (cores * 1e6) / pgRate;
-    out.push(`CPU budget at PostgreSQL's 16-client rate: ${cores} cores / ${f(pgRate, 0)} writes/s = ${f(budget, 0)} us of CPU per write for everything on the machine; the no-op express shell takes ${f(shell, 0)} us of it and the bench's Node client ${f(client, 0)} us, before Tessera stores or replicates anything; Tessera's DR secondary (receive and apply, its whole process) takes ${f(secondary, 0)} us per write`);
+    out.push(`CPU budget at PostgreSQL's 16-client rate: ${cores} cores / ${f(pgRate, 0)} writes/s = ${f(budget, 0)} us of CPU per write for everything on the machine; the no-op express shell takes ${f(floorAt(floor, 'express', 16)?.nodeCpuUsPerWrite, 0)} us of it and the bench's Node client ${f(t?.clientCpuUsPerWrite, 0)} us, before Tessera stores or replicates anything; Tessera's DR secondary (receive and apply, its whole process) takes ${f(t?.secondaryCpuUsPerWrite, 0)} us per write`);
   }
   out.push('ack -> visible: PostgreSQL, the probe key is visible on the standby (exact); Tessera, the DR secondary\'s last_wal reaches the primary\'s read after the ack (an upper bound under load). Both poll on one connection, 1 ms apart.');
   return out;

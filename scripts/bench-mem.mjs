@@ -12,6 +12,7 @@
  * read-only mmaps of its table files: clean page cache the kernel may drop at any time).
  */
 import { readdir, readFile } from 'node:fs/promises';
+import { procStat } from './bench-util.mjs';
 
 const kb = (text, field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(text)?.[1] ?? NaN);
 
@@ -20,12 +21,8 @@ async function tree(pid) {
   const parents = new Map();
   for (const name of await readdir('/proc').catch(() => [])) {
     if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = await readFile(`/proc/${name}/stat`, 'utf8');
-      parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // exited meanwhile
-    }
+    const f = await procStat(name); // undefined: exited meanwhile
+    if (f !== undefined) parents.set(Number(name), f.ppid);
   }
   const out = [pid];
   for (let i = 0; i < out.length; i++) for (const [child, parent] of parents) if (parent === out[i]) out.push(child);
@@ -100,16 +97,12 @@ export async function treeCpuMs(pid) {
   let ms = 0;
   let seen = 0;
   for (const p of await tree(pid)) {
-    try {
-      const stat = await readFile(`/proc/${p}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // utime, stime, cutime, cstime in USER_HZ (100 on Linux); a live child's own reaped
-      // children are in its cutime, and it is in ours only once reaped, so nothing counts twice.
-      ms += ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000) / 100;
-      seen++;
-    } catch {
-      // exited meanwhile
-    }
+    const f = await procStat(p); // undefined: exited meanwhile
+    if (f === undefined) continue;
+    // A live child's own reaped children are in its cutime, and it is in ours only once reaped,
+    // so nothing counts twice.
+    ms += f.utimeMs + f.stimeMs + f.cutimeMs + f.cstimeMs;
+    seen++;
   }
   return seen === 0 ? NaN : ms;
 }
@@ -120,13 +113,8 @@ export async function treeCpuMs(pid) {
  * it ends. NaN off Linux.
  */
 export async function reapedChildrenCpuMs() {
-  try {
-    const stat = await readFile('/proc/self/stat', 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[13]) + Number(f[14])) * 1000) / 100;
-  } catch {
-    return NaN;
-  }
+  const f = await procStat('self');
+  return f === undefined ? NaN : f.cutimeMs + f.cstimeMs;
 }
 
 /** How many processes `pid` and its descendants are now. */

@@ -4,6 +4,7 @@
  *   percentile([1, 2, 3].sort((a, b) => a - b), 99);   // 3 (NaN for no samples)
  *   console.log(table(['figure', 'ms'], [['p50', '1.20']]));
  *   const ms = await cpuMs(pid);                        // NaN off Linux
+ *   const f = await procStat('self');                   // utime is ticks(f.utime), undefined off Linux
  */
 import { readFile } from 'node:fs/promises';
 
@@ -19,13 +20,27 @@ export function table(header, rows) {
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
+/** Clock ticks (USER_HZ, 100 on Linux) as milliseconds. */
+const TICK_MS = 1000 / 100;
+
+/**
+ * The CPU fields of /proc/<path>/stat (a pid, 'self', or '<pid>/task/<tid>'), in milliseconds:
+ * utime and stime (this process or thread), cutime and cstime (its children already reaped), and
+ * its parent's pid; undefined when it is gone or there is no /proc. The command name is skipped
+ * by the last ')', as it may hold spaces and parentheses.
+ */
+export async function procStat(path) {
+  try {
+    const stat = await readFile(`/proc/${path}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(f[1]), utimeMs: Number(f[11]) * TICK_MS, stimeMs: Number(f[12]) * TICK_MS, cutimeMs: Number(f[13]) * TICK_MS, cstimeMs: Number(f[14]) * TICK_MS };
+  } catch {
+    return undefined;
+  }
+}
+
 /** CPU milliseconds (user + system, all threads) process `pid` has used; NaN off Linux. */
 export async function cpuMs(pid) {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in USER_HZ (100 on Linux)
-  } catch {
-    return NaN;
-  }
+  const f = await procStat(pid);
+  return f === undefined ? NaN : f.utimeMs + f.stimeMs;
 }

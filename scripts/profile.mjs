@@ -19,7 +19,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { httpWrites, startDevNode } from './bench.mjs';
 import { writers } from './bench-dr.mjs';
-import { cpuMs } from './bench-util.mjs';
+import { cpuMs, procStat } from './bench-util.mjs';
 import '@swc-node/register/esm-register';
 
 const { createHarness, fixedNodeOptions, freePorts, startCluster } = await import('../test/harness/index.js');
@@ -165,10 +165,10 @@ async function threadCpuMs(pid) {
   for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
     try {
       const comm = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8')).trim();
-      const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const f = await procStat(`${pid}/task/${tid}`);
+      if (f === undefined) continue;
       const kind = tid === String(pid) ? 'main thread' : /libuv/.test(comm) ? 'libuv pool' : /V8|DefaultWorke/i.test(comm) ? 'V8 workers' : `${comm} ${tid}`;
-      out.set(tid, { kind, ms: ((Number(f[11]) + Number(f[12])) * 1000) / 100 });
+      out.set(tid, { kind, ms: f.utimeMs + f.stimeMs });
     } catch {
       // The thread ended between the listing and the read.
     }
