@@ -5,6 +5,8 @@ import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/pro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { jest } from '@jest/globals';
+import { ClassicLevel } from 'classic-level';
 import { runBackendContract } from '../../test/storage/backend-contract.js';
 import { ErrorCode, Internal, isTesseraError } from '../core/errors.js';
 import { prefixEnd } from './backend.js';
@@ -196,6 +198,30 @@ describe('LevelDB backend', () => {
       expect(b.openIterators()).toBe(0);
     } finally {
       await snap.close();
+    }
+  });
+
+  it('asks LevelDB for at most 256 entries a pull, 16 first: a short scan never makes classic-level reserve room for 1,000', async () => {
+    const b = await open();
+    await b.batch(Array.from({ length: 700 }, (_, i) => put(`p/${String(i).padStart(4, '0')}`, 'v')), { sync: false });
+    // classic-level's iterator class, reached through an iterator of another database: every
+    // native pull of `iterate` goes through its _nextv, with the batch size it asks for.
+    const other = new ClassicLevel<string, Buffer>(join(dir, 'other'), { valueEncoding: 'buffer' });
+    await other.open();
+    const proto = Object.getPrototypeOf(other.iterator()) as { _nextv(size: number, options: unknown): Promise<unknown[]> };
+    await other.close();
+    const pulls = jest.spyOn(proto, '_nextv');
+    try {
+      let n = 0;
+      for await (const _ of b.iterate({ gte: 'p/', lt: prefixEnd('p/') })) n++;
+      expect(n).toBe(700);
+      // 16 + 64 + 256 + 256 + 108 entries, then the empty pull that ends it.
+      expect(pulls.mock.calls.map(([size]) => size)).toEqual([16, 64, 256, 256, 256, 256]);
+      pulls.mockClear();
+      for await (const _ of b.iterate({ gte: 'p/0010', lt: 'p/0020' })) n++;
+      expect(pulls.mock.calls.map(([size]) => size)).toEqual([16, 64]);
+    } finally {
+      pulls.mockRestore();
     }
   });
 
