@@ -36,7 +36,13 @@ const jestCode = await exitOf(jest);
 
 if (compose.exitCode === null && compose.signalCode === null) console.log('test-all: jest is done; waiting for the compose test');
 const composeCode = await composeExit;
-if (composeCode !== 0) console.log(`test-all: the compose test FAILED (exit ${composeCode}); ${composeLog}:\n${readFileSync(composeLog, 'utf8')}`);
+if (composeCode !== 0) {
+  const text = readFileSync(composeLog, 'utf8');
+  console.log(`test-all: the compose test FAILED (exit ${composeCode}); ${composeLog}:\n${text}`);
+  // Its own step lines once more, without the containers' logs: a CI that shows only the end shows these.
+  const steps = text.split('\n').filter((l) => l.startsWith('[compose-test'));
+  console.log(`test-all: the compose test's steps:\n${steps.slice(-30).join('\n')}`);
+}
 else console.log(`test-all: compose test: ${readFileSync(composeLog, 'utf8').trim().split('\n').pop()}`);
 console.log(`test-all: jest ${jestCode === 0 ? 'passed' : `FAILED (exit ${jestCode})`}, compose test ${composeCode === 0 ? 'passed' : 'FAILED'}`);
 process.exit(jestCode !== 0 || composeCode !== 0 ? 1 : 0);

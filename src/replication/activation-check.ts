@@ -4,7 +4,8 @@
  * HA standby named there answers with its active node's address, which is asked instead). The
  * primary's per-call check refuses a revoked, unknown or expired id (by its clock), and its answer
  * names its set and its version, so a secondary older than its primary (spec section 9) is refused
- * here too. Any refusal, and a primary that cannot be asked, leave the node as it was.
+ * here too. Any refusal, and a primary that cannot be asked (asked again for CONFIRM_RETRY_MS),
+ * leave the node as it was.
  *
  *   await confirmWithPrimary({ bundle, connect, version: VERSION });   // throws; wipe only after
  */
@@ -19,7 +20,18 @@ export interface ConfirmRequest {
   /** The version this node runs. */
   readonly version: string;
   readonly timeoutMs?: number;
+  /** How long a primary that cannot be asked is asked again (CONFIRM_RETRY_MS unless given). */
+  readonly retryForMs?: number;
+  /** The token was a wrapping token, spent by its redemption: a failure here says to ask for a new one. */
+  readonly tokenSpent?: boolean;
 }
+
+/**
+ * How long the confirmation is retried while the primary cannot be asked (no answer, or an HA
+ * standby with no active node to name): the token was redeemed already, so an HA failover or a
+ * missed lease renewal on the primary cluster should not cost the operator a new token.
+ */
+export const CONFIRM_RETRY_MS = 15_000;
 
 /** Pings `addr`; an HA standby's answer (NotActiveNode) sends the ping once to the active node it names. */
 async function pingFollowing(r: ConfirmRequest, addr: string, follow = true): Promise<{ info: PingInfo; addr: string }> {
@@ -39,18 +51,26 @@ async function pingFollowing(r: ConfirmRequest, addr: string, follow = true): Pr
 
 export async function confirmWithPrimary(r: ConfirmRequest): Promise<void> {
   const b = r.bundle;
+  const until = Date.now() + (r.retryForMs ?? CONFIRM_RETRY_MS);
+  let pause = 100;
   let addr = b.primary_cluster_addr;
   let info: PingInfo;
-  try {
-    ({ info, addr } = await pingFollowing(r, addr));
-  } catch (e) {
-    // A refusal, or an answer that broke the contract: the primary answered, and not with yes.
-    if (e instanceof ChannelError && (e.refused || e.reason === ChannelReason.invalidArgument)) {
-      throw new InvalidRequest(`the primary at ${addr} refused secondary "${b.secondary_id}": ${e.messages.join('; ')}; nothing was wiped`);
+  for (;;) {
+    try {
+      ({ info, addr } = await pingFollowing(r, b.primary_cluster_addr));
+      break;
+    } catch (e) {
+      // A refusal, or an answer that broke the contract: the primary answered, and not with yes.
+      if (e instanceof ChannelError && (e.refused || e.reason === ChannelReason.invalidArgument)) {
+        throw new InvalidRequest(`the primary at ${addr} refused secondary "${b.secondary_id}": ${e.messages.join('; ')}; nothing was wiped`);
+      }
+      if (Date.now() + pause > until) {
+        const spent = r.tokenSpent ? '; the activation token was spent when it was redeemed: ask the primary for a new one once it answers' : ', retry when it answers';
+        throw new Unavailable(`cannot reach the primary at ${addr} over the cluster port to confirm the activation before wiping: ${(e as Error).message}; nothing was wiped${spent}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      pause = Math.min(pause * 2, 1000);
     }
-    throw new Unavailable(
-      `cannot reach the primary at ${addr} over the cluster port to confirm the activation before wiping: ${(e as Error).message}; nothing was wiped, retry when it answers`,
-    );
   }
   if (info.clusterId !== b.cluster_id) {
     throw new InvalidRequest(`the primary at ${addr} belongs to replication set "${info.clusterId}", not the token's "${b.cluster_id}"; nothing was wiped`);

@@ -71,7 +71,7 @@ export async function redeemActivation(d: RedeemDeps, req: { token: string; prim
     throw new InvalidRequest(`the activation token for "${bundle.secondary_id}" expired at ${new Date(bundle.expires_at).toISOString()}; ask the primary for a new one`);
   }
   // Activation wipes this node: the primary confirms first that it would accept this secondary.
-  if (d.state.mode === 'disabled') await confirmWithPrimary({ bundle, connect: d.connect, version: d.version });
+  if (d.state.mode === 'disabled') await confirmWithPrimary({ bundle, connect: d.connect, version: d.version, tokenSpent: isJwt(req.token.trim()) });
   return bundle;
 }
 

@@ -21,7 +21,16 @@ export interface RedeemRequest {
   readonly caPath: string;
   readonly boxKey: BoxKeyPair | undefined;
   readonly timeoutMs?: number;
+  /**
+   * How long a 503 from the primary, or a refused connection, is retried (REDEEM_RETRY_MS unless
+   * given). Both mean nothing was done there: a primary cluster between two active nodes (an HA
+   * failover or a lease renewal missed under load), a sealed node, a node restarting.
+   */
+  readonly retryForMs?: number;
 }
+
+/** How long redeem retries a primary that answers 503 or refuses the connection: an HA failover's few seconds, with room. */
+export const REDEEM_RETRY_MS = 15_000;
 
 async function trustedCas(caFile: string, caPath: string): Promise<string[] | undefined> {
   const out: string[] = [];
@@ -79,11 +88,37 @@ export async function redeem(r: RedeemRequest): Promise<Bundle> {
     throw new InvalidRequest(`the primary API address "${addr.slice(0, 200)}" is not a URL; give primary_api_addr`);
   }
   const ca = await trustedCas(r.caFile, r.caPath);
+  const until = Date.now() + (r.retryForMs ?? REDEEM_RETRY_MS);
+  let pause = 100;
+  let answered503 = false;
+  for (;;) {
+    const outcome = await unwrapOnce(url, token, ca, r.timeoutMs ?? 10_000);
+    if ('bundle' in outcome) return parseBundle(outcome.bundle);
+    if (answered503 && outcome.error instanceof InvalidRequest) {
+      // A 503 can also mean the outcome was unknown (a relay lost its answer): the token may be spent.
+      throw new InvalidRequest(`${outcome.error.message} (an earlier attempt was answered 503: if the primary applied it after all, the token is spent; ask the primary for a new one)`);
+    }
+    if (!outcome.retry || Date.now() + pause > until) throw outcome.error;
+    answered503 ||= outcome.status === 503;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    pause = Math.min(pause * 2, 1000);
+  }
+}
+
+type UnwrapOutcome = { readonly bundle: unknown } | { readonly error: Error; readonly retry: boolean; readonly status?: number };
+
+/**
+ * One `sys/wrapping/unwrap` at the primary. Only a 4xx is the primary refusing the token; a 503 or
+ * a refused connection did nothing there and may be retried; any other failure is reported as the
+ * primary being unavailable, never as a refusal.
+ */
+async function unwrapOnce(url: URL, token: string, ca: string[] | undefined, timeoutMs: number): Promise<UnwrapOutcome> {
   let res: { status: number; text: string };
   try {
-    res = await post(url, JSON.stringify({ token }), ca, r.timeoutMs ?? 10_000);
+    res = await post(url, JSON.stringify({ token }), ca, timeoutMs);
   } catch (e) {
-    throw new Unavailable(`cannot reach the primary at ${url.origin} to redeem the activation token: ${(e as Error).message}`);
+    const error = new Unavailable(`cannot reach the primary at ${url.origin} to redeem the activation token: ${(e as Error).message}; nothing was changed here`);
+    return { error, retry: (e as NodeJS.ErrnoException).code === 'ECONNREFUSED' };
   }
   let body: { data?: unknown; errors?: string[] } = {};
   try {
@@ -91,9 +126,9 @@ export async function redeem(r: RedeemRequest): Promise<Bundle> {
   } catch {
     // reported below
   }
-  if (res.status !== 200) {
-    const why = Array.isArray(body.errors) && body.errors.length > 0 ? body.errors.join('; ') : `HTTP ${res.status}`;
-    throw new InvalidRequest(`the primary refused the activation token: ${why}`);
-  }
-  return parseBundle(body.data);
+  if (res.status === 200) return { bundle: body.data };
+  const why = Array.isArray(body.errors) && body.errors.length > 0 ? body.errors.join('; ').slice(0, 500) : `HTTP ${res.status}`;
+  if (res.status >= 400 && res.status < 500) return { error: new InvalidRequest(`the primary refused the activation token: ${why}`), retry: false, status: res.status };
+  const error = new Unavailable(`the primary at ${url.origin} could not redeem the activation token (HTTP ${res.status}: ${why}); nothing was changed here: retry when it answers`);
+  return { error, retry: res.status === 503, status: res.status };
 }

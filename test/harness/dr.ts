@@ -132,15 +132,17 @@ export async function waitInSync(primaryApi: string, secondaryApi: string, timeo
 
 /**
  * Polls until the node at `secondaryApi` is a `kind` secondary streaming WALs (from `from`, a
- * primary cluster address as host:port or https://host:port, when given); resolves with its
+ * primary cluster address as host:port or https://host:port, or any of a list such as an HA
+ * cluster's nodes, when given); resolves with its
  * status. Unlike `waitInSync` it needs no idle primary: for topologies under load.
  */
-export async function waitStreaming(secondaryApi: string, opts: { kind?: Kind; timeoutMs?: number; from?: string } = {}): Promise<Body> {
+export async function waitStreaming(secondaryApi: string, opts: { kind?: Kind; timeoutMs?: number; from?: string | readonly string[] } = {}): Promise<Body> {
   const hostPort = (a: unknown) => String(a ?? '').replace(/^https:\/\//, '');
+  const from = opts.from === undefined ? undefined : (typeof opts.from === 'string' ? [opts.from] : opts.from).map(hostPort);
   return eventually(async () => {
     const s = await replStatus(secondaryApi, opts.kind ?? 'dr');
     if (s.mode !== 'secondary' || s.state !== 'stream-wals') throw new Error(`${secondaryApi} is ${s.mode} in state ${s.state}, not a streaming secondary`);
-    if (opts.from !== undefined && hostPort(s.primary_cluster_addr) !== hostPort(opts.from)) throw new Error(`${secondaryApi} streams from ${s.primary_cluster_addr}, not ${opts.from}`);
+    if (from !== undefined && !from.includes(hostPort(s.primary_cluster_addr))) throw new Error(`${secondaryApi} streams from ${s.primary_cluster_addr}, not ${from.join(' or ')}`);
     return s;
   }, { timeoutMs: opts.timeoutMs ?? 60_000, intervalMs: 100 });
 }

@@ -3,8 +3,10 @@
  * bounded; a token the primary would refuse is refused before the node wipes its data.
  * In-process nodes over real gRPC/mTLS and real LevelDB.
  */
+import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { KINDS } from '../../src/core/replication/index.js';
-import { generateRoot } from '../harness/dr.js';
+import { freePorts, generateRoot } from '../harness/dr.js';
 import { base, inSync, replStatus, secondaryToken, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
@@ -31,6 +33,88 @@ async function untouched(c: TestNode, kind: Kind): Promise<void> {
   expect(r.status).toBe(200);
   expect(r.body.data.data).toEqual({ keep: 'me' });
 }
+
+/**
+ * A real HTTP server standing in front of a primary's API, for the redeem's `primary_api_addr`:
+ * `answer` decides each request (a status to answer itself, or undefined to relay it to `target`);
+ * `seen` holds the status of every reply sent, and `onReply` hears each one.
+ */
+async function frontOf(target: string, answer: () => number | undefined): Promise<{ addr: string; seen: number[]; onReply: (f: (status: number) => void) => void; close(): Promise<void> }> {
+  const seen: number[] = [];
+  const listeners: ((status: number) => void)[] = [];
+  const replied = (status: number): void => {
+    seen.push(status);
+    for (const f of listeners) f(status);
+  };
+  const server: Server = createServer((req, res) => {
+    const own = answer();
+    if (own !== undefined) {
+      res.writeHead(own, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [`answered ${own} by the test's front`] }));
+      replied(own);
+      return;
+    }
+    const out = request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (up: IncomingMessage) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+      up.on('end', () => replied(up.statusCode ?? 502));
+    });
+    req.pipe(out);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    addr: `http://127.0.0.1:${port}`,
+    seen,
+    onReply: (f) => listeners.push(f),
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('a primary that cannot redeem the token for a moment', () => {
+  test('a sealed primary (503) is asked again until it is unsealed, and the activation completes', async () => {
+    // A fixed cluster port: the one the token names must answer again after the unseal.
+    const [clusterPort] = await freePorts(1);
+    const primary = await startTestNode({ clusterAddr: `127.0.0.1:${clusterPort}` });
+    expect((await primary.call('POST', `${base('dr')}/primary/enable`, {})).status).toBe(204);
+    const token = await secondaryToken(primary, 'through-a-seal', undefined, 'dr');
+    expect((await primary.call('PUT', 'sys/seal')).status).toBe(204);
+    const front = await frontOf(primary.apiAddr, () => undefined);
+    // Unsealed once the secondary has been answered 503 at least once: the redeem saw the outage.
+    const first503 = new Promise<void>((resolve) => front.onReply((status) => status === 503 && resolve()));
+    const c = await nodeWithData();
+    const enabling = c.call('POST', `${base('dr')}/secondary/enable`, { token, primary_api_addr: front.addr });
+    await first503;
+    for (const key of primary.unsealKeys.slice(0, 2)) expect((await primary.call('PUT', 'sys/unseal', { key })).status).toBe(200);
+    const r = await enabling;
+    expect([r.status, r.body]).toEqual([204, null]);
+    expect(front.seen.filter((st) => st === 503).length).toBeGreaterThanOrEqual(1);
+    expect(front.seen.at(-1)).toBe(200);
+    await inSync(primary, c, { kind: 'dr' });
+    expect((await replStatus(c, 'dr')).mode).toBe('secondary');
+    await front.close();
+    await Promise.all([c.stop(), primary.stop()]);
+  }, 60_000);
+
+  test('a primary answering 500 is unavailable, not refusing: 503 at once, data untouched, the token still good', async () => {
+    const front = await frontOf(p.apiAddr, () => 500);
+    const c = await nodeWithData();
+    const token = await secondaryToken(p, 'past-a-500', undefined, 'dr');
+    const r = await c.call('POST', `${base('dr')}/secondary/enable`, { token, primary_api_addr: front.addr });
+    expect(r.status).toBe(503);
+    expect(r.body.errors[0]).toMatch(/could not redeem the activation token \(HTTP 500: answered 500 by the test's front\); nothing was changed here/);
+    expect(r.body.errors[0]).not.toMatch(/refused/);
+    // A 500 is not asked again: it says something broke there, which waiting does not mend.
+    expect(front.seen).toEqual([500]);
+    await untouched(c, 'dr');
+    // The token was never redeemed, so it still activates, at the primary itself.
+    expect((await c.call('POST', `${base('dr')}/secondary/enable`, { token })).status).toBe(204);
+    await front.close();
+    await c.stop();
+  }, 60_000);
+});
 
 describe.each(KINDS)('%s', (kind) => {
   test('the root token that enabled the secondary does not survive a successful activation', async () => {
