@@ -339,7 +339,8 @@ async function scenario() {
   await compose(['kill', firstActive]);
   const haActive = await activePrimary(survivors);
   log(`${haActive} is the active primary node`);
-  await readSecret(NODES[haActive], root, 'app').then((got) => check(got.password === first.password, `the first secret through ${haActive}`));
+  const got = await onPrimaryCluster('read secret/app', () => readSecret(NODES[haActive], root, 'app'));
+  check(got.password === first.password, `the first secret through ${haActive}`);
   const afterHa = { password: 'written-after-the-ha-failover' };
   const standby = survivors.find((n) => n !== haActive);
   await onPrimaryCluster('write secret/after-ha', () => writeSecret(NODES[standby], root, 'after-ha', afterHa));
