@@ -4,9 +4,10 @@
  * In-process nodes over real gRPC/mTLS and real LevelDB.
  */
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { KINDS } from '../../src/core/replication/index.js';
 import { freePorts, generateRoot } from '../harness/dr.js';
+import { eventually } from '../harness/eventually.js';
 import { base, inSync, replStatus, secondaryToken, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
@@ -36,10 +37,15 @@ async function untouched(c: TestNode, kind: Kind): Promise<void> {
 
 /**
  * A real HTTP server standing in front of a primary's API, for the redeem's `primary_api_addr`:
- * `answer` decides each request (a status to answer itself, or undefined to relay it to `target`);
+ * `answer` decides each request (a status to answer itself, or undefined to relay it to `target`,
+ * awaiting `beforeRelayedReply` before the relayed reply goes back);
  * `seen` holds the status of every reply sent, and `onReply` hears each one.
  */
-async function frontOf(target: string, answer: () => number | undefined): Promise<{ addr: string; seen: number[]; onReply: (f: (status: number) => void) => void; close(): Promise<void> }> {
+async function frontOf(
+  target: string,
+  answer: () => number | undefined,
+  beforeRelayedReply: () => Promise<void> = async () => undefined,
+): Promise<{ addr: string; seen: number[]; onReply: (f: (status: number) => void) => void; close(): Promise<void> }> {
   const seen: number[] = [];
   const listeners: ((status: number) => void)[] = [];
   const replied = (status: number): void => {
@@ -54,9 +60,11 @@ async function frontOf(target: string, answer: () => number | undefined): Promis
       return;
     }
     const out = request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (up: IncomingMessage) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-      up.on('end', () => replied(up.statusCode ?? 502));
+      void beforeRelayedReply().then(() => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+        up.on('end', () => replied(up.statusCode ?? 502));
+      });
     });
     req.pipe(out);
   });
@@ -96,6 +104,41 @@ describe('a primary that cannot redeem the token for a moment', () => {
     expect((await replStatus(c, 'dr')).mode).toBe('secondary');
     await front.close();
     await Promise.all([c.stop(), primary.stop()]);
+  }, 60_000);
+
+  test('the primary\'s cluster port dead for a moment after the redeem: the confirmation asks again, and the spent token still activates', async () => {
+    const [clusterPort] = await freePorts(1);
+    const primary = await startTestNode({ clusterAddr: `127.0.0.1:${clusterPort}` });
+    expect((await primary.call('POST', `${base('dr')}/primary/enable`, {})).status).toBe(204);
+    const token = await secondaryToken(primary, 'through-a-dead-port', undefined, 'dr');
+    // Once the primary has redeemed the token, and before the secondary hears so: the primary is
+    // sealed (its cluster listener stops) and a stand-in on its cluster port drops every connection.
+    let dropped!: () => void;
+    const firstDrop = new Promise<void>((resolve) => (dropped = resolve));
+    const deadPort = createNetServer((socket) => {
+      socket.destroy();
+      dropped();
+    });
+    const front = await frontOf(primary.apiAddr, () => undefined, async () => {
+      expect((await primary.call('PUT', 'sys/seal')).status).toBe(204);
+      await eventually(() => new Promise<void>((resolve, reject) => {
+        deadPort.once('error', reject);
+        deadPort.listen(clusterPort, '127.0.0.1', () => resolve());
+      }), { timeoutMs: 10_000, intervalMs: 50 });
+    });
+    const c = await nodeWithData();
+    try {
+      const enabling = c.call('POST', `${base('dr')}/secondary/enable`, { token, primary_api_addr: front.addr });
+      await firstDrop;
+      await new Promise<void>((resolve) => deadPort.close(() => resolve()));
+      for (const key of primary.unsealKeys.slice(0, 2)) expect((await primary.call('PUT', 'sys/unseal', { key })).status).toBe(200);
+      const r = await enabling;
+      expect([r.status, r.body]).toEqual([204, null]);
+      await inSync(primary, c, { kind: 'dr' });
+    } finally {
+      await front.close();
+      await Promise.all([c.stop(), primary.stop()]);
+    }
   }, 60_000);
 
   test('a primary answering 500 is unavailable, not refusing: 503 at once, data untouched, the token still good', async () => {
