@@ -145,7 +145,7 @@ export class SecondaryLoop {
     this.progress.lastStartMs = this.now();
     void this.o.lastSeen?.load().then(
       (seen) => {
-        const ms = seen['primary'];
+        const ms = seen['primary']?.ms;
         if (this.progress.lastHeartbeatMs === 0 && ms !== undefined) this.progress.lastHeartbeatMs = ms;
       },
       (e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not load the last heartbeat'),
@@ -196,7 +196,7 @@ export class SecondaryLoop {
     if (!force && now - this.lastPersistMs < (this.o.persistEveryMs ?? 30_000)) return;
     this.lastPersistMs = now;
     this.persisting = this.persisting
-      .then(() => store.save({ primary: ms }))
+      .then(() => store.save({ primary: { ms } }))
       .catch((e: unknown) => this.o.log.warn({ err: (e as Error).message }, 'could not persist the last heartbeat'));
   }
 

@@ -27,6 +27,13 @@ export interface SecondaryView {
   heartbeatDurationMs: number;
   clockSkewMs: number;
   applied: Guard;
+  /**
+   * The applied index the last-seen record held from before this node's start, until the
+   * secondary reports its own (a stream or a heartbeat): what status shows for a secondary that
+   * has not come back yet, rather than nothing applied. Never used to count a secondary as having
+   * applied an entry (drains and forwarded-write waits read `applied`).
+   */
+  recordedApplied?: bigint;
   /** As the secondary last reported it; see `displayState`. */
   state: string;
   streams: number;
@@ -38,10 +45,16 @@ export interface SecondaryView {
   missingSinceMs: number;
 }
 
-/** Where last heartbeats are kept across restarts: id -> ms since the Unix epoch. */
+/** One peer's entry in the last-seen record: its last heartbeat (ms since the Unix epoch) and, for a secondary, its applied index then. */
+export interface LastSeen {
+  readonly ms: number;
+  readonly applied?: bigint;
+}
+
+/** Where last heartbeats are kept across restarts: id -> LastSeen. */
 export interface LastSeenStore {
-  load(): Promise<Record<string, number>>;
-  save(lastSeen: Record<string, number>): Promise<void>;
+  load(): Promise<Record<string, LastSeen>>;
+  save(lastSeen: Record<string, LastSeen>): Promise<void>;
 }
 
 export interface SecondaryViewsOptions {
@@ -77,13 +90,15 @@ export class SecondaryViews {
   async load(member: (id: string) => boolean = () => true): Promise<void> {
     const seen = (await this.o.lastSeen?.load()) ?? {};
     let dropped = false;
-    for (const [id, ms] of Object.entries(seen)) {
+    for (const [id, { ms, applied }] of Object.entries(seen)) {
       if (!member(id)) {
         dropped = true;
         continue;
       }
       const v = this.view(id);
-      if (v.lastHeartbeatMs === 0 && Number.isFinite(ms)) v.lastHeartbeatMs = ms;
+      if (v.lastHeartbeatMs !== 0) continue;
+      v.lastHeartbeatMs = ms;
+      if (applied !== undefined && v.applied.index === 0n) v.recordedApplied = applied;
     }
     if (dropped) this.persist(true);
   }
@@ -130,6 +145,7 @@ export class SecondaryViews {
     v.streams++;
     v.state = 'stream-wals';
     v.applied = applied.index > v.applied.index ? applied : v.applied;
+    v.recordedApplied = undefined;
     v.lastHeartbeatMs = this.o.now();
     this.changed();
     this.persist(true);
@@ -148,6 +164,7 @@ export class SecondaryViews {
   heartbeat(id: string, update: (v: SecondaryView) => void): SecondaryView {
     const v = this.view(id);
     update(v);
+    v.recordedApplied = undefined;
     // After its stream ended, a late heartbeat must not make a departed secondary look streaming.
     if (v.streams === 0 && !RECONCILING.has(v.state)) v.state = 'idle';
     this.changed();
@@ -184,9 +201,14 @@ export class SecondaryViews {
     const now = this.o.now();
     if (!force && now - this.lastPersistMs < (this.o.persistEveryMs ?? 30_000)) return;
     this.lastPersistMs = now;
-    const seen: Record<string, number> = Object.create(null) as Record<string, number>;
-    for (const v of this.views.values()) if (v.lastHeartbeatMs > 0) seen[v.id] = v.lastHeartbeatMs;
+    const seen: Record<string, LastSeen> = Object.create(null) as Record<string, LastSeen>;
+    for (const v of this.views.values()) if (v.lastHeartbeatMs > 0) seen[v.id] = { ms: v.lastHeartbeatMs, applied: lastApplied(v) };
     // Serialized: an older map never overwrites a newer one.
     this.persisting = this.persisting.then(() => store.save(seen)).catch((e: unknown) => this.o.onPersistError?.(e));
   }
+}
+
+/** The applied index status shows: the secondary's report, else the record's from before a restart. */
+export function lastApplied(v: SecondaryView): bigint {
+  return v.recordedApplied ?? v.applied.index;
 }

@@ -11,6 +11,7 @@ import { KIND_POLICY, statusFields } from '../core/replication/index.js';
 import type { Store } from '../storage/store.js';
 import type { ReplicationDriver } from './driver.js';
 import { loadRecord } from './role-record.js';
+import { lastApplied } from './secondary-views.js';
 import type { VerificationStatus } from './verification.js';
 
 const CONNECTED_WITHIN_MS = 3000;
@@ -60,7 +61,9 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
     case 'primary': {
       const views = dr.primaryStreamer?.views;
       const secondaries = (views?.all() ?? []).sort((a, b) => a.id.localeCompare(b.id)).map((v) => {
-        const lagEntries = lastWal > v.applied.index ? Number(lastWal - v.applied.index) : 0;
+        // Before a restart's first report from it, the record's applied index (secondary-views.ts).
+        const applied = lastApplied(v);
+        const lagEntries = lastWal > applied ? Number(lastWal - applied) : 0;
         // The open stream is the truth (secondary-views.ts): connected while it is open and heartbeats arrive.
         const connected = views?.connected(v, now) ?? false;
         return {
@@ -78,7 +81,7 @@ export function roleStatus(dr: ReplicationDriver, lastWal: bigint, now: number, 
           clock_skew_ms: String(v.clockSkewMs),
           replication_primary_canary_age_ms: String(v.lastHeartbeatMs > 0 ? Math.max(0, now - v.lastHeartbeatMs) : 0),
           state: views?.displayState(v, now) ?? 'idle',
-          last_applied_wal: Number(v.applied.index),
+          last_applied_wal: Number(applied),
           lag_entries: lagEntries,
           // From the commit of the oldest entry it lacks, to now: it grows while the secondary is gone.
           lag_ms: String(lagEntries > 0 && v.missingSinceMs > 0 ? Math.max(0, now - v.missingSinceMs) : 0),

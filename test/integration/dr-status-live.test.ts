@@ -1,13 +1,14 @@
 /**
  * The primary's view of its secondaries follows the open stream (issue 7 item 1): connected with
  * a heartbeat the moment a secondary streams, disconnected the moment it leaves (blank-token
- * update-primary, promotion), and the last heartbeat survives a restart of either end. In-process
+ * update-primary, promotion), and the last heartbeat (on the primary, with the applied index each
+ * secondary last reported) survives a restart of either end. In-process
  * nodes with real gRPC; the secondary's side on the loopback channel with a partition.
  */
 import pino from 'pino';
 import { PrimaryStreamer } from '../../src/replication/primary-service.js';
 import { SecondaryLoop } from '../../src/replication/secondary-loop.js';
-import type { LastSeenStore } from '../../src/replication/secondary-views.js';
+import type { LastSeen, LastSeenStore } from '../../src/replication/secondary-views.js';
 import { StorageEngine } from '../../src/storage/engine.js';
 import { MemoryBackend } from '../../src/storage/memory.js';
 import { eventually } from '../harness/eventually.js';
@@ -42,6 +43,12 @@ it('shows a secondary connected as soon as it streams, disconnected as soon as i
     expect(seen.last_heartbeat).not.toBe('');
   }
   await p.call('PUT', 'kv/x', { v: 1 });
+  // Both have applied it, and said so in a heartbeat.
+  const appliedAll = async (ids: string[]) => {
+    const st = await drStatus(p);
+    for (const id of ids) expect(view(st, id).last_applied_wal).toBe(st.last_wal);
+  };
+  await eventually(() => appliedAll(['s1', 's2']), { timeoutMs: 10_000, intervalMs: 20 });
 
   // Blank-token update-primary: the stream ends, and the primary says so well under 5 s.
   const op1 = await drOperationToken(s1, p.unsealKeys.slice(0, 2));
@@ -50,6 +57,8 @@ it('shows a secondary connected as soon as it streams, disconnected as soon as i
   await eventually(async () => expect(view(await drStatus(p), 's1')).toMatchObject({ connection_status: 'disconnected', state: 'idle' }), { timeoutMs: 1_500, intervalMs: 20 });
   expect(Date.now() - t1).toBeLessThan(1_500);
   expect(view(await drStatus(p), 's2').connection_status).toBe('connected');
+  // A write s1 will not have: its lag after the restart must still count from what it applied.
+  await p.call('PUT', 'kv/y', { v: 2 });
 
   // Promotion: the same.
   await eventually(async () => expect((await drStatus(s2)).last_wal).toBe((await drStatus(p)).last_wal), { timeoutMs: 10_000, intervalMs: 20 });
@@ -72,7 +81,14 @@ it('shows a secondary connected as soon as it streams, disconnected as soon as i
   for (const id of ['s1', 's2']) {
     expect(view(after, id)).toMatchObject({ connection_status: 'disconnected', state: 'idle', last_heartbeat: view(before, id).last_heartbeat });
     expect(view(after, id).last_heartbeat).not.toBe('');
+    // And the applied index each last reported: its lag is counted from there, not from nothing.
+    const applied = view(before, id).last_applied_wal;
+    expect(applied).toBeGreaterThan(0);
+    expect(view(after, id)).toMatchObject({ last_applied_wal: applied, lag_entries: after.last_wal - applied });
   }
+  // s1 lacks at least kv/y, and not the whole WAL (what the status said before the record held it).
+  expect(view(after, 's1').lag_entries).toBeGreaterThan(0);
+  expect(view(after, 's1').lag_entries).toBeLessThan(after.last_wal);
 }, 60_000);
 
 it('a secondary keeps the last heartbeat with its primary across a restart, while the primary is unreachable', async () => {
@@ -82,7 +98,7 @@ it('a secondary keeps the last heartbeat with its primary across a restart, whil
     engine: pe, kind: 'dr', registry: { check: () => 'active' },
     info: { clusterId: () => 'c', nodeId: () => 'p', apiAddr: () => '', clusterAddr: () => '' },
   });
-  let saved: Record<string, number> = {};
+  let saved: Record<string, LastSeen> = {};
   const lastSeen: LastSeenStore = { load: async () => ({ ...saved }), save: async (m) => void (saved = { ...m }) };
   const link = loopback(service, 's1');
   const make = () => new SecondaryLoop({ engine: se, connect: link.client, secondaryId: 's1', kind: 'dr', apiAddr: () => '', clusterAddr: () => '', log: pino({ level: 'silent' }), lastSeen, heartbeatMs: 50 });
@@ -91,7 +107,7 @@ it('a secondary keeps the last heartbeat with its primary across a restart, whil
   await eventually(() => expect(loop.progress.lastHeartbeatMs).toBeGreaterThan(0), { timeoutMs: 5_000, intervalMs: 10 });
   await loop.stop();
   const last = loop.progress.lastHeartbeatMs;
-  expect(saved['primary']).toBe(last);
+  expect(saved['primary']).toEqual({ ms: last });
 
   link.partition(true);
   loop = make();
