@@ -126,9 +126,21 @@ export class PrimaryStreamer implements PrimaryService {
     return kf ? servePolicy(this.o.kind, kf.keyAllowed) : this.policy;
   }
 
-  /** The last heartbeats persisted before a restart, of the ids that are still `member`s of this set. */
-  load(member?: (id: string) => boolean): Promise<void> {
-    return this.views.load(member);
+  /**
+   * The last heartbeats persisted before a restart, of the ids that are still `member`s of this
+   * set, with the applied index each reported; a secondary that lacked entries then is missing
+   * them since the first one's commit (the oldest retained one's, when that is gone: a lower bound).
+   */
+  async load(member?: (id: string) => boolean): Promise<void> {
+    await this.views.load(member);
+    const engine = this.o.engine;
+    for (const v of this.views.all()) {
+      if (v.recordedApplied === undefined || v.missingSinceMs !== 0 || v.recordedApplied >= engine.lastGuard().index) continue;
+      const next = v.recordedApplied + 1n;
+      const first = engine.firstRetainedIndex();
+      const [entry] = await engine.readWal(next < first ? first : next, 1).catch(() => []);
+      if (entry !== undefined) v.missingSinceMs = entry.time;
+    }
   }
 
   get secondaries(): ReadonlyMap<string, SecondaryView> {

@@ -49,6 +49,7 @@ it('shows a secondary connected as soon as it streams, disconnected as soon as i
     for (const id of ids) expect(view(st, id).last_applied_wal).toBe(st.last_wal);
   };
   await eventually(() => appliedAll(['s1', 's2']), { timeoutMs: 10_000, intervalMs: 20 });
+  const allApplied = Date.now();
 
   // Blank-token update-primary: the stream ends, and the primary says so well under 5 s.
   const op1 = await drOperationToken(s1, p.unsealKeys.slice(0, 2));
@@ -89,6 +90,10 @@ it('shows a secondary connected as soon as it streams, disconnected as soon as i
   // s1 lacks at least kv/y, and not the whole WAL (what the status said before the record held it).
   expect(view(after, 's1').lag_entries).toBeGreaterThan(0);
   expect(view(after, 's1').lag_entries).toBeLessThan(after.last_wal);
+  // Its lag in time runs from the commit of the first entry it lacks, made after allApplied.
+  const lagMs = Number(view(after, 's1').lag_ms);
+  expect(lagMs).toBeGreaterThan(0);
+  expect(lagMs).toBeLessThanOrEqual(Date.now() - allApplied);
 }, 60_000);
 
 it('a secondary keeps the last heartbeat with its primary across a restart, while the primary is unreachable', async () => {
