@@ -26,10 +26,10 @@
  * statement, never a transaction left open between statements, so a frozen node cannot hold the
  * row: the server finishes (or, on a dropped connection, rolls back) the statement on its own.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { ErrorCode, TesseraError } from '../core/errors.js';
 import type { BatchGuard } from './postgres.js';
-import { ConnectGaveUp, connectRetryOf, ensureTesseraTable, quoteTable, withConnectRetry, type ConnectRetry, type ConnectRetryNotice } from './postgres.js';
+import { ConnectGaveUp, connectRetryOf, ensureTesseraTable, loadPg, quoteTable, withConnectRetry, type ConnectRetry, type ConnectRetryNotice } from './postgres.js';
 
 /** The HA tables' schema version (recorded in tessera_schema under the lock table's name). */
 export const LEASE_SCHEMA_VERSION = 1;
@@ -258,7 +258,8 @@ class PostgresLease implements LeaseStore {
 /** Connects, creates or checks the HA tables, and returns the lease store. */
 export async function openPostgresLease(opts: LeaseStoreOptions): Promise<LeaseStore> {
   const table = opts.table ?? DEFAULT_HA_TABLE;
-  const pool = new pg.Pool({
+  const { Pool } = await loadPg();
+  const pool = new Pool({
     connectionString: opts.connectionUrl,
     max: 3,
     connectionTimeoutMillis: opts.statementTimeoutMs ?? 1000,

@@ -53,9 +53,17 @@
  *
  * Secrets: the connection URL's password never appears in errors (redactConnectionUrl).
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
 import { BackendFault, BatchRefused, type ValueTail, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
+
+type PgModule = typeof import('pg');
+let pgModule: Promise<PgModule> | undefined;
+/** The pg driver, loaded when PostgreSQL storage or an HA lease is first opened: a node on LevelDB never loads it. */
+export async function loadPg(): Promise<PgModule['default']> {
+  pgModule ??= import('pg');
+  return (await pgModule).default;
+}
 
 /** The schema version this code writes; it opens tables of this version or older. */
 export const SCHEMA_VERSION = 1;
@@ -763,7 +771,8 @@ export async function openPostgresBackend(opts: PostgresBackendOptions): Promise
   const refuse = (reason: string, cause?: unknown): Internal => new Internal(scrub(`${where}: cannot open PostgreSQL storage (table ${table}): ${reason}`, password), { cause });
   const problem = urlProblem(opts.connectionUrl);
   if (problem !== undefined) throw refuse(problem);
-  const pool = new pg.Pool({
+  const { Pool } = await loadPg();
+  const pool = new Pool({
     connectionString: opts.connectionUrl,
     max: opts.maxConnections ?? 16,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
