@@ -43,7 +43,7 @@ import '@swc-node/register/esm-register';
 
 // The typed house (test/harness) through swc: registered before it is imported.
 const {
-  activateSecondary, createHarness, drStatus, enablePrimary, freePorts, initAndUnseal, mainJs, mountKv2, must, repoRoot, secondaryToken,
+  activateSecondary, createHarness, drStatus, enablePrimary, freePorts, initAndUnseal, mainJs, metricSample, mountKv2, must, repoRoot, secondaryToken,
   startFixedNode, unsealWith, vault, waitStreaming, waitUntil,
 } = await import('../test/harness/index.js');
 
@@ -220,7 +220,7 @@ async function measureScale({ keys, seconds, clients }) {
     // (Buffers' backing stores); the rest of anonymous RSS is LevelDB's and the allocator's.
     const heapOf = async (addr) => {
       const text = (await vault(addr, token).get('sys/metrics?format=prometheus')).text;
-      const mb = (name) => Number(new RegExp(`^tessera_process_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 ** 2;
+      const mb = (name) => metricSample(text, `tessera_process_${name}`) / 1024 ** 2;
       return { heapTotalMb: mb('nodejs_heap_size_total_bytes'), heapUsedMb: mb('nodejs_heap_size_used_bytes'), externalMb: mb('nodejs_external_memory_bytes') };
     };
     const heaps = { primary: await heapOf(primary.apiAddr), secondary: await heapOf(secondary.apiAddr) };

@@ -42,7 +42,7 @@ import '@swc-node/register/esm-register';
 
 // The typed house (test/harness) through swc: registered before it is imported. mainJs honours
 // TESSERA_MAIN (another build's main.js, e.g. to compare two builds).
-const { mainJs, spawnNode, vault } = await import('../test/harness/index.js');
+const { mainJs, metricSample, spawnNode, vault } = await import('../test/harness/index.js');
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const CLIENTS = (process.env.BENCH_CLIENTS ?? '1,4,16').split(',').map(Number);
 const VALUE_BYTES = 1024;
@@ -63,7 +63,7 @@ export function startDevNode(scratch, { nodeArgs = [], script = mainJs, env = {}
 /** Group-commit counters from the node's Prometheus text: fsynced batches and the transactions in them. */
 async function commitCounters(node) {
   const r = await vault(node.apiAddr, node.rootToken).get('sys/metrics?format=prometheus');
-  const num = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(r.text)?.[1] ?? NaN);
+  const num = (name) => metricSample(r.text, name);
   return {
     batches: num('tessera_group_commit_batch_transactions_count'),
     txns: num('tessera_group_commit_batch_transactions_sum'),

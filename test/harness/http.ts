@@ -168,3 +168,8 @@ export function rawRequest(apiAddr: string, r: RawRequest): Promise<RawReply> {
     req.end(r.body);
   });
 }
+
+/** The value of an unlabelled sample `name` in Prometheus text (`sys/metrics?format=prometheus`); NaN when absent. */
+export function metricSample(text: string, name: string): number {
+  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+}

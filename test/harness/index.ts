@@ -41,7 +41,7 @@ export {
   type StartOptions,
 } from './harness.js';
 export { joinSecondary, startCluster, type Cluster, type ClusterSoFar, type ClusterSpec, type PathsFilter, type SecondarySpec } from './cluster.js';
-export { must, rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type SendOptions, type VaultHttp, type VaultOptions } from './http.js';
+export { metricSample, must, rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type SendOptions, type VaultHttp, type VaultOptions } from './http.js';
 export { mainJs, NodeStartError, repoRoot, runCli, spawnNode, type CliOptions, type ExitInfo, type NodeProcess, type Readiness, type SpawnOptions } from './process.js';
 export { scanForStrings, type Finding } from './scan.js';
 export {

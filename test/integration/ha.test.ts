@@ -8,7 +8,7 @@
  * keeps batching concurrent writes under the fence.
  */
 import http from 'node:http';
-import { vault } from '../harness/http.js';
+import { metricSample, vault } from '../harness/http.js';
 import { eventually } from '../harness/eventually.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 import { sqlRows, usePostgres } from '../support/postgres.js';
@@ -99,8 +99,7 @@ describe('HA on PostgreSQL', () => {
     // standbys) share fenced transactions on the active node.
     const counters = async (): Promise<{ batches: number; txns: number }> => {
       const text = (await active.call('GET', 'sys/metrics?format=prometheus')).text;
-      const num = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-      return { batches: num('tessera_group_commit_batch_transactions_count'), txns: num('tessera_group_commit_batch_transactions_sum') };
+      return { batches: metricSample(text, 'tessera_group_commit_batch_transactions_count'), txns: metricSample(text, 'tessera_group_commit_batch_transactions_sum') };
     };
     const before = await counters();
     const writes = await Promise.all(Array.from({ length: 32 }, (_, i) => [active, a, b][i % 3]!.call('PUT', `secret/data/group/${i}`, { data: { i } })));
