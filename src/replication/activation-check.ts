@@ -12,6 +12,7 @@
 import { InvalidRequest, Unavailable } from '../core/errors.js';
 import { compareVersions } from '../core/version.js';
 import type { Bundle } from './bundle.js';
+import { retrying } from './retrying.js';
 import { ChannelError, ChannelReason, NotActiveNode, type PingInfo, type PrimaryClient, type TlsMaterial } from './transport.js';
 
 export interface ConfirmRequest {
@@ -51,29 +52,20 @@ async function pingFollowing(r: ConfirmRequest, addr: string, follow = true): Pr
 
 export async function confirmWithPrimary(r: ConfirmRequest): Promise<void> {
   const b = r.bundle;
-  const until = Date.now() + (r.retryForMs ?? CONFIRM_RETRY_MS);
-  let pause = 100;
-  let addr = b.primary_cluster_addr;
-  let info: PingInfo;
-  for (;;) {
-    try {
-      ({ info, addr } = await pingFollowing(r, b.primary_cluster_addr));
-      break;
-    } catch (e) {
-      // A refusal, or an answer that broke the contract: the primary answered, and not with yes.
-      if (e instanceof ChannelError && (e.refused || e.reason === ChannelReason.invalidArgument)) {
-        throw new InvalidRequest(`the primary at ${addr} refused secondary "${b.secondary_id}": ${e.messages.join('; ')}; nothing was wiped`);
-      }
-      if (Date.now() + pause > until) {
-        const spent = r.tokenSpent ? '; the activation token was spent when it was redeemed: ask the primary for a new one once it answers' : ', retry when it answers';
-        throw new Unavailable(`cannot reach the primary at ${addr} over the cluster port to confirm the activation before wiping: ${(e as Error).message}; nothing was wiped${spent}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, pause));
-      pause = Math.min(pause * 2, 1000);
-    }
+  // A refusal, or an answer that broke the contract: the primary answered, and not with yes.
+  const refusal = (e: unknown): e is ChannelError => e instanceof ChannelError && (e.refused || e.reason === ChannelReason.invalidArgument);
+  const addr = b.primary_cluster_addr;
+  let answer: Awaited<ReturnType<typeof pingFollowing>>;
+  try {
+    answer = await retrying(r.retryForMs ?? CONFIRM_RETRY_MS, () => pingFollowing(r, addr), (e) => !refusal(e));
+  } catch (e) {
+    if (refusal(e)) throw new InvalidRequest(`the primary at ${addr} refused secondary "${b.secondary_id}": ${e.messages.join('; ')}; nothing was wiped`);
+    const spent = r.tokenSpent ? '; the activation token was spent when it was redeemed: ask the primary for a new one once it answers' : ', retry when it answers';
+    throw new Unavailable(`cannot reach the primary at ${addr} over the cluster port to confirm the activation before wiping: ${(e as Error).message}; nothing was wiped${spent}`);
   }
+  const { info, addr: answered } = answer;
   if (info.clusterId !== b.cluster_id) {
-    throw new InvalidRequest(`the primary at ${addr} belongs to replication set "${info.clusterId}", not the token's "${b.cluster_id}"; nothing was wiped`);
+    throw new InvalidRequest(`the primary at ${answered} belongs to replication set "${info.clusterId}", not the token's "${b.cluster_id}"; nothing was wiped`);
   }
   if (compareVersions(info.version, r.version) > 0) {
     throw new InvalidRequest(

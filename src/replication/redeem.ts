@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { InvalidRequest, Unavailable } from '../core/errors.js';
 import { isJwt, openSealed, peekJwt, type BoxKeyPair } from './activation-token.js';
 import { parseBundle, type Bundle } from './bundle.js';
+import { retrying } from './retrying.js';
 
 export interface RedeemRequest {
   readonly token: string;
@@ -88,37 +89,46 @@ export async function redeem(r: RedeemRequest): Promise<Bundle> {
     throw new InvalidRequest(`the primary API address "${addr.slice(0, 200)}" is not a URL; give primary_api_addr`);
   }
   const ca = await trustedCas(r.caFile, r.caPath);
-  const until = Date.now() + (r.retryForMs ?? REDEEM_RETRY_MS);
-  let pause = 100;
   let answered503 = false;
-  for (;;) {
-    const outcome = await unwrapOnce(url, token, ca, r.timeoutMs ?? 10_000);
-    if ('bundle' in outcome) return parseBundle(outcome.bundle);
-    if (answered503 && outcome.error instanceof InvalidRequest) {
-      // A 503 can also mean the outcome was unknown (a relay lost its answer): the token may be spent.
-      throw new InvalidRequest(`${outcome.error.message} (an earlier attempt was answered 503: if the primary applied it after all, the token is spent; ask the primary for a new one)`);
+  const retryable = (e: unknown): boolean => {
+    if (!(e instanceof PrimaryUnavailable) || !e.retryable) return false;
+    answered503 ||= e.status === 503;
+    return true;
+  };
+  try {
+    return parseBundle(await retrying(r.retryForMs ?? REDEEM_RETRY_MS, () => unwrapOnce(url, token, ca, r.timeoutMs ?? 10_000), retryable));
+  } catch (e) {
+    // A 503 can also mean the outcome was unknown (a relay lost its answer): the token may be spent.
+    if (answered503 && e instanceof InvalidRequest) {
+      throw new InvalidRequest(`${e.message} (an earlier attempt was answered 503: if the primary applied it after all, the token is spent; ask the primary for a new one)`);
     }
-    if (!outcome.retry || Date.now() + pause > until) throw outcome.error;
-    answered503 ||= outcome.status === 503;
-    await new Promise((resolve) => setTimeout(resolve, pause));
-    pause = Math.min(pause * 2, 1000);
+    throw e;
   }
 }
 
-type UnwrapOutcome = { readonly bundle: unknown } | { readonly error: Error; readonly retry: boolean; readonly status?: number };
+/** The primary could not redeem the token; `retryable` when that did nothing there (a 503, a refused connection). */
+class PrimaryUnavailable extends Unavailable {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
 
 /**
- * One `sys/wrapping/unwrap` at the primary. Only a 4xx is the primary refusing the token; a 503 or
- * a refused connection did nothing there and may be retried; any other failure is reported as the
- * primary being unavailable, never as a refusal.
+ * One `sys/wrapping/unwrap` at the primary: the bundle's data. Only a 4xx is the primary refusing
+ * the token (InvalidRequest); any other failure is the primary being unavailable
+ * (PrimaryUnavailable), never a refusal.
  */
-async function unwrapOnce(url: URL, token: string, ca: string[] | undefined, timeoutMs: number): Promise<UnwrapOutcome> {
+async function unwrapOnce(url: URL, token: string, ca: string[] | undefined, timeoutMs: number): Promise<unknown> {
   let res: { status: number; text: string };
   try {
     res = await post(url, JSON.stringify({ token }), ca, timeoutMs);
   } catch (e) {
-    const error = new Unavailable(`cannot reach the primary at ${url.origin} to redeem the activation token: ${(e as Error).message}; nothing was changed here`);
-    return { error, retry: (e as NodeJS.ErrnoException).code === 'ECONNREFUSED' };
+    const refused = (e as NodeJS.ErrnoException).code === 'ECONNREFUSED';
+    throw new PrimaryUnavailable(`cannot reach the primary at ${url.origin} to redeem the activation token: ${(e as Error).message}; nothing was changed here`, refused);
   }
   let body: { data?: unknown; errors?: string[] } = {};
   try {
@@ -126,9 +136,8 @@ async function unwrapOnce(url: URL, token: string, ca: string[] | undefined, tim
   } catch {
     // reported below
   }
-  if (res.status === 200) return { bundle: body.data };
+  if (res.status === 200) return body.data;
   const why = Array.isArray(body.errors) && body.errors.length > 0 ? body.errors.join('; ').slice(0, 500) : `HTTP ${res.status}`;
-  if (res.status >= 400 && res.status < 500) return { error: new InvalidRequest(`the primary refused the activation token: ${why}`), retry: false, status: res.status };
-  const error = new Unavailable(`the primary at ${url.origin} could not redeem the activation token (HTTP ${res.status}: ${why}); nothing was changed here: retry when it answers`);
-  return { error, retry: res.status === 503, status: res.status };
+  if (res.status >= 400 && res.status < 500) throw new InvalidRequest(`the primary refused the activation token: ${why}`);
+  throw new PrimaryUnavailable(`the primary at ${url.origin} could not redeem the activation token (HTTP ${res.status}: ${why}); nothing was changed here: retry when it answers`, res.status === 503, res.status);
 }

@@ -38,12 +38,13 @@ async function untouched(c: TestNode, kind: Kind): Promise<void> {
 /**
  * A real HTTP server standing in front of a primary's API, for the redeem's `primary_api_addr`:
  * `answer` decides each request (a status to answer itself, or undefined to relay it to `target`,
- * awaiting `beforeRelayedReply` before the relayed reply goes back);
+ * awaiting `beforeRelayedReply` before the relayed reply goes back, or `{ afterRelay }`: relay it,
+ * then answer that status instead of the reply, as a relay that lost the answer would);
  * `seen` holds the status of every reply sent, and `onReply` hears each one.
  */
 async function frontOf(
   target: string,
-  answer: () => number | undefined,
+  answer: () => number | { afterRelay: number } | undefined,
   beforeRelayedReply: () => Promise<void> = async () => undefined,
 ): Promise<{ addr: string; seen: number[]; onReply: (f: (status: number) => void) => void; close(): Promise<void> }> {
   const seen: number[] = [];
@@ -54,12 +55,17 @@ async function frontOf(
   };
   const server: Server = createServer((req, res) => {
     const own = answer();
-    if (own !== undefined) {
-      res.writeHead(own, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [`answered ${own} by the test's front`] }));
-      replied(own);
-      return;
-    }
+    const answerOwn = (status: number): void => {
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [`answered ${status} by the test's front`] }));
+      replied(status);
+    };
+    if (typeof own === 'number') return answerOwn(own);
     const out = request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (up: IncomingMessage) => {
+      if (own !== undefined) {
+        up.resume();
+        up.on('end', () => answerOwn(own.afterRelay));
+        return;
+      }
       void beforeRelayedReply().then(() => {
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
@@ -138,6 +144,25 @@ describe('a primary that cannot redeem the token for a moment', () => {
     } finally {
       await front.close();
       await Promise.all([c.stop(), primary.stop()]);
+    }
+  }, 60_000);
+
+  test('a 503 whose redeem had gone through after all: the retry\'s refusal says the token may be spent', async () => {
+    // The first unwrap reaches the primary and spends the token, but the front answers 503 (an
+    // outcome lost on the way); the redeem asks again and the primary refuses the spent token.
+    let n = 0;
+    const front = await frontOf(p.apiAddr, () => (n++ === 0 ? { afterRelay: 503 } : undefined));
+    const c = await nodeWithData();
+    try {
+      const token = await secondaryToken(p, 'lost-answer', undefined, 'dr');
+      const r = await c.call('POST', `${base('dr')}/secondary/enable`, { token, primary_api_addr: front.addr });
+      expect(r.status).toBe(400);
+      expect(r.body.errors[0]).toMatch(/the primary refused the activation token: .*wrapping token is not valid.*\(an earlier attempt was answered 503: if the primary applied it after all, the token is spent; ask the primary for a new one\)/);
+      expect(front.seen).toEqual([503, 400]);
+      await untouched(c, 'dr');
+    } finally {
+      await front.close();
+      await c.stop();
     }
   }, 60_000);
 
