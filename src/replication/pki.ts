@@ -12,6 +12,7 @@
  */
 import { X509Certificate, createHash, randomBytes, webcrypto } from 'node:crypto';
 import { InvalidRequest } from '../core/errors.js';
+import { lazy } from '../core/lazy.js';
 
 export interface CaMaterial {
   readonly certPem: string;
@@ -33,16 +34,14 @@ export type LeafUsage = 'server' | 'client';
 
 const crypto = webcrypto;
 
-type X509 = typeof import('@peculiar/x509');
-let x509Module: Promise<X509> | undefined;
 /**
  * @peculiar/x509, and the reflect polyfill it needs first, loaded when the first certificate is
- * made: about 150 modules and 0.2 s of CPU that a node start does not pay until it needs them.
+ * made: about 170 modules and 0.2 s of CPU that a node start does not pay until it needs them.
  */
-function loadX509(): Promise<X509> {
-  x509Module ??= import('reflect-metadata').then(() => import('@peculiar/x509'));
-  return x509Module;
-}
+const loadX509 = lazy(async () => {
+  await import('reflect-metadata');
+  return import('@peculiar/x509');
+});
 const EC_KEY = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 const SIGNING = { name: 'ECDSA', hash: 'SHA-256' } as const;
 const DAY_MS = 86_400_000;

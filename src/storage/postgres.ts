@@ -55,15 +55,11 @@
  */
 import type pg from 'pg';
 import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
+import { lazy } from '../core/lazy.js';
 import { BackendFault, BatchRefused, type ValueTail, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
 
-type PgModule = typeof import('pg');
-let pgModule: Promise<PgModule> | undefined;
 /** The pg driver, loaded when PostgreSQL storage or an HA lease is first opened: a node on LevelDB never loads it. */
-export async function loadPg(): Promise<PgModule['default']> {
-  pgModule ??= import('pg');
-  return (await pgModule).default;
-}
+export const loadPg = lazy(async () => (await import('pg')).default);
 
 /** The schema version this code writes; it opens tables of this version or older. */
 export const SCHEMA_VERSION = 1;
