@@ -48,6 +48,11 @@ export interface Ctx {
    * it last connected to, not the address activation or update-primary gave.
    */
   resume?: boolean;
+  /**
+   * The operation names the primary cluster to follow from now on (activation, update-primary by
+   * token or by addresses): the secondary's list of its addresses starts afresh.
+   */
+  newPrimary?: boolean;
 }
 
 export abstract class DriverRole {
@@ -265,7 +270,7 @@ export abstract class DriverRole {
         const s = this.record.state;
         if (!m || s.mode !== 'secondary' || s.secondaryId === null) throw new InvalidRequest('this secondary holds no credentials to probe with; use token');
         const probe = { addrs: effect.addrs, tls: this.secondaryTls(m), secondaryId: s.secondaryId, clusterId: s.clusterId, connect: (o: { address: string; tls: TlsMaterial }) => this.o.transport.connect(o), log };
-        return probePrimaries(probe, (primary) => this.run({ type: 'probed', primary }, ctx));
+        return probePrimaries(probe, (primary) => this.run({ type: 'probed', primary }, { ...ctx, newPrimary: true }));
       }
     }
   }
@@ -330,12 +335,19 @@ export abstract class DriverRole {
    * The primary cluster's addresses of a secondary's loop: the one given (`clusterAddr`: by
    * activation, update-primary, or as persisted) always kept, every known one after it, and on a
    * resume the node last connected to dialled first. The bounded list is persisted when it changed.
+   *
+   * A new activation bundle (activation, or update-primary with a token) or an update-primary by
+   * addresses names the primary cluster this secondary follows from now on: the list starts
+   * afresh from the address given, and that cluster's replies fill it. Addresses of the cluster
+   * it left are not kept, or a restart before they aged out could dial a node of the old cluster
+   * that was never demoted, which would take the secondary back (issue 26 item 7).
    */
   protected async primaryAddrs(clusterAddr: string, ctx: Ctx): Promise<PrimaryAddrs> {
     const b = ctx.bundle;
     const before = this.record.secondary;
     const last = ctx.resume === true ? before?.connectedPrimaryClusterAddr : undefined;
-    const addrs = new PrimaryAddrs({ configured: clusterAddr, known: before?.knownPrimaryClusterAddrs ?? [], ...(last !== undefined ? { connected: last } : {}) });
+    const known = b === undefined && ctx.newPrimary !== true ? (before?.knownPrimaryClusterAddrs ?? []) : [];
+    const addrs = new PrimaryAddrs({ configured: clusterAddr, known, ...(last !== undefined ? { connected: last } : {}) });
     if (b) {
       this.record = { ...this.record, secondary: { caPem: b.ca_pem, certPem: b.cert_pem, keyPem: b.key_pem, serverName: b.server_name, knownPrimaryClusterAddrs: [...addrs.known] }, boxKey: undefined };
       await this.persist();

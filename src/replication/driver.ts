@@ -223,6 +223,22 @@ export class ReplicationDriver extends DriverRole {
     });
   }
 
+  /**
+   * A DR secondary promoted holds the performance primary role its old primary cluster had,
+   * with that cluster's `primary_cluster_addr`: this cluster's own is adopted (the promote's, or
+   * '' for the bound listener), so its performance secondaries are never told the old cluster's
+   * address, whose node, never demoted, would take them back (issue 26 item 7).
+   */
+  adoptClusterAddr(addr: string): Promise<void> {
+    return this.exclusive(async () => {
+      const s = this.record.state;
+      if (s.mode !== 'primary' || s.primaryClusterAddr === addr) return;
+      this.record = { ...this.record, state: { ...s, primaryClusterAddr: addr } };
+      await this.persist();
+      this.o.log.info({ primary_cluster_addr: addr }, `${this.policy.label} primary: the promoted cluster's own cluster address replaces the old primary cluster's`);
+    });
+  }
+
   promote(req: { force: boolean; primaryClusterAddr: string }): Promise<void> {
     return this.exclusive(async () => {
       const s = this.record.state;

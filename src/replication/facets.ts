@@ -64,6 +64,8 @@ export interface PathsFilterOperations {
 export interface CrossKindRules {
   /** Loads or unloads the performance role as the DR role requires. */
   syncPerformance(): Promise<void>;
+  /** After a DR promote: the performance primary role held takes this cluster's address. */
+  adoptPromotedClusterAddr(): Promise<void>;
   /** Why a performance operation is refused on this node now (crossKindRefusal), if it is. */
   performanceRefusal(): string | undefined;
   drMode(): string;
@@ -162,8 +164,13 @@ export function buildFacets(o: FacetOptions): Facets {
     await vault.ensureBatchKey();
   };
 
+  const drKind = kindOperations(drivers.dr, asIs, syncAfter, preparePerformancePrimary);
   const dr: DrOperations = {
-    ...kindOperations(drivers.dr, asIs, syncAfter, preparePerformancePrimary),
+    ...drKind,
+    promote: async (r) => {
+      await drKind.promote(r);
+      await rules.adoptPromotedClusterAddr();
+    },
     checkOperationToken: secondaryOnly(async (t: string, path: string) => {
       if (vault.isBatchToken(t)) return vault.checkBatchOperationToken(t, path);
       if (!(await tokens.validate(t))) throw new PermissionDenied('invalid DR operation token');

@@ -182,6 +182,11 @@ export class ReplicationUnit {
       drivers, vault, tokens, local: this.local, filters, engine, audit, events,
       rules: {
         syncPerformance: () => this.syncPerformance(),
+        adoptPromotedClusterAddr: async () => {
+          const { dr, performance } = drivers;
+          if (!performance.isLoaded || dr.state.mode !== 'primary') return;
+          await performance.adoptClusterAddr(dr.state.primaryClusterAddr);
+        },
         performanceRefusal: () => (this.loaded ? crossKindRefusal('performance', 'other', drivers.dr.state.mode) : undefined),
         drMode: () => this.mode('dr'),
         performanceMode: () => this.mode('performance'),

@@ -11,10 +11,10 @@
  */
 import { jest } from '@jest/globals';
 import { vaultClusterAddr } from '../../src/core/cluster-addr.js';
-import { enablePrimary, freePort } from '../harness/dr.js';
+import { enablePrimary, freePort, secondaryToken } from '../harness/dr.js';
 import { eventually } from '../harness/eventually.js';
 import { joinSecondary } from '../harness/cluster.js';
-import { inSync, replStatus, type Kind } from '../support/dr.js';
+import { DR, drOperationToken, inSync, PERF, replStatus, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
@@ -120,5 +120,78 @@ describe('secondaries follow their primary cluster to another address', () => {
     }
     expect(first.stats().refused).toBe(refusedBefore);
     expect(secondaries.map(([n, kind]) => merkleEvents(n, kind))).toEqual(merkleBefore);
+  });
+});
+
+describe('a secondary moved to another primary cluster never goes back to the one it left (issue 26 item 7)', () => {
+  const nodes: TestNode[] = [];
+  const proxies: TcpProxy[] = [];
+  afterEach(async () => {
+    for (const n of nodes.splice(0).reverse()) await n.stop();
+    for (const x of proxies.splice(0)) await x.close();
+  });
+
+  /**
+   * The old primary cluster: one node advertising two addresses (proxies in front of its one port,
+   * as HA membership gives), a performance secondary streaming from it that knows both, and a DR
+   * secondary behind a proxy of its own, promoted: the new primary cluster, with the same
+   * performance secondary set (what update-primary by token or by address moves to). The old node
+   * is never demoted.
+   */
+  async function moved(): Promise<{ old: TestNode; perf: TestNode; promoted: TestNode; a: TcpProxy; b: TcpProxy; c: TcpProxy }> {
+    const port = await freePort();
+    const drPort = await freePort();
+    const old = await startTestNode({ clusterAddr: `127.0.0.1:${port}` });
+    const perf = await startTestNode();
+    const dr = await startTestNode({ clusterAddr: `127.0.0.1:${drPort}` });
+    nodes.push(old, perf, dr);
+    const a = await startTcpProxy(`127.0.0.1:${port}`);
+    const b = await startTcpProxy(`127.0.0.1:${port}`);
+    const c = await startTcpProxy(`127.0.0.1:${drPort}`);
+    proxies.push(a, b, c);
+    old.node.replication.advertiseClusterAddrs(() => [a.address, b.address]);
+    dr.node.replication.advertiseClusterAddrs(() => [c.address]);
+    await enablePrimary(old.apiAddr, old.rootToken, a.address, 'dr');
+    await enablePrimary(old.apiAddr, old.rootToken, a.address, 'performance');
+    await joinSecondary(old, perf, 'perf-east', 'performance');
+    await joinSecondary(old, dr, 'dr-east', 'dr');
+    await eventually(async () => expect((await replStatus(perf, 'performance')).known_primary_cluster_addrs).toEqual([vaultClusterAddr(a.address), vaultClusterAddr(b.address)]));
+    await eventually(async () => expect((await replStatus(dr, 'dr')).last_wal).toBe((await replStatus(old, 'dr')).last_wal));
+    const op = await drOperationToken(dr, old.unsealKeys.slice(0, 2));
+    const r = await dr.call('POST', `${DR}/secondary/promote`, { dr_operation_token: op, primary_cluster_addr: c.address }, { token: null });
+    expect({ status: r.status, body: r.body }).toEqual({ status: 204, body: r.body });
+    return { old, perf, promoted: dr, a, b, c };
+  }
+
+  /**
+   * The secondary streams from `to` and knows only it; then `to` dies and the secondary's
+   * replication restarts (as a restart inside the old addresses' ageing window would): it retries
+   * `to` alone and never dials `a` or `b`.
+   */
+  async function expectNeverBack(perf: TestNode, to: TcpProxy, a: TcpProxy, b: TcpProxy): Promise<void> {
+    await eventually(async () => expect((await replStatus(perf, 'performance')).connection_state).toBe('ready'));
+    expect({ known: (await replStatus(perf, 'performance')).known_primary_cluster_addrs, a: a.address, b: b.address }).toEqual({ known: [vaultClusterAddr(to.address)], a: a.address, b: b.address });
+    const before = [a.stats().forwarded, b.stats().forwarded];
+    to.cut();
+    await perf.node.replication.stop();
+    await perf.node.replication.start();
+    await eventually(() => expect(to.stats().refused).toBeGreaterThanOrEqual(3));
+    expect([a.stats().forwarded, b.stats().forwarded]).toEqual(before);
+    expect(perf.node.replication.drivers.performance.material.secondary?.knownPrimaryClusterAddrs).toEqual([to.address]);
+  }
+
+  test('update-primary by token to the promoted DR cluster: the old addresses are forgotten at once, and a restart dials none of them', async () => {
+    const { old, perf, promoted, a, b, c } = await moved();
+    const token = await secondaryToken(promoted.apiAddr, old.rootToken, 'perf-east-moved', undefined, 'performance');
+    const up = await perf.call('POST', `${PERF}/secondary/update-primary`, { token });
+    expect({ status: up.status, body: up.body }).toEqual({ status: 204, body: up.body });
+    await expectNeverBack(perf, c, a, b);
+  });
+
+  test('update-primary by address to the promoted DR cluster: the list is the address given, and a restart dials none of the old ones', async () => {
+    const { perf, a, b, c } = await moved();
+    const r = await perf.call('POST', `${PERF}/secondary/update-primary`, { update_primary_addrs: [c.address] });
+    expect([200, 204]).toContain(r.status);
+    await expectNeverBack(perf, c, a, b);
   });
 });
