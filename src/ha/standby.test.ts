@@ -36,6 +36,7 @@ it('answers itself as soon as this node takes over, while the relay to the old a
     waitForLeaderMs: 3_000,
     loadTls: async () => ({ server: pki.serverTls, client: pki.clientTls('standby') }),
     connect: (o) => connectHa(o),
+    verifiedApiAddr: async () => undefined,
   });
   try {
     const started = Date.now();

@@ -47,6 +47,12 @@ export interface StandbyRelayOptions {
   readonly waitForLeaderMs: number;
   readonly loadTls: () => Promise<HaTls | undefined>;
   readonly connect: (o: { address: string; tls: TlsMaterial }) => RelayClient;
+  /**
+   * The API address the active node at a cluster address states over the cluster channel
+   * (verified-leader.ts), or undefined when it cannot be verified: a 307 goes only there, never to
+   * the lock row's `api_addr`.
+   */
+  readonly verifiedApiAddr: (clusterAddr: string) => Promise<string | undefined>;
 }
 
 function pathOf(url: string): string {
@@ -79,7 +85,11 @@ export class StandbyRelay implements StandbyGate {
     if (leader === SELF) return undefined;
     if (typeof leader === 'string') return errorRaw(503, leader);
     if (req.headers['x-vault-no-request-forwarding'] !== undefined) {
-      return { status: 307, headers: { location: `${leader.apiAddr.replace(/\/+$/, '')}${req.url}` }, body: Buffer.alloc(0) };
+      const apiAddr = await this.o.verifiedApiAddr(leader.clusterAddr);
+      if (apiAddr === undefined) {
+        return errorRaw(503, `${NO_ACTIVE}: the node at ${leader.clusterAddr} did not confirm over the cluster port that it is the active node, so this standby does not redirect (nothing was sent)`);
+      }
+      return { status: 307, headers: { location: `${apiAddr.replace(/\/+$/, '')}${req.url}` }, body: Buffer.alloc(0) };
     }
     const first = await this.relay(leader.clusterAddr, req);
     if (first !== NOT_SENT) return first;
@@ -114,6 +124,12 @@ export class StandbyRelay implements StandbyGate {
       if (Date.now() >= until) return problem === undefined ? NO_ACTIVE : `${NO_ACTIVE}: the HA lock in storage cannot be read (${problem})`;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+  }
+
+  /** Sends `req` to the node at `address` over the HA channel; undefined when it was not sent. */
+  async ask(address: string, req: RawRequest): Promise<RawReply | undefined> {
+    const reply = await this.relay(address, req);
+    return reply === NOT_SENT ? undefined : reply;
   }
 
   private async relay(address: string, req: RawRequest): Promise<RawReply | typeof NOT_SENT> {

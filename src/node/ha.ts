@@ -24,6 +24,7 @@ import { VERSION } from '../core/version.js';
 import { HaController } from '../ha/controller.js';
 import { StandbyRelay } from '../ha/standby.js';
 import { ensureHaTls, loadHaTls } from '../ha/tls.js';
+import { LEADER_PROBE, VerifiedLeader } from '../ha/verified-leader.js';
 import type { HaFacts, HaNodeInfo } from '../http/routes/ha.js';
 import { ZERO_TIME } from '../http/routes/ha.js';
 import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
@@ -199,7 +200,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     return run(req);
   };
 
-  const relay = new StandbyRelay({
+  const relay: StandbyRelay = new StandbyRelay({
     relayTarget: () => {
       const v = controller.view();
       if (v.mode === 'sealed') return undefined;
@@ -213,6 +214,12 @@ export function wireHa(o: WireHaOptions): NodeHa {
     waitForLeaderMs: o.fence.ttlMs + 1000,
     loadTls: () => loadHaTls(o.core.store()),
     connect: (c) => connectHa(c),
+    verifiedApiAddr: async (clusterAddr: string): Promise<string | undefined> => leaders.known(clusterAddr) ?? (await leaders.verify(clusterAddr)),
+  });
+  // Redirects and sys/leader name only the address the active node states over the cluster port.
+  const leaders: VerifiedLeader = new VerifiedLeader({ ask: (clusterAddr: string) => relay.ask(clusterAddr, LEADER_PROBE) });
+  controller.onChange((v) => {
+    if (v.mode !== 'active' && v.leaderRow !== undefined) void leaders.verify(v.leaderRow.clusterAddr);
   });
 
   const facts: HaFacts = {
@@ -222,7 +229,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
         return { isSelf: true, activeTime: new Date(v.activeSince ?? o.now()).toISOString(), leaderAddress: o.apiAddr(), leaderClusterAddress: `https://${o.clusterAddr}` };
       }
       const row = v.leaderRow;
-      return { isSelf: false, activeTime: ZERO_TIME, leaderAddress: row?.apiAddr ?? '', leaderClusterAddress: row === undefined ? '' : `https://${row.clusterAddr}` };
+      // The row's api_addr is never shown: only what the node at its cluster address confirmed.
+      const verified = row === undefined ? undefined : leaders.known(row.clusterAddr);
+      return { isSelf: false, activeTime: ZERO_TIME, leaderAddress: verified ?? '', leaderClusterAddress: row === undefined ? '' : `https://${row.clusterAddr}` };
     },
     standby: () => controller.view().mode !== 'sealed' && !controller.isActive(),
     problem: () => controller.storeProblem(),

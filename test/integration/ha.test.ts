@@ -8,6 +8,7 @@
  * keeps batching concurrent writes under the fence.
  */
 import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
 import { metricSample, vault } from '../harness/http.js';
 import { eventually } from '../harness/eventually.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
@@ -57,6 +58,45 @@ async function activeOf(all: readonly TestNode[], not?: TestNode): Promise<TestN
 }
 
 describe('HA on PostgreSQL', () => {
+  it('redirects and names in sys/leader only the address the active node states over the cluster port, never the lock row\'s (issue 26 item 8)', async () => {
+    const { url, all } = await cluster('ha_row_tamper');
+    const active = await activeOf(all);
+    const standby = all.find((n) => n !== active) as TestNode;
+    const evil = 'http://evil.invalid:8200';
+    // Something that is not a member listens at the cluster address the row is changed to.
+    const stranger = net.createServer((s) => s.destroy());
+    await new Promise<void>((resolve) => stranger.listen(0, '127.0.0.1', resolve));
+    const strangerAddr = `127.0.0.1:${(stranger.address() as AddressInfo).port}`;
+    const realCluster = (await sqlRows<{ cluster_addr: string }>(url, 'SELECT cluster_addr FROM vault_ha_locks'))[0]!.cluster_addr;
+    const redirectOf = async () => {
+      const agent = new http.Agent();
+      try {
+        return await vault(standby.apiAddr, standby.rootToken, { agent }).get('sys/mounts', { headers: { 'X-Vault-No-Request-Forwarding': 'true' } });
+      } finally {
+        agent.destroy();
+      }
+    };
+    try {
+      // Whoever can write the row points it elsewhere: the standby reads it (its cluster address
+      // shows), but names no API address and redirects nowhere: the stranger confirmed nothing.
+      await sqlRows(url, 'UPDATE vault_ha_locks SET api_addr = $1, cluster_addr = $2', [evil, strangerAddr]);
+      await eventually(async () => expect((await standby.call('GET', 'sys/leader', undefined, { token: null })).body.leader_cluster_address).toBe(`https://${strangerAddr}`), { timeoutMs: 10_000 });
+      expect((await standby.call('GET', 'sys/leader', undefined, { token: null })).body.leader_address).toBe('');
+      const refused = await redirectOf();
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('location')).toBeNull();
+      // The row's cluster address back, its api_addr still forged: the address the active node
+      // states is the one named and redirected to.
+      await sqlRows(url, 'UPDATE vault_ha_locks SET cluster_addr = $1', [realCluster]);
+      await eventually(async () => expect((await standby.call('GET', 'sys/leader', undefined, { token: null })).body).toMatchObject({ leader_cluster_address: `https://${realCluster}`, leader_address: active.apiAddr }), { timeoutMs: 10_000 });
+      const redirect = await redirectOf();
+      expect(redirect.status).toBe(307);
+      expect(redirect.headers.get('location')).toBe(`${active.apiAddr}/v1/sys/mounts`);
+    } finally {
+      await new Promise((resolve) => stranger.close(resolve));
+    }
+  });
+
   it('has one active node; standbys relay to it, answer 307 on request, and say 429 in health', async () => {
     const { all } = await cluster('ha_basic');
     const active = await activeOf(all);
