@@ -40,6 +40,15 @@ export interface HaControllerOptions {
   readonly echoMs?: number;
   /** Members that have not echoed for this long are not members (ms). Default 15 s. */
   readonly memberMaxAgeMs?: number;
+  /** Renews the lease from another thread while this one stalls (lease-keeper.ts); none: this thread alone. */
+  readonly keeper?: LeaseKeeping;
+}
+
+/** What the controller needs of the lease keeper (lease-keeper.ts). */
+export interface LeaseKeeping {
+  keep(holder: string, epoch: number): void;
+  drop(): void;
+  renewedFrom(epoch: number): number | undefined;
 }
 
 /** What sys/leader, sys/ha-status, health and metrics show. */
@@ -238,14 +247,31 @@ export class HaController {
   /** Steps the machine; effects are queued on the chain in order. */
   private feed(event: Event): void {
     if (this.stopped) return;
+    // What the keeper renewed while this thread was busy counts before any deadline is checked.
+    this.absorbKeeper();
     const before = this.state.mode;
     const r = step(this.state, event);
     this.state = r.state;
+    this.syncKeeper();
     for (const effect of r.effects) this.enqueue(effect);
     if (r.state.mode !== before) {
       this.o.log.info({ from: before, to: r.state.mode, epoch: r.state.epoch }, 'HA mode changed');
       this.changed();
     }
+  }
+
+  private absorbKeeper(): void {
+    const s = this.state;
+    if (s.mode !== 'active' || this.o.keeper === undefined) return;
+    const sentAt = this.o.keeper.renewedFrom(s.epoch);
+    if (sentAt !== undefined) this.state = step(s, { type: 'leaseExtended', epoch: s.epoch, sentAt }).state;
+  }
+
+  /** The keeper renews exactly while the machine is active, under its holder and epoch. */
+  private syncKeeper(): void {
+    const s = this.state;
+    if (s.mode === 'active') this.o.keeper?.keep(s.holder, s.epoch);
+    else this.o.keeper?.drop();
   }
 
   private enqueue(effect: Effect): void {

@@ -19,9 +19,10 @@ import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { Unavailable } from '../core/errors.js';
-import type { LeaseOptions } from '../core/ha/lease.js';
+import { leaseOptions, type LeaseOptions } from '../core/ha/lease.js';
 import { VERSION } from '../core/version.js';
 import { HaController } from '../ha/controller.js';
+import { LeaseKeeper } from '../ha/lease-keeper.js';
 import { StandbyRelay } from '../ha/standby.js';
 import { ensureHaTls, loadHaTls } from '../ha/tls.js';
 import { LEADER_PROBE, VerifiedLeader } from '../ha/verified-leader.js';
@@ -54,6 +55,10 @@ export function leaseTimings(ttlMs: number): Partial<LeaseOptions> {
 /** The lease store and the guard the data backend runs in every batch; the controller binds later. */
 export interface HaFence {
   readonly lease: LeaseStore;
+  /** Renews the lease from a worker thread while the main thread stalls (undefined: main thread only). */
+  readonly keeper: LeaseKeeper | undefined;
+  /** Closes the keeper and the lease store. */
+  close(): Promise<void>;
   readonly guard: BatchGuard;
   readonly ttlMs: number;
   bind(state: () => FenceState, fenced: (epoch: number) => void): void;
@@ -69,11 +74,30 @@ export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log
     onConnectRetry: (r) =>
       log.warn({ connection_url: redactConnectionUrl(pg.connectionUrl), ha_table: pg.haTable, attempt: r.attempt, retry_in_ms: r.delayMs, err: r.reason }, 'PostgreSQL unreachable (HA lease); retrying'),
   });
+  const timings = leaseOptions(leaseTimings(ttlMs));
+  const keeper = await LeaseKeeper.start({
+    connectionUrl: pg.connectionUrl,
+    table: pg.haTable,
+    statementTimeoutMs: Math.max(250, Math.floor(ttlMs / 2)),
+    ttlMs,
+    renewMs: timings.renewMs,
+    // Tolerates a stall of about this plus ttl - margin (2.5 s with a 2 s lease) without a step-down.
+    stallLimitMs: Math.floor(ttlMs / 2),
+    log,
+  }).catch((e: unknown) => {
+    log.warn({ err: (e as Error).message }, 'HA: the lease keeper thread did not start; the lease is renewed from the main thread only');
+    return undefined;
+  });
   // Until the controller binds: not competing, so only writes while no node is active (init).
   let state: () => FenceState = () => ({ mode: 'sealed' });
   let fenced: (epoch: number) => void = () => undefined;
   return {
     lease,
+    keeper,
+    async close() {
+      await keeper?.close();
+      await lease.close();
+    },
     ttlMs,
     guard: lease.fence(() => state(), (epoch) => fenced(epoch)),
     bind(s, f) {
@@ -143,6 +167,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     log: o.log.child({ ha: true }),
     now: o.now,
     memberMaxAgeMs: MEMBER_MAX_AGE_MS,
+    ...(o.fence.keeper !== undefined ? { keeper: o.fence.keeper } : {}),
     lease: leaseTimings(o.fence.ttlMs),
     role: {
       start: async () => {

@@ -127,7 +127,7 @@ async function openStorage(config: NodeConfig, now: () => number, log: Logger): 
   try {
     backend = await openBackend(config, log, fence?.guard);
   } catch (e) {
-    await fence?.lease.close();
+    await fence?.close();
     throw e;
   }
   let metrics: NodeMetrics | undefined;
@@ -152,7 +152,7 @@ async function openStorage(config: NodeConfig, now: () => number, log: Logger): 
     async close() {
       await engine.close();
       await backend.close();
-      await fence?.lease.close();
+      await fence?.close();
     },
   };
 }

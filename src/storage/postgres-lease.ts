@@ -78,6 +78,11 @@ export interface LeaseStore {
   acquire(me: LeaseCandidate, ttlMs: number): Promise<AcquireResult>;
   /** true: renewed; false: the row is gone or names another holder or epoch. Rejects when unreachable. */
   renew(holder: string, epoch: number, ttlMs: number): Promise<boolean>;
+  /**
+   * As `renew`, but only while the row is still live: never brings back a lease that expired or
+   * was released (the lease keeper's renewals, which may land after the active role stopped).
+   */
+  extend(holder: string, epoch: number, ttlMs: number): Promise<boolean>;
   /** Deletes the row if it still holds this holder and epoch. */
   release(holder: string, epoch: number): Promise<void>;
   /** The live row, or undefined when none is (missing or expired). */
@@ -192,6 +197,14 @@ class PostgresLease implements LeaseStore {
   async renew(holder: string, epoch: number, ttlMs: number): Promise<boolean> {
     const r = await this.pool.query(
       `UPDATE ${this.q} SET valid_until = now() + make_interval(secs => $4::double precision / 1000) WHERE ha_key = $1 AND holder = $2 AND epoch = $3`,
+      [LEADER, holder, epoch, ttlMs],
+    );
+    return r.rowCount === 1;
+  }
+
+  async extend(holder: string, epoch: number, ttlMs: number): Promise<boolean> {
+    const r = await this.pool.query(
+      `UPDATE ${this.q} SET valid_until = now() + make_interval(secs => $4::double precision / 1000) WHERE ha_key = $1 AND holder = $2 AND epoch = $3 AND valid_until > now()`,
       [LEADER, holder, epoch, ttlMs],
     );
     return r.rowCount === 1;

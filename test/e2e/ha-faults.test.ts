@@ -12,12 +12,9 @@
  * - PostgreSQL stopped under writers and started again: writes answer 503 (never 500), sys/health
  *   says why, and the nodes write again without a restart, every acknowledged write present.
  */
-import { randomBytes } from 'node:crypto';
 import { jest } from '@jest/globals';
-import pg from 'pg';
-import { decodeEntry } from '../../src/core/wal.js';
-import { Keys } from '../../src/storage/keyspace.js';
 import { eventually, initAndUnseal, mountKv2, unseal, useHarness, vault, type StartedNode } from '../harness/index.js';
+import { expectAllPresent, walEpochs, writer } from '../support/ha-load.js';
 import { usePostgres } from '../support/postgres.js';
 
 jest.setTimeout(180_000);
@@ -62,63 +59,6 @@ async function activeOf(nodes: readonly StartedNode[], not?: StartedNode): Promi
     },
     { timeoutMs: 20_000, intervalMs: 50 },
   );
-}
-
-/** A writer of distinct keys and one counter through `addr`, until `stop()`. */
-function writer(addr: string, root: string, name: string) {
-  const v = vault(addr, root);
-  const acked = new Map<string, string>();
-  const statuses = new Set<number>();
-  let last = -1;
-  let stopping = false;
-  const run = (async () => {
-    for (let i = 0; !stopping; i++) {
-      const value = `${name}-${i}-${randomBytes(6).toString('hex')}`;
-      try {
-        const r = await v.put(`secret/data/${name}/k${i}`, { data: { v: value } });
-        statuses.add(r.status);
-        if (r.status === 200) acked.set(`${name}/k${i}`, value);
-        const c = await v.put(`secret/data/${name}/counter`, { data: { n: i } });
-        if (c.status === 200) last = i;
-      } catch {
-        // The node it writes through is gone (connection refused): keep trying.
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    }
-  })();
-  return {
-    acked,
-    statuses,
-    last: () => last,
-    async stop() {
-      stopping = true;
-      await run;
-    },
-  };
-}
-
-async function expectAllPresent(addr: string, root: string, acked: ReadonlyMap<string, string>): Promise<void> {
-  const v = vault(addr, root);
-  const lost: string[] = [];
-  for (const [key, value] of acked) {
-    const r = await v.get(`secret/data/${key}`);
-    if (r.body?.data?.data?.v !== value) lost.push(`${key}: ${r.status}`);
-  }
-  expect(lost).toEqual([]);
-}
-
-/** The epoch of every WAL entry in the database, in index order. */
-async function walEpochs(url: string): Promise<number[]> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    const from = Buffer.from(Keys.walPrefix, 'utf8');
-    const to = Buffer.from('w0', 'utf8');
-    const rows = await c.query<{ value: Buffer }>('SELECT value FROM vault_kv_store WHERE key >= $1 AND key < $2 ORDER BY key', [from, to]);
-    return rows.rows.map((r) => decodeEntry(r.value).epoch);
-  } finally {
-    await c.end();
-  }
 }
 
 test('kill -9 of the active node under 16 writers: a standby takes over, no acknowledged write is lost', async () => {

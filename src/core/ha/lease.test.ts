@@ -281,3 +281,39 @@ describe('leadership', () => {
     expect(leadership(a.state, T0 + renewMs + 30)).toEqual({ mode: 'active', isSelf: true, activeSince: T0, leader: undefined, leaseAgeMs: 30 });
   });
 });
+
+describe('the lease keeper\'s renewals (leaseExtended)', () => {
+  it('a renewal the keeper made while the driver was stalled moves the deadline; one of another epoch or older does not', () => {
+    const n = node();
+    n.activate(T0, 3);
+    // The main thread stalls past its own deadline, but the keeper renewed meanwhile.
+    expect(n.act({ type: 'leaseExtended', epoch: 3, sentAt: T0 + 1_000 })).toEqual([]);
+    expect(deadlineOf(n.state as never)).toBe(T0 + 1_000 + ttlMs - marginMs);
+    expect(n.act({ type: 'tick', now: T0 + ttlMs - marginMs + 100 })).toEqual([{ type: 'renew' }]);
+    expect(n.state.mode).toBe('active');
+    // Stale or foreign: ignored.
+    n.act({ type: 'leaseExtended', epoch: 2, sentAt: T0 + 5_000 });
+    n.act({ type: 'leaseExtended', epoch: 3, sentAt: T0 + 500 });
+    expect(deadlineOf(n.state as never)).toBe(T0 + 1_000 + ttlMs - marginMs);
+  });
+
+  it('a late answer to the driver\'s own renewal, sent before the keeper\'s, never moves the deadline back', () => {
+    const n = node();
+    n.activate(T0, 1);
+    expect(n.act({ type: 'tick', now: T0 + renewMs })).toEqual([{ type: 'renew' }]);
+    n.act({ type: 'renewSent', now: T0 + renewMs });
+    n.act({ type: 'leaseExtended', epoch: 1, sentAt: T0 + renewMs + 900 });
+    n.act({ type: 'renewed', sentAt: T0 + renewMs });
+    expect(deadlineOf(n.state as never)).toBe(T0 + renewMs + 900 + ttlMs - marginMs);
+  });
+
+  it('a standby, a sealed node and one in cooldown ignore it', () => {
+    const sealed = node();
+    expect(sealed.act({ type: 'leaseExtended', epoch: 1, sentAt: T0 })).toEqual([]);
+    expect(sealed.state.mode).toBe('sealed');
+    const standby = node();
+    standby.act({ type: 'unsealed', now: T0 });
+    expect(standby.act({ type: 'leaseExtended', epoch: 1, sentAt: T0 })).toEqual([]);
+    expect(standby.state.mode).toBe('standby');
+  });
+});

@@ -135,6 +135,8 @@ export type Event =
   | { readonly type: 'renewError'; readonly now: number }
   // A commit found this epoch's lease not current: someone else has taken over.
   | { readonly type: 'fenceRefused'; readonly epoch: number }
+  // The lease keeper's thread renewed the row under this epoch; it sent the request at `sentAt`.
+  | { readonly type: 'leaseExtended'; readonly epoch: number; readonly sentAt: number }
   | { readonly type: 'stepDown'; readonly now: number };
 
 export type EventType = Event['type'];
@@ -281,6 +283,7 @@ function stepStandby(s: Standby, e: Event): StepResult {
     case 'renewError':
     case 'fenceRefused':
     case 'stepDown':
+    case 'leaseExtended':
       // A standby has no lease to renew or give up; sys/step-down is forwarded to the active node.
       return same(s);
   }
@@ -300,7 +303,13 @@ function stepActive(s: Active, e: Event): StepResult {
       return { state: { ...s, renew: { phase: 'sent', sentAt: e.now } }, effects: [] };
     case 'renewed':
       if (s.renew?.phase !== 'sent' || s.renew.sentAt !== e.sentAt) return same(s);
-      return { state: { ...s, renew: null, renewedFrom: e.sentAt, nextRenewAt: e.sentAt + s.options.renewMs }, effects: [] };
+      // Never backwards: the keeper may have renewed later than this request was sent.
+      return { state: { ...s, renew: null, renewedFrom: Math.max(s.renewedFrom, e.sentAt), nextRenewAt: e.sentAt + s.options.renewMs }, effects: [] };
+    case 'leaseExtended':
+      // The database accepted a renewal of this holder and epoch sent at `sentAt`: the lease is
+      // safe until sentAt + ttlMs, whoever sent it.
+      if (e.epoch !== s.epoch || e.sentAt <= s.renewedFrom) return same(s);
+      return same({ ...s, renewedFrom: e.sentAt });
     case 'renewError':
       // The lease may still be ours: retry soon, and the deadline above stops us if it is not.
       if (s.renew === null) return same(s);
