@@ -32,9 +32,10 @@
  * and read through each of a1-a3 (a standby relays to the active node) and through c. Faults
  * (HA_FAULTS), each from the steady state (one active node per cluster, both secondaries
  * streaming): SIGKILL + restart + unseal of a cluster's active node, SIGSTOP past its lease and
- * SIGCONT, sys/step-down on the primary cluster's active node, a cluster's PostgreSQL stopped and
- * started again. The final primary and DR secondary are each cluster's active node at the end; the
- * checker is the same.
+ * SIGCONT, its event loop blocked for less than its lease (SIGUSR2 to a preloaded test handler,
+ * test/support/stall-on-signal.mjs: no takeover may follow), sys/step-down on the primary
+ * cluster's active node, a cluster's PostgreSQL stopped and started again. The final primary and
+ * DR secondary are each cluster's active node at the end; the checker is the same.
  */
 import http from 'node:http';
 import { existsSync } from 'node:fs';
@@ -63,6 +64,7 @@ const PERF_SECONDARIES = ['c', 'd'];
 /** Each performance secondary's own mount: always in its filter; the filter fault adds or removes the other one. */
 const HOME_MOUNT = { c: 'secret', d: 'other' };
 const OP_TIMEOUT_MS = 3_000;
+const STALL_PRELOAD = join(repoRoot, 'test/support/stall-on-signal.mjs');
 
 /**
  * One workload request with a deadline: resolves { status, body } or { timeout: true } or { netError }.
@@ -258,8 +260,12 @@ class HaTopology {
       ...this.ports[n], readyTimeoutMs: 60_000,
       replication: { walMaxEntries: cluster === undefined ? 100_000 : this.walMax, walMaxBytes: 268_435_456 },
       ...(cluster ? { postgresql: { connectionUrl: this.pg[cluster].url, haEnabled: true, haLeaseTtl: HA_LEASE_TTL } } : {}),
+      // SIGUSR2 blocks the node's event loop for the ms in its stall file (the active-stall fault).
+      ...(cluster ? { nodeArgs: ['--import', STALL_PRELOAD], env: { TESSERA_TEST_STALL_FILE: this.stallFile(n) } } : {}),
     };
   }
+
+  stallFile(n) { return join(this.dir, `${n}.stall-ms`); }
 
   async start() {
     if (!postgresAvailable()) throw new Error('the HA topology needs PostgreSQL 15 (/usr/lib/postgresql/15/bin): apt-get install -y postgresql-15');
@@ -478,6 +484,11 @@ async function runFault(topo, fault, log) {
     process.kill(node.pid, 'SIGSTOP');
     await delay(holdMs);
     process.kill(node.pid, 'SIGCONT');
+  } else if (type === 'active-stall') {
+    // The event loop blocked for less than the lease: the keeper's thread renews meanwhile.
+    await writeFile(topo.stallFile(target), String(holdMs));
+    process.kill(node.pid, 'SIGUSR2');
+    await delay(holdMs);
   } else if (type === 'step-down') {
     await must(vault(topo.api(target), topo.root).request('PUT', 'sys/step-down', { body: {} }), [204]);
   } else if (type === 'pg-restart') {

@@ -289,6 +289,27 @@ export function wireHa(o: WireHaOptions): NodeHa {
       .finally(() => (following = undefined));
   };
 
+  /**
+   * The active node's HA certificates went with a wipe (a DR secondary's activation replaces the
+   * store and its keyring): made again and served, so its standbys can relay and confirm it
+   * (verified-leader.ts). Checked on the follow timer; a read of one cached key.
+   */
+  let renewingTls: Promise<unknown> | undefined;
+  const keepHaTls = (): void => {
+    if (renewingTls !== undefined || !controller.isActive() || serving === undefined) return;
+    renewingTls = (async () => {
+      if ((await loadHaTls(o.core.store())) !== undefined) return;
+      const tls = await ensureHaTls(o.core.store(), o.now());
+      const listener = o.clusterListener();
+      if (!controller.isActive() || listener === undefined) return;
+      // Replaces the registration served with the certificates that went.
+      serving = await listener.serveHa({ tls: tls.server, forward: (req) => execute(req) });
+      o.log.info('HA: the cluster\'s HA certificates were made again (the store was replaced) and are served');
+    })()
+      .catch((e: unknown) => o.log.warn({ err: (e as Error).message }, 'HA: could not make the HA certificates again'))
+      .finally(() => (renewingTls = undefined));
+  };
+
   return {
     controller,
     relay,
@@ -297,7 +318,10 @@ export function wireHa(o: WireHaOptions): NodeHa {
     execute,
     start: () => {
       controller.start();
-      followTimer = setInterval(follow, FOLLOW_MS);
+      followTimer = setInterval(() => {
+        follow();
+        keepHaTls();
+      }, FOLLOW_MS);
       followTimer.unref();
     },
     async stop() {

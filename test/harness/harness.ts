@@ -399,6 +399,9 @@ export interface FixedNodeOptions {
   readonly readyTimeoutMs?: number;
   /** PostgreSQL storage (an HA cluster's nodes share one database). */
   readonly postgresql?: PostgresqlBlock;
+  /** Node.js options before the script (a test preload: `--import FILE`). */
+  readonly nodeArgs?: readonly string[];
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -419,6 +422,8 @@ export async function fixedNodeOptions(dir: string, name: string, o: FixedNodeOp
     readyTimeoutMs: o.readyTimeoutMs ?? 30_000,
     ...(o.replication !== undefined ? { replication: o.replication } : {}),
     ...(o.postgresql !== undefined ? { postgresql: o.postgresql } : {}),
+    ...(o.nodeArgs !== undefined ? { nodeArgs: o.nodeArgs } : {}),
+    ...(o.env !== undefined ? { env: o.env } : {}),
   };
 }
 

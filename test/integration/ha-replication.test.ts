@@ -97,6 +97,8 @@ describe('replication follows the active node', () => {
     // After activation the secondary cluster is sealed by the primary's keys: its standby unseals with them.
     await unseal(s2, p.unsealKeys, p.rootToken);
     const applied = (await inSync(p, s1, { kind: 'dr', streaming: true })).last_remote_wal;
+    // The standby names the active node (it confirmed itself over the cluster port).
+    await eventually(async () => expect((await s2.call('GET', 'sys/leader', undefined, { token: null })).body).toMatchObject({ is_self: false, leader_address: s1.apiAddr }), { timeoutMs: 10_000 });
     // The active node of the secondary cluster goes away (as on SIGTERM).
     await s1.stop();
     await waitActive(s2);
