@@ -24,7 +24,9 @@
  * module never lowers it, whatever `sync` says) means the commit record is flushed to the
  * server's WAL. A batch that rejects before its commit was sent left nothing; a commit (or the
  * one statement) that fails or whose answer is lost (connection dropped) has an unknown outcome:
- * it rejects with BackendFault and the engine fails closed, as for a LevelDB write error.
+ * it rejects with BackendFault and the engine fails closed, as for a LevelDB write error. A
+ * statement PostgreSQL refuses for the batch's own data (SQLSTATE class 22, 23 or 54: refusedData)
+ * rolled back and left the server fine: it rejects with WriteRefused (400), which is no fault.
  *
  * The guard (the seam for the HA fence): `guard` given at open runs inside every batch's
  * transaction before its writes; when it refuses, nothing of the batch is written and the batch
@@ -56,7 +58,7 @@
 import type pg from 'pg';
 import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
 import { lazy } from '../core/lazy.js';
-import { BackendFault, BatchRefused, type ValueTail, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
+import { BackendFault, BatchRefused, WriteRefused, type ValueTail, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
 
 /** The pg driver, loaded when PostgreSQL storage or an HA lease is first opened: a node on LevelDB never loads it. */
 export const loadPg = lazy(async () => (await import('pg')).default);
@@ -201,6 +203,18 @@ export function isUnreachable(e: unknown): boolean {
   if (code !== undefined && UNREACHABLE_CODES.has(code)) return true;
   const msg = e instanceof Error ? e.message : String(e);
   return UNREACHABLE_MESSAGES.some((re) => re.test(msg));
+}
+
+/**
+ * True when PostgreSQL refused a statement for the data it carries and rolled it back: SQLSTATE
+ * class 22 (data exception), 23 (integrity constraint violation) or 54 (program limit exceeded,
+ * e.g. 54000 "index row size exceeds btree maximum"). The server and the connection are fine and
+ * nothing was written; every other failure (connection, I/O, resources, an unknown commit outcome)
+ * is a fault of the database itself.
+ */
+export function refusedData(e: unknown): boolean {
+  const code = codeOf(e);
+  return code !== undefined && /^(22|23|54)[0-9A-Z]{3}$/.test(code);
 }
 
 function codeOf(e: unknown): string | undefined {
@@ -619,6 +633,7 @@ class PostgresBackend extends PgView implements Backend {
     try {
       rows = (await this.shared.pool.query<{ ok: boolean }>(text, values)).rows;
     } catch (e) {
+      if (refusedData(e)) throw new WriteRefused(scrub(pgReason(e), this.shared.password));
       // The statement is its own transaction: failed, or its commit's outcome is unknown.
       throw this.fault(`${what} (outcome unknown)`, e);
     }
@@ -663,6 +678,7 @@ class PostgresBackend extends PgView implements Backend {
       // when it went back already). A guard callback may throw BatchRefused itself.
       this.shared.release(client, e);
       if (e instanceof BatchRefused) throw e;
+      if (refusedData(e)) throw new WriteRefused(scrub(pgReason(e), this.shared.password));
       throw this.fault(committing ? `${what} (COMMIT outcome unknown)` : what, e);
     }
   }
