@@ -1,7 +1,10 @@
 /**
  * The key and value contract (contract.ts) on both engines, LevelDB in a temp dir and a private
  * PostgreSQL 15: the longest key and value commit and read back, one byte more is refused with
- * the same 400 before it joins a batch, and its batch neighbours commit.
+ * the same 400 before it joins a batch, and its batch neighbours commit; a secondary on either
+ * engine applies what a primary on either engine holds, by streaming (applyEntries) and by a
+ * Merkle sync (installChunk / installSnapshot), including a key longer than the contract written
+ * before it existed.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -12,7 +15,9 @@ import { ErrorCode, TesseraError } from '../core/errors.js';
 import type { WalOp } from '../core/wal.js';
 import type { Backend } from './backend.js';
 import { KeyTooLarge, MAX_KEY_BYTES, MAX_VALUE_BYTES, ValueTooLarge } from './contract.js';
+import { rootFromData } from './engine.fixtures.js';
 import { StorageEngine, type EngineOptions } from './engine.js';
+import { Keys } from './keyspace.js';
 import { openLevelBackend } from './leveldb.js';
 import { openPostgresBackend } from './postgres.js';
 
@@ -95,5 +100,57 @@ describe.each(ENGINES.map((e) => [e]))('the key and value contract on %s', (engi
     await e.commitRaw([{ type: 'del', key: tooLongKey }]);
     expect((await e.readWal(1n, 10)).map((x) => x.ops.map((op) => op.key))).toEqual([[key], ['kv/good/1'], ['kv/good/2'], [tooLongKey]]);
     await e.close();
+  });
+});
+
+describe.each([
+  ['leveldb', 'postgresql'],
+  ['postgresql', 'leveldb'],
+] as Array<[Engine, Engine]>)('a %s primary and a %s secondary', (primaryEngine, secondaryEngine) => {
+  /**
+   * A primary holding the longest key and value the contract allows, a key of 9,000 bytes stored
+   * before the contract existed (written here with the contract raised), and ordinary keys.
+   */
+  async function primaryWithLongKeys(): Promise<{ p: StorageEngine; pb: Backend; keys: string[] }> {
+    const pb = await backendOn(primaryEngine);
+    const p = await StorageEngine.open(pb, { ...opts, limits: { maxKeyBytes: 1 << 20, maxValueBytes: MAX_VALUE_BYTES } });
+    const keys = [longKey('longest/', MAX_KEY_BYTES), longKey('legacy/', 9_000), longKey('local/legacy/', 3_000)];
+    await p.commitRaw([putOp(keys[0] as string, randomBytes(MAX_VALUE_BYTES))]);
+    await p.commitRaw([putOp(keys[1] as string, randomBytes(100)), putOp('short/1', Buffer.from('1'))]);
+    await p.commitRaw([putOp(keys[2] as string, randomBytes(100)), putOp(`${keys[1]}/child`, Buffer.from('c'))]);
+    return { p, pb, keys };
+  }
+
+  it('streaming applies every entry, and the secondary matches the primary', async () => {
+    const { p, keys } = await primaryWithLongKeys();
+    const s = await StorageEngine.open(await backendOn(secondaryEngine), opts);
+    await s.applyEntries(await p.readWal(1n, 1));
+    await s.applyEntries(await p.readWal(2n, 100));
+    expect(s.lastGuard()).toEqual(p.lastGuard());
+    expect(s.merkleRoot()).toEqual(p.merkleRoot());
+    for (const k of keys) expect((await s.readRaw(k))?.equals((await p.readRaw(k)) as Buffer)).toBe(true);
+    expect(await s.listKeys('')).toEqual(await p.listKeys(''));
+    // The secondary, promoted, deletes what its primary stored before the contract.
+    await s.commitRaw([{ type: 'del', key: keys[1] as string }]);
+    expect(await s.readRaw(keys[1] as string)).toBeUndefined();
+    await s.close();
+    await p.close();
+  });
+
+  it('a Merkle sync (what an activation runs) installs every key, and the roots match the data', async () => {
+    const { p, pb, keys } = await primaryWithLongKeys();
+    const sb = await backendOn(secondaryEngine);
+    const s = await StorageEngine.open(sb, opts);
+    await s.commitRaw([putOp('stale/only-here', Buffer.from('x'))]);
+    // What merkle-sync sends: the primary's stored ciphertext of every key (the primary is idle).
+    const ops: WalOp[] = [];
+    for await (const [k, v] of pb.iterate({ gte: Keys.valuePrefix, lt: 'v0' })) ops.push(putOp(Keys.logicalOf(k), v));
+    await s.installChunk([{ type: 'del', key: 'stale/only-here' }, ...ops.slice(0, 2)]);
+    await s.installSnapshot(ops.slice(2), p.lastGuard());
+    expect(s.merkleRoot()).toEqual(p.merkleRoot());
+    expect(await rootFromData(sb)).toEqual(p.merkleRoot());
+    for (const k of keys) expect((await s.readRaw(k))?.equals((await p.readRaw(k)) as Buffer)).toBe(true);
+    await s.close();
+    await p.close();
   });
 });
