@@ -12,7 +12,8 @@
  * entry holds at most 2704 bytes; the longest stored key is a Merkle leaf's, the logical key plus
  * 11 bytes of `m/<tree>/l/<page><sub>/`), and well under what LevelDB takes; the value limit is
  * above anything a request of Vault's default `max_request_size` (32 MiB) can produce, and far
- * under PostgreSQL's 1 GB per field. The texts are Vault's physical-layer errors (sdk/physical
+ * under PostgreSQL's 1 GB per field and the replication channel's 64 MiB message (MAX_MESSAGE_BYTES),
+ * so a WAL entry of one such value streams to a secondary. The texts are Vault's physical-layer errors (sdk/physical
  * ErrKeyTooLarge / ErrValueTooLarge) with the sizes, as its integrated storage words them.
  *
  * Entries a primary already committed are not checked again where they are applied (a secondary's
