@@ -38,6 +38,18 @@ export class BatchRefused extends TesseraError {
   }
 }
 
+/**
+ * The store refused the batch for the data it carries (PostgreSQL: a data exception, an integrity
+ * violation or a program limit, SQLSTATE classes 22, 23 and 54), and rolled it back: nothing of it
+ * was written and the store itself is fine, so this is no storage fault. 400: the engine retries
+ * the batch's transactions one by one, and only the write the store refuses fails.
+ */
+export class WriteRefused extends TesseraError {
+  constructor(readonly reason: string) {
+    super(ErrorCode.invalidRequest, `put failed: the storage refused the write: ${reason}`);
+  }
+}
+
 export type BatchOp =
   | { readonly type: 'put'; readonly key: string; readonly value: Buffer }
   | { readonly type: 'del'; readonly key: string };

@@ -4,6 +4,7 @@
  *   const engine = await StorageEngine.open(backend, { walMaxEntries: 100_000, walMaxBytes: 256 << 20 });
  *   await engine.reindex({ skipFlush: true });
  */
+import type { WriteLimits } from './contract.js';
 import type { ReindexOptions } from './merkle-check.js';
 
 export interface EngineOptions {
@@ -19,6 +20,8 @@ export interface EngineOptions {
    * state (PostgreSQL's transactions), so re-reading settles what was written. LevelDB: false.
    */
   readonly settlesOnReload?: boolean;
+  /** The key and value contract commits are checked against (contract.ts); WRITE_LIMITS unless given (tests change it). */
+  readonly limits?: WriteLimits;
 }
 
 export interface ReindexRequest extends ReindexOptions {

@@ -2,17 +2,18 @@
  * The engine's durability tests of engine.level.test.ts on the PostgreSQL Backend (a private
  * PostgreSQL 15, test/support/postgres.ts): reopen keeps data, root, guard and WAL; concurrent
  * commits chain; a secondary on LevelDB applying a PostgreSQL primary's WAL matches it; a
- * refused guard fails the engine closed with nothing written.
+ * refused guard fails the engine closed with nothing written; a batch with one write PostgreSQL
+ * refuses for its data commits its neighbours and leaves the engine writable.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startPostgres, type TestPostgres } from '../../test/support/postgres.js';
+import { sqlRows, startPostgres, type TestPostgres } from '../../test/support/postgres.js';
 import { locate, reportIsClean } from '../core/merkle.js';
 import { genesisGuard, verifyChain } from '../core/wal.js';
 import { ControlledBackend, testCipher } from './engine.fixtures.js';
 import { expectReopenKeepsEverything } from './engine.reopen.fixtures.js';
-import { BatchRefused, type Backend } from './backend.js';
+import { BatchRefused, WriteRefused, type Backend } from './backend.js';
 import { StorageEngine, type EngineOptions } from './engine.js';
 import { Keys } from './keyspace.js';
 import { openLevelBackend } from './leveldb.js';
@@ -119,6 +120,42 @@ describe('StorageEngine on PostgreSQL', () => {
     expect(await reopened.secure(cipher).get('after')).toBeUndefined();
     expect((await reopened.secure(cipher).get('before'))?.toString()).toBe('1');
     expect((await reopened.secure(cipher).get('later'))?.toString()).toBe('3');
+    await reopened.close();
+  });
+
+  it('a batch holding one write PostgreSQL refuses for its data commits every other write of it; the engine stays writable', async () => {
+    const table = `engine_${++tables}`;
+    const b = new ControlledBackend(await postgres(table));
+    const e = await StorageEngine.open(b, opts);
+    // A refusal the contract check does not catch: the table itself refuses keys under refused/
+    // (a check violation, SQLSTATE 23514), as it refused a key too long for its index before.
+    await sqlRows(server.url, `ALTER TABLE ${table} ADD CONSTRAINT no_refused CHECK (position(convert_to('refused/', 'UTF8') in key) = 0)`);
+    const raw = (key: string, value: string): Promise<void> => e.commitRaw([{ type: 'put', key, value: Buffer.from(value) }]);
+    // The first batch is held, so the next four writes queue and share the second batch.
+    const gate = b.hold();
+    const first = raw('first', '0');
+    const queued = [raw('good/1', '1'), raw('refused/1', 'x'), raw('good/2', '2'), raw('good/3', '3')];
+    gate.release();
+    await first;
+    const results = await Promise.allSettled(queued);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    const refused = (results[1] as PromiseRejectedResult).reason as WriteRefused;
+    expect(refused).toBeInstanceOf(WriteRefused);
+    expect(refused.code).toBe('invalid_request');
+    expect(refused.message).toContain('violates check constraint "no_refused"');
+    // The shared batch, then each write alone.
+    expect(b.batchCalls).toBe(2 + 4);
+    expect(e.failure()).toBeUndefined();
+    await raw('good/4', '4');
+    const wal = await e.readWal(1n, 100);
+    expect(wal.map((x) => x.ops[0]?.key)).toEqual(['first', 'good/1', 'good/2', 'good/3', 'good/4']);
+    verifyChain(genesisGuard(), wal);
+    const root = e.merkleRoot();
+    await e.close();
+    const reopened = await StorageEngine.open(await postgres(table), opts);
+    expect(reopened.merkleRoot()).toEqual(root);
+    expect(await reopened.readRaw('refused/1')).toBeUndefined();
+    expect((await reopened.readRaw('good/3'))?.toString()).toBe('3');
     await reopened.close();
   });
 

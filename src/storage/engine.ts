@@ -17,6 +17,10 @@
  * journalled are rebuilt from their leaves on open. The serial chain and its closed / failed
  * admission live in job-chain.ts, the demote fence and the replicated-key guard in write-gate.ts.
  *
+ * The key and value contract (contract.ts) is checked in commitRaw, before a write joins a batch.
+ * A batch the store refuses for its data (WriteRefused) is written again one transaction at a
+ * time, so only the refused write fails, with a 400.
+ *
  * Fail closed: every backend call goes through a FaultGuard. After the first storage fault (a
  * failed batch, an I/O error or corruption on a read) `failure()` is set for good, every write,
  * check and reindex rejects with it (StorageFailed, 503), and reads keep being served where the
@@ -25,10 +29,11 @@
 import { InvalidRequest, type StorageFailed } from '../core/errors.js';
 import type { CorruptionReport, Tree } from '../core/merkle.js';
 import { genesisGuard, verifyChain, type Guard, type WalEntry, type WalOp } from '../core/wal.js';
-import type { Backend, BatchOp, ReadView } from './backend.js';
+import { WriteRefused, type Backend, type BatchOp, type ReadView } from './backend.js';
 import { FaultGuard } from './fault-guard.js';
 import { BarrierStore, type RawStore, type SystemWrite, type ValueCipher } from './barrier.js';
 import { CommitListeners } from './commit-listeners.js';
+import { assertWithinContract } from './contract.js';
 import { countPageRecords, finishPlan, opBytes, planCommit, planEntries, type CommitTxn, type IndexState } from './commit-plan.js';
 import type { EngineOptions, ReindexRequest } from './engine-options.js';
 import { JobChain } from './job-chain.js';
@@ -119,6 +124,9 @@ export class StorageEngine implements RawStore, MerkleView {
     this.jobs.assertWritable();
     for (const op of ops) assertLogicalKey(op.key);
     for (const s of system) if (s.name.length === 0) throw new InvalidRequest('system record name must not be empty');
+    // Before batching: a write no engine may take is refused alone. Upstream ops are the
+    // primary's own data, applied as they are (contract.ts).
+    if (opts.upstream !== true) assertWithinContract(ops, this.opts.limits);
     if (ops.length === 0 && system.length === 0) return;
     this.gate.admit(ops, opts.upstream === true);
     return new Promise<void>((resolve, reject) => {
@@ -155,7 +163,12 @@ export class StorageEngine implements RawStore, MerkleView {
     this.gate.unfence();
   }
 
-  /** Writes every queued transaction in one batch. Runs only inside a chain job. */
+  /**
+   * Writes every queued transaction in one batch. Runs only inside a chain job. When the store
+   * refuses the batch for its data (WriteRefused: nothing written, the store is fine), each
+   * transaction is written again in a batch of its own: only the ones the store refuses fail, the
+   * others commit, and the engine stays writable.
+   */
   private async flushPending(): Promise<void> {
     // Under concurrency (the last batch was shared), let one turn of the event loop pass first:
     // writers whose requests are already in flight join this batch instead of the next one.
@@ -164,21 +177,30 @@ export class StorageEngine implements RawStore, MerkleView {
     const txns = this.pending;
     this.pending = [];
     try {
-      // An earlier batch failed while these waited: none of them may be acknowledged now.
-      this.jobs.assertWritable();
-      const base = { index: this.index.current, guard: this.tail.guard(), epoch: this.tail.meta.epoch };
-      const planned = await planCommit(this.backend, base, txns, { time: this.now(), flushIntervalMs: this.opts.pageFlushIntervalMs ?? 1000 });
-      // WAL GC deletes go after the entry puts so that a dropped new entry ends as a delete.
-      const tailPlan = planned.items.length > 0 ? this.tail.plan(planned.items, this.bounds()) : undefined;
-      const ops = tailPlan === undefined ? planned.ops : [...planned.ops, ...tailPlan.ops];
-      await this.backend.batch(ops, { sync: true });
-      // If the batch failed we never get here: every txn in it rejects and memory still matches storage.
-      this.applied(planned.plan, planned.after, tailPlan);
-      for (const t of txns) t.resolve();
-      this.opts.onBatch?.({ txns: txns.length, ops: ops.length, bytes: planned.bytes + opBytes(tailPlan?.ops ?? []), merklePages: countPageRecords(planned.ops) });
+      await this.commitBatch(txns);
     } catch (e) {
-      for (const t of txns) t.reject(e);
+      if (!(e instanceof WriteRefused) || txns.length === 1) {
+        for (const t of txns) t.reject(e);
+        return;
+      }
+      for (const t of txns) await this.commitBatch([t]).catch((alone: unknown) => t.reject(alone));
     }
+  }
+
+  /** Plans and writes `txns` as one batch and resolves them once durable; rejects (resolving none) when the batch fails. */
+  private async commitBatch(txns: readonly Txn[]): Promise<void> {
+    // An earlier batch failed while these waited: none of them may be acknowledged now.
+    this.jobs.assertWritable();
+    const base = { index: this.index.current, guard: this.tail.guard(), epoch: this.tail.meta.epoch };
+    const planned = await planCommit(this.backend, base, txns, { time: this.now(), flushIntervalMs: this.opts.pageFlushIntervalMs ?? 1000 });
+    // WAL GC deletes go after the entry puts so that a dropped new entry ends as a delete.
+    const tailPlan = planned.items.length > 0 ? this.tail.plan(planned.items, this.bounds()) : undefined;
+    const ops = tailPlan === undefined ? planned.ops : [...planned.ops, ...tailPlan.ops];
+    await this.backend.batch(ops, { sync: true });
+    // If the batch failed we never get here: memory still matches storage.
+    this.applied(planned.plan, planned.after, tailPlan);
+    for (const t of txns) t.resolve();
+    this.opts.onBatch?.({ txns: txns.length, ops: ops.length, bytes: planned.bytes + opBytes(tailPlan?.ops ?? []), merklePages: countPageRecords(planned.ops) });
   }
 
   private readonly walHolds = new WalHolds();

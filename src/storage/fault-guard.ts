@@ -8,14 +8,15 @@
  *
  * A fault is any rejected `batch` (its outcome on disk is unknown: LevelDB may have left a torn
  * record in its log, and later records appended after it are dropped by log recovery on the next
- * open, so nothing may be acknowledged after it) or a read rejected with `BackendFault` (I/O error,
- * corruption). Other read errors are usage errors and pass through unchanged while healthy.
+ * open, so nothing may be acknowledged after it) but one the store refused with nothing written
+ * (BatchRefused: the HA guard; WriteRefused: the batch's own data), or a read rejected with
+ * `BackendFault` (I/O error, corruption). Other read errors are usage errors and pass through unchanged while healthy.
  *
  * There is no in-process recovery: restarting the node reopens LevelDB, whose log recovery drops
  * the torn tail, and nothing acknowledged lies after it.
  */
 import { StorageFailed } from '../core/errors.js';
-import { BackendFault, BatchRefused, type Backend, type BatchOp, type RangeOptions, type ReadView, type Snapshot } from './backend.js';
+import { BackendFault, BatchRefused, WriteRefused, type Backend, type BatchOp, type RangeOptions, type ReadView, type Snapshot } from './backend.js';
 
 const ADVICE =
   'writes are refused until the node is restarted; restart it (after freeing disk space if the disk is full). ' +
@@ -79,8 +80,9 @@ export class FaultGuard implements Backend {
     try {
       await this.inner.batch(ops, options);
     } catch (e) {
-      // The guard refused inside the transaction: rolled back, nothing written, not a fault.
-      if (e instanceof BatchRefused) throw e;
+      // The guard refused inside the transaction, or the store refused the batch's data: rolled
+      // back, nothing written, not a fault.
+      if (e instanceof BatchRefused || e instanceof WriteRefused) throw e;
       throw this.fault(e);
     }
   }

@@ -3,6 +3,7 @@
  * each case on a fresh table, plus what is PostgreSQL's own: the schema, the guard seam, key
  * order against LevelDB, snapshot isolation, and faults when the server goes away.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -90,6 +91,29 @@ describe('PostgreSQL backend', () => {
     expect(err).toBeInstanceOf(SchemaTooNew);
     expect((err as Error).message).toContain(`schema version ${SCHEMA_VERSION + 1}`);
     expect((err as Error).message).toContain(`up to ${SCHEMA_VERSION}`);
+  });
+
+  it('migrates a version 1 table (key bytea PRIMARY KEY) at open: its data kept, and a key of any length then fits', async () => {
+    const table = freshTable();
+    // What a version 1 Tessera created: the key as primary key, which refuses a key past ~2.7 kB.
+    await sqlRows(server.url, `CREATE TABLE ${table} (key bytea PRIMARY KEY, value bytea NOT NULL)`);
+    await sqlRows(server.url, `INSERT INTO ${SCHEMA_TABLE} (table_name, version) VALUES ($1, 1)`, [table]);
+    await sqlRows(server.url, `INSERT INTO ${table} (key, value) VALUES ('\\x61'::bytea, '\\x31'::bytea), ('\\x62'::bytea, '\\x32'::bytea)`);
+    const long = 'long/' + randomBytes(6_000).toString('base64url');
+    const refusedBefore = await sqlRows(server.url, `INSERT INTO ${table} (key, value) VALUES ($1, '\\x00'::bytea)`, [Buffer.from(long)]).catch((e: unknown) => e);
+    expect((refusedBefore as { code?: string }).code).toBe('54000');
+    const [a, b] = await Promise.all([open({ table }), open({ table })]);
+    expect(await sqlRows(server.url, `SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table])).toEqual([{ version: SCHEMA_VERSION }]);
+    expect(await sqlRows(server.url, `SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`, [table])).toEqual([]);
+    expect((await b?.get('a'))?.toString()).toBe('1');
+    await a?.batch([put(long, 'L'), put('a', 'one'), del('b'), put(`${long}/child`, 'C'), put(`${long.slice(0, -1)}`, 'S')], { sync: true });
+    expect((await b?.get(long))?.toString()).toBe('L');
+    expect(await keysOf(b as Backend)).toEqual(['a', long.slice(0, -1), long, `${long}/child`].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y))));
+    expect(await b?.getMany?.(['a', long, 'b'])).toEqual([Buffer.from('one'), Buffer.from('L'), undefined]);
+    await a?.batch([put(long, 'L2')], { sync: true });
+    expect((await b?.get(long))?.toString()).toBe('L2');
+    await a?.batch([del(long)], { sync: true });
+    expect(await b?.get(long)).toBeUndefined();
   });
 
   it("refuses an existing table it did not create (e.g. Vault's own vault_kv_store)", async () => {

@@ -1,7 +1,9 @@
 /**
- * The PostgreSQL Backend (node-postgres): one table of `key bytea PRIMARY KEY, value bytea`, the
- * key being the UTF-8 bytes of the string, so PostgreSQL's bytea order (memcmp, then length) is
- * LevelDB's order. Several nodes of one cluster may open the same table (REPLICATION.md §9).
+ * The PostgreSQL Backend (node-postgres): one table of `key bytea, value bytea`, the key being the
+ * UTF-8 bytes of the string, so PostgreSQL's bytea order (memcmp, then length) is LevelDB's order.
+ * Its unique index is on the key's first KEY_PREFIX_BYTES bytes and its SHA-256 (schema version
+ * 2), so it holds a key of any length, as LevelDB does: version 1's `key bytea PRIMARY KEY` refused
+ * a key longer than a btree entry (about 2.7 kB) and is migrated at open. Several nodes of one cluster may open the same table (REPLICATION.md §9).
  *
  *   const b = await openPostgresBackend({ connectionUrl: 'postgres://tessera@db/tessera' });
  *   await b.batch([{ type: 'put', key: 'k', value: Buffer.from('v') }], { sync: true });
@@ -24,7 +26,9 @@
  * module never lowers it, whatever `sync` says) means the commit record is flushed to the
  * server's WAL. A batch that rejects before its commit was sent left nothing; a commit (or the
  * one statement) that fails or whose answer is lost (connection dropped) has an unknown outcome:
- * it rejects with BackendFault and the engine fails closed, as for a LevelDB write error.
+ * it rejects with BackendFault and the engine fails closed, as for a LevelDB write error. A
+ * statement PostgreSQL refuses for the batch's own data (SQLSTATE class 22, 23 or 54: refusedData)
+ * rolled back and left the server fine: it rejects with WriteRefused (400), which is no fault.
  *
  * The guard (the seam for the HA fence): `guard` given at open runs inside every batch's
  * transaction before its writes; when it refuses, nothing of the batch is written and the batch
@@ -56,13 +60,34 @@
 import type pg from 'pg';
 import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
 import { lazy } from '../core/lazy.js';
-import { BackendFault, BatchRefused, type ValueTail, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
+import { BackendFault, BatchRefused, WriteRefused, type ValueTail, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
 
 /** The pg driver, loaded when PostgreSQL storage or an HA lease is first opened: a node on LevelDB never loads it. */
 export const loadPg = lazy(async () => (await import('pg')).default);
 
-/** The schema version this code writes; it opens tables of this version or older. */
-export const SCHEMA_VERSION = 1;
+/** The schema version this code writes; it opens tables of this version or older (migrating version 1). */
+export const SCHEMA_VERSION = 2;
+/**
+ * Bytes of a key the unique index holds as they are (schema version 2). A btree entry holds at most
+ * 2704 bytes, so the index is on the key's first KEY_PREFIX_BYTES bytes and its SHA-256: unique for
+ * a key of any length, and in key order for every key that differs from its neighbours within
+ * these bytes (the rest is sorted after the index scan).
+ */
+export const KEY_PREFIX_BYTES = 2048;
+
+/** The indexed prefix of `col` (a key column or a bytea parameter). */
+const prefixOf = (col: string): string => `substring(${col} from 1 for ${KEY_PREFIX_BYTES})`;
+/** The unique index's expressions, as CREATE INDEX and ON CONFLICT name them. */
+const KEY_INDEX = `(${prefixOf('key')}), (sha256(key))`;
+/** True when the key column `col` is the key `other` (a bytea parameter or column), through the unique index. */
+const sameKey = (col: string, other: string): string => `${prefixOf(col)} = ${prefixOf(other)} AND sha256(${col}) = sha256(${other}) AND ${col} = ${other}`;
+/**
+ * A bound of a range on the key, `op` one of >=, >, <, <=, in a form the index serves: the
+ * prefix's bound (never strict: keys past the prefix may share it), then the key's.
+ */
+const keyBound = (op: string, param: string): string => `${prefixOf('key')} ${op.startsWith('>') ? '>=' : '<='} ${prefixOf(param)} AND key ${op} ${param}`;
+/** ORDER BY of key order, served by the index (then sorted within an equal prefix). */
+const keyOrder = (dir: 'ASC' | 'DESC'): string => `${prefixOf('key')} ${dir}, key ${dir}`;
 /** Vault's default table name (physical/postgresql). */
 export const DEFAULT_TABLE = 'vault_kv_store';
 /** The table naming every Tessera table of the database and its schema version. */
@@ -203,6 +228,18 @@ export function isUnreachable(e: unknown): boolean {
   return UNREACHABLE_MESSAGES.some((re) => re.test(msg));
 }
 
+/**
+ * True when PostgreSQL refused a statement for the data it carries and rolled it back: SQLSTATE
+ * class 22 (data exception), 23 (integrity constraint violation) or 54 (program limit exceeded,
+ * e.g. 54000 "index row size exceeds btree maximum"). The server and the connection are fine and
+ * nothing was written; every other failure (connection, I/O, resources, an unknown commit outcome)
+ * is a fault of the database itself.
+ */
+export function refusedData(e: unknown): boolean {
+  const code = codeOf(e);
+  return code !== undefined && /^(22|23|54)[0-9A-Z]{3}$/.test(code);
+}
+
 function codeOf(e: unknown): string | undefined {
   const c = typeof e === 'object' && e !== null && 'code' in e ? (e as { code: unknown }).code : undefined;
   return typeof c === 'string' && c !== '' ? c : undefined;
@@ -301,7 +338,7 @@ function pageQuery(q: string, range: RangeOptions, rows: number): { text: string
   const bound = (op: string, k: string | undefined): void => {
     if (k === undefined) return;
     values.push(keyBytes(k));
-    where.push(`key ${op} $${values.length}`);
+    where.push(keyBound(op, `$${values.length}::bytea`));
   };
   bound('>=', range.gte);
   bound('>', range.gt);
@@ -310,7 +347,7 @@ function pageQuery(q: string, range: RangeOptions, rows: number): { text: string
   values.push(rows);
   const order = range.reverse === true ? 'DESC' : 'ASC';
   return {
-    text: `SELECT key, value FROM ${q}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY key ${order} LIMIT $${values.length}`,
+    text: `SELECT key, value FROM ${q}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${keyOrder(order)} LIMIT $${values.length}`,
     values,
   };
 }
@@ -344,19 +381,19 @@ class PgView {
 
   async get(key: string): Promise<Buffer | undefined> {
     try {
-      const rows = await this.run(`SELECT value FROM ${this.q} WHERE key = $1`, [keyBytes(key)]);
+      const rows = await this.run(`SELECT value FROM ${this.q} WHERE ${sameKey('key', '$1::bytea')}`, [keyBytes(key)]);
       return rows[0]?.value;
     } catch (e) {
       throw this.fault(`storage read failed in PostgreSQL table ${this.q}`, e);
     }
   }
 
-  /** One query for every key (`key = ANY`); values in the keys' order, undefined where absent. */
+  /** One query for every key (a join with the keys); values in the keys' order, undefined where absent. */
   async getMany(keys: readonly string[]): Promise<Array<Buffer | undefined>> {
     const wanted = keys.map(keyBytes);
     let rows: Row[];
     try {
-      rows = await this.run(`SELECT key, value FROM ${this.q} WHERE key = ANY($1::bytea[])`, [wanted]);
+      rows = await this.run(`SELECT t.key, t.value FROM unnest($1::bytea[]) AS w(k) JOIN ${this.q} AS t ON ${sameKey('t.key', 'w.k')}`, [wanted]);
     } catch (e) {
       throw this.fault(`storage read failed in PostgreSQL table ${this.q}`, e);
     }
@@ -495,10 +532,12 @@ function oneStatement(q: string, w: Writes, guard: GuardSql | undefined): { text
   if (w.putKeys.length > 0) {
     ctes.push(
       `p AS (INSERT INTO ${q} (key, value) SELECT * FROM unnest(${param(w.putKeys)}::bytea[], ${param(w.putValues)}::bytea[])${when} ` +
-        'ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value RETURNING 1)',
+        `ON CONFLICT (${KEY_INDEX}) DO UPDATE SET value = EXCLUDED.value RETURNING 1)`,
     );
   }
-  if (w.delKeys.length > 0) ctes.push(`d AS (DELETE FROM ${q} WHERE key = ANY(${param(w.delKeys)}::bytea[])${guard === undefined ? '' : ' AND EXISTS (SELECT 1 FROM g)'} RETURNING 1)`);
+  if (w.delKeys.length > 0) {
+    ctes.push(`d AS (DELETE FROM ${q} AS t USING unnest(${param(w.delKeys)}::bytea[]) AS w(k) WHERE ${sameKey('t.key', 'w.k')}${guard === undefined ? '' : ' AND EXISTS (SELECT 1 FROM g)'} RETURNING 1)`);
+  }
   const ok = guard === undefined ? 'true' : 'EXISTS (SELECT 1 FROM g)';
   return { text: `WITH ${ctes.join(', ')} SELECT ${ok} AS ok`, values };
 }
@@ -578,7 +617,7 @@ class PostgresBackend extends PgView implements Backend {
         rows = (
           await this.shared.pool.query<{ key: Buffer; size: number; tail: Buffer }>(
             `SELECT key, octet_length(value) AS size, substring(value from greatest(octet_length(value) - $4::int + 1, 1)) AS tail FROM ${this.q}
-             WHERE key ${inclusive ? '>=' : '>'} $1 AND key <= $2 ORDER BY key LIMIT $3`,
+             WHERE ${keyBound(inclusive ? '>=' : '>', '$1::bytea')} AND ${keyBound('<=', '$2::bytea')} ORDER BY ${keyOrder('ASC')} LIMIT $3`,
             [from, to, this.shared.pageRows * 8, tailBytes],
           )
         ).rows;
@@ -619,6 +658,7 @@ class PostgresBackend extends PgView implements Backend {
     try {
       rows = (await this.shared.pool.query<{ ok: boolean }>(text, values)).rows;
     } catch (e) {
+      if (refusedData(e)) throw new WriteRefused(scrub(pgReason(e), this.shared.password));
       // The statement is its own transaction: failed, or its commit's outcome is unknown.
       throw this.fault(`${what} (outcome unknown)`, e);
     }
@@ -650,11 +690,11 @@ class PostgresBackend extends PgView implements Backend {
       }
       if (w.putKeys.length > 0) {
         await client.query(
-          `INSERT INTO ${this.q} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+          `INSERT INTO ${this.q} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (${KEY_INDEX}) DO UPDATE SET value = EXCLUDED.value`,
           [w.putKeys, w.putValues],
         );
       }
-      if (w.delKeys.length > 0) await client.query(`DELETE FROM ${this.q} WHERE key = ANY($1::bytea[])`, [w.delKeys]);
+      if (w.delKeys.length > 0) await client.query(`DELETE FROM ${this.q} AS t USING unnest($1::bytea[]) AS w(k) WHERE ${sameKey('t.key', 'w.k')}`, [w.delKeys]);
       committing = true;
       await client.query('COMMIT');
       this.shared.release(client);
@@ -663,6 +703,7 @@ class PostgresBackend extends PgView implements Backend {
       // when it went back already). A guard callback may throw BatchRefused itself.
       this.shared.release(client, e);
       if (e instanceof BatchRefused) throw e;
+      if (refusedData(e)) throw new WriteRefused(scrub(pgReason(e), this.shared.password));
       throw this.fault(committing ? `${what} (COMMIT outcome unknown)` : what, e);
     }
   }
@@ -712,6 +753,8 @@ export interface TableSchema {
   readonly configKey: string;
   /** Runs inside the schema transaction when the table is new. */
   create(client: pg.PoolClient): Promise<void>;
+  /** Runs inside the schema transaction when the table has the older version `from`; without it an older table is used as it is. */
+  migrate?(client: pg.PoolClient, from: number): Promise<void>;
 }
 
 export async function ensureTesseraTable(client: pg.PoolClient, schema: TableSchema): Promise<void> {
@@ -728,6 +771,10 @@ export async function ensureTesseraTable(client: pg.PoolClient, schema: TableSch
     const found = await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
     const version = found.rows[0]?.version;
     if (version !== undefined && version > supported) throw new SchemaTooNew(table, version, supported);
+    if (version !== undefined && version < supported && schema.migrate !== undefined) {
+      await schema.migrate(client, version);
+      await client.query(`UPDATE ${SCHEMA_TABLE} SET version = $2 WHERE table_name = $1`, [table, supported]);
+    }
     if (version === undefined) {
       const exists = await client.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [quoteTable(table)]);
       if (exists.rows[0]?.t != null) {
@@ -749,7 +796,14 @@ function ensureSchema(client: pg.PoolClient, table: string, q: string): Promise<
     version: SCHEMA_VERSION,
     configKey: 'table',
     create: async (c) => {
-      await c.query(`CREATE TABLE IF NOT EXISTS ${q} (key bytea PRIMARY KEY, value bytea NOT NULL)`);
+      await c.query(`CREATE TABLE IF NOT EXISTS ${q} (key bytea NOT NULL, value bytea NOT NULL)`);
+      await c.query(`CREATE UNIQUE INDEX ON ${q} (${KEY_INDEX})`);
+    },
+    // Version 1 had `key bytea PRIMARY KEY`: the new index is built, then the key's is dropped.
+    migrate: async (c) => {
+      await c.query(`CREATE UNIQUE INDEX ON ${q} (${KEY_INDEX})`);
+      const pk = await c.query<{ name: string }>(`SELECT conname AS name FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`, [q]);
+      for (const { name } of pk.rows) await c.query(`ALTER TABLE ${q} DROP CONSTRAINT "${name.replace(/"/g, '""')}"`);
     },
   });
 }
