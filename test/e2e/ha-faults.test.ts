@@ -14,7 +14,7 @@
  */
 import { jest } from '@jest/globals';
 import { eventually, initAndUnseal, mountKv2, unseal, useHarness, vault, type StartedNode } from '../harness/index.js';
-import { expectAllPresent, walEpochs, writer } from '../support/ha-load.js';
+import { activeOf, expectAllPresent, walEpochs, writer } from '../support/ha-load.js';
 import { usePostgres } from '../support/postgres.js';
 
 jest.setTimeout(180_000);
@@ -42,23 +42,6 @@ async function cluster(db: string): Promise<Cluster> {
   for (const n of nodes.slice(1)) await unseal(n.apiAddr, init.keys[0]!);
   await mountKv2((await activeOf(nodes)).apiAddr, init.rootToken);
   return { url, nodes, keys: init.keys, root: init.rootToken };
-}
-
-/** The node every live node agrees is active (sys/leader), other than `not`. */
-async function activeOf(nodes: readonly StartedNode[], not?: StartedNode): Promise<StartedNode> {
-  return eventually(
-    async () => {
-      const self: StartedNode[] = [];
-      for (const n of nodes) {
-        const r = await vault(n.apiAddr).get('sys/leader');
-        if (r.body?.is_self === true) self.push(n);
-      }
-      expect(self).toHaveLength(1);
-      expect(self[0]).not.toBe(not);
-      return self[0] as StartedNode;
-    },
-    { timeoutMs: 20_000, intervalMs: 50 },
-  );
 }
 
 test('kill -9 of the active node under 16 writers: a standby takes over, no acknowledged write is lost', async () => {

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jest } from '@jest/globals';
 import { eventually, initAndUnseal, mountKv2, unseal, useHarness, vault, type StartedNode } from '../harness/index.js';
-import { expectAllPresent, walEpochs, writer } from '../support/ha-load.js';
+import { activeOf, expectAllPresent, walEpochs, writer } from '../support/ha-load.js';
 import { sqlRows, usePostgres } from '../support/postgres.js';
 
 jest.setTimeout(180_000);
@@ -26,23 +26,6 @@ const busy: ChildProcess[] = [];
 afterAll(() => {
   for (const b of busy) b.kill('SIGKILL');
 });
-
-/** The node whose sys/leader says is_self, asking only `among` (a stalled node answers nothing). */
-async function activeOf(among: readonly StartedNode[], not?: StartedNode): Promise<StartedNode> {
-  return eventually(
-    async () => {
-      const self: StartedNode[] = [];
-      for (const n of among) {
-        const r = await vault(n.apiAddr).get('sys/leader');
-        if (r.body?.is_self === true) self.push(n);
-      }
-      expect(self).toHaveLength(1);
-      expect(self[0]).not.toBe(not);
-      return self[0] as StartedNode;
-    },
-    { timeoutMs: 20_000, intervalMs: 50 },
-  );
-}
 
 const epochOf = async (url: string): Promise<number> => Number((await sqlRows<{ epoch: string }>(url, 'SELECT epoch::text AS epoch FROM vault_ha_locks'))[0]?.epoch);
 
