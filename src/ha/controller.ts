@@ -106,7 +106,7 @@ export class HaController {
     this.timer.unref();
     const echo = (): void => {
       this.o.store
-        .echo(this.o.me(), this.identityStaleMs())
+        .echo(this.o.me(), this.identityStaleMs(), this.view().backoff)
         .then((other) => {
           this.identity(other);
           return this.o.store.members(this.o.memberMaxAgeMs ?? 15_000);
@@ -348,8 +348,9 @@ export class HaController {
         this.o.log.warn({ reason: effect.reason }, 'HA: this node stopped being the active node');
         return;
       case 'release':
-        // After the role's stop: no commit of this node is in flight when the row goes.
-        await this.roleChain;
+        // At once, beside the role's stop: writes refuse already (the fence was cleared), a commit
+        // in flight holds the row FOR SHARE so the release waits for it, and the fence refuses
+        // every commit once the row's lease has ended. The next node need not wait for the stop.
         await this.o.store.release(this.o.me().holder, effect.epoch).catch((e: unknown) => {
           this.o.log.warn({ err: (e as Error).message }, 'HA: releasing the lock row failed; it expires by itself');
         });

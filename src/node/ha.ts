@@ -47,8 +47,10 @@ const MEMBER_MAX_AGE_MS = 15_000;
 
 /** The lease timings for a lock-row lifetime (ms): renew at a quarter, retry at an eighth, stop a quarter early. */
 export function leaseTimings(ttlMs: number): Partial<LeaseOptions> {
-  // A polite attempt (step-down cooldown) waits two retries; a failed activation backs off one lease first.
-  return { ttlMs, renewMs: Math.floor(ttlMs / 4), retryMs: Math.floor(ttlMs / 8), marginMs: Math.floor(ttlMs / 4), graceMs: 2 * Math.floor(ttlMs / 8), backoffMs: ttlMs };
+  // A polite attempt (step-down cooldown) waits a retry and a half, so a standby's next attempt
+  // comes first; a failed activation backs off one lease first.
+  const retryMs = Math.floor(ttlMs / 8);
+  return { ttlMs, renewMs: Math.floor(ttlMs / 4), retryMs, marginMs: Math.floor(ttlMs / 4), graceMs: Math.floor(retryMs * 1.5), backoffMs: ttlMs };
 }
 
 /** The lease store and the guard the data backend runs in every batch; the controller binds later. */
@@ -243,9 +245,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
         active_node: m.nodeId === active,
         last_echo: m.nodeId === active ? null : m.lastEcho.toISOString(),
         version: m.version,
-        // This node's own entry says why it does not compete now, when it does not (not Vault's).
-        ...(m.nodeId === self && view.backoff !== undefined
-          ? { activation_failure: { reason: view.backoff.reason, at: new Date(view.backoff.at).toISOString(), competes_again_at: new Date(view.backoff.until).toISOString() } }
+        // Not Vault's: why a node does not compete now, while it backs off (from its own echo).
+        ...(m.activationFailure !== undefined && m.activationFailure.until > Date.now()
+          ? { activation_failure: { reason: m.activationFailure.reason, at: new Date(m.activationFailure.at).toISOString(), competes_again_at: new Date(m.activationFailure.until).toISOString() } }
           : {}),
         ...(m.nodeId === self && view.excluded !== undefined ? { identity_taken_by: view.excluded } : {}),
       }));

@@ -11,13 +11,15 @@
  * Tables (created on first open under the schema lock of postgres.ts, recorded in tessera_schema):
  * `<table>` (ha_key, holder, epoch, api_addr, cluster_addr, valid_until), the sequence
  * `<table>_epoch`, and `<table>_members` (node_id, hostname, api_addr, cluster_addr, version,
- * last_echo, instance). Every time is the database's `now()`: nodes' clocks never enter the lease.
+ * last_echo, instance, activation_failure). Every time is the database's `now()`: nodes' clocks never enter the lease.
  * Version 2 added `instance` (a random id per process): a member row is one process's, and an
- * echo of another process with the same node id is refused while the row's own still echoes.
+ * echo of another process with the same node id is refused while the row's own still echoes;
+ * and `activation_failure` (jsonb): why the node last failed to serve as active, while it backs
+ * off, so sys/ha-status on any node shows it.
  *
  * Release keeps the row and ends its lease (`valid_until = now()`), so the row tells how long it
  * has been free: a polite attempt (a node in its step-down cooldown) takes only a row free for a
- * grace period, and never its own live row. The fence requires a live row, so a released epoch
+ * grace period (twice that for its own row), and never its own live row. The fence requires a live row, so a released epoch
  * commits nothing.
  *
  * Acquire is one transaction: the row is locked (waiting at most `lock_timeout` for a commit in
@@ -75,6 +77,14 @@ export interface LeaseMember {
   readonly version: string;
   readonly lastEcho: Date;
   readonly instance: string;
+  readonly activationFailure?: MemberFailure;
+}
+
+/** Why a member last failed to serve as active, while it backs off (times in ms since the epoch). */
+export interface MemberFailure {
+  readonly reason: string;
+  readonly at: number;
+  readonly until: number;
 }
 
 /**
@@ -97,7 +107,7 @@ export interface LeaseStore {
    * Records that this node is alive now (database clock). Refused when another process
    * (`instance`) with this node id echoed within `staleMs`: answers that member, else undefined.
    */
-  echo(me: LeaseCandidate, staleMs: number): Promise<LeaseMember | undefined>;
+  echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure): Promise<LeaseMember | undefined>;
   /** Nodes that echoed within `maxAgeMs`, oldest first. */
   members(maxAgeMs: number): Promise<LeaseMember[]>;
   /** The guard every batch of the data backend runs (see the file comment). */
@@ -141,10 +151,12 @@ interface MemberRow {
   version: string;
   last_echo: Date;
   instance: string;
+  activation_failure: MemberFailure | null;
 }
-const MEMBER_COLUMNS = 'node_id, hostname, api_addr, cluster_addr, version, last_echo, instance';
+const MEMBER_COLUMNS = 'node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure';
 const memberOf = (m: MemberRow): LeaseMember => ({
   nodeId: m.node_id, hostname: m.hostname, apiAddr: m.api_addr, clusterAddr: m.cluster_addr, version: m.version, lastEcho: m.last_echo, instance: m.instance,
+  ...(m.activation_failure !== null ? { activationFailure: m.activation_failure } : {}),
 });
 
 const rowOf = (r: RawRow): LeaseRow => ({ holder: r.holder, epoch: Number(r.epoch), apiAddr: r.api_addr, clusterAddr: r.cluster_addr });
@@ -161,7 +173,7 @@ async function ensureLeaseSchema(client: pg.PoolClient, table: string): Promise<
       );
       await c.query(`CREATE SEQUENCE IF NOT EXISTS ${quoteTable(`${table}_epoch`)}`);
       await c.query(
-        `CREATE TABLE IF NOT EXISTS ${quoteTable(`${table}_members`)} (node_id text PRIMARY KEY, hostname text NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, version text NOT NULL, last_echo timestamptz NOT NULL, instance text NOT NULL DEFAULT '')`,
+        `CREATE TABLE IF NOT EXISTS ${quoteTable(`${table}_members`)} (node_id text PRIMARY KEY, hostname text NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, version text NOT NULL, last_echo timestamptz NOT NULL, instance text NOT NULL DEFAULT '', activation_failure jsonb)`,
       );
     },
   });
@@ -175,7 +187,7 @@ async function migrateLeaseSchema(client: pg.PoolClient, table: string): Promise
     await client.query('SELECT pg_advisory_xact_lock(2119529331, 1)');
     const found = await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
     if ((found.rows[0]?.version ?? LEASE_SCHEMA_VERSION) < 2) {
-      await client.query(`ALTER TABLE ${quoteTable(`${table}_members`)} ADD COLUMN IF NOT EXISTS instance text NOT NULL DEFAULT ''`);
+      await client.query(`ALTER TABLE ${quoteTable(`${table}_members`)} ADD COLUMN IF NOT EXISTS instance text NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS activation_failure jsonb`);
       await client.query(`UPDATE ${SCHEMA_TABLE} SET version = 2 WHERE table_name = $1 AND version < 2`, [table]);
     }
     await client.query('COMMIT');
@@ -210,6 +222,8 @@ class PostgresLease implements LeaseStore {
       const row = cur.rows[0];
       // A live row of another holder wins; this node's own (it was fenced or missed its deadline
       // and competes again) is taken over at once under a new epoch, unless the attempt is polite.
+      // A polite attempt waits twice the grace for its own released row: after a step-down, when
+      // every node is in its cooldown, another node wins first.
       if (row?.live === true && (row.holder !== me.holder || graceMs !== undefined)) {
         await client.query('ROLLBACK');
         return { won: false, leader: rowOf(row) };
@@ -219,7 +233,8 @@ class PostgresLease implements LeaseStore {
          VALUES ($1, $2, nextval('${this.seq}'), $3, $4, now() + make_interval(secs => $5::double precision / 1000))
          ON CONFLICT (ha_key) DO UPDATE SET holder = EXCLUDED.holder, epoch = EXCLUDED.epoch, api_addr = EXCLUDED.api_addr,
            cluster_addr = EXCLUDED.cluster_addr, valid_until = EXCLUDED.valid_until
-         WHERE h.valid_until <= now() - make_interval(secs => $6::double precision / 1000) OR ($7 AND h.holder = EXCLUDED.holder)
+         WHERE h.valid_until <= now() - make_interval(secs => (CASE WHEN h.holder = EXCLUDED.holder THEN 2 ELSE 1 END) * $6::double precision / 1000)
+           OR ($7 AND h.holder = EXCLUDED.holder)
          RETURNING epoch::text AS epoch`,
         [LEADER, me.holder, me.apiAddr, me.clusterAddr, ttlMs, graceMs ?? 0, graceMs === undefined],
       );
@@ -253,14 +268,14 @@ class PostgresLease implements LeaseStore {
     return row === undefined ? undefined : rowOf(row);
   }
 
-  async echo(me: LeaseCandidate, staleMs: number): Promise<LeaseMember | undefined> {
+  async echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure): Promise<LeaseMember | undefined> {
     const r = await this.pool.query(
-      `INSERT INTO ${this.members_} AS m (node_id, hostname, api_addr, cluster_addr, version, last_echo, instance) VALUES ($1, $2, $3, $4, $5, now(), $6)
+      `INSERT INTO ${this.members_} AS m (node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure) VALUES ($1, $2, $3, $4, $5, now(), $6, $8)
        ON CONFLICT (node_id) DO UPDATE SET hostname = EXCLUDED.hostname, api_addr = EXCLUDED.api_addr, cluster_addr = EXCLUDED.cluster_addr,
-         version = EXCLUDED.version, last_echo = EXCLUDED.last_echo, instance = EXCLUDED.instance
+         version = EXCLUDED.version, last_echo = EXCLUDED.last_echo, instance = EXCLUDED.instance, activation_failure = EXCLUDED.activation_failure
        WHERE m.instance = EXCLUDED.instance OR m.last_echo <= now() - make_interval(secs => $7::double precision / 1000)
        RETURNING node_id`,
-      [me.holder, me.hostname, me.apiAddr, me.clusterAddr, me.version, me.instance, staleMs],
+      [me.holder, me.hostname, me.apiAddr, me.clusterAddr, me.version, me.instance, staleMs, failure === undefined ? null : JSON.stringify(failure)],
     );
     if (r.rowCount === 1) return undefined;
     const other = await this.pool.query<MemberRow>(`SELECT ${MEMBER_COLUMNS} FROM ${this.members_} WHERE node_id = $1`, [me.holder]);

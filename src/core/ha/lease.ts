@@ -24,7 +24,7 @@ import { InvalidRequest } from '../errors.js';
  * (two may fail) before `ttlMs - marginMs`; `marginMs` covers clock drift and a slow stop of the
  * active role. `cooldownMs` is Vault's wait after sys/step-down; here it is polite rather than
  * absolute (issue 26 item 6): a node in cooldown still competes, but takes only a row that has been
- * free for `graceMs` (two retries), so a standby wins first and a cluster whose every node stepped
+ * free for `graceMs` (a retry and a half), so a standby wins first and a cluster whose every node stepped
  * down still has an active node within about a second. A node whose active role failed to start
  * (or whose storage failed while active) releases the row and backs off for `backoffMs`, doubling
  * at each failure in a row up to `backoffMaxMs` (issue 26 item 1); serving that long resets it.
@@ -35,7 +35,7 @@ export const DEFAULT_LEASE_OPTIONS = {
   retryMs: 250,
   marginMs: 500,
   cooldownMs: 10_000,
-  graceMs: 500,
+  graceMs: 375,
   backoffMs: 2000,
   backoffMaxMs: 30_000,
 } as const;
