@@ -155,8 +155,10 @@ describe('step-down', () => {
     n.act({ type: 'acquireSent', now: T0 + 20 });
     expect(n.act({ type: 'acquireLost', leader: B })).toEqual([{ type: 'leaderChanged', leader: B }]);
     expect(n.act({ type: 'stepDown', now: T0 + 30 })).toEqual([]);
-    expect(n.act({ type: 'tick', now: T0 + 20 + retryMs })).toEqual([{ type: 'tryAcquire', graceMs }]);
-    n.act({ type: 'acquireSent', now: T0 + 20 + retryMs });
+    // Twice as often as a standby's, so the polite attempt comes soon after the grace.
+    expect(n.act({ type: 'tick', now: T0 + 20 + retryMs / 2 - 1 })).toEqual([]);
+    expect(n.act({ type: 'tick', now: T0 + 20 + retryMs / 2 })).toEqual([{ type: 'tryAcquire', graceMs }]);
+    n.act({ type: 'acquireSent', now: T0 + 20 + retryMs / 2 });
     n.act({ type: 'acquireLost', leader: B });
     // At the end of the cooldown the attempts are ordinary again.
     expect(n.act({ type: 'tick', now: T0 + 10 + cooldownMs })).toEqual([{ type: 'tryAcquire' }]);
