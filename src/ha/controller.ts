@@ -15,6 +15,7 @@
  * commit stops it at once, and standbys take over within ttl + retry of a crash.
  */
 import type { Logger } from 'pino';
+import { Internal } from '../core/errors.js';
 import { initialState, leadership, leaseOptions, step, type Effect, type Event, type Leader, type LeaseOptions, type Leadership, type State, type StopReason } from '../core/ha/lease.js';
 import type { FenceState, LeaseCandidate, LeaseMember, LeaseRow, LeaseStore } from '../storage/postgres-lease.js';
 
@@ -49,6 +50,23 @@ export interface LeaseKeeping {
   keep(holder: string, epoch: number): void;
   drop(): void;
   renewedFrom(epoch: number): number | undefined;
+}
+
+/** How many echo intervals another process with this node id may miss before its identity is free. */
+const IDENTITY_STALE_ECHOES = 3;
+
+/** Another live process of the cluster has this node's identity: this one refuses to start. */
+export class IdentityTaken extends Internal {
+  constructor(readonly other: LeaseMember) {
+    super(
+      `another live node of this HA cluster has this node's identity (the same hostname, api_addr and cluster_addr): ` +
+        `${describeMember(other)}; refusing to start (give this node its own api_addr and cluster_addr, or stop the other one)`,
+    );
+  }
+}
+
+export function describeMember(m: LeaseMember): string {
+  return `hostname ${m.hostname}, api_addr ${m.apiAddr}, cluster_addr ${m.clusterAddr}, last echo ${m.lastEcho.toISOString()}`;
 }
 
 /** What sys/leader, sys/ha-status, health and metrics show. */
@@ -97,8 +115,11 @@ export class HaController {
     this.timer.unref();
     const echo = (): void => {
       this.o.store
-        .echo(this.o.me())
-        .then(() => this.o.store.members(this.o.memberMaxAgeMs ?? 15_000))
+        .echo(this.o.me(), this.identityStaleMs(), this.view().backoff)
+        .then((other) => {
+          this.identity(other);
+          return this.o.store.members(this.o.memberMaxAgeMs ?? 15_000);
+        })
         .then((m) => {
           this.lastMembers = m;
         })
@@ -109,6 +130,41 @@ export class HaController {
     echo();
     this.echoTimer = setInterval(echo, this.o.echoMs ?? 1000);
     this.echoTimer.unref();
+  }
+
+  private identityStaleMs(): number {
+    return IDENTITY_STALE_ECHOES * (this.o.echoMs ?? 1000);
+  }
+
+  /**
+   * Before the node competes (at start): takes this node's identity in the member table, waiting
+   * while another process's echo may only be the last of a process that is gone (a restart after
+   * kill -9). Rejects with IdentityTaken when another process keeps echoing it.
+   */
+  async claim(): Promise<void> {
+    const until = this.o.now() + this.identityStaleMs() + (this.o.echoMs ?? 1000);
+    for (;;) {
+      const other = await this.o.store.echo(this.o.me(), this.identityStaleMs());
+      if (other === undefined) return;
+      if (this.o.now() >= until) throw new IdentityTaken(other);
+      await new Promise((resolve) => setTimeout(resolve, Math.floor((this.o.echoMs ?? 1000) / 2)));
+    }
+  }
+
+  /** An echo's answer: another process holds this identity (stop competing), or this one does. */
+  private identity(other: LeaseMember | undefined): void {
+    const was = this.state.excluded;
+    if (other === undefined) {
+      if (was === undefined) return;
+      this.o.log.warn('HA: this node holds its identity again; competing');
+      this.feed({ type: 'identityHeld', now: this.o.now() });
+      return;
+    }
+    const by = describeMember(other);
+    if (was === undefined) {
+      this.o.log.error({ other: by }, 'HA: another live process of this cluster has this node\'s identity (the same hostname, api_addr and cluster_addr); this node stops competing and steps down if active');
+    }
+    this.feed({ type: 'identityTaken', now: this.o.now(), by });
   }
 
   /** Stops the timers, stops the active role and releases the row; the process is ending. */
@@ -148,16 +204,26 @@ export class HaController {
     return this.isActive();
   }
 
-  /** Whether this node serves as the active node now (its role started and not told to stop). */
   /**
-   * Storage failed under the active node (its engine failed closed): stop being active and compete
-   * again; the next activation reloads everything from the database, which settles what the
-   * failed commit did.
+   * Storage failed under the active node (its engine failed closed): stop being active, release
+   * the row and back off (another node takes over); the next activation reloads everything from
+   * the database, which settles what the failed commit did.
    */
-  storageFailed(): void {
+  storageFailed(reason?: string): void {
     if (this.state.mode !== 'active') return;
-    this.o.log.warn({ epoch: this.state.epoch }, 'HA: storage failed under the active node; stepping down to reload once the database answers');
-    this.feed({ type: 'fenceRefused', epoch: this.state.epoch });
+    this.activationFailed(this.state.epoch, `storage failed${reason === undefined ? '' : `: ${reason}`}`);
+  }
+
+  private activationFailed(epoch: number, reason: string): void {
+    const now = this.o.now();
+    this.feed({ type: 'activationFailed', epoch, now, reason });
+    // Once per failure: only when the machine took this one (not a stale epoch's).
+    const failure = this.state.lastFailure;
+    if (failure === undefined || failure.at !== now || this.state.mode === 'active') return;
+    this.o.log.warn(
+      { epoch, reason, failures: this.state.failures, competes_again_at: new Date(failure.until).toISOString() },
+      'HA: this node failed to serve as the active node; it released the lock and backs off before competing again',
+    );
   }
 
   /** Why the lock row could not be read or written lately (the database is unreachable), if so. */
@@ -174,6 +240,7 @@ export class HaController {
     this.lastStoreError = e instanceof Error ? e.message : String(e);
   }
 
+  /** Whether this node serves as the active node now (its role started and not told to stop). */
   isActive(): boolean {
     return this.serving && this.state.mode === 'active';
   }
@@ -297,7 +364,7 @@ export class HaController {
   private async perform(effect: Exclude<Effect, { type: 'leaderChanged' }>): Promise<void> {
     switch (effect.type) {
       case 'tryAcquire':
-        return this.tryAcquire();
+        return this.tryAcquire(effect.graceMs);
       case 'renew':
         return this.renew();
       case 'becomeActive':
@@ -307,8 +374,9 @@ export class HaController {
         this.o.log.warn({ reason: effect.reason }, 'HA: this node stopped being the active node');
         return;
       case 'release':
-        // After the role's stop: no commit of this node is in flight when the row goes.
-        await this.roleChain;
+        // At once, beside the role's stop: writes refuse already (the fence was cleared), a commit
+        // in flight holds the row FOR SHARE so the release waits for it, and the fence refuses
+        // every commit once the row's lease has ended. The next node need not wait for the stop.
         await this.o.store.release(this.o.me().holder, effect.epoch).catch((e: unknown) => {
           this.o.log.warn({ err: (e as Error).message }, 'HA: releasing the lock row failed; it expires by itself');
         });
@@ -324,12 +392,12 @@ export class HaController {
     }
   }
 
-  private async tryAcquire(): Promise<void> {
+  private async tryAcquire(graceMs: number | undefined): Promise<void> {
     const me = this.o.me();
     this.feed({ type: 'acquireSent', now: this.o.now() });
     const sentAt = this.sentAt();
     try {
-      const r = await this.o.store.acquire(me, this.options.ttlMs);
+      const r = await this.o.store.acquire(me, this.options.ttlMs, graceMs);
       this.storeAnswered();
       if (r.won) {
         this.feed({ type: 'acquired', epoch: r.epoch, holder: me.holder, sentAt });
@@ -347,7 +415,7 @@ export class HaController {
   /** The send time the machine recorded for the request in flight. */
   private sentAt(): number {
     const s = this.state;
-    if (s.mode === 'standby' && s.acquire?.phase === 'sent') return s.acquire.sentAt;
+    if ((s.mode === 'standby' || s.mode === 'cooldown') && s.acquire?.phase === 'sent') return s.acquire.sentAt;
     if (s.mode === 'active' && s.renew?.phase === 'sent') return s.renew.sentAt;
     return -1;
   }
@@ -380,7 +448,7 @@ export class HaController {
       this.changed();
     } catch (e) {
       this.o.log.error({ err: e, epoch }, 'HA: becoming active failed; stepping down');
-      this.feed({ type: 'fenceRefused', epoch });
+      this.activationFailed(epoch, e instanceof Error ? e.message : String(e));
     }
   }
 }

@@ -15,7 +15,7 @@
  * Stopping refuses writes first, then stops replication (which closes the cluster port). While
  * not active and unsealed, the port answers secondaries with the active node's address (ha-door.ts).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { Unavailable } from '../core/errors.js';
@@ -49,7 +49,10 @@ const MEMBER_MAX_AGE_MS = 15_000;
 
 /** The lease timings for a lock-row lifetime (ms): renew at a quarter, retry at an eighth, stop a quarter early. */
 export function leaseTimings(ttlMs: number): Partial<LeaseOptions> {
-  return { ttlMs, renewMs: Math.floor(ttlMs / 4), retryMs: Math.floor(ttlMs / 8), marginMs: Math.floor(ttlMs / 4) };
+  // A polite attempt (step-down cooldown) waits a retry and a half, so a standby's next attempt
+  // comes first; a failed activation backs off one lease first.
+  const retryMs = Math.floor(ttlMs / 8);
+  return { ttlMs, renewMs: Math.floor(ttlMs / 4), retryMs, marginMs: Math.floor(ttlMs / 4), graceMs: Math.floor(retryMs * 1.5), backoffMs: ttlMs };
 }
 
 /** The lease store and the guard the data backend runs in every batch; the controller binds later. */
@@ -120,6 +123,8 @@ export interface NodeHa {
   clusterAddrs(): readonly string[];
   /** Runs a request a standby relayed (the active node's side of HA forwarding). */
   execute(req: RawRequest): Promise<RawReply>;
+  /** Takes this node's identity in the member table before it competes; rejects (IdentityTaken) while another live process holds it. */
+  claim(): Promise<void>;
   /** Starts the timers; call once the API address is known. */
   start(): void;
   stop(): Promise<void>;
@@ -141,9 +146,11 @@ export interface WireHaOptions {
 
 export function wireHa(o: WireHaOptions): NodeHa {
   const host = hostname();
+  // This process among any others that share its node id (the same host and addresses).
+  const instance = randomBytes(8).toString('hex');
   const me = (): LeaseCandidate => {
     const apiAddr = o.apiAddr();
-    return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION };
+    return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION, instance };
   };
   const standbyRefusal = (): Error => new Unavailable('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
   let serving: { close(): Promise<void> } | undefined;
@@ -211,7 +218,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
   o.fence.bind(() => controller.fenceState(), controller.fenced);
   // A commit whose outcome PostgreSQL left unknown fails the engine closed: step down, and the
   // next activation (once the database answers) reloads and clears it.
-  o.engine.onFailure(() => controller.storageFailed());
+  o.engine.onFailure((f) => controller.storageFailed(f.message));
   // Standby and cooldown write nothing; sealed writes only what the sealed fence lets through (init).
   controller.onChange((v) => {
     if (v.mode === 'standby' || v.mode === 'cooldown') o.engine.standby(standbyRefusal);
@@ -262,7 +269,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
     problem: () => controller.storeProblem(),
     nodes: async () => {
       const members = await controller.members(MEMBER_MAX_AGE_MS);
-      const active = controller.isActive() ? me().holder : controller.view().leaderRow?.holder;
+      const view = controller.view();
+      const self = me().holder;
+      const active = controller.isActive() ? self : view.leaderRow?.holder;
       return members.map((m): HaNodeInfo => ({
         hostname: m.hostname,
         api_address: m.apiAddr,
@@ -270,6 +279,11 @@ export function wireHa(o: WireHaOptions): NodeHa {
         active_node: m.nodeId === active,
         last_echo: m.nodeId === active ? null : m.lastEcho.toISOString(),
         version: m.version,
+        // Not Vault's: why a node does not compete now, while it backs off (from its own echo).
+        ...(m.activationFailure !== undefined && m.activationFailure.until > Date.now()
+          ? { activation_failure: { reason: m.activationFailure.reason, at: new Date(m.activationFailure.at).toISOString(), competes_again_at: new Date(m.activationFailure.until).toISOString() } }
+          : {}),
+        ...(m.nodeId === self && view.excluded !== undefined ? { identity_taken_by: view.excluded } : {}),
       }));
     },
     stepDown: async () => {
@@ -316,6 +330,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     facts,
     clusterAddrs: () => [o.clusterAddr, ...controller.knownMembers().map((m) => m.clusterAddr).filter((a) => a !== o.clusterAddr)],
     execute,
+    claim: () => controller.claim(),
     start: () => {
       controller.start();
       followTimer = setInterval(() => {

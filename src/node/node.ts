@@ -308,9 +308,14 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
   // An HA node runs replication only while it is the active node (src/node/ha.ts starts it).
   if (ha === undefined) await replication.start();
 
+  // HA: refuse to start while another live process has this node's identity (issue 26 item 2):
+  // before listening when the API address is known, else as soon as it is.
+  const concrete = apiAddr !== '' && !/:0$/.test(apiAddr);
+  if (concrete) await ha?.claim();
   http = await listen(config, { services, routes, storage, log, ha });
   if (apiAddr === '' || /:0$/.test(apiAddr)) apiAddr = http.url;
   log.info({ api_addr: http.url }, 'http listening');
+  if (!concrete) await ha?.claim();
   ha?.start();
 
   // PostgreSQL without HA: a failed commit's outcome is settled by reading the database again, so

@@ -11,7 +11,16 @@
  * Tables (created on first open under the schema lock of postgres.ts, recorded in tessera_schema):
  * `<table>` (ha_key, holder, epoch, api_addr, cluster_addr, valid_until), the sequence
  * `<table>_epoch`, and `<table>_members` (node_id, hostname, api_addr, cluster_addr, version,
- * last_echo). Every time is the database's `now()`: nodes' clocks never enter the lease.
+ * last_echo, instance, activation_failure). Every time is the database's `now()`: nodes' clocks never enter the lease.
+ * Version 2 added `instance` (a random id per process): a member row is one process's, and an
+ * echo of another process with the same node id is refused while the row's own still echoes;
+ * and `activation_failure` (jsonb): why the node last failed to serve as active, while it backs
+ * off, so sys/ha-status on any node shows it.
+ *
+ * Release keeps the row and ends its lease (`valid_until = now()`), so the row tells how long it
+ * has been free: a polite attempt (a node in its step-down cooldown) takes only a row free for a
+ * grace period (twice that for its own row), and never its own live row. The fence requires a live row, so a released epoch
+ * commits nothing.
  *
  * Acquire is one transaction: the row is locked (waiting at most `lock_timeout` for a commit in
  * flight that holds it FOR SHARE), and taken only when it is missing, expired or this node's own
@@ -29,10 +38,10 @@
 import type pg from 'pg';
 import { ErrorCode, TesseraError } from '../core/errors.js';
 import type { BatchGuard } from './postgres.js';
-import { ConnectGaveUp, connectRetryOf, ensureTesseraTable, loadPg, quoteTable, withConnectRetry, type ConnectRetry, type ConnectRetryNotice } from './postgres.js';
+import { ConnectGaveUp, connectRetryOf, ensureTesseraTable, loadPg, quoteTable, SCHEMA_TABLE, withConnectRetry, type ConnectRetry, type ConnectRetryNotice } from './postgres.js';
 
 /** The HA tables' schema version (recorded in tessera_schema under the lock table's name). */
-export const LEASE_SCHEMA_VERSION = 1;
+export const LEASE_SCHEMA_VERSION = 2;
 /** Vault's default HA table name (physical/postgresql `ha_table`). */
 export const DEFAULT_HA_TABLE = 'vault_ha_locks';
 const LEADER = 'leader';
@@ -45,6 +54,8 @@ export interface LeaseCandidate {
   readonly apiAddr: string;
   readonly clusterAddr: string;
   readonly version: string;
+  /** Random per process: tells two processes with the same node id apart. */
+  readonly instance: string;
 }
 
 /** The live lock row: who is active, under which epoch, and where to reach it. */
@@ -65,6 +76,15 @@ export interface LeaseMember {
   readonly clusterAddr: string;
   readonly version: string;
   readonly lastEcho: Date;
+  readonly instance: string;
+  readonly activationFailure?: MemberFailure;
+}
+
+/** Why a member last failed to serve as active, while it backs off (times in ms since the epoch). */
+export interface MemberFailure {
+  readonly reason: string;
+  readonly at: number;
+  readonly until: number;
 }
 
 /**
@@ -75,7 +95,8 @@ export interface LeaseMember {
 export type FenceState = { readonly mode: 'active'; readonly holder: string; readonly epoch: number } | { readonly mode: 'sealed' } | { readonly mode: 'standby' };
 
 export interface LeaseStore {
-  acquire(me: LeaseCandidate, ttlMs: number): Promise<AcquireResult>;
+  /** With `graceMs`, polite: takes only a row missing or free (expired or released) that long. */
+  acquire(me: LeaseCandidate, ttlMs: number, graceMs?: number): Promise<AcquireResult>;
   /** true: renewed; false: the row is gone or names another holder or epoch. Rejects when unreachable. */
   renew(holder: string, epoch: number, ttlMs: number): Promise<boolean>;
   /**
@@ -83,12 +104,15 @@ export interface LeaseStore {
    * was released (the lease keeper's renewals, which may land after the active role stopped).
    */
   extend(holder: string, epoch: number, ttlMs: number): Promise<boolean>;
-  /** Deletes the row if it still holds this holder and epoch. */
+  /** Ends the row's lease now if it still holds this holder and epoch (the row stays, free). */
   release(holder: string, epoch: number): Promise<void>;
   /** The live row, or undefined when none is (missing or expired). */
   leader(): Promise<LeaseRow | undefined>;
-  /** Records that this node is alive now (database clock). */
-  echo(me: LeaseCandidate): Promise<void>;
+  /**
+   * Records that this node is alive now (database clock). Refused when another process
+   * (`instance`) with this node id echoed within `staleMs`: answers that member, else undefined.
+   */
+  echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure): Promise<LeaseMember | undefined>;
   /** Nodes that echoed within `maxAgeMs`, oldest first. */
   members(maxAgeMs: number): Promise<LeaseMember[]>;
   /** The guard every batch of the data backend runs (see the file comment). */
@@ -124,11 +148,27 @@ interface RawRow {
   live?: boolean;
 }
 
+interface MemberRow {
+  node_id: string;
+  hostname: string;
+  api_addr: string;
+  cluster_addr: string;
+  version: string;
+  last_echo: Date;
+  instance: string;
+  activation_failure: MemberFailure | null;
+}
+const MEMBER_COLUMNS = 'node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure';
+const memberOf = (m: MemberRow): LeaseMember => ({
+  nodeId: m.node_id, hostname: m.hostname, apiAddr: m.api_addr, clusterAddr: m.cluster_addr, version: m.version, lastEcho: m.last_echo, instance: m.instance,
+  ...(m.activation_failure !== null ? { activationFailure: m.activation_failure } : {}),
+});
+
 const rowOf = (r: RawRow): LeaseRow => ({ holder: r.holder, epoch: Number(r.epoch), apiAddr: r.api_addr, clusterAddr: r.cluster_addr });
 const ms = (n: number): string => `${Math.max(1, Math.round(n))}`;
 
-function ensureLeaseSchema(client: pg.PoolClient, table: string): Promise<void> {
-  return ensureTesseraTable(client, {
+async function ensureLeaseSchema(client: pg.PoolClient, table: string): Promise<void> {
+  await ensureTesseraTable(client, {
     table,
     version: LEASE_SCHEMA_VERSION,
     configKey: 'ha_table',
@@ -138,10 +178,28 @@ function ensureLeaseSchema(client: pg.PoolClient, table: string): Promise<void> 
       );
       await c.query(`CREATE SEQUENCE IF NOT EXISTS ${quoteTable(`${table}_epoch`)}`);
       await c.query(
-        `CREATE TABLE IF NOT EXISTS ${quoteTable(`${table}_members`)} (node_id text PRIMARY KEY, hostname text NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, version text NOT NULL, last_echo timestamptz NOT NULL)`,
+        `CREATE TABLE IF NOT EXISTS ${quoteTable(`${table}_members`)} (node_id text PRIMARY KEY, hostname text NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, version text NOT NULL, last_echo timestamptz NOT NULL, instance text NOT NULL DEFAULT '', activation_failure jsonb)`,
       );
     },
   });
+  await migrateLeaseSchema(client, table);
+}
+
+/** Version 1 → 2: the member table's `instance` column (idempotent, under the schema lock). */
+async function migrateLeaseSchema(client: pg.PoolClient, table: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock(2119529331, 1)');
+    const found = await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
+    if ((found.rows[0]?.version ?? LEASE_SCHEMA_VERSION) < 2) {
+      await client.query(`ALTER TABLE ${quoteTable(`${table}_members`)} ADD COLUMN IF NOT EXISTS instance text NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS activation_failure jsonb`);
+      await client.query(`UPDATE ${SCHEMA_TABLE} SET version = 2 WHERE table_name = $1 AND version < 2`, [table]);
+    }
+    await client.query('COMMIT');
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
 }
 
 class PostgresLease implements LeaseStore {
@@ -159,7 +217,7 @@ class PostgresLease implements LeaseStore {
     this.members_ = quoteTable(`${table}_members`);
   }
 
-  async acquire(me: LeaseCandidate, ttlMs: number): Promise<AcquireResult> {
+  async acquire(me: LeaseCandidate, ttlMs: number, graceMs?: number): Promise<AcquireResult> {
     const client = await this.pool.connect();
     let broken: unknown;
     try {
@@ -167,9 +225,11 @@ class PostgresLease implements LeaseStore {
       await client.query(`SET LOCAL lock_timeout = ${ms(this.o.statementTimeoutMs ?? 1000)}`);
       const cur = await client.query<RawRow>(`SELECT holder, epoch::text AS epoch, api_addr, cluster_addr, valid_until > now() AS live FROM ${this.q} WHERE ha_key = $1 FOR UPDATE`, [LEADER]);
       const row = cur.rows[0];
-      // A live row of another holder wins; this node's own (it stepped down or was fenced and
-      // competes again) is taken over at once under a new epoch.
-      if (row?.live === true && row.holder !== me.holder) {
+      // A live row of another holder wins; this node's own (it was fenced or missed its deadline
+      // and competes again) is taken over at once under a new epoch, unless the attempt is polite.
+      // A polite attempt waits twice the grace for its own released row: after a step-down, when
+      // every node is in its cooldown, another node wins first.
+      if (row?.live === true && (row.holder !== me.holder || graceMs !== undefined)) {
         await client.query('ROLLBACK');
         return { won: false, leader: rowOf(row) };
       }
@@ -178,9 +238,10 @@ class PostgresLease implements LeaseStore {
          VALUES ($1, $2, nextval('${this.seq}'), $3, $4, now() + make_interval(secs => $5::double precision / 1000))
          ON CONFLICT (ha_key) DO UPDATE SET holder = EXCLUDED.holder, epoch = EXCLUDED.epoch, api_addr = EXCLUDED.api_addr,
            cluster_addr = EXCLUDED.cluster_addr, valid_until = EXCLUDED.valid_until
-         WHERE h.valid_until <= now() OR h.holder = EXCLUDED.holder
+         WHERE h.valid_until <= now() - make_interval(secs => (CASE WHEN h.holder = EXCLUDED.holder THEN 2 ELSE 1 END) * $6::double precision / 1000)
+           OR ($7 AND h.holder = EXCLUDED.holder)
          RETURNING epoch::text AS epoch`,
-        [LEADER, me.holder, me.apiAddr, me.clusterAddr, ttlMs],
+        [LEADER, me.holder, me.apiAddr, me.clusterAddr, ttlMs, graceMs ?? 0, graceMs === undefined],
       );
       await client.query('COMMIT');
       const epoch = won.rows[0]?.epoch;
@@ -211,7 +272,7 @@ class PostgresLease implements LeaseStore {
   }
 
   async release(holder: string, epoch: number): Promise<void> {
-    await this.pool.query(`DELETE FROM ${this.q} WHERE ha_key = $1 AND holder = $2 AND epoch = $3`, [LEADER, holder, epoch]);
+    await this.pool.query(`UPDATE ${this.q} SET valid_until = LEAST(valid_until, now()) WHERE ha_key = $1 AND holder = $2 AND epoch = $3`, [LEADER, holder, epoch]);
   }
 
   async leader(): Promise<LeaseRow | undefined> {
@@ -220,22 +281,28 @@ class PostgresLease implements LeaseStore {
     return row === undefined ? undefined : rowOf(row);
   }
 
-  async echo(me: LeaseCandidate): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO ${this.members_} (node_id, hostname, api_addr, cluster_addr, version, last_echo) VALUES ($1, $2, $3, $4, $5, now())
+  async echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure): Promise<LeaseMember | undefined> {
+    const r = await this.pool.query(
+      `INSERT INTO ${this.members_} AS m (node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure) VALUES ($1, $2, $3, $4, $5, now(), $6, $8)
        ON CONFLICT (node_id) DO UPDATE SET hostname = EXCLUDED.hostname, api_addr = EXCLUDED.api_addr, cluster_addr = EXCLUDED.cluster_addr,
-         version = EXCLUDED.version, last_echo = EXCLUDED.last_echo`,
-      [me.holder, me.hostname, me.apiAddr, me.clusterAddr, me.version],
+         version = EXCLUDED.version, last_echo = EXCLUDED.last_echo, instance = EXCLUDED.instance, activation_failure = EXCLUDED.activation_failure
+       WHERE m.instance = EXCLUDED.instance OR m.last_echo <= now() - make_interval(secs => $7::double precision / 1000)
+       RETURNING node_id`,
+      [me.holder, me.hostname, me.apiAddr, me.clusterAddr, me.version, me.instance, staleMs, failure === undefined ? null : JSON.stringify(failure)],
     );
+    if (r.rowCount === 1) return undefined;
+    const other = await this.pool.query<MemberRow>(`SELECT ${MEMBER_COLUMNS} FROM ${this.members_} WHERE node_id = $1`, [me.holder]);
+    const m = other.rows[0];
+    return m === undefined ? undefined : memberOf(m);
   }
 
   async members(maxAgeMs: number): Promise<LeaseMember[]> {
-    const r = await this.pool.query<{ node_id: string; hostname: string; api_addr: string; cluster_addr: string; version: string; last_echo: Date }>(
-      `SELECT node_id, hostname, api_addr, cluster_addr, version, last_echo FROM ${this.members_}
+    const r = await this.pool.query<MemberRow>(
+      `SELECT ${MEMBER_COLUMNS} FROM ${this.members_}
        WHERE last_echo > now() - make_interval(secs => $1::double precision / 1000) ORDER BY last_echo ASC, node_id ASC`,
       [maxAgeMs],
     );
-    return r.rows.map((m) => ({ nodeId: m.node_id, hostname: m.hostname, apiAddr: m.api_addr, clusterAddr: m.cluster_addr, version: m.version, lastEcho: m.last_echo }));
+    return r.rows.map(memberOf);
   }
 
   fence(current: () => FenceState, onFenced: (epoch: number) => void): BatchGuard {
@@ -252,7 +319,7 @@ class PostgresLease implements LeaseStore {
           };
         }
         return {
-          sql: `SELECT 1 FROM ${this.q} WHERE ha_key = $1 AND holder = $2 AND epoch = $3 FOR SHARE`,
+          sql: `SELECT 1 FROM ${this.q} WHERE ha_key = $1 AND holder = $2 AND epoch = $3 AND valid_until > now() FOR SHARE`,
           params: [LEADER, s.holder, s.epoch],
           whenNoRow: () => {
             onFenced(s.epoch);

@@ -33,6 +33,9 @@ const command = fc.record({
     'renewFailed',
     'renewError',
     'fenceRefused',
+    'activationFailed',
+    'identityTaken',
+    'identityHeld',
     'stepDown',
   ),
   // Mostly the short steps of a healthy node, sometimes a pause past the whole lease.
@@ -43,7 +46,7 @@ const command = fc.record({
 type Command = typeof command extends fc.Arbitrary<infer C> ? C : never;
 
 function toEvent(s: State, c: Command, now: number): Event {
-  const inFlight = s.mode === 'standby' ? s.acquire : s.mode === 'active' ? s.renew : null;
+  const inFlight = s.mode === 'standby' || s.mode === 'cooldown' ? s.acquire : s.mode === 'active' ? s.renew : null;
   const sentAt = c.current && inFlight?.phase === 'sent' ? inFlight.sentAt : now - 1 - c.advance;
   switch (c.kind) {
     case 'next':
@@ -58,6 +61,12 @@ function toEvent(s: State, c: Command, now: number): Event {
       return { type: 'renewed', sentAt };
     case 'fenceRefused':
       return { type: 'fenceRefused', epoch: s.epoch + Math.min(0, c.epochStep) };
+    case 'activationFailed':
+      return { type: 'activationFailed', epoch: s.epoch + Math.min(0, c.epochStep), now, reason: 'role start failed' };
+    case 'identityTaken':
+      return { type: 'identityTaken', now, by: 'another process' };
+    case 'identityHeld':
+      return { type: 'identityHeld', now };
     case 'unsealed':
     case 'tick':
     case 'acquireSent':
@@ -75,7 +84,6 @@ function nextEvent(s: State, now: number, win: boolean): Event {
     case 'sealed':
       return { type: 'unsealed', now };
     case 'cooldown':
-      return { type: 'tick', now };
     case 'standby':
       if (s.acquire === null) return { type: 'tick', now };
       if (s.acquire.phase === 'asked') return { type: 'acquireSent', now };
@@ -90,7 +98,7 @@ function nextEvent(s: State, now: number, win: boolean): Event {
 describe('properties', () => {
   it('an active node never persists at now >= renewedFrom + ttl - margin, and its deadline comes from a send time', () => {
     // How often the scripts reached the interesting moves, so the property is not vacuous.
-    const seen = { becameActive: 0, deadlineStops: 0, renewed: 0 };
+    const seen = { becameActive: 0, deadlineStops: 0, renewed: 0, failures: 0 };
     fc.assert(
       fc.property(fc.array(command, { minLength: 20, maxLength: 150 }), (script) => {
         let s: State = initialState();
@@ -130,16 +138,27 @@ describe('properties', () => {
           }
           expect(active).toBe(r.state.mode === 'active');
           // One request in flight: nothing new is asked for while one is.
-          const busy = before.mode === 'standby' ? before.acquire : before.mode === 'active' ? before.renew : null;
+          const busy = before.mode === 'standby' || before.mode === 'cooldown' ? before.acquire : before.mode === 'active' ? before.renew : null;
           if (busy !== null && r.state.mode === before.mode) {
             expect(types).not.toContain('tryAcquire');
             expect(types).not.toContain('renew');
+          }
+          // A failure to become active releases the row at once, and no attempt is asked for
+          // before its backoff ends; a node whose identity another process holds asks for none.
+          if (e.type === 'activationFailed' && before.mode === 'active' && e.epoch === before.epoch) {
+            expect(types).toEqual(['stopActive', 'release', 'leaderChanged']);
+            seen.failures += 1;
+          }
+          if (types.includes('tryAcquire')) {
+            expect(r.state.excluded).toBeUndefined();
+            if ('now' in e && r.state.lastFailure !== undefined) expect(e.now).toBeGreaterThanOrEqual(r.state.lastFailure.until);
           }
           s = r.state;
         }
       }),
       { numRuns: 300, seed: 1 },
     );
+    expect(seen.failures).toBeGreaterThan(20);
     expect(seen.becameActive).toBeGreaterThan(100);
     expect(seen.deadlineStops).toBeGreaterThan(30);
     expect(seen.renewed).toBeGreaterThan(5);

@@ -17,7 +17,7 @@ import {
 } from './index.js';
 import { B, T0, deepFreeze } from './testing.js';
 
-const { ttlMs, renewMs, retryMs, marginMs, cooldownMs } = DEFAULT_LEASE_OPTIONS;
+const { ttlMs, renewMs, retryMs, marginMs, cooldownMs, graceMs, backoffMs, backoffMaxMs } = DEFAULT_LEASE_OPTIONS;
 
 /** One node's machine; `act` steps an event and keeps the state, as the driver does. */
 function node(s: State = initialState()) {
@@ -141,7 +141,7 @@ describe('the fence', () => {
 });
 
 describe('step-down', () => {
-  it('stops, releases the row, waits cooldownMs, then competes', () => {
+  it('stops and releases the row, then competes politely (a row free graceMs) until cooldownMs ends', () => {
     const n = node();
     n.activate(T0, 5);
     expect(n.act({ type: 'stepDown', now: T0 + 10 })).toEqual([
@@ -150,10 +150,29 @@ describe('step-down', () => {
       { type: 'leaderChanged', leader: undefined },
     ]);
     expect(n.state).toMatchObject({ mode: 'cooldown', until: T0 + 10 + cooldownMs });
-    expect(n.act({ type: 'tick', now: T0 + 10 + cooldownMs - 1 })).toEqual([]);
-    expect(n.act({ type: 'stepDown', now: T0 + 20 })).toEqual([]);
+    // Still competing, politely: a cluster whose every node stepped down still elects one.
+    expect(n.act({ type: 'tick', now: T0 + 20 })).toEqual([{ type: 'tryAcquire', graceMs }]);
+    n.act({ type: 'acquireSent', now: T0 + 20 });
+    expect(n.act({ type: 'acquireLost', leader: B })).toEqual([{ type: 'leaderChanged', leader: B }]);
+    expect(n.act({ type: 'stepDown', now: T0 + 30 })).toEqual([]);
+    // Twice as often as a standby's, so the polite attempt comes soon after the grace.
+    expect(n.act({ type: 'tick', now: T0 + 20 + retryMs / 2 - 1 })).toEqual([]);
+    expect(n.act({ type: 'tick', now: T0 + 20 + retryMs / 2 })).toEqual([{ type: 'tryAcquire', graceMs }]);
+    n.act({ type: 'acquireSent', now: T0 + 20 + retryMs / 2 });
+    n.act({ type: 'acquireLost', leader: B });
+    // At the end of the cooldown the attempts are ordinary again.
     expect(n.act({ type: 'tick', now: T0 + 10 + cooldownMs })).toEqual([{ type: 'tryAcquire' }]);
     expect(n.state.mode).toBe('standby');
+  });
+
+  it('a polite attempt that wins makes the node active under the new epoch', () => {
+    const n = node();
+    n.activate(T0, 5);
+    n.act({ type: 'stepDown', now: T0 + 10 });
+    n.act({ type: 'tick', now: T0 + 10 + graceMs });
+    n.act({ type: 'acquireSent', now: T0 + 10 + graceMs });
+    expect(n.act({ type: 'acquired', epoch: 6, holder: 'node-a', sentAt: T0 + 10 + graceMs })).toEqual([{ type: 'becomeActive', epoch: 6 }]);
+    expect(n.state).toMatchObject({ mode: 'active', epoch: 6 });
   });
 
   it('is a no-op on a standby (the driver forwards it to the active node)', () => {
@@ -248,6 +267,79 @@ describe('seal', () => {
   });
 });
 
+describe('a failure to become active (issue 26 item 1)', () => {
+  it('stops the role, releases the row at once, and does not compete for backoffMs; then it competes', () => {
+    const n = node();
+    n.activate(T0, 3);
+    expect(n.act({ type: 'activationFailed', epoch: 3, now: T0 + 40, reason: 'listen EADDRINUSE' })).toEqual([
+      { type: 'stopActive', reason: 'activation-failed' },
+      { type: 'release', epoch: 3 },
+      { type: 'leaderChanged', leader: undefined },
+    ]);
+    expect(n.state).toMatchObject({ mode: 'standby', failures: 1, lastFailure: { reason: 'listen EADDRINUSE', at: T0 + 40, until: T0 + 40 + backoffMs } });
+    expect(leadership(n.state, T0 + 41).backoff).toEqual({ reason: 'listen EADDRINUSE', at: T0 + 40, until: T0 + 40 + backoffMs });
+    for (let t = T0 + 40; t < T0 + 40 + backoffMs; t += retryMs) expect(n.act({ type: 'tick', now: t })).toEqual([]);
+    // A node alone in its cluster tries again once the backoff ends.
+    expect(n.act({ type: 'tick', now: T0 + 40 + backoffMs })).toEqual([{ type: 'tryAcquire' }]);
+    expect(leadership(n.state, T0 + 40 + backoffMs).backoff).toBeUndefined();
+  });
+
+  it('doubles the backoff at each failure in a row, up to backoffMaxMs, and serving that long forgets them', () => {
+    const n = node();
+    let now = T0;
+    const seen: number[] = [];
+    for (let epoch = 1; epoch <= 7; epoch++) {
+      n.activate(now, epoch);
+      n.act({ type: 'activationFailed', epoch, now: now + 1, reason: 'storage failed' });
+      const until = (n.state as { lastFailure: { until: number } }).lastFailure.until;
+      seen.push(until - (now + 1));
+      now = until;
+      n.act({ type: 'sealed' });
+    }
+    expect(seen).toEqual([backoffMs, 2 * backoffMs, 4 * backoffMs, 8 * backoffMs, backoffMaxMs, backoffMaxMs, backoffMaxMs]);
+    // Active for backoffMaxMs (renewing), then a failure: the shortest backoff again.
+    n.activate(now, 8);
+    for (let t = now + renewMs; t <= now + backoffMaxMs; t += renewMs) n.renewAt(t);
+    n.act({ type: 'activationFailed', epoch: 8, now: now + backoffMaxMs + 1, reason: 'storage failed' });
+    expect(n.state).toMatchObject({ failures: 1, lastFailure: { until: now + backoffMaxMs + 1 + backoffMs } });
+  });
+
+  it('ignores a failure of another epoch, and a standby ignores it', () => {
+    const n = node();
+    n.activate(T0, 3);
+    expect(n.act({ type: 'activationFailed', epoch: 2, now: T0 + 1, reason: 'x' })).toEqual([]);
+    expect(n.state.mode).toBe('active');
+    const s = node();
+    s.act({ type: 'unsealed', now: T0 });
+    expect(s.act({ type: 'activationFailed', epoch: 0, now: T0 + 1, reason: 'x' })).toEqual([]);
+  });
+});
+
+describe('identity held by another process (issue 26 item 2)', () => {
+  it('an active node stops and releases; no mode competes until the identity is held again', () => {
+    const n = node();
+    n.activate(T0, 4);
+    expect(n.act({ type: 'identityTaken', now: T0 + 5, by: 'host-x (pid 7)' })).toEqual([
+      { type: 'stopActive', reason: 'identity-taken' },
+      { type: 'release', epoch: 4 },
+      { type: 'leaderChanged', leader: undefined },
+    ]);
+    expect(leadership(n.state, T0 + 6).excluded).toBe('host-x (pid 7)');
+    expect(n.act({ type: 'tick', now: T0 + 10 * retryMs })).toEqual([]);
+    expect(n.act({ type: 'identityTaken', now: T0 + 11 * retryMs, by: 'host-x (pid 7)' })).toEqual([]);
+    expect(n.act({ type: 'identityHeld', now: T0 + 12 * retryMs })).toEqual([{ type: 'tryAcquire' }]);
+    expect(leadership(n.state, T0 + 12 * retryMs).excluded).toBeUndefined();
+  });
+
+  it('a sealed node taken stays out once unsealed, until held', () => {
+    const n = node();
+    n.act({ type: 'identityTaken', now: T0, by: 'other' });
+    expect(n.act({ type: 'unsealed', now: T0 + 1 })).toEqual([]);
+    expect(n.state.mode).toBe('standby');
+    expect(n.act({ type: 'identityHeld', now: T0 + 2 })).toEqual([{ type: 'tryAcquire' }]);
+  });
+});
+
 describe('options', () => {
   it('fills in the defaults and accepts a consistent set', () => {
     expect(leaseOptions()).toEqual(DEFAULT_LEASE_OPTIONS);
@@ -260,6 +352,7 @@ describe('options', () => {
     [{ ttlMs: 0 }, 'must be > 0'],
     [{ retryMs: -1 }, 'retryMs must be a whole number of ms >= 0, got -1'],
     [{ cooldownMs: 1.5 }, 'cooldownMs must be a whole number'],
+    [{ backoffMs: 5000, backoffMaxMs: 4000 }, 'backoffMaxMs (4000) must be >= backoffMs (5000)'],
     [{ ttlMs: Number.NaN }, 'ttlMs must be a whole number'],
   ])('refuses %j', (given, message) => {
     expect(() => leaseOptions(given)).toThrow(InvalidRequest);
@@ -270,7 +363,7 @@ describe('options', () => {
 describe('leadership', () => {
   it('shows self, the known leader and the lease age as sys/leader and the metrics need them', () => {
     const n = node();
-    expect(leadership(n.state, T0)).toEqual({ mode: 'sealed', isSelf: false, activeSince: null, leader: undefined, leaseAgeMs: null });
+    expect(leadership(n.state, T0)).toEqual({ mode: 'sealed', isSelf: false, activeSince: null, leader: undefined, leaseAgeMs: null, backoff: undefined, excluded: undefined });
     n.act({ type: 'unsealed', now: T0 });
     n.act({ type: 'acquireSent', now: T0 });
     n.act({ type: 'acquireLost', leader: B });
@@ -278,7 +371,7 @@ describe('leadership', () => {
     const a = node();
     a.activate(T0);
     a.renewAt(T0 + renewMs);
-    expect(leadership(a.state, T0 + renewMs + 30)).toEqual({ mode: 'active', isSelf: true, activeSince: T0, leader: undefined, leaseAgeMs: 30 });
+    expect(leadership(a.state, T0 + renewMs + 30)).toEqual({ mode: 'active', isSelf: true, activeSince: T0, leader: undefined, leaseAgeMs: 30, backoff: undefined, excluded: undefined });
   });
 });
 

@@ -16,6 +16,10 @@ export interface HaNodeInfo {
   /** RFC 3339; null for the active node. */
   readonly last_echo: string | null;
   readonly version: string;
+  /** This node only, not Vault's: why it last failed to serve as active, while it backs off. */
+  readonly activation_failure?: { readonly reason: string; readonly at: string; readonly competes_again_at: string };
+  /** This node only, not Vault's: the other live process that holds this node's identity. */
+  readonly identity_taken_by?: string;
 }
 
 /** What the HTTP layer needs of the node's HA (src/ha implements it). */
