@@ -1,10 +1,12 @@
 # A primary node of the compose cluster (docker-compose.yml), on the `postgres` service. The
 # template of every primary node: deploy/setup.sh writes one <node>.hcl per name in
 # PRIMARY_NODES into the config volume, with @NODE@ replaced by the node's name (its compose
-# service name and hostname), @PG_PASSWORD@ by TESSERA_PG_PASSWORD and @LICENSE_ISSUER_KEY@ by
-# the license volume's issuer.pub.
+# service name and hostname), @PG_PASSWORD@ by the password the postgres service chose at its
+# first start (deploy/postgres/entrypoint.sh) and @LICENSE_ISSUER_KEY@ by the license volume's
+# issuer.pub. The connection is TLS, verified against the CA certificate that service made
+# (the pg-client volume, mounted at /etc/tessera-pg).
 storage "postgresql" {
-  connection_url = "postgres://tessera:@PG_PASSWORD@@postgres:5432/tessera?sslmode=disable"
+  connection_url = "postgres://tessera:@PG_PASSWORD@@postgres:5432/tessera?sslmode=verify-full&sslrootcert=/etc/tessera-pg/ca.crt"
   table          = "vault_kv_store"
   # The primary nodes share this database: one holds the lease and is active, the others relay.
   ha_enabled     = "true"

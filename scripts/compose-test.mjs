@@ -14,6 +14,8 @@
  *    (NODE_EXTRA_CA_CERTS or npm's cafile) so npm ci inside the build reaches the registry.
  *    It stays in the daemon's images: later runs skip this step.
  * 3. `docker-compose build --parallel`, then `docker-compose up -d --build` (cached by then).
+ *    PostgreSQL: no published port, unreachable from a secondary's container, and only TLS with
+ *    the password it generated at its first start gets in (not `tessera`, nothing in plain).
  * 4. Init the primary cluster on `primary` (3 shares, threshold 2), unseal its three HA nodes,
  *    KV v2 at secret/, enable DR and performance primary, init and activate both secondaries, a
  *    root token on the performance secondary from the primary's keys, a secret written on the
@@ -291,6 +293,30 @@ async function onPrimaryCluster(what, step, timeoutMs = 60_000) {
   }
 }
 
+/**
+ * PostgreSQL is closed to all but the primary nodes (which are up on it by now, over
+ * sslmode=verify-full): no published port, not reachable from a secondary's container, and in
+ * its own container only TLS with the password it chose at its first start gets in (not the
+ * compose file's former default `tessera`, and no plain connection).
+ */
+async function databaseClosed() {
+  log('PostgreSQL: no published port, unreachable from the secondaries, TLS and its generated password only');
+  const published = await run('docker', ['port', `${PROJECT}_postgres_1`], { allowFail: true });
+  check(published.code === 0 && published.out.trim() === '', `postgres publishes no port (docker port: ${JSON.stringify(published.out.trim())})`);
+  const probe = "require('net').connect(5432, 'postgres').on('connect', () => process.exit(0)).on('error', (e) => { console.log(e.code); process.exit(3); })";
+  const fromSecondary = await compose(['exec', '-T', 'dr-secondary', 'node', '-e', probe], { allowFail: true, timeoutMs: 30_000 });
+  check(fromSecondary.code === 3, `dr-secondary cannot reach postgres:5432 (exit ${fromSecondary.code}: ${fromSecondary.out.trim().slice(-200)})`);
+  const psql = (password, conn) =>
+    compose(['exec', '-T', 'postgres', 'sh', '-c', `PGPASSWORD=${password} psql "${conn} dbname=tessera user=tessera" -Atc 'select 42'`], { allowFail: true, timeoutMs: 30_000 });
+  const own = '"$(cat /var/lib/tessera-pg-client/password)"';
+  const good = await psql(own, 'host=postgres sslmode=verify-full sslrootcert=/var/lib/tessera-pg-client/ca.crt');
+  check(good.code === 0 && good.out.includes('42'), `the generated password over verified TLS gets in (${good.out.trim().slice(-200)})`);
+  const plain = await psql(own, 'host=postgres sslmode=disable');
+  check(plain.code !== 0 && plain.out.includes('no pg_hba.conf entry'), `a connection without TLS is refused (${plain.out.trim().slice(-200)})`);
+  const old = await psql('tessera', 'host=postgres sslmode=require');
+  check(old.code !== 0 && old.out.includes('password authentication failed'), `the former default password is refused (${old.out.trim().slice(-200)})`);
+}
+
 const volumes = async () => new Set((await run('docker', ['volume', 'ls', '-q'])).out.split('\n').filter((v) => v !== ''));
 
 async function scenario() {
@@ -304,6 +330,7 @@ async function scenario() {
   await compose(['up', '-d', '--build'], { timeoutMs: 600_000 });
   for (const [name, addr] of Object.entries(NODES)) check((await answering(addr)).sealed === true, `${name} starts sealed`);
   log('every node answers, sealed');
+  await databaseClosed();
 
   log('init and unseal the primary, KV v2 at secret/, enable DR and performance primary');
   const init = await initAndUnseal(P, { shares: 3, threshold: 2 });

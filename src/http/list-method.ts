@@ -2,7 +2,7 @@
  * Vault clients (node-vault, hvac) send the non-standard `LIST` method, which Node's HTTP parser
  * rejects before any handler runs. This stream sits between the socket and the HTTP parser and
  * rewrites each request line `LIST /path HTTP/1.1` to `GET /path HTTP/1.1` plus a header
- * `X-Tessera-Method: LIST`, which the request mapper turns back into a list operation.
+ * `X-Tessera-Method: LIST <this process's mark>`, which `clientMethod` turns back into LIST.
  *
  * To find request lines it frames HTTP/1.1 requests: the head up to the blank line, then a body
  * of Content-Length bytes or chunked. Anything it cannot frame switches it to pass-through for
@@ -21,6 +21,17 @@ export const LIST_HEADER = 'x-tessera-method';
  */
 export const LIST_MARK = `LIST ${randomBytes(16).toString('hex')}`;
 const MAX_HEAD = 64 * 1024;
+
+/**
+ * The method a client sent on a connection of this process: `LIST` where the framer rewrote its
+ * request line (its header carries this process's mark), else the request line's own. Only the
+ * socket path asks this; a request relayed by a standby carries its method explicitly, and the
+ * marker is never relayed (standby.ts `relayableHeaders`).
+ */
+export function clientMethod(method: string, headers: Readonly<Record<string, string | string[] | undefined>>): string {
+  const mark = headers[LIST_HEADER];
+  return (Array.isArray(mark) ? mark[0] : mark) === LIST_MARK ? 'LIST' : method.toUpperCase();
+}
 const HEAD_END = Buffer.from('\r\n\r\n');
 const CRLF = Buffer.from('\r\n');
 

@@ -8,7 +8,6 @@ import { InvalidRequest, UnsupportedOperation } from '../core/errors.js';
 import { parseDuration } from '../core/duration.js';
 import type { Operation } from '../vault/logical.js';
 import type { ForwardRequest } from '../replication/index.js';
-import { LIST_HEADER, LIST_MARK } from './list-method.js';
 
 export interface ApiRequest {
   readonly id: string;
@@ -135,7 +134,7 @@ export function toApiRequest(raw: RawRequest): ApiRequest {
   const query: Record<string, string> = {};
   for (const [k, v] of new URLSearchParams(q === -1 ? '' : raw.url.slice(q + 1))) query[k] = v;
 
-  const method = header(raw.headers, LIST_HEADER) === LIST_MARK ? 'LIST' : raw.method.toUpperCase();
+  const method = raw.method.toUpperCase();
   let operation = METHOD_OPERATION[method];
   if (operation === undefined) throw new UnsupportedOperation(`unsupported method ${method.slice(0, 16)}`);
   if (method === 'GET' && (query.list === 'true' || query.list === '1')) operation = 'list';

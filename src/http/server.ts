@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import { PayloadTooLarge } from '../core/errors.js';
 import { answerClientError, trackRequest } from './client-error.js';
 import { dispatch, type Dispatched, type Services } from './dispatch.js';
-import { DEFAULT_TIMEOUTS, listAware, markResponded, type ConnectionTimeouts } from './list-method.js';
+import { clientMethod, DEFAULT_TIMEOUTS, listAware, markResponded, type ConnectionTimeouts } from './list-method.js';
 import { toApiRequest } from './request.js';
 import type { Route } from './route.js';
 import { relayableHeaders, type RawReply, type RawRequest, type StandbyGate } from './standby.js';
@@ -153,14 +153,16 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
       if (r.tooLarge) throw new PayloadTooLarge(`request body larger than ${limit} bytes`);
       const rawBody = r.chunks.length === 0 ? undefined : r.chunks.length === 1 ? r.chunks[0] : Buffer.concat(r.chunks);
       const remoteAddress = req.socket.remoteAddress ?? '';
-      const diverted = opts.standby?.divert({ method: r.method, url: r.url, headers: relayableHeaders(req.headers), body: rawBody, remoteAddress });
+      // A LIST is relayed as LIST: the marker that says so here means nothing on the active node.
+      const method = clientMethod(r.method, req.headers);
+      const diverted = opts.standby?.divert({ method, url: r.url, headers: relayableHeaders(req.headers), body: rawBody, remoteAddress });
       const reply = diverted === undefined ? undefined : await diverted;
       if (reply !== undefined) {
         res.writeHead(reply.status, { ...reply.headers, 'content-length': String(reply.body.length) });
         res.end(reply.body);
         return reply.status;
       }
-      const api = toApiRequest({ id: r.id, method: r.method, url: r.url, headers: req.headers, rawBody, remoteAddress });
+      const api = toApiRequest({ id: r.id, method, url: r.url, headers: req.headers, rawBody, remoteAddress });
       const out = await dispatch(opts.services, opts.routes, api);
       if (out.stream) pump(res, { ...out, stream: out.stream }, opts.logger);
       else send(res, out);

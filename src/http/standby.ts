@@ -6,8 +6,10 @@
  *   const http = await startHttp({ ..., standby: gate });   // gate.divert(raw) or undefined: serve here
  *   const reply = await http.execute(raw);                  // the active node runs a relayed request
  */
+import { LIST_HEADER } from './list-method.js';
 
 export interface RawRequest {
+  /** As the client sent it: `LIST` for a LIST, whatever the socket's framer made of it. */
   readonly method: string;
   /** Path and query as the client sent them (`/v1/secret/data/a?version=2`). */
   readonly url: string;
@@ -31,10 +33,13 @@ export interface StandbyGate {
   divert(req: RawRequest): Promise<RawReply | undefined> | undefined;
 }
 
-/** Headers that belong to one connection, never relayed. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host', 'content-length', 'expect']);
+/**
+ * Headers that belong to one connection, never relayed; and the LIST marker, which belongs to
+ * this process (the method is relayed explicitly instead).
+ */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host', 'content-length', 'expect', LIST_HEADER]);
 
-/** A request's headers as one value per name, without hop-by-hop ones. */
+/** A request's headers as one value per name, without hop-by-hop ones or the LIST marker. */
 export function relayableHeaders(headers: Readonly<Record<string, string | string[] | undefined>>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {

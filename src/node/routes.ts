@@ -44,7 +44,7 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationU
     ...pathsFilterRoutes(repl.pathsFilters),
     ...systemRoutes(sys),
     ...wrappingRoutes(core.wrapping, repl.resolveWrappingToken),
-    ...tokenRoutes(core.tokens),
+    ...tokenRoutes(core.tokens, repl.resolveWrappingToken),
     ...authMethodRoutes(core.auth),
     ...policyRoutes(core.policies),
     ...namespaceRoutes(core.namespaces, core.mounts, core.auth),

@@ -15,6 +15,12 @@ import type { Store } from '../storage/store.js';
 
 const PREFIX = 'core/namespaces/';
 
+/**
+ * Names no namespace may have, Vault's list (OpenBao's helper/namespace reservedNames): paths
+ * every namespace routes itself, and relative segments. Refused with Vault's 400 text.
+ */
+const RESERVED_NAMES: ReadonlySet<string> = new Set(['.', '..', 'root', 'sys', 'audit', 'auth', 'cubbyhole', 'identity']);
+
 export interface NamespaceEntry {
   readonly id: string;
   /** Full path with trailing slash, e.g. `a/b/`. */
@@ -104,9 +110,8 @@ export class Namespaces {
     const path = join(parent, rel);
     const segs = path.slice(0, -1).split('/');
     for (const seg of segs) {
-      if (!/^[A-Za-z0-9_.-]+$/.test(seg) || seg === 'sys' || seg === 'auth' || seg === 'root') {
-        throw new InvalidRequest(`invalid namespace name "${seg}"`);
-      }
+      if (RESERVED_NAMES.has(seg)) throw new InvalidRequest(`"${seg}/" is a reserved path and cannot be used as a namespace name`);
+      if (!/^[A-Za-z0-9_.-]+$/.test(seg)) throw new InvalidRequest(`invalid namespace name "${seg}"`);
     }
     const up = segs.length > 1 ? segs.slice(0, -1).join('/') + '/' : '';
     if (!this.exists(up)) throw new InvalidRequest(`parent namespace "${up}" does not exist`);

@@ -40,6 +40,22 @@ describe('namespaces', () => {
     expect((await n.call('GET', 'kv/data/s', undefined, { headers: { 'X-Vault-Namespace': 'team/app' } })).status).toBe(400);
   });
 
+  it('refuses the names Vault reserves, at any depth, with Vault\'s message, and creates nothing', async () => {
+    expect((await n.call('POST', 'sys/namespaces/keep', {})).status).toBe(200);
+    const before = (await n.call('LIST', 'sys/namespaces')).body.data;
+    for (const name of ['root', 'sys', 'audit', 'auth', 'cubbyhole', 'identity']) {
+      const message = [`"${name}/" is a reserved path and cannot be used as a namespace name`];
+      for (const [path, headers] of [[`sys/namespaces/${name}`, {}], [`sys/namespaces/${name}`, { 'X-Vault-Namespace': 'keep' }], [`sys/namespaces/keep/${name}`, {}]] as const) {
+        const r = await n.call('POST', path, {}, { headers });
+        expect([path, r.status, r.body.errors]).toEqual([path, 400, message]);
+      }
+    }
+    expect((await n.call('LIST', 'sys/namespaces')).body.data).toEqual(before);
+    expect((await n.call('LIST', 'sys/namespaces', undefined, { headers: { 'X-Vault-Namespace': 'keep' } })).body.data.keys).toEqual([]);
+    // A name that merely contains one is a name like any other.
+    expect((await n.call('POST', 'sys/namespaces/identity-team', {})).status).toBe(200);
+  });
+
   it('refuses replication endpoints outside the root namespace, but not status', async () => {
     const r = await n.call('POST', 'sys/replication/merkle-check', {}, { headers: { 'X-Vault-Namespace': 'team' } });
     expect(r.status).toBe(400);

@@ -10,9 +10,15 @@
  * below (the dispatcher already holds that namespace within the caller's own). Any other token is
  * answered exactly as an unknown one: lookup 400 "bad token", lookup-accessor 400 "invalid
  * accessor", the revocations 204 without revoking anything (Vault's "revoked, if it existed").
+ *
+ * A replication activation token (the JWT of primary/secondary-token) stands for the wrapping
+ * token it names (`resolveToken`, as sys/wrapping/unwrap reads it): revoke and revoke-orphan of
+ * the JWT revoke that wrapping token, so it no longer activates a secondary; the id stays in the
+ * primary's list as it was (revoke-secondary is what revokes the id). A JWT this primary did not
+ * sign, or one already expired, names no token here: 204, nothing revoked.
  */
 import { z } from 'zod';
-import { InvalidRequest, PermissionDenied } from '../../core/errors.js';
+import { ErrorCode, InvalidRequest, PermissionDenied, TesseraError } from '../../core/errors.js';
 import type { Caller } from '../../vault/caller.js';
 import type { TokenStore } from '../../vault/tokens.js';
 import { boolish, duration, empty, intish, stringList, stringMap } from '../fields.js';
@@ -42,7 +48,16 @@ function need(ctx: RouteContext<unknown>): Caller {
   return ctx.caller;
 }
 
-export function tokenRoutes(tokens: TokenStore): Route[] {
+export function tokenRoutes(tokens: TokenStore, resolveToken: (presented: string) => Promise<string> = async (t) => t): Route[] {
+  /** The stored token `presented` stands for, or undefined when it names none of this node's. */
+  const stored = async (presented: string): Promise<string | undefined> => {
+    try {
+      return await resolveToken(presented);
+    } catch (e) {
+      if (e instanceof TesseraError && e.code === ErrorCode.invalidRequest) return undefined;
+      throw e;
+    }
+  };
   const create = (orphan: boolean, path: string) =>
     op(CreateBody, async (ctx: RouteContext<CreateBody>) => {
       const caller = need(ctx);
@@ -105,7 +120,8 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
       access: 'token',
       operations: {
         update: op(TokenBody, async ({ fields, namespace }) => {
-          await tokens.revoke(fields.token, namespace);
+          const token = await stored(fields.token);
+          if (token !== undefined) await tokens.revoke(token, namespace);
           return noContent();
         }, 'Revoke a token and all its children.'),
       },
@@ -138,7 +154,8 @@ export function tokenRoutes(tokens: TokenStore): Route[] {
       access: 'sudo',
       operations: {
         update: op(TokenBody, async ({ fields, namespace }) => {
-          await tokens.revokeOrphan(fields.token, namespace);
+          const token = await stored(fields.token);
+          if (token !== undefined) await tokens.revokeOrphan(token, namespace);
           return noContent();
         }, 'Revoke a token, leaving its children as orphans.'),
       },
