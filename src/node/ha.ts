@@ -29,7 +29,7 @@ import { LEADER_PROBE, VerifiedLeader } from '../ha/verified-leader.js';
 import type { HaFacts, HaNodeInfo } from '../http/routes/ha.js';
 import { ZERO_TIME } from '../http/routes/ha.js';
 import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
-import { standbyRegistrations, type ReplicationUnit } from '../replication/index.js';
+import { CoalescedReload, standbyRegistrations, type ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
 import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
@@ -277,12 +277,27 @@ export function wireHa(o: WireHaOptions): NodeHa {
     },
   };
 
+  const isStandby = (): boolean => {
+    const mode = controller.view().mode;
+    return mode === 'standby' || mode === 'cooldown';
+  };
+
+  // A standby answers a token itself only on its local paths (sys/seal, sys/metrics): its caches
+  // (policies, mounts, namespaces) are reloaded from the database first, so what the active node
+  // answered before the request came is in force. Reads on a standby go past the engine's cache.
+  const caches = new CoalescedReload(() => o.core.reload(), (e) => o.log.warn({ err: (e as Error).message }, 'HA: reloading the standby\'s caches failed'));
+  o.core.beforeTokenCheck(() => {
+    if (!isStandby()) return undefined;
+    return caches.fresh().catch((e: unknown) => {
+      throw new Unavailable(`this standby could not read the current policies and mounts from storage (${(e as Error).message}); nothing was done: retry`);
+    });
+  });
+
   // A standby keeps its engine near the active node's writes, so becoming active reads little.
   let following: Promise<unknown> | undefined;
   let followTimer: NodeJS.Timeout | undefined;
   const follow = (): void => {
-    const mode = controller.view().mode;
-    if (following !== undefined || (mode !== 'standby' && mode !== 'cooldown')) return;
+    if (following !== undefined || !isStandby()) return;
     following = o.engine
       .follow()
       .catch((e: unknown) => o.log.debug({ err: (e as Error).message }, 'HA: following the active node\'s writes failed; retrying'))
