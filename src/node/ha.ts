@@ -29,7 +29,7 @@ import { LEADER_PROBE, VerifiedLeader } from '../ha/verified-leader.js';
 import type { HaFacts, HaNodeInfo } from '../http/routes/ha.js';
 import { ZERO_TIME } from '../http/routes/ha.js';
 import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
-import { CoalescedReload, standbyRegistrations, type ReplicationUnit } from '../replication/index.js';
+import { CoalescedReload, recordedModes, standbyRegistrations, type RecordedModes, type ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
 import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
@@ -118,6 +118,11 @@ export interface NodeHa {
   readonly facts: HaFacts;
   /** Every member's cluster address, this node's first: what secondaries are told to try. */
   clusterAddrs(): readonly string[];
+  /**
+   * On a standby, the replication modes and cluster id the active node keeps in storage (read on
+   * every follow); undefined on the active node, a sealed one, or before the first read.
+   */
+  standbyReplication(): RecordedModes | undefined;
   /** Runs a request a standby relayed (the active node's side of HA forwarding). */
   execute(req: RawRequest): Promise<RawReply>;
   /** Starts the timers; call once the API address is known. */
@@ -293,13 +298,27 @@ export function wireHa(o: WireHaOptions): NodeHa {
     });
   });
 
-  // A standby keeps its engine near the active node's writes, so becoming active reads little.
+  // A standby keeps its engine near the active node's writes, so becoming active reads little,
+  // and reads the replication state the active node keeps (sys/health shows it).
   let following: Promise<unknown> | undefined;
   let followTimer: NodeJS.Timeout | undefined;
+  let replicationSeen: RecordedModes | undefined;
+  controller.onChange(() => {
+    if (!isStandby()) replicationSeen = undefined;
+  });
   const follow = (): void => {
     if (following !== undefined || !isStandby()) return;
-    following = o.engine
-      .follow()
+    following = (async () => {
+      // A standby has no commit of its own in doubt: once the database answers, a storage fault
+      // recorded by a read is settled by reading everything again (the active node keeps its
+      // fail-closed state until it steps down and reloads).
+      if (o.engine.failure() !== undefined) {
+        await o.engine.reload();
+        o.log.info('HA: storage answers again; this standby reloaded its state from PostgreSQL');
+      } else await o.engine.follow();
+      const seen = await recordedModes(o.core.store());
+      replicationSeen = isStandby() ? seen : undefined;
+    })()
       .catch((e: unknown) => o.log.debug({ err: (e as Error).message }, 'HA: following the active node\'s writes failed; retrying'))
       .finally(() => (following = undefined));
   };
@@ -331,6 +350,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     facts,
     clusterAddrs: () => [o.clusterAddr, ...controller.knownMembers().map((m) => m.clusterAddr).filter((a) => a !== o.clusterAddr)],
     execute,
+    standbyReplication: () => (isStandby() ? replicationSeen : undefined),
     start: () => {
       controller.start();
       followTimer = setInterval(() => {

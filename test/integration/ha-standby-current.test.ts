@@ -1,14 +1,19 @@
 /**
- * What an HA standby answers itself is as current as the active node (issue 26 item 11): a policy
- * edited or deleted on the active node no longer lets its token read sys/metrics or seal a
- * standby, with no wait; a mount disabled on the active node is gone from the standby's table at
- * the standby's next token check. Two in-process nodes on one private PostgreSQL with `ha_enabled`.
+ * What an HA standby answers itself is as current as the active node (issue 26 items 11 and 4):
+ * a policy edited or deleted on the active node no longer lets its token read sys/metrics or seal
+ * a standby, with no wait; a mount disabled on the active node is gone from the standby's table at
+ * the standby's next token check; standby health shows the replication modes and cluster id the
+ * active node holds; and after PostgreSQL restarts, a standby is a healthy standby again within a
+ * lease period. Two in-process nodes on one private PostgreSQL with `ha_enabled`.
  */
 import { eventually } from '../harness/eventually.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 import { usePostgres } from '../support/postgres.js';
 
 const postgres = usePostgres();
+
+/** The lock row's lifetime (the default `ha_lease_ttl`). */
+const LEASE_MS = 2000;
 
 let all: TestNode[] = [];
 
@@ -78,5 +83,41 @@ describe('an HA standby answers from state as current as the active node', () =>
     expect((await active.call('DELETE', 'sys/mounts/kv-gone')).status).toBe(204);
     expect((await standby.call('GET', 'sys/metrics')).status).toBe(200);
     expect(standby.node.core.mounts.resolve('', 'kv-gone/data/x')).toBeUndefined();
+  });
+
+  it('shows in sys/health the replication modes and cluster id the active node holds, within a lease period of a change (issue 26 item 4a)', async () => {
+    const { active, standby } = await roles();
+    expect((await active.call('PUT', 'sys/replication/dr/primary/enable', {})).status).toBeLessThan(300);
+    expect((await active.call('PUT', 'sys/replication/performance/primary/enable', {})).status).toBeLessThan(300);
+    const same = async (): Promise<Record<string, unknown>> => {
+      const mine = (await active.call('GET', 'sys/health', undefined, { token: null })).body;
+      const theirs = await standby.call('GET', 'sys/health', undefined, { token: null });
+      expect(theirs.status).toBe(429);
+      for (const k of ['replication_dr_mode', 'replication_performance_mode', 'cluster_id']) expect(theirs.body[k]).toEqual(mine[k]);
+      return theirs.body;
+    };
+    const enabled = await eventually(same, { timeoutMs: LEASE_MS });
+    expect(enabled).toMatchObject({ replication_dr_mode: 'primary', replication_performance_mode: 'primary' });
+    expect(enabled.cluster_id).not.toBe('');
+    expect((await active.call('POST', 'sys/replication/performance/primary/disable', {})).status).toBeLessThan(300);
+    const disabled = await eventually(same, { timeoutMs: LEASE_MS });
+    expect(disabled).toMatchObject({ replication_dr_mode: 'primary', replication_performance_mode: 'disabled' });
+  });
+
+  it('is a healthy standby again within a lease period of PostgreSQL answering after a restart (issue 26 item 4b)', async () => {
+    const { standby } = await roles();
+    await postgres().stopServer();
+    try {
+      // A read fails while the database is away: the standby records a storage fault.
+      await eventually(async () => expect((await standby.call('GET', 'sys/health', undefined, { token: null })).body.storage_failed).toBe(true), { timeoutMs: 20_000, intervalMs: 100 });
+    } finally {
+      await postgres().startServer();
+    }
+    const back = await roles();
+    await eventually(async () => {
+      const health = await back.standby.call('GET', 'sys/health', undefined, { token: null });
+      expect(health.body.storage_failed).toBe(false);
+      expect(health.status).toBe(429);
+    }, { timeoutMs: LEASE_MS + 1500, intervalMs: 100 });
   });
 });
