@@ -29,7 +29,7 @@ import { LEADER_PROBE, VerifiedLeader } from '../ha/verified-leader.js';
 import type { HaFacts, HaNodeInfo } from '../http/routes/ha.js';
 import { ZERO_TIME } from '../http/routes/ha.js';
 import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
-import { standbyRegistrations, type ReplicationUnit } from '../replication/index.js';
+import { CoalescedReload, recordedModes, standbyRegistrations, type RecordedModes, type ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
 import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
@@ -121,6 +121,11 @@ export interface NodeHa {
   readonly facts: HaFacts;
   /** Every member's cluster address, this node's first: what secondaries are told to try. */
   clusterAddrs(): readonly string[];
+  /**
+   * On a standby, the replication modes and cluster id the active node keeps in storage (read on
+   * every follow); undefined on the active node, a sealed one, or before the first read.
+   */
+  standbyReplication(): RecordedModes | undefined;
   /** Runs a request a standby relayed (the active node's side of HA forwarding). */
   execute(req: RawRequest): Promise<RawReply>;
   /** Takes this node's identity in the member table before it competes; rejects (IdentityTaken) while another live process holds it. */
@@ -291,14 +296,43 @@ export function wireHa(o: WireHaOptions): NodeHa {
     },
   };
 
-  // A standby keeps its engine near the active node's writes, so becoming active reads little.
+  const isStandby = (): boolean => {
+    const mode = controller.view().mode;
+    return mode === 'standby' || mode === 'cooldown';
+  };
+
+  // A standby answers a token itself only on its local paths (sys/seal, sys/metrics): its caches
+  // (policies, mounts, namespaces) are reloaded from the database first, so what the active node
+  // answered before the request came is in force. Reads on a standby go past the engine's cache.
+  const caches = new CoalescedReload(() => o.core.reload(), (e) => o.log.warn({ err: (e as Error).message }, 'HA: reloading the standby\'s caches failed'));
+  o.core.beforeTokenCheck(() => {
+    if (!isStandby()) return undefined;
+    return caches.fresh().catch((e: unknown) => {
+      throw new Unavailable(`this standby could not read the current policies and mounts from storage (${(e as Error).message}); nothing was done: retry`);
+    });
+  });
+
+  // A standby keeps its engine near the active node's writes, so becoming active reads little,
+  // and reads the replication state the active node keeps (sys/health shows it).
   let following: Promise<unknown> | undefined;
   let followTimer: NodeJS.Timeout | undefined;
+  let replicationSeen: RecordedModes | undefined;
+  controller.onChange(() => {
+    if (!isStandby()) replicationSeen = undefined;
+  });
   const follow = (): void => {
-    const mode = controller.view().mode;
-    if (following !== undefined || (mode !== 'standby' && mode !== 'cooldown')) return;
-    following = o.engine
-      .follow()
+    if (following !== undefined || !isStandby()) return;
+    following = (async () => {
+      // A standby has no commit of its own in doubt: once the database answers, a storage fault
+      // recorded by a read is settled by reading everything again (the active node keeps its
+      // fail-closed state until it steps down and reloads).
+      if (o.engine.failure() !== undefined) {
+        await o.engine.reload();
+        o.log.info('HA: storage answers again; this standby reloaded its state from PostgreSQL');
+      } else await o.engine.follow();
+      const seen = await recordedModes(o.core.store());
+      replicationSeen = isStandby() ? seen : undefined;
+    })()
       .catch((e: unknown) => o.log.debug({ err: (e as Error).message }, 'HA: following the active node\'s writes failed; retrying'))
       .finally(() => (following = undefined));
   };
@@ -331,6 +365,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     clusterAddrs: () => [o.clusterAddr, ...controller.knownMembers().map((m) => m.clusterAddr).filter((a) => a !== o.clusterAddr)],
     execute,
     claim: () => controller.claim(),
+    standbyReplication: () => (isStandby() ? replicationSeen : undefined),
     start: () => {
       controller.start();
       followTimer = setInterval(() => {

@@ -290,9 +290,10 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
   metrics.bindHa(ha?.controller);
   const facts = {
     clusterName: () => 'tessera',
-    clusterId: () => replication.clusterId(),
-    drMode: () => replication.mode('dr'),
-    performanceMode: () => replication.mode('performance'),
+    // A standby shows what the active node keeps in storage (its own unit runs only when active).
+    clusterId: () => ha?.standbyReplication()?.clusterId ?? replication.clusterId(),
+    drMode: () => ha?.standbyReplication()?.dr ?? replication.mode('dr'),
+    performanceMode: () => ha?.standbyReplication()?.performance ?? replication.mode('performance'),
     apiAddr: () => apiAddr,
     clusterAddr: () => (ha === undefined ? replication.clusterAddr() : clusterAddr),
     storageFailure: () => engine.failure()?.message,

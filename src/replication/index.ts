@@ -24,5 +24,7 @@ export type { ForwardExecutor, ForwardedObservation } from './forwarded-writes.j
 export type { FollowItem, ReplicationEvent, ReplicationEvents } from './events.js';
 export { createCa, fingerprintOf, identityOf, issueLeaf, type LeafMaterial } from './pki.js';
 export type * from './transport.js';
+export { CoalescedReload } from './cache-reload.js';
+export { recordedModes, type RecordedModes } from './role-record.js';
 export { standbyRegistrations, type DoorRegistration, type StandbyDoorOptions } from './standby-door.js';
 export { ChannelError, ChannelReason, NotActiveNode, channelErrorOfService, reasonOfServiceCode } from './channel-error.js';

@@ -114,3 +114,26 @@ export async function loadRecord(store: Store, kind: Kind): Promise<RoleRecord> 
 export async function saveRecord(store: Store, rec: RoleRecord): Promise<void> {
   await store.commit([{ type: 'put', key: KIND_POLICY[rec.state.kind].record.key, value: Buffer.from(JSON.stringify(rec)) }]);
 }
+
+/** The replication modes and cluster id sys/health reports, as the role records in storage hold them. */
+export interface RecordedModes {
+  readonly dr: string;
+  readonly performance: string;
+  readonly clusterId: string;
+}
+
+/**
+ * What the node writing `store` reports about its replication (ReplicationUnit.mode): an HA
+ * standby reads it from the records the active node keeps, rather than from a unit that runs only
+ * on the active node. A DR secondary holds no performance role of its own: `disabled`.
+ */
+export async function recordedModes(store: Store): Promise<RecordedModes> {
+  const dr = (await loadRecord(store, 'dr')).state;
+  const performance = (await loadRecord(store, 'performance')).state;
+  const shown = (s: State): string => (s.mode === 'bootstrapping' ? 'secondary' : s.mode);
+  return {
+    dr: shown(dr),
+    performance: dr.mode === 'secondary' || dr.mode === 'bootstrapping' ? 'disabled' : shown(performance),
+    clusterId: dr.mode === 'disabled' ? '' : dr.clusterId,
+  };
+}

@@ -155,6 +155,16 @@ export class VaultCore {
     this.policies.load();
   }
 
+  /**
+   * Runs `current` before every token check: an HA standby (src/node/ha.ts) reloads its caches
+   * there, so a policy, mount or namespace change the active node answered is in force before a
+   * standby answers a token itself. `current` returns undefined when nothing needs doing.
+   */
+  beforeTokenCheck(current: (() => Promise<void> | undefined) | undefined): void {
+    this.current = current;
+  }
+  private current: (() => Promise<void> | undefined) | undefined;
+
   resolveNamespace(headerNs: string, path: string): { namespace: string; path: string } {
     return this.namespaces.resolve(headerNs, path);
   }
@@ -166,6 +176,7 @@ export class VaultCore {
    */
   async authenticate(token: string | undefined, namespace: string, check: (caller: Caller) => void = () => {}): Promise<Caller> {
     if (token === undefined || token === '') throw new PermissionDenied('permission denied: missing client token');
+    await this.current?.();
     const seen = await this.tokens.lookup(token);
     if (seen === undefined || !namespace.startsWith(seen.namespace_path)) throw new PermissionDenied();
     const acl = await this.policies.acl(seen.namespace_path, seen.policies);
