@@ -27,10 +27,16 @@ export class Policies {
   private cache = new Map<string, Policy | null>();
   /** Compiled ACLs by namespace and policy set: built once, not on every request. */
   private acls = new Map<string, Acl>();
+  /**
+   * Grows at every drop of the caches: a read that began before a drop keeps what it read for
+   * its own request but caches nothing, or it could put a removed grant back after the drop.
+   */
+  private generation = 0;
 
   constructor(private readonly store: () => Store) {}
 
   load(): void {
+    this.generation++;
     this.cache.clear();
     this.acls.clear();
   }
@@ -57,6 +63,7 @@ export class Policies {
     if (n === ROOT_POLICY_NAME) throw new InvalidRequest('cannot update "root" policy');
     parsePolicy(n, text);
     await this.store().commit([{ type: 'put', key: key(namespace, n), value: Buffer.from(text, 'utf8') }]);
+    this.generation++;
     this.cache.delete(key(namespace, n));
     this.acls.clear();
   }
@@ -65,6 +72,7 @@ export class Policies {
     const n = validName(name);
     if (n === ROOT_POLICY_NAME || n === DEFAULT_POLICY_NAME) throw new InvalidRequest(`cannot delete "${n}" policy`);
     await this.store().commit([{ type: 'del', key: key(namespace, n) }]);
+    this.generation++;
     this.cache.delete(key(namespace, n));
     this.acls.clear();
   }
@@ -94,6 +102,7 @@ export class Policies {
     const id = `${namespace}\u0000${names.join('\u0000')}`;
     const known = this.acls.get(id);
     if (known) return known;
+    const generation = this.generation;
     const list: Policy[] = [];
     for (const name of names) {
       if (name === ROOT_POLICY_NAME) {
@@ -109,14 +118,14 @@ export class Policies {
           if (!(e instanceof NotFound)) throw e;
           p = null;
         }
-        this.cache.set(k, p);
+        if (this.generation === generation) this.cache.set(k, p);
       }
       if (p) list.push(p);
     }
     const acl = new Acl(list);
     // Bounded: token policy sets are few; a flood of distinct sets just rebuilds.
     if (this.acls.size >= 1024) this.acls.clear();
-    this.acls.set(id, acl);
+    if (this.generation === generation) this.acls.set(id, acl);
     return acl;
   }
 }
