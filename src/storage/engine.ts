@@ -236,6 +236,7 @@ export class StorageEngine implements RawStore, MerkleView {
   /** A batch is durable: only now may in-memory Merkle, WAL and cache state change. */
   private applied(plan: BatchPlan, after: IndexState, tailPlan: TailPlan | undefined): void {
     this.index.advance(after);
+    this.index.wrote(plan.dataOps);
     this.cache.applied(plan.dataOps);
     if (tailPlan !== undefined) {
       const before = this.tail.meta.last;
@@ -467,7 +468,7 @@ export class StorageEngine implements RawStore, MerkleView {
     return this.index.check();
   }
 
-  /** Rebuilds leaves, page records and roots from `v/`; commits wait while it runs. */
+  /** Rebuilds leaves, page records and roots from `v/`; commits go on while it runs (merkle-index.ts). */
   reindex(opts: ReindexRequest = {}): Promise<{ warnings: string[]; flushed: Promise<void> }> {
     return this.index.reindex(opts);
   }

@@ -134,8 +134,18 @@ export class FaultGuard implements Backend {
       throw this.readError(e);
     }
     const onError = (e: unknown): unknown => this.readError(e);
+    const many = snap.getMany;
     return {
       get: (key) => guardedGet(snap, key, onError),
+      ...(many !== undefined && {
+        getMany: async (keys: readonly string[]) => {
+          try {
+            return await many.call(snap, keys);
+          } catch (e) {
+            throw onError(e);
+          }
+        },
+      }),
       iterate: (range) => guardedIterate(snap.iterate(range), onError),
       close: () => snap.close(),
     };

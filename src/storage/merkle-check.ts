@@ -2,7 +2,7 @@
  * merkle-check and reindex: both recompute every level of the index from the stored `v/` data.
  *
  *   const report = await checkIndex(snapshot);          // read-only, on a pinned view
- *   const { trees, warnings } = await rebuildIndex(backend, { diff: true });
+ *   const { blocks, warnings } = await rebuildLeaves(snapshot, { diff: true }, (chunk) => writeOnChain(chunk));
  *
  * check compares per subpage the XOR of the leaves recomputed from data with both the stored
  * page record's subpage hash and the XOR of the stored leaves (so a wrong, missing or stray leaf is
@@ -34,9 +34,8 @@ import {
   type SubtreeReport,
   type Tree,
 } from '../core/merkle.js';
-import type { Backend, BatchOp, ReadView } from './backend.js';
+import type { BatchOp, ReadView } from './backend.js';
 import { Keys, classify, dirEnd, parseLeaf, treeOf } from './keyspace.js';
-import { keysIn, type Trees } from './merkle-store.js';
 
 type Blocks = { 1: Buffer[]; 2: Buffer[] };
 
@@ -127,59 +126,116 @@ export interface ReindexOptions {
 
 const CHUNK = 1000;
 
+/** A leaf write of a reindex, with the logical key it is for (the caller leaves out keys written since its view). */
+export interface LeafFix {
+  readonly key: string;
+  readonly op: BatchOp;
+}
+
+/** The leaf-hash blocks of every page of both trees, as treeFromPages takes them. */
+export type LeafBlocks = Blocks;
+
 /**
- * Rewrites the leaves from `v/` data (in chunks, not atomically) and returns the rebuilt trees;
- * the caller writes the page records and roots (flushOps) and swaps its in-memory trees. Until
- * those are written the stored index is inconsistent: a crash means running reindex again.
- * The caller must keep other writers out while this runs.
+ * Recomputes the leaf of every tree-class value of `view` (a snapshot, read beside commits) into
+ * the leaf-hash blocks of its pages, and hands `fix` (in chunks of CHUNK) the leaf writes that make
+ * the stored leaves match `view`'s data: wrong or missing leaves put (every leaf with `force`),
+ * stray ones deleted. Stored leaves are read a chunk at a time (getMany where the view has it).
+ * Memory: the blocks, and the set of keys seen (to find stray leaves without a read per leaf).
  */
-export async function rebuildIndex(backend: Backend, opts: ReindexOptions): Promise<{ trees: Trees; warnings: string[] }> {
+export async function rebuildLeaves(view: ReadView, opts: ReindexOptions, fix: (chunk: LeafFix[]) => Promise<void>): Promise<{ blocks: LeafBlocks; warnings: string[] }> {
   const warnings: string[] = [];
-  let pending: BatchOp[] = [];
-  const write = async (op: BatchOp): Promise<void> => {
-    pending.push(op);
-    if (pending.length >= CHUNK) {
-      await backend.batch(pending, { sync: false });
-      pending = [];
-    }
+  let pending: LeafFix[] = [];
+  const write = async (f: LeafFix): Promise<void> => {
+    pending.push(f);
+    if (pending.length < CHUNK) return;
+    const chunk = pending;
+    pending = [];
+    await fix(chunk);
   };
   let total = 0;
-  for await (const _ of treeValues(backend)) total++;
-  if (opts.force) {
-    for await (const k of keysIn(backend, Keys.merklePrefix)) await write({ type: 'del', key: k });
-  }
+  for await (const _ of treeValues(view)) if (++total % CHUNK === 0) await yieldToEventLoop();
   const acc = zeroBlocks();
+  const seen = new Set<string>();
   let done = 0;
-  for await (const { tree, key, value } of treeValues(backend)) {
-    const vh = valueHash(value);
-    const loc = locate(key);
-    xorInto(block(acc, tree, loc.page), leafHash(key, vh), loc.subpage * HASH_LEN);
-    const leafKey = Keys.leaf(tree, loc, key);
-    const stored = opts.force ? undefined : await backend.get(leafKey);
-    if (stored === undefined || !stored.equals(vh)) {
-      await write({ type: 'put', key: leafKey, value: vh });
-      if (opts.diff && !opts.force) warnings.push(`merkle leaf of key "${key}" was ${stored === undefined ? 'missing' : 'wrong'}`);
-    }
-    done++;
-    if (done % CHUNK === 0) opts.onProgress?.(done, total);
-  }
-  if (!opts.force) {
-    for (const tree of TREES) {
-      for await (const [k] of backend.iterate({ gte: Keys.leafPrefix(tree), lt: dirEnd(Keys.leafPrefix(tree)) })) {
-        const leaf = parseLeaf(k);
-        const valid =
-          leaf !== undefined &&
-          leaf.tree === tree &&
-          treeOf(classify(leaf.key)) === tree &&
-          Keys.leaf(tree, locate(leaf.key), leaf.key) === k &&
-          (await backend.get(Keys.value(leaf.key))) !== undefined;
-        if (valid) continue;
-        await write({ type: 'del', key: k });
-        if (opts.diff) warnings.push(`merkle leaf ${JSON.stringify(leaf?.key ?? k)} had no matching data`);
+  const compare = async (items: ReadonlyArray<{ tree: Tree; key: string; value: Buffer }>): Promise<void> => {
+    const leafKeys = items.map((it) => Keys.leaf(it.tree, locate(it.key), it.key));
+    const stored = opts.force ? [] : await readMany(view, leafKeys);
+    for (const [n, it] of items.entries()) {
+      const vh = valueHash(it.value);
+      const loc = locate(it.key);
+      xorInto(block(acc, it.tree, loc.page), leafHash(it.key, vh), loc.subpage * HASH_LEN);
+      const was = stored[n];
+      if (opts.force || was === undefined || !was.equals(vh)) {
+        await write({ key: it.key, op: { type: 'put', key: leafKeys[n] as string, value: vh } });
+        if (opts.diff && !opts.force) warnings.push(`merkle leaf of key "${it.key}" was ${was === undefined ? 'missing' : 'wrong'}`);
       }
     }
+    done += items.length;
+    if (items.length > 0) opts.onProgress?.(done, total);
+    await yieldToEventLoop();
+  };
+  let items: Array<{ tree: Tree; key: string; value: Buffer }> = [];
+  for await (const it of treeValues(view)) {
+    seen.add(it.key);
+    items.push(it);
+    if (items.length < CHUNK) continue;
+    await compare(items);
+    items = [];
   }
-  await backend.batch(pending, { sync: true });
+  await compare(items);
+  for (const tree of TREES) {
+    let n = 0;
+    for await (const [k] of view.iterate({ gte: Keys.leafPrefix(tree), lt: dirEnd(Keys.leafPrefix(tree)) })) {
+      if (++n % CHUNK === 0) await yieldToEventLoop();
+      const leaf = parseLeaf(k);
+      const valid = leaf !== undefined && leaf.tree === tree && treeOf(classify(leaf.key)) === tree && Keys.leaf(tree, locate(leaf.key), leaf.key) === k && seen.has(leaf.key);
+      if (valid) continue;
+      await write({ key: leaf?.key ?? k, op: { type: 'del', key: k } });
+      if (opts.diff && !opts.force) warnings.push(`merkle leaf ${JSON.stringify(leaf?.key ?? k)} had no matching data`);
+    }
+  }
+  if (pending.length > 0) await fix(pending);
   opts.onProgress?.(total, total);
-  return { trees: { 1: treeFromPages(acc[1]), 2: treeFromPages(acc[2]) }, warnings };
+  return { blocks: acc, warnings };
 }
+
+/**
+ * Lets timers and I/O run: an iteration whose store hands out buffered entries resolves one
+ * microtask after another, and a long run of them would stall every request of the node.
+ */
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** The values of `keys` in their order, in one round trip where the view can. */
+export function readMany(view: ReadView, keys: readonly string[]): Promise<Array<Buffer | undefined>> {
+  if (keys.length === 0) return Promise.resolve([]);
+  return view.getMany !== undefined ? view.getMany(keys) : Promise.all(keys.map((k) => view.get(k)));
+}
+
+/**
+ * Moves `blocks` from the leaves they hold for `keys` (`known`'s value hash where a key was moved
+ * before, else its value in `from`, the reindex's snapshot) to their values in `to` now, and
+ * records those in `known`. Keys outside the trees are skipped.
+ */
+export async function moveLeaves(blocks: LeafBlocks, keys: readonly string[], known: Map<string, Buffer | undefined>, from: ReadView, to: ReadView): Promise<void> {
+  const inTree = keys.filter((k) => treeOf(classify(k)) !== undefined);
+  for (let i = 0; i < inTree.length; i += CHUNK) {
+    const chunk = inTree.slice(i, i + CHUNK);
+    const unknown = chunk.filter((k) => !known.has(k));
+    const before = new Map(unknown.map((k, n) => [k, n]));
+    const snap = await readMany(from, unknown.map(Keys.value));
+    const now = await readMany(to, chunk.map(Keys.value));
+    await yieldToEventLoop();
+    for (const [n, key] of chunk.entries()) {
+      const tree = treeOf(classify(key)) as Tree;
+      const loc = locate(key);
+      const at = before.get(key);
+      const was = at === undefined ? known.get(key) : valueOrUndefined(snap[at]);
+      const is = valueOrUndefined(now[n]);
+      if (was !== undefined) xorInto(block(blocks, tree, loc.page), leafHash(key, was), loc.subpage * HASH_LEN);
+      if (is !== undefined) xorInto(block(blocks, tree, loc.page), leafHash(key, is), loc.subpage * HASH_LEN);
+      known.set(key, is);
+    }
+  }
+}
+
+const valueOrUndefined = (v: Buffer | undefined): Buffer | undefined => (v === undefined ? undefined : valueHash(v));

@@ -10,18 +10,25 @@
  *
  * `current` changes only after the batch that made it durable (advance, reset, the flushes here),
  * never before: memory always matches a state storage holds or will rebuild on open. Every write
- * here runs on the engine's JobChain, so it never interleaves with a commit batch. Flush policy:
+ * here runs on the engine's JobChain, so it never interleaves with a commit batch; a reindex reads
+ * off the chain and writes in short jobs on it, so commits go on while it runs. Flush policy:
  * commit-plan.ts; the stored journal: merkle-store.ts.
  */
-import type { CorruptionReport } from '../core/merkle.js';
+import { InvalidRequest, Unavailable } from '../core/errors.js';
+import { treeFromPages, type CorruptionReport } from '../core/merkle.js';
+import type { WalOp } from '../core/wal.js';
 import { initialIndex, type IndexState } from './commit-plan.js';
 import type { ReindexRequest } from './engine-options.js';
 import type { FaultGuard } from './fault-guard.js';
 import type { JobChain } from './job-chain.js';
-import { checkIndex, rebuildIndex } from './merkle-check.js';
+import { checkIndex, moveLeaves, rebuildLeaves } from './merkle-check.js';
 import { dirtyFlushOps, emptyTrees, flushOps, isClean, noDirtyPages, type DirtyPages, type Trees } from './merkle-store.js';
 
 const noop = (): void => {};
+/** Rounds of a reindex that bring its leaf blocks up to the commits made meanwhile, off the chain. */
+const MAX_ROUNDS = 20;
+/** Keys the reindex's last round (on the chain, commits waiting) may have to read at most, when the rounds allow. */
+const LAST_ROUND = 200;
 
 export interface MerkleIndexOptions {
   readonly now: () => number;
@@ -59,6 +66,7 @@ export class MerkleIndex {
 
   /** The index as storage holds it now (the engine's reload): what open() would load. */
   replace(trees: Trees, dirty: DirtyPages): void {
+    this.generation++;
     this.stopIdleFlush();
     this.state = initialIndex(trees, dirty);
     this.armIdleFlush();
@@ -66,6 +74,7 @@ export class MerkleIndex {
 
   /** The data, WAL and index were deleted (wipe) and that is durable: empty trees, no journal. */
   reset(): void {
+    this.generation++;
     this.state = { ...this.state, trees: emptyTrees(), dirty: noDirtyPages() };
   }
 
@@ -114,24 +123,79 @@ export class MerkleIndex {
     }
   }
 
-  /** Rebuilds leaves, page records and roots from `v/`; commits wait while it runs. */
+  /** Set while a reindex runs: the keys commits wrote since its snapshot (since the last round, and ever). */
+  private reindexing: { touched: Set<string>; readonly ever: Set<string> } | undefined;
+  /** Moves on when the whole index is replaced (reload, wipe): a reindex running then is void. */
+  private generation = 0;
+
+  /** A batch with these data ops is durable (the engine calls this beside advance). */
+  wrote(ops: readonly WalOp[]): void {
+    const r = this.reindexing;
+    if (r === undefined) return;
+    for (const op of ops) {
+      r.touched.add(op.key);
+      r.ever.add(op.key);
+    }
+  }
+
+  /**
+   * Rebuilds leaves, page records and roots from `v/`, beside commits: the leaves are recomputed
+   * from a snapshot pinned between batches, off the chain; the stored leaves are fixed in chunks,
+   * each a short job on the chain that leaves out keys a commit wrote since the snapshot (its leaf
+   * is already right); the leaf blocks are then moved to the data now for every key written since,
+   * in rounds off the chain, the last (at most LAST_ROUND keys) in the one job that also swaps the
+   * trees in and writes the page records and roots. No commit waits for more than one of these
+   * jobs. A reload or wipe meanwhile makes it fail (run it again); a second one at once is refused.
+   */
   async reindex(opts: ReindexRequest = {}): Promise<{ warnings: string[]; flushed: Promise<void> }> {
-    return this.jobs.runWrite(async () => {
-      const { trees, warnings } = await rebuildIndex(this.backend, opts);
-      if (!opts.skipFlush) {
-        await this.backend.batch(flushOps(trees), { sync: true });
-        this.state = { ...this.state, trees, dirty: noDirtyPages() };
-        return { warnings, flushed: Promise.resolve() };
-      }
-      // Leaves are durable; serve the rebuilt trees now. Commits before the flush write the pages
-      // they touch from these trees, and the flush writes every page from the trees of its moment.
-      this.state = { ...this.state, trees };
-      const flushed = this.jobs.runWrite(async () => {
-        await this.backend.batch(flushOps(this.state.trees), { sync: true });
-        this.state = { ...this.state, dirty: noDirtyPages() };
-      });
-      flushed.catch(noop); // the caller may ignore `flushed`; a failure then shows in check()
-      return { warnings, flushed };
+    if (this.reindexing !== undefined) throw new InvalidRequest('a reindex is already in progress');
+    const track = { touched: new Set<string>(), ever: new Set<string>() };
+    const generation = this.generation;
+    const current = (): void => {
+      if (this.generation !== generation) throw new Unavailable('the storage was reloaded or wiped while the reindex ran: run it again');
+    };
+    const view = await this.jobs.runWrite(async () => {
+      this.reindexing = track;
+      return this.backend.snapshot();
     });
+    try {
+      const { blocks, warnings } = await rebuildLeaves(view, opts, (chunk) =>
+        this.jobs.runWrite(async () => {
+          current();
+          const ops = chunk.filter((f) => !track.ever.has(f.key)).map((f) => f.op);
+          if (ops.length > 0) await this.backend.batch(ops, { sync: false });
+        }),
+      );
+      const known = new Map<string, Buffer | undefined>();
+      const nextRound = (): string[] => {
+        const keys = [...track.touched];
+        track.touched = new Set();
+        return keys;
+      };
+      for (let round = 0; round < MAX_ROUNDS && track.touched.size > LAST_ROUND; round++) await moveLeaves(blocks, nextRound(), known, view, this.backend);
+      return await this.jobs.runWrite(async () => {
+        current();
+        await moveLeaves(blocks, nextRound(), known, view, this.backend);
+        const trees = { 1: treeFromPages(blocks[1]), 2: treeFromPages(blocks[2]) };
+        this.reindexing = undefined;
+        if (!opts.skipFlush) {
+          await this.backend.batch(flushOps(trees), { sync: true });
+          this.state = { ...this.state, trees, dirty: noDirtyPages() };
+          return { warnings, flushed: Promise.resolve() };
+        }
+        // Leaves are durable; serve the rebuilt trees now. Commits before the flush write the pages
+        // they touch from these trees, and the flush writes every page from the trees of its moment.
+        this.state = { ...this.state, trees };
+        const flushed = this.jobs.runWrite(async () => {
+          await this.backend.batch(flushOps(this.state.trees), { sync: true });
+          this.state = { ...this.state, dirty: noDirtyPages() };
+        });
+        flushed.catch(noop); // the caller may ignore `flushed`; a failure then shows in check()
+        return { warnings, flushed };
+      });
+    } finally {
+      if (this.reindexing === track) this.reindexing = undefined;
+      await view.close();
+    }
   }
 }
