@@ -33,13 +33,17 @@
  * (HA_FAULTS), each from the steady state (one active node per cluster, both secondaries
  * streaming): SIGKILL + restart + unseal of a cluster's active node, SIGSTOP past its lease and
  * SIGCONT, its event loop blocked for less than its lease (SIGUSR2 to a preloaded test handler,
- * test/support/stall-on-signal.mjs: no takeover may follow), sys/step-down on the primary
- * cluster's active node, a cluster's PostgreSQL stopped and started again. The final primary and
+ * test/support/stall-on-signal.mjs: no takeover may follow), a second process started with the
+ * active node's config (it must refuse to start, naming the node), sys/step-down on the primary
+ * cluster's active node, a cluster's PostgreSQL stopped and started again. After each, every node
+ * of the cluster must answer health as it is within a few seconds (the active node 200, standbys
+ * 429, none storage_failed, the same replication modes and cluster id). The final primary and
  * DR secondary are each cluster's active node at the end; the checker is the same.
  */
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -231,6 +235,8 @@ class HaTopology {
     this.takeovers = [];
     /** Restarts that failed (the node exited before it was ready) and were tried again. */
     this.startFailures = [];
+    /** What the HA faults found beside the history: health that disagrees, a duplicate that started. */
+    this.findings = [];
     this.perfSecondaries = ['c'];
     this.filterTimeline = { c: [{ mounts: [HOME_MOUNT.c], from: 0 }] };
     this.lossWindows = [];
@@ -325,6 +331,44 @@ class HaTopology {
   }
 
   healAll() { /* no proxies */ }
+
+  /**
+   * Every node of `cluster` answers health as it is, within a few seconds of the cluster settling
+   * (a lease and a follow): the active node 200, each standby 429, none storage_failed, and every
+   * one the same replication modes and cluster id as the active node. A finding otherwise.
+   */
+  async checkHealth(cluster, fault) {
+    const active = this.active[cluster];
+    let last;
+    const ok = await waitUntil(`${cluster} health to agree`, async () => {
+      const views = await Promise.all(HA_CLUSTERS[cluster].map(async (n) => [n, await timedCall(this.api(n), 'GET', 'sys/health')]));
+      last = views.map(([n, r]) => ({ node: n, status: r.status, storage_failed: r.body?.storage_failed, dr: r.body?.replication_dr_mode, performance: r.body?.replication_performance_mode, cluster_id: r.body?.cluster_id }));
+      const mine = last.find((v) => v.node === active);
+      const agree = last.every((v) => v.status === (v.node === active ? 200 : 429) && v.storage_failed !== true
+        && v.dr === mine?.dr && v.performance === mine?.performance && v.cluster_id === mine?.cluster_id);
+      return agree ? true : undefined;
+    }, { timeoutMs: 6_000, intervalMs: 100 }).catch(() => false);
+    if (!ok) this.findings.push({ type: 'health-disagrees', cluster, fault, active, views: last });
+  }
+
+  /**
+   * A second process started with the config of `n` (a live node: same addresses, same
+   * database) must refuse to start, naming the node that holds its identity. A finding otherwise.
+   */
+  async duplicateStart(n) {
+    const home = await mkdtemp(join(tmpdir(), 'tessera-nemesis-dup-'));
+    const config = join(home, 'config.hcl');
+    await copyFile(join(this.dir, n, 'config.hcl'), config);
+    const dup = spawn(process.execPath, [mainJs, 'server', '-config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    for (const s of [dup.stdout, dup.stderr]) s.on('data', (d) => { output += d.toString(); });
+    const timer = setTimeout(() => dup.kill('SIGKILL'), 30_000);
+    const code = await new Promise((resolve) => dup.on('exit', (c) => resolve(c)));
+    clearTimeout(timer);
+    await rm(home, { recursive: true, force: true });
+    const refused = code !== 0 && code !== null && /another live node of this HA cluster has this node's identity/.test(output);
+    if (!refused) this.findings.push({ type: 'duplicate-started', node: n, code, output: output.slice(-500) });
+  }
 
   /** One active node in each cluster, both secondaries streaming: the steady state a fault starts from. */
   async steady(timeoutMs = 90_000) {
@@ -489,6 +533,8 @@ async function runFault(topo, fault, log) {
     await writeFile(topo.stallFile(target), String(holdMs));
     process.kill(node.pid, 'SIGUSR2');
     await delay(holdMs);
+  } else if (type === 'duplicate-start') {
+    await topo.duplicateStart(target);
   } else if (type === 'step-down') {
     await must(vault(topo.api(target), topo.root).request('PUT', 'sys/step-down', { body: {} }), [204]);
   } else if (type === 'pg-restart') {
@@ -517,6 +563,7 @@ async function runFault(topo, fault, log) {
     const after = await topo.settle(fault.target);
     topo.takeovers.push({ type, cluster: fault.target, before: target, after });
     log(`  the ${fault.target} cluster's active node: ${after}`);
+    await topo.checkHealth(fault.target, type);
   }
 }
 
@@ -652,6 +699,7 @@ export async function runNemesis({ topology = 'default', cycles = 5, seed = 1, f
     const merkle = failure ? {} : await merkleChecks(topo);
     const violations = [
       ...(failure ? [{ type: 'harness-step-failed', error: failure instanceof Error ? failure.message : String(failure) }] : []),
+      ...(topo.findings ?? []),
       ...verdict.violations,
       ...Object.entries(convergence).filter(([, t]) => typeof t !== 'number').map(([node, t]) => ({ type: 'no-convergence', node, ...t })),
       ...Object.entries(merkle).filter(([, okay]) => !okay).map(([node]) => ({ type: 'merkle-check', node })),

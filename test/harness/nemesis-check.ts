@@ -40,7 +40,7 @@ export interface Op {
 }
 export type FaultType = 'kill' | 'pause' | 'partition' | 'partition-primary' | 'wal-behind' | 'failover' | 'filter' | HaFaultType;
 /** The faults of the HA topology (`--topology ha`): see `faultSchedule`. */
-export type HaFaultType = 'active-kill' | 'active-pause' | 'active-stall' | 'step-down' | 'pg-restart';
+export type HaFaultType = 'active-kill' | 'active-pause' | 'active-stall' | 'duplicate-start' | 'step-down' | 'pg-restart';
 export interface Fault {
   type: FaultType;
   target: string;
@@ -88,7 +88,7 @@ export function prng(seed: number): Prng {
 
 export const FAULTS: readonly FaultType[] = ['kill', 'pause', 'partition', 'partition-primary', 'wal-behind', 'failover', 'filter'];
 /** The HA topology's faults: each targets a cluster (`primary`, `dr`), acting on its active node or its PostgreSQL. */
-export const HA_FAULTS: readonly HaFaultType[] = ['active-kill', 'active-pause', 'active-stall', 'step-down', 'pg-restart'];
+export const HA_FAULTS: readonly HaFaultType[] = ['active-kill', 'active-pause', 'active-stall', 'duplicate-start', 'step-down', 'pg-restart'];
 /** How long `active-pause` holds a node stopped: past the HA topology's 2 s lease, so another node takes over. */
 export const PAUSE_PAST_LEASE_MS: readonly [number, number] = [3_000, 5_000];
 /** How long `active-stall` blocks a node's event loop: under the 2 s lease, so nothing may change. */
@@ -115,6 +115,8 @@ export const STALL_UNDER_LEASE_MS: readonly [number, number] = [1_000, 1_400];
  * - active-pause: SIGSTOP of the active node for 3-5 s (past its 2 s lease), SIGCONT.
  * - active-stall: the active node's event loop blocked for 1-1.4 s (under its lease; its worker
  *   threads go on): the same node must still be active afterwards, with no takeover.
+ * - duplicate-start: a second process with the active node's config must refuse to start; the
+ *   same node stays active.
  * - step-down: PUT sys/step-down on the primary cluster's active node (a DR secondary does not
  *   serve sys/step-down: it is not on the short list of paths a DR secondary answers).
  * - pg-restart: the cluster's PostgreSQL stopped for a while and started again.
@@ -125,7 +127,7 @@ export function faultSchedule(seed: number, cycles: number, cycleMs: number, typ
   const targets: Record<FaultType, readonly string[]> = {
     kill: ['primary', 'dr', 'c', 'd'], pause: ['primary', 'dr', 'c', 'd'], partition: ['dr', 'c', 'd'], 'partition-primary': ['primary'],
     'wal-behind': ['dr', 'c', 'd'], failover: ['primary'], filter: ['c', 'd'],
-    'active-kill': ['primary', 'dr'], 'active-pause': ['primary', 'dr'], 'active-stall': ['primary', 'dr'], 'step-down': ['primary'], 'pg-restart': ['primary', 'dr'],
+    'active-kill': ['primary', 'dr'], 'active-pause': ['primary', 'dr'], 'active-stall': ['primary', 'dr'], 'duplicate-start': ['primary', 'dr'], 'step-down': ['primary'], 'pg-restart': ['primary', 'dr'],
   };
   // How a filter change is written, and whether a failover is a planned switchover, come from
   // PRNGs of their own, so adding them left every seed's schedule of fault types as it was.
