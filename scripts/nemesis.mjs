@@ -334,8 +334,9 @@ class HaTopology {
 
   /**
    * Every node of `cluster` answers health as it is, within a few seconds of the cluster settling
-   * (a lease and a follow): the active node 200, each standby 429, none storage_failed, and every
-   * one the same replication modes and cluster id as the active node. A finding otherwise.
+   * (a lease and a follow): the active node 200, each standby 429 (every node of a DR secondary
+   * 472), none storage_failed, and every one the same replication modes and cluster id as the
+   * active node. A finding otherwise.
    */
   async checkHealth(cluster, fault) {
     const active = this.active[cluster];
@@ -344,7 +345,9 @@ class HaTopology {
       const views = await Promise.all(HA_CLUSTERS[cluster].map(async (n) => [n, await timedCall(this.api(n), 'GET', 'sys/health')]));
       last = views.map(([n, r]) => ({ node: n, status: r.status, storage_failed: r.body?.storage_failed, dr: r.body?.replication_dr_mode, performance: r.body?.replication_performance_mode, cluster_id: r.body?.cluster_id }));
       const mine = last.find((v) => v.node === active);
-      const agree = last.every((v) => v.status === (v.node === active ? 200 : 429) && v.storage_failed !== true
+      // Vault's order: a DR secondary's nodes answer 472 whether active or standby.
+      const want = (v) => (v.dr === 'secondary' ? 472 : v.node === active ? 200 : 429);
+      const agree = last.every((v) => v.status === want(v) && v.storage_failed !== true
         && v.dr === mine?.dr && v.performance === mine?.performance && v.cluster_id === mine?.cluster_id);
       return agree ? true : undefined;
     }, { timeoutMs: 6_000, intervalMs: 100 }).catch(() => false);
