@@ -26,7 +26,8 @@ export interface InProcessOptions {
   /** Performance secondary: how long a forwarded write's answer waits to be applied (ms). */
   readonly forwardWaitMs?: number;
   /** Storage on this PostgreSQL (e.g. test/support/postgres.ts) instead of HOME/data; table vault_kv_store unless given. */
-  readonly postgresql?: { readonly connectionUrl: string; readonly table?: string; readonly haEnabled?: boolean };
+  /** `haLeaseTtlMs`: the HA lease (default 2 s); in-process nodes share jest's event loop, so a longer one tolerates its stalls. */
+  readonly postgresql?: { readonly connectionUrl: string; readonly table?: string; readonly haEnabled?: boolean; readonly haLeaseTtlMs?: number };
 }
 
 export interface CallOptions {
@@ -73,7 +74,7 @@ export async function startInProcess(opts: InProcessOptions, home: InProcessHome
     walMaxBytes: 64 * 1024 * 1024,
     ...(opts.forwardWaitMs !== undefined ? { forwardWaitMs: opts.forwardWaitMs } : {}),
     ...(opts.postgresql !== undefined
-      ? { postgresql: { connectionUrl: opts.postgresql.connectionUrl, table: opts.postgresql.table ?? 'vault_kv_store', haEnabled: opts.postgresql.haEnabled === true, haTable: 'vault_ha_locks' } }
+      ? { postgresql: { connectionUrl: opts.postgresql.connectionUrl, table: opts.postgresql.table ?? 'vault_kv_store', haEnabled: opts.postgresql.haEnabled === true, haTable: 'vault_ha_locks', ...(opts.postgresql.haLeaseTtlMs !== undefined ? { haLeaseTtlMs: opts.postgresql.haLeaseTtlMs } : {}) } }
       : {}),
   };
   const node = await startNode(config, { logger: opts.logger ?? pino({ level: 'silent' }) });

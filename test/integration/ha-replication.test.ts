@@ -25,7 +25,10 @@ afterEach(async () => {
 /** Two HA nodes on database `db`: the first initialised and unsealed, the second started sealed. */
 async function pair(db: string): Promise<[TestNode, TestNode]> {
   const url = await postgres().createDatabase(db);
-  const postgresql = { connectionUrl: url, haEnabled: true };
+  // A 5 s lease: both nodes and jest share one event loop here, and a stall of the 2 s default
+  // under a loaded CI machine can fail the new node's activation (it then backs off while the old
+  // one, polite in its cooldown, takes the free row back). Hand-overs do not wait for the lease.
+  const postgresql = { connectionUrl: url, haEnabled: true, haLeaseTtlMs: 5_000 };
   const a = await startTestNode({ postgresql });
   const b = await startTestNode({ postgresql, initialize: false });
   nodes.push(a, b);
