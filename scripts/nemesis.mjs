@@ -365,7 +365,9 @@ class HaTopology {
     const dup = spawn(process.execPath, [mainJs, 'server', '-config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     for (const s of [dup.stdout, dup.stderr]) s.on('data', (d) => { output += d.toString(); });
-    const timer = setTimeout(() => dup.kill('SIGKILL'), 30_000);
+    // It opens its storage before it claims its identity: on a loaded machine that alone has
+    // taken over 30 s (CI), so the wait is long; a duplicate that serves never exits by itself.
+    const timer = setTimeout(() => dup.kill('SIGKILL'), 90_000);
     const code = await new Promise((resolve) => dup.on('exit', (c) => resolve(c)));
     clearTimeout(timer);
     await rm(home, { recursive: true, force: true });
