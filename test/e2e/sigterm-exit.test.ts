@@ -117,6 +117,10 @@ test('SIGTERM ends a promoted DR secondary within 3 s with code 0 while its look
   const secondary = await h.startNode({ init: true, nodeArgs: ['--require', preload] });
   await activateSecondary(secondary.apiAddr, secondary.rootToken!, await secondaryToken(primary.apiAddr, primary.rootToken!, 'east'));
   await waitStreaming(secondary.apiAddr, { timeoutMs: 30_000 });
+  // Caught up before the primary goes: streaming can start before the first entries are applied,
+  // and the promote below (without force) refuses a secondary that is behind.
+  const last = (await replStatus(primary.apiAddr, 'dr')).last_wal;
+  await eventually(async () => expect((await replStatus(secondary.apiAddr, 'dr')).last_wal).toBeGreaterThanOrEqual(last), { timeoutMs: 15_000 });
 
   // The primary is lost; from now on the secondary's reconnects wait on lookups that never answer.
   await writeFile(marker, '');
