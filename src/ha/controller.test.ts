@@ -15,6 +15,7 @@ import { startPostgres, type TestPostgres } from '../../test/support/postgres.js
 import { SCHEMA_TABLE } from '../storage/postgres.js';
 import { LEASE_SCHEMA_VERSION, openPostgresLease, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
 import { HaController, IdentityTaken, type ActiveRole } from './controller.js';
+import { eventually } from '../../test/harness/eventually.js';
 
 const LEASE = { ttlMs: 1000, renewMs: 250, retryMs: 100, marginMs: 250, graceMs: 150, backoffMs: 1000, backoffMaxMs: 4000 };
 const log = pino({ level: 'silent' });
@@ -76,7 +77,8 @@ test('storage failing while a node becomes active, then under an active node: it
     await until(() => a.view().backoff !== undefined, 5000);
     expect(a.view().backoff?.reason).toMatch(/storage failed/);
     await until(() => ra.stops === 1, 2000);
-    expect(await stores[1]!.leader()).toBeUndefined();
+    // The release runs on the lease chain beside the role's stop: the row is free soon after.
+    await eventually(async () => expect(await stores[1]!.leader()).toBeUndefined(), { timeoutMs: 2000, intervalMs: 10 });
     // Backing off: no new attempt while it lasts (before the fix it re-took its own row at once).
     const starts = ra.starts;
     await new Promise((resolve) => setTimeout(resolve, LEASE.backoffMs / 2));
