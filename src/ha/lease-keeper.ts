@@ -25,6 +25,8 @@ import { Slot, SLOT_COUNT, type KeeperData, type KeepMessage } from './lease-kee
 
 /** How often the main thread writes its heartbeat (ms). */
 const HEARTBEAT_MS = 100;
+/** How long the node's start waits for the keeper's connection (ms). */
+const READY_MS = 10_000;
 
 export interface LeaseKeeperOptions extends Omit<KeeperData, 'shared'> {
   readonly log: Logger;
@@ -57,16 +59,26 @@ export class LeaseKeeper {
     const worker = new Worker(file, { workerData: data });
     worker.unref();
     worker.on('error', (e) => log.warn({ err: e.message }, 'HA: the lease keeper thread failed; the lease is renewed from the main thread only'));
-    await new Promise<void>((resolve, reject) => {
+    // Its connection is its own: a database slow to answer it must not hold the node's start.
+    const ready = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), READY_MS);
       const onMessage = (m: { type?: string }): void => {
         if (m.type !== 'ready') return;
         worker.off('message', onMessage);
-        worker.off('error', reject);
-        resolve();
+        clearTimeout(timer);
+        resolve(true);
       };
       worker.on('message', onMessage);
-      worker.once('error', reject);
+      worker.once('error', () => {
+        clearTimeout(timer);
+        resolve(false);
+      });
     });
+    if (!ready) {
+      await worker.terminate();
+      log.warn('HA: the lease keeper thread did not connect in time; the lease is renewed from the main thread only');
+      return undefined;
+    }
     return new LeaseKeeper(worker, shared);
   }
 
