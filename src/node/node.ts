@@ -19,7 +19,7 @@ import { loadStaticSite } from '../http/static.js';
 import { describeLicense, hasFeature, loadLicense, type Feature, type LicenseStatus } from '../license/index.js';
 import { composeServices } from '../http/dispatch.js';
 import { ReplicationUnit, type ReplicationDriver, type ReplicationEvents } from '../replication/index.js';
-import { SealManager } from '../seal/index.js';
+import { KEYRING_RECORD_KEY, SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
 import type { Backend } from '../storage/backend.js';
 import { openLevelBackend } from '../storage/leveldb.js';
@@ -267,6 +267,8 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
   const storage = await openStorage(config, now, log);
   const { engine, metrics } = storage;
   const seal = new SealManager({ get: (n) => engine.getSystem(n), put: (n, v) => engine.putSystem(n, v) });
+  // A primary's rotation or rekey arrives as this record: its system records go in the same batch.
+  engine.watchRecord({ key: KEYRING_RECORD_KEY, derive: (value) => seal.applyReplicated(value) });
   const license = await loadNodeLicense(config, now, log);
   // Made before the core and every observer: the core announces its seal, they follow it.
   const lifecycle = new SealLifecycle();

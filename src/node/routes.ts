@@ -14,6 +14,7 @@ import { pathsFilterRoutes, replicationKindRoutes } from '../http/routes/replica
 import { replicationRoutes } from '../http/routes/replication.js';
 import { replicationEventsRoutes } from '../http/routes/replication-events.js';
 import { haRoutes } from '../http/routes/ha.js';
+import { keyRoutes } from '../http/routes/keys.js';
 import { sealRoutes, type NodeFacts } from '../http/routes/seal.js';
 import { VERSION } from '../core/version.js';
 import { hostname } from 'node:os';
@@ -43,6 +44,7 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationU
     ...replicationKindRoutes('performance', repl.performance),
     ...pathsFilterRoutes(repl.pathsFilters),
     ...systemRoutes(sys),
+    ...keyRoutes(core),
     ...wrappingRoutes(core.wrapping, repl.resolveWrappingToken),
     ...tokenRoutes(core.tokens, repl.resolveWrappingToken),
     ...authMethodRoutes(core.auth),

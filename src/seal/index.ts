@@ -14,6 +14,8 @@ export {
   RecordName,
   SealManager,
   type InitRequest,
+  type KeyringCommit,
+  type KeyringCommitter,
   type InitResult,
   type SealEvent,
   type SealExport,
@@ -21,6 +23,7 @@ export {
   type SealStatus,
   type SystemRecords,
 } from './manager.js';
+export { KEYRING_RECORD_KEY, decodeRecord, type KeyringRecord } from './keyring-record.js';
 export { combineShares, decodeShare, shareLength, splitRootKey, validateShareConfig } from './shares.js';
 export {
   RootGeneration,

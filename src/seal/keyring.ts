@@ -44,6 +44,7 @@ export class Keyring implements Cipher {
   readonly #random: Random;
   #active: number;
   #destroyed = false;
+  #encryptions = 0;
   /** Random bytes not yet used as nonces (each nonce is used once, then never again). */
   #nonces: Buffer = Buffer.alloc(0);
 
@@ -108,11 +109,25 @@ export class Keyring implements Cipher {
     return [...this.#keys.keys()].sort((a, b) => a - b);
   }
 
+  /** Encryptions under the active term since it became active in this process (sys/key-status). */
+  get encryptions(): number {
+    return this.#encryptions;
+  }
+
   encrypt(plain: Buffer, aad: Buffer): Buffer {
-    const key = this.#keyFor(this.#active);
+    this.#encryptions++;
+    return this.encryptUnder(this.#active, plain, aad);
+  }
+
+  /**
+   * Encrypts under a given held term rather than the active one: the replicated keyring record
+   * is sealed under the first term, which every node of a replication set holds.
+   */
+  encryptUnder(term: number, plain: Buffer, aad: Buffer): Buffer {
+    const key = this.#keyFor(term);
     const head = Buffer.allocUnsafe(HEADER_BYTES + NONCE_BYTES);
     head.writeUInt8(CIPHERTEXT_VERSION, 0);
-    head.writeUInt32BE(this.#active, 1);
+    head.writeUInt32BE(term, 1);
     this.#nextNonce().copy(head, HEADER_BYTES);
     const header = head.subarray(0, HEADER_BYTES);
     const nonce = head.subarray(HEADER_BYTES);
@@ -161,7 +176,36 @@ export class Keyring implements Cipher {
     if (term > MAX_TERM) throw new Internal('keyring term space exhausted');
     this.#keys.set(term, Buffer.from(key));
     this.#active = term;
+    this.#encryptions = 0;
     return term;
+  }
+
+  /**
+   * Takes every term of `other` this ring lacks, and its active term when newer: a secondary
+   * follows its primary's rotation. A term both hold with different keys is Internal (the two
+   * rings are not of one set) and changes nothing.
+   */
+  adopt(other: Keyring): void {
+    this.#checkLive();
+    const theirs = other.serialize();
+    try {
+      const incoming = Keyring.deserialize(theirs, this.#random);
+      for (const term of incoming.terms) {
+        const mine = this.#keys.get(term);
+        if (mine !== undefined && !mine.equals(incoming.#keyFor(term))) {
+          incoming.destroy();
+          throw new Internal(`keyring term ${term} differs from the primary's`);
+        }
+      }
+      for (const term of incoming.terms) if (!this.#keys.has(term)) this.#keys.set(term, Buffer.from(incoming.#keyFor(term)));
+      if (incoming.activeTerm > this.#active) {
+        this.#active = incoming.activeTerm;
+        this.#encryptions = 0;
+      }
+      incoming.destroy();
+    } finally {
+      theirs.fill(0);
+    }
   }
 
   clone(): Keyring {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidRequest, NotInitialized, Sealed } from '../core/errors.js';
 import { Keyring } from './keyring.js';
-import { RecordName, SealManager, type SealEvent } from './manager.js';
+import { RecordName, SealManager, type KeyringCommitter, type SealEvent } from './manager.js';
 import { decodeShare } from './shares.js';
 import { MapRecords } from '../../test/support/map-records.js';
 
@@ -18,6 +18,13 @@ async function initialised(n = 5, t = 3) {
 }
 
 const aad = Buffer.from('sys/token/x');
+
+/** A committer that writes only the system records (the replicated record needs no storage here). */
+function writeSystem(records: MapRecords): KeyringCommitter {
+  return async (change) => {
+    for (const s of change.system) await records.put(s.name, s.value);
+  };
+}
 
 describe('SealManager init', () => {
   it('reports an uninitialised node like Vault', async () => {
@@ -195,7 +202,7 @@ describe('SealManager seal, rotate, events', () => {
     const { records, seal, init } = await initialised();
     await seal.unsealWithRootKey(init.rootKey);
     const old = seal.cipher().encrypt(Buffer.from('old'), aad);
-    expect(await seal.rotate()).toBe(2);
+    expect(await seal.rotate(writeSystem(records), {}, new Date())).toBe(2);
     const fresh = seal.cipher().encrypt(Buffer.from('new'), aad);
     expect(fresh.readUInt32BE(1)).toBe(2);
     const again = new SealManager(records);
@@ -203,7 +210,7 @@ describe('SealManager seal, rotate, events', () => {
     expect(again.cipher().decrypt(old, aad).toString()).toBe('old');
     expect(again.cipher().decrypt(fresh, aad).toString()).toBe('new');
     await seal.seal();
-    await expect(seal.rotate()).rejects.toThrow(Sealed);
+    await expect(seal.rotate(writeSystem(records), {}, new Date())).rejects.toThrow(Sealed);
   });
 });
 
@@ -272,7 +279,7 @@ describe('SealManager.adoptFromPrimaryUnsealed', () => {
     await secondary.seal.adoptFromPrimaryUnsealed(await primary.seal.exportForSecondary(), primary.seal.exportKeyring());
     expect((await secondary.seal.status()).sealed).toBe(false);
     expect(secondary.seal.cipher().decrypt(ct, aad).toString()).toBe('payload');
-    await expect(secondary.seal.rotate()).rejects.toThrow(InvalidRequest);
+    await expect(secondary.seal.rotate(writeSystem(secondary.records), {}, new Date())).rejects.toThrow(InvalidRequest);
 
     await secondary.seal.seal();
     await expect(secondary.seal.unseal(secondary.init.keys[0] as string)).rejects.toThrow(InvalidRequest);

@@ -19,6 +19,7 @@ import { ShareCollector } from './collector.js';
 import { checkSealConfig, decodeSealConfig, encodeSealConfig, type SealConfig } from './config.js';
 import { CiphertextRejected, RejectReason } from './errors.js';
 import { Keyring } from './keyring.js';
+import { KEYRING_RECORD_KEY, openRecord, sealRecord, type KeyringRecord } from './keyring-record.js';
 import { combineShares, decodeShare, shareLength, splitRootKey, validateShareConfig } from './shares.js';
 
 /** The two records the seal keeps; the node backs this with storage outside the barrier. */
@@ -28,6 +29,15 @@ export interface SystemRecords {
 }
 
 export const RecordName = { sealConfig: 'seal-config', keyring: 'keyring' } as const;
+
+/** What a rotation or rekey writes in one batch: the replicated record (ciphertext) and the system records. */
+export interface KeyringCommit {
+  readonly record: { readonly key: string; readonly value: Buffer };
+  readonly system: readonly { readonly name: string; readonly value: Buffer }[];
+}
+
+/** Writes a KeyringCommit durably and atomically (the node: the engine's commit path). */
+export type KeyringCommitter = (change: KeyringCommit) => Promise<void>;
 
 /** sys/seal-status without `version` (the HTTP layer adds it). */
 export interface SealStatus {
@@ -186,21 +196,135 @@ export class SealManager {
     return this.#state.keyring;
   }
 
-  /** Adds a keyring term for new writes and persists the keyring before the live one changes. */
-  rotate(): Promise<number> {
+  /**
+   * Adds a keyring term for new writes. `commit` durably writes, in one batch, the replicated
+   * keyring record (so secondaries hold the term before any value under it) and the sealed keyring
+   * (so a restart unseals with every term); only then does the live keyring switch to the term.
+   * A crash before the commit leaves the old keyring, after it the new one: both read everything.
+   */
+  rotate(commit: KeyringCommitter, installed: Readonly<Record<string, string>>, now: Date): Promise<number> {
     return this.#exclusive(async () => {
-      if (this.#state.type !== 'unsealed') throw new Sealed();
-      const { keyring, rootKey } = this.#state;
-      if (rootKey === undefined) throw new InvalidRequest('rotating the keyring needs an unseal with key shares');
+      const { keyring, rootKey } = this.#unsealedWithRoot('rotating the keyring');
+      const config = await this.#requireConfig();
       const key = Buffer.from(this.#random(KEY_BYTES));
       const next = keyring.clone();
-      const term = next.rotate(key);
-      await this.#records.put(RecordName.keyring, next.sealWith(rootKey));
-      next.destroy();
-      keyring.rotate(key);
-      key.fill(0);
-      return term;
+      try {
+        const term = next.rotate(key);
+        const sealedKeyring = next.sealWith(rootKey);
+        await commit(this.#change(keyring, { keyring: next, sealedKeyring, sealConfig: config, installed: { ...installed, [String(term)]: now.toISOString() } }));
+        keyring.rotate(key);
+        return term;
+      } finally {
+        next.destroy();
+        key.fill(0);
+      }
     });
+  }
+
+  /** Commits the record for the keyring as it is (a node's first record, at init). */
+  republish(commit: KeyringCommitter, installed: Readonly<Record<string, string>>): Promise<void> {
+    return this.#exclusive(async () => {
+      const { keyring, rootKey } = this.#unsealedWithRoot('publishing the keyring');
+      const config = await this.#requireConfig();
+      await commit(this.#change(keyring, { keyring, sealedKeyring: keyring.sealWith(rootKey), sealConfig: config, installed }));
+    });
+  }
+
+  /**
+   * Checks `shares` against the stored keyring (the current shares' holders) and returns a new
+   * root key with its shares under `config`; nothing changes until commitRekey. A wrong set is
+   * InvalidRequest with Vault's wording.
+   */
+  prepareRekey(shares: readonly Buffer[], config: SealConfig): Promise<{ rootKey: Buffer; shares: Buffer[] }> {
+    return this.#exclusive(async () => {
+      this.#unsealedWithRoot('rekeying');
+      await this.#requireConfig();
+      const record = await this.#records.get(RecordName.keyring);
+      if (record === undefined) throw new Internal('keyring record is missing');
+      let recovered: Buffer | undefined;
+      try {
+        recovered = await combineShares(shares);
+        if (recovered.length !== KEY_BYTES) throw new InvalidRequest('root key verification failed: invalid key');
+        Keyring.openWith(record, recovered, this.#random).destroy();
+      } catch (e) {
+        if (e instanceof InvalidRequest || (e instanceof CiphertextRejected && e.reason === RejectReason.authentication)) {
+          throw new InvalidRequest('root key verification failed: the key shares given do not unseal this node', { cause: e });
+        }
+        throw e;
+      } finally {
+        recovered?.fill(0);
+      }
+      const rootKey = Buffer.from(this.#random(KEY_BYTES));
+      return { rootKey, shares: await splitRootKey(rootKey, config.secret_shares, config.secret_threshold) };
+    });
+  }
+
+  /**
+   * Makes `rootKey` (from prepareRekey) the root key: the keyring sealed under it and the new seal
+   * config are committed in one batch with the replicated record, so the node (and every
+   * secondary) unseals after a crash with exactly one of the two share sets.
+   */
+  commitRekey(rootKey: Buffer, config: SealConfig, commit: KeyringCommitter, installed: Readonly<Record<string, string>>): Promise<void> {
+    return this.#exclusive(async () => {
+      const state = this.#unsealedWithRoot('rekeying');
+      const sealedKeyring = state.keyring.sealWith(rootKey);
+      await commit(this.#change(state.keyring, { keyring: state.keyring, sealedKeyring, sealConfig: config, installed }));
+      state.rootKey.fill(0);
+      this.#state = { type: 'unsealed', keyring: state.keyring, rootKey: Buffer.from(rootKey) };
+    });
+  }
+
+  /**
+   * A secondary applying its primary's keyring record (called inside the storage batch that writes
+   * it, synchronously): the system records to write in that batch, and what to do once durable
+   * (adopt the new terms into the live keyring). Sealed while sealed.
+   */
+  applyReplicated(ct: Buffer): { system: { name: string; value: Buffer }[]; after: () => void } {
+    if (this.#state.type !== 'unsealed') throw new Sealed();
+    const record = openRecord(this.#state.keyring, ct);
+    return {
+      system: [
+        { name: RecordName.keyring, value: record.sealedKeyring },
+        { name: RecordName.sealConfig, value: encodeSealConfig(record.sealConfig) },
+      ],
+      after: () => this.adoptRecord(record),
+    };
+  }
+
+  /**
+   * Takes a keyring record's terms into the live keyring (an HA standby after its active node
+   * rotated, a secondary after applying one). A root key held that no longer opens the record's
+   * sealed keyring (a rekey elsewhere) is dropped, so this node never seals under a stale one.
+   */
+  adoptRecord(record: KeyringRecord): void {
+    const state = this.#state;
+    if (state.type !== 'unsealed') return;
+    state.keyring.adopt(record.keyring);
+    record.keyring.destroy();
+    if (state.rootKey === undefined) return;
+    try {
+      Keyring.openWith(record.sealedKeyring, state.rootKey, this.#random).destroy();
+    } catch {
+      state.rootKey.fill(0);
+      this.#state = { type: 'unsealed', keyring: state.keyring, rootKey: undefined };
+    }
+  }
+
+  #change(live: Keyring, record: KeyringRecord): KeyringCommit {
+    return {
+      record: { key: KEYRING_RECORD_KEY, value: sealRecord(live, record) },
+      system: [
+        { name: RecordName.keyring, value: record.sealedKeyring },
+        { name: RecordName.sealConfig, value: encodeSealConfig(record.sealConfig) },
+      ],
+    };
+  }
+
+  #unsealedWithRoot(what: string): { keyring: Keyring; rootKey: Buffer } {
+    if (this.#state.type !== 'unsealed') throw new Sealed();
+    const { keyring, rootKey } = this.#state;
+    if (rootKey === undefined) throw new InvalidRequest(`${what} needs this node unsealed with its key shares (it was activated or rekeyed elsewhere since its last unseal)`);
+    return { keyring, rootKey };
   }
 
   /** Subscribes to sealed/unsealed transitions; returns the unsubscribe function. */

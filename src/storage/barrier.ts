@@ -97,6 +97,14 @@ export class BarrierStore implements Store {
     await this.raw.commitRaw(this.encryptOps(ops), system);
   }
 
+  /**
+   * Commits values already encrypted by the caller (the keyring record, sealed under the first
+   * term so every secondary can open it) with system records, in one batch.
+   */
+  async commitSealed(ops: readonly WalOp[], system: readonly SystemWrite[]): Promise<void> {
+    await this.raw.commitRaw(ops, system);
+  }
+
   /** Ops with their values encrypted for their keys: what applyEntries' extra node ops take. */
   encryptOps(ops: readonly Op[]): WalOp[] {
     return ops.map((op) =>

@@ -52,6 +52,18 @@ export type { EngineOptions, ReindexRequest } from './engine-options.js';
 interface Txn extends CommitTxn {
   readonly resolve: () => void;
   readonly reject: (e: unknown) => void;
+  /** Runs once the batch is durable, before the writer hears of it (a watched record's effect). */
+  readonly after?: () => void;
+}
+
+/**
+ * A replicated key whose arrival from a primary writes system records in the same batch (the
+ * keyring record: the sealed keyring and seal config a restart unseals with) and has an effect
+ * once durable (the live keyring takes the new terms), before any later entry is applied.
+ */
+export interface RecordWatch {
+  readonly key: string;
+  derive(value: Buffer): { readonly system: readonly SystemWrite[]; readonly after: () => void };
 }
 
 /** How reload() or follow() brought memory up to storage: from the entries since (and the subpages they touched), or by loading everything. */
@@ -72,6 +84,7 @@ export class StorageEngine implements RawStore, MerkleView {
   private readonly gate = new WriteGate();
   /** Set while this node is an HA standby: every write refuses with it before reaching storage. */
   private standbyRefusal: (() => Error) | undefined;
+  private watch: RecordWatch | undefined;
 
   private constructor(
     private readonly backend: FaultGuard,
@@ -113,6 +126,19 @@ export class StorageEngine implements RawStore, MerkleView {
     await this.commitRaw([], [{ name, value }]);
   }
 
+  /** Applies `watch` to every write that comes from a primary (applied entries, installs, upstream commits). */
+  watchRecord(watch: RecordWatch | undefined): void {
+    this.watch = watch;
+  }
+
+  /** What the watched record among `ops` (its last put) derives; undefined when absent. */
+  private derived(ops: readonly WalOp[]): ReturnType<RecordWatch['derive']> | undefined {
+    const watch = this.watch;
+    if (watch === undefined) return undefined;
+    const put = ops.findLast((op) => op.key === watch.key && op.type === 'put');
+    return put?.type === 'put' ? watch.derive(put.value) : undefined;
+  }
+
   // ---- the commit path ----
 
   /**
@@ -129,8 +155,10 @@ export class StorageEngine implements RawStore, MerkleView {
     if (opts.upstream !== true) assertWithinContract(ops, this.opts.limits);
     if (ops.length === 0 && system.length === 0) return;
     this.gate.admit(ops, opts.upstream === true);
+    const watched = opts.upstream === true ? this.derived(ops) : undefined;
+    const writes = watched === undefined ? system : [...system, ...watched.system];
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ ops, system, resolve, reject });
+      this.pending.push({ ops, system: writes, resolve, reject, ...(watched !== undefined ? { after: watched.after } : {}) });
       if (this.scheduled) return;
       this.scheduled = true;
       void this.jobs.run(() => this.flushPending());
@@ -199,6 +227,7 @@ export class StorageEngine implements RawStore, MerkleView {
     await this.backend.batch(ops, { sync: true });
     // If the batch failed we never get here: memory still matches storage.
     this.applied(planned.plan, planned.after, tailPlan);
+    for (const t of txns) t.after?.();
     for (const t of txns) t.resolve();
     this.opts.onBatch?.({ txns: txns.length, ops: ops.length, bytes: planned.bytes + opBytes(tailPlan?.ops ?? []), merklePages: countPageRecords(planned.ops) });
   }
@@ -224,13 +253,15 @@ export class StorageEngine implements RawStore, MerkleView {
    * Writes one plan durably, then moves in-memory state. Runs only inside a chain job.
    * `txns` (how many transactions share the batch) feeds the page-flush policy.
    */
-  private async write(plan: BatchPlan, tailPlan: TailPlan | undefined, txns: number): Promise<void> {
+  private async write(plan: BatchPlan, tailPlan: TailPlan | undefined, txns: number, after?: () => void): Promise<void> {
     // WAL GC deletes go after the entry puts so that a dropped new entry ends as a delete.
     for (const op of tailPlan?.ops ?? []) plan.raw(op);
-    const { ops, after } = finishPlan(plan, this.index.current, { txns, time: this.now(), flushIntervalMs: this.opts.pageFlushIntervalMs ?? 1000 });
+    const durable = after;
+    const { ops, after: indexAfter } = finishPlan(plan, this.index.current, { txns, time: this.now(), flushIntervalMs: this.opts.pageFlushIntervalMs ?? 1000 });
     await this.backend.batch(ops, { sync: true });
     // If the batch failed we never get here: every txn in it rejects and memory still matches storage.
-    this.applied(plan, after, tailPlan);
+    this.applied(plan, indexAfter, tailPlan);
+    durable?.();
   }
 
   /** A batch is durable: only now may in-memory Merkle, WAL and cache state change. */
@@ -374,8 +405,9 @@ export class StorageEngine implements RawStore, MerkleView {
       verifyChain(this.tail.guard(), entries);
       if (entries.length === 0 && extraNodeOps.length === 0) return;
       const { plan, items } = await planEntries(this.backend, this.index.trees, entries, extraNodeOps);
+      const watched = this.plannedWatch(plan, entries.flatMap((e) => e.ops));
       const epoch = entries.at(-1)?.epoch ?? this.tail.meta.epoch;
-      await this.write(plan, items.length > 0 ? this.tail.plan(items, this.bounds(), epoch) : undefined, entries.length);
+      await this.write(plan, items.length > 0 ? this.tail.plan(items, this.bounds(), epoch) : undefined, entries.length, watched?.after);
     });
   }
 
@@ -400,8 +432,19 @@ export class StorageEngine implements RawStore, MerkleView {
     assertClass(extra, 'node');
     return this.jobs.runWrite(async () => {
       const { plan } = await planEntries(this.backend, this.index.trees, [], [...ops, ...extra]);
-      await this.write(plan, guard === undefined ? undefined : this.tail.planReset(guard), 1);
+      const watched = this.plannedWatch(plan, ops);
+      await this.write(plan, guard === undefined ? undefined : this.tail.planReset(guard), 1, watched?.after);
     });
+  }
+
+  /** Adds the watched record's system writes among `ops` to `plan`; returns what to run once durable. */
+  private plannedWatch(plan: BatchPlan, ops: readonly WalOp[]): ReturnType<RecordWatch['derive']> | undefined {
+    const watched = this.derived(ops);
+    for (const s of watched?.system ?? []) {
+      const key = Keys.system(s.name);
+      plan.raw(s.value === undefined ? { type: 'del', key } : { type: 'put', key, value: s.value });
+    }
+    return watched;
   }
 
   /** Deletes all data, WAL and index (not system records) and restarts at genesis, epoch 0. */

@@ -23,6 +23,11 @@ import { AuthMethods } from './auth/index.js';
 import { DEFAULT_TTL_LIMITS, TokenStore, type TtlLimits } from './tokens.js';
 import { Wrapping } from './wrapping.js';
 import { SealLifecycle, type OpenedContext } from './lifecycle.js';
+import { KeyService, type KeyStore } from './keys.js';
+import { Rekey } from '../seal/rekey.js';
+
+/** Replicated, as Vault's `core/unseal-keys-backup`: the PGP-encrypted shares of the last rekey with `backup`. */
+export const REKEY_BACKUP_KEY = 'core/unseal-keys-backup';
 
 /** What the core needs from the storage engine. */
 export interface CoreStorage {
@@ -56,6 +61,10 @@ export class VaultCore {
   readonly wrapping: Wrapping;
   /** Auth methods mounted under `auth/` (userpass, approle); the token method is `tokens`. */
   readonly auth: AuthMethods;
+  /** sys/rotate, sys/key-status, sys/rotate/config. */
+  readonly keys: KeyService;
+  /** sys/rekey/*: progress in memory, cancelled by a seal. */
+  readonly rekey: Rekey;
   private secure: Store | undefined;
   private isInitialized = false;
   private readonly engines: Record<1 | 2, SecretsEngine>;
@@ -79,6 +88,15 @@ export class VaultCore {
     this.tokens = new TokenStore(lazy, { now, ...(opts.ttlLimits ? { limits: opts.ttlLimits } : {}) });
     this.wrapping = new Wrapping(this.tokens, lazy);
     this.auth = new AuthMethods(store, this.tokens, { now, limits: opts.ttlLimits ?? DEFAULT_TTL_LIMITS });
+    this.keys = new KeyService(this.seal, () => this.store() as KeyStore, now);
+    this.rekey = new Rekey({
+      seal: this.seal,
+      commit: this.keys.commit,
+      installed: () => this.keys.installed(),
+      storeBackup: async (backup) => {
+        await this.store().commit([backup === undefined ? { type: 'del', key: REKEY_BACKUP_KEY } : { type: 'put', key: REKEY_BACKUP_KEY, value: Buffer.from(JSON.stringify(backup)) }]);
+      },
+    });
     const kvNow = () => new Date(now());
     this.engines = { 1: createKvEngine({ version: 1, now: kvNow }), 2: createKvEngine({ version: 2, now: kvNow }) };
   }
@@ -116,6 +134,7 @@ export class VaultCore {
     await this.seal.unsealWithRootKey(result.rootKey);
     await this.opened({ initializing: true });
     const root = await this.tokens.createRoot(req.rootTokenId !== undefined ? { id: req.rootTokenId } : {});
+    await this.keys.publish();
     await this.sealNow();
     return { keys: result.keys, keys_base64: result.keysBase64, root_token: root.token };
   }
@@ -150,6 +169,8 @@ export class VaultCore {
 
   /** Refreshes every cache from storage (unseal, and after replication changes the keyspace). */
   async reload(): Promise<void> {
+    // First: a standby's keyring takes the terms its active node rotated in before reading under them.
+    await this.keys.refresh();
     await this.namespaces.load();
     await this.mounts.load();
     this.policies.load();
