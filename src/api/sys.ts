@@ -19,6 +19,7 @@ import type {
   UnsealRequest,
 } from './types.js';
 import { GenerationApi } from './generation.js';
+import { KeysApi } from './keys.js';
 import { Method } from './request.js';
 import type { ApiRequest, ApiResponse } from './request.js';
 
@@ -29,10 +30,13 @@ export class SysApi {
   readonly #request: (req: ApiRequest) => Promise<ApiResponse>;
   /** `sys/generate-root`: a new root token from the unseal key shares. */
   readonly generateRoot: GenerationApi;
+  /** `sys/rotate`, `sys/key-status`, `sys/rekey/*`. */
+  readonly keys: KeysApi;
 
   constructor(request: (req: ApiRequest) => Promise<ApiResponse>) {
     this.#request = request;
     this.generateRoot = new GenerationApi(request, 'sys/generate-root');
+    this.keys = new KeysApi(request);
   }
 
   async init(body: InitRequest): Promise<InitResponse> {

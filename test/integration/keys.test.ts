@@ -9,6 +9,7 @@ import { decrypt, generateKey, readMessage, readPrivateKey } from 'openpgp';
 import { joinSecondary } from '../harness/cluster.js';
 import { DR, drOperationToken, inSync } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
+import { runCli } from '../../src/cli/testing/run-cli.js';
 
 const open = { token: null } as const;
 
@@ -246,4 +247,32 @@ describe('one node', () => {
     expect((await n.call('PUT', 'sys/rotate', {}, { headers: { 'X-Vault-Namespace': 'ns1/' } })).status).toBe(400);
     expect((await n.call('GET', 'sys/key-status')).body.term).toBe(term);
   });
+});
+
+it('the CLI rotates, shows the key status and rekeys with shares from stdin (progress as operator unseal shows it)', async () => {
+  const n = await startTestNode();
+  try {
+    const run = (argv: string[], stdin?: string) => runCli(argv, { env: { TESSERA_ADDR: n.apiAddr, TESSERA_TOKEN: n.rootToken }, ...(stdin !== undefined ? { stdin } : {}) });
+    const rotated = await run(['operator', 'rotate']);
+    expect({ code: rotated.code, err: rotated.stderr }).toEqual({ code: 0, err: '' });
+    expect(rotated.stdout).toMatch(/Key Term\s+2/);
+    expect(JSON.parse((await run(['operator', 'key-status', '-format=json'])).stdout)).toMatchObject({ term: 2 });
+
+    const init = await run(['operator', 'rekey', '-init', '-key-shares=2', '-key-threshold=2', '-format=json']);
+    expect(init.code).toBe(0);
+    const { nonce } = JSON.parse(init.stdout);
+    const one = await run(['operator', 'rekey', `-nonce=${nonce}`, n.unsealKeys[0]!]);
+    expect(one.stdout).toMatch(/Rekey Progress\s+1\/2/);
+    expect((await run(['operator', 'rekey', '-status'])).stdout).toMatch(/Rekey Progress\s+1\/2/);
+    const done = await run(['operator', 'rekey'], `${n.unsealKeys[1]}\n`);
+    expect(done.code).toBe(0);
+    const keys = [...done.stdout.matchAll(/^Key \d: ([0-9a-f]+)$/gm)].map((m) => m[1]!);
+    expect(keys).toHaveLength(2);
+    await n.call('PUT', 'sys/seal', {});
+    for (const key of keys) await n.call('PUT', 'sys/unseal', { key }, open);
+    expect((await n.call('GET', 'sys/seal-status', undefined, open)).body).toMatchObject({ sealed: false, t: 2, n: 2 });
+    expect((await run(['operator', 'rekey', '-cancel'])).code).toBe(0);
+  } finally {
+    await n.stop();
+  }
 });

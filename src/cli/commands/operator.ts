@@ -5,6 +5,7 @@ import { register as registerDr } from './operator-dr.js';
 import { register as registerGenerateDrToken } from './operator-generate-dr-token.js';
 import { register as registerGenerateRoot } from './operator-generate-root.js';
 import { register as registerInit } from './operator-init.js';
+import { register as registerKeys } from './operator-keys.js';
 import { register as registerMembers } from './operator-members.js';
 import { register as registerReindex } from './operator-reindex.js';
 import { register as registerSeal } from './operator-seal.js';
@@ -22,4 +23,5 @@ export function register(parent: Command, ctx: Context): void {
   registerDr(operator, ctx);
   registerStepDown(operator, ctx);
   registerMembers(operator, ctx);
+  registerKeys(operator, ctx);
 }
