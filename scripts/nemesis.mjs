@@ -516,6 +516,21 @@ async function filterChange(topo, n, { holdMs, variant = 'allow' }, log) {
 }
 
 /** One fault of the schedule, applied for a while and then undone. */
+/**
+ * A step of every cycle (default topology), after its fault: `sys/rotate` on the current primary
+ * while the workload writes, so every later write is under a new key term that the secondaries
+ * must hold first (issue 27 item 3). Asked again while the primary settles after its fault.
+ */
+async function rotateKey(topo, log) {
+  const term = await waitUntil('the primary to rotate its key', async () => {
+    const v = vault(topo.api(topo.primary), topo.root);
+    if ((await v.request('PUT', 'sys/rotate', { body: {} })).status !== 204) return undefined;
+    return (await v.request('GET', 'sys/key-status')).body?.data?.term;
+  }, { timeoutMs: 30_000, intervalMs: 200 });
+  log(`key rotated on ${topo.primary}: term ${term}`);
+  return term;
+}
+
 async function runFault(topo, fault, log) {
   const { type, holdMs } = fault;
   // An HA fault targets a cluster (resolved to its active node) from the steady state, and ends once the cluster agrees on an active node again.
@@ -672,6 +687,8 @@ export async function runNemesis({ topology = 'default', cycles = 5, seed = 1, f
   const history = [];
   const schedule = faultSchedule(seed, cycles, cycleMs, faults);
   const workRng = prng(seed ^ 0x5bd1e995);
+  /** The barrier key term after each cycle's rotation (default topology). */
+  const rotations = [];
   const t0 = Date.now();
   let summary;
   let failure;
@@ -683,6 +700,7 @@ export async function runNemesis({ topology = 'default', cycles = 5, seed = 1, f
       for (let i = 0; i < cycles; i++) {
         await delay(Math.floor(cycleMs / 4));
         await runFault(topo, schedule[i], (m) => log(`cycle ${i + 1}/${cycles}: ${m}`));
+        if (topology === 'default') rotations.push(await rotateKey(topo, (m) => log(`cycle ${i + 1}/${cycles}: ${m}`)));
         await delay(Math.floor(cycleMs / 4));
       }
     } catch (e) {
@@ -722,7 +740,7 @@ export async function runNemesis({ topology = 'default', cycles = 5, seed = 1, f
       failover_rpo_writes: verdict.lossPerWindow.length ? Math.max(...verdict.lossPerWindow) : null,
       reads_taken_back_by_failover: verdict.readsTakenBackByFailover,
       convergence_ms: convergence, root_verified_ms: verified, max_convergence_ms: Math.max(0, ...Object.values(convergence).filter((t) => typeof t === 'number')),
-      merkle_check_clean: merkle, final_roles: { ...topo.roles }, ...(topo.takeovers ? { takeovers: topo.takeovers, start_failures: topo.startFailures } : {}), filters: topo.filterTimeline, violations, schedule, history: null, duration_ms: Date.now() - t0,
+      merkle_check_clean: merkle, key_terms: rotations, final_roles: { ...topo.roles }, ...(topo.takeovers ? { takeovers: topo.takeovers, start_failures: topo.startFailures } : {}), filters: topo.filterTimeline, violations, schedule, history: null, duration_ms: Date.now() - t0,
       // What `node scripts/nemesis-check.mjs SUMMARY` needs to judge the history again offline.
       final_data: finalData, loss_windows: topo.lossWindows,
     };

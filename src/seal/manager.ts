@@ -204,13 +204,18 @@ export class SealManager {
    */
   rotate(commit: KeyringCommitter, installed: Readonly<Record<string, string>>, now: Date): Promise<number> {
     return this.#exclusive(async () => {
-      const { keyring, rootKey } = this.#unsealedWithRoot('rotating the keyring');
+      const { keyring, rootKey } = this.#unsealed();
       const config = await this.#requireConfig();
+      // Without the root key (a DR secondary activated and promoted without a restart) the stored
+      // sealed keyring stays: its first term opens the record, which holds every term (unseal
+      // adopts it, VaultCore.reload), so a restart still reads everything.
+      const stored = rootKey === undefined ? await this.#records.get(RecordName.keyring) : undefined;
+      if (rootKey === undefined && stored === undefined) throw new Internal('keyring record is missing');
       const key = Buffer.from(this.#random(KEY_BYTES));
       const next = keyring.clone();
       try {
         const term = next.rotate(key);
-        const sealedKeyring = next.sealWith(rootKey);
+        const sealedKeyring = rootKey !== undefined ? next.sealWith(rootKey) : Buffer.from(stored!);
         await commit(this.#change(keyring, { keyring: next, sealedKeyring, sealConfig: config, installed: { ...installed, [String(term)]: now.toISOString() } }));
         keyring.rotate(key);
         return term;
@@ -237,7 +242,7 @@ export class SealManager {
    */
   prepareRekey(shares: readonly Buffer[], config: SealConfig): Promise<{ rootKey: Buffer; shares: Buffer[] }> {
     return this.#exclusive(async () => {
-      this.#unsealedWithRoot('rekeying');
+      this.#unsealed();
       await this.#requireConfig();
       const record = await this.#records.get(RecordName.keyring);
       if (record === undefined) throw new Internal('keyring record is missing');
@@ -266,10 +271,10 @@ export class SealManager {
    */
   commitRekey(rootKey: Buffer, config: SealConfig, commit: KeyringCommitter, installed: Readonly<Record<string, string>>): Promise<void> {
     return this.#exclusive(async () => {
-      const state = this.#unsealedWithRoot('rekeying');
+      const state = this.#unsealed();
       const sealedKeyring = state.keyring.sealWith(rootKey);
       await commit(this.#change(state.keyring, { keyring: state.keyring, sealedKeyring, sealConfig: config, installed }));
-      state.rootKey.fill(0);
+      state.rootKey?.fill(0);
       this.#state = { type: 'unsealed', keyring: state.keyring, rootKey: Buffer.from(rootKey) };
     });
   }
@@ -318,6 +323,11 @@ export class SealManager {
         { name: RecordName.sealConfig, value: encodeSealConfig(record.sealConfig) },
       ],
     };
+  }
+
+  #unsealed(): { keyring: Keyring; rootKey: Buffer | undefined } {
+    if (this.#state.type !== 'unsealed') throw new Sealed();
+    return { keyring: this.#state.keyring, rootKey: this.#state.rootKey };
   }
 
   #unsealedWithRoot(what: string): { keyring: Keyring; rootKey: Buffer } {
