@@ -121,3 +121,28 @@ describe('an HA standby answers from state as current as the active node', () =>
     }, { timeoutMs: LEASE_MS + 1500, intervalMs: 100 });
   });
 });
+
+describe('an HA standby after the active node rotates the key (issue 27 item 3)', () => {
+  it('checks a token written under the new term, and reads everything once it is the active node', async () => {
+    const { active, standby } = await roles();
+    expect((await active.call('POST', 'sys/mounts/rotated', { type: 'kv', options: { version: '2' } })).status).toBe(204);
+    expect((await active.call('PUT', 'rotated/data/before', { data: { v: 1 } })).status).toBe(200);
+    const term = (await active.call('GET', 'sys/key-status')).body.data.term as number;
+    expect((await active.call('PUT', 'sys/rotate', {})).status).toBe(204);
+    expect((await active.call('PUT', 'sys/policies/acl/metrics', { policy: 'path "sys/metrics" { capabilities = ["read"] }' })).status).toBe(204);
+    const created = await active.call('POST', 'auth/token/create', { policies: ['metrics'] });
+    const token = String(created.body.auth.client_token);
+    expect((await active.call('PUT', 'rotated/data/after', { data: { v: 2 } })).status).toBe(200);
+    // The standby checks the token itself: its entry is under the new term.
+    expect((await standby.call('GET', 'sys/metrics', undefined, { token })).status).toBe(200);
+    expect((await standby.call('GET', 'sys/health', undefined, { token: null })).body.sealed).toBe(false);
+
+    expect((await active.call('PUT', 'sys/step-down', {})).status).toBe(204);
+    await eventually(async () => expect((await standby.call('GET', 'sys/leader', undefined, { token: null })).body.is_self).toBe(true), { timeoutMs: 15_000 });
+    expect((await standby.call('GET', 'rotated/data/before')).body.data.data).toEqual({ v: 1 });
+    expect((await standby.call('GET', 'rotated/data/after')).body.data.data).toEqual({ v: 2 });
+    expect((await standby.call('GET', 'sys/key-status')).body.data.term).toBe(term + 1);
+    expect((await standby.call('PUT', 'sys/rotate', {})).status).toBe(204);
+    expect((await standby.call('PUT', 'rotated/data/third', { data: { v: 3 } })).status).toBe(200);
+  });
+});
