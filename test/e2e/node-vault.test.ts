@@ -90,3 +90,13 @@ test('node-vault: a spent wrapping token answers 400 "wrapping token is not vali
   expect(again.message).toBe('wrapping token is not valid or does not exist');
   expect(again.response?.statusCode).toBe(400);
 }, 30_000);
+
+test('node-vault: rotate (issue 27 item 3); what was written before stays readable', async () => {
+  const client = vaultFactory({ apiVersion: 'v1', endpoint: node.apiAddr, token: rootTokenForNext });
+  const before = await client.read('sys/key-status');
+  await client.rotate();
+  const after = await client.read('sys/key-status');
+  expect(after.data.term).toBe(before.data.term + 1);
+  expect(after.term).toBe(after.data.term);
+  expect((await client.read('kv/data/x')).data.data).toEqual({ password: 'p1', user: 'app' });
+});
