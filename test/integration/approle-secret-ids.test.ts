@@ -157,6 +157,8 @@ describe('destroy', () => {
     expect((await n.call('POST', `${base}/api/secret-id/destroy`, { secret_id: kept.secret_id })).status).toBe(204);
     expect((await n.call('POST', `${base}/api/secret-id-accessor/destroy`, { secret_id_accessor: kept.secret_id_accessor })).status).toBe(404);
     expect(await n.call('POST', `${base}/web/secret-id/destroy`, {})).toMatchObject({ status: 400, body: { errors: ['missing secret_id'] } });
+    // Only a DELETE takes its field from the query string, as Vault parses requests.
+    expect((await n.call('POST', `${base}/web/secret-id/destroy?secret_id=${kept.secret_id}`, {})).status).toBe(400);
     expect(await n.call('DELETE', `${base}/web/secret-id-accessor/destroy`)).toMatchObject({ status: 400, body: { errors: ['missing secret_id_accessor'] } });
     expect((await n.call('POST', `${base}/nope/secret-id/destroy`, { secret_id: kept.secret_id })).status).toBe(400);
     expect(await accessors('web')).toEqual(before);

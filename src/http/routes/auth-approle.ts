@@ -58,8 +58,9 @@ const secretIdInput = (f: z.infer<typeof SecretIdBody>): SecretIdInput => ({
   ...(f.num_uses !== undefined ? { num_uses: f.num_uses } : {}),
 });
 
-/** A DELETE carries its field in the query string, as Vault parses it; POST in the body. */
-const given = (field: string | undefined, query: Readonly<Record<string, string>>, name: string): string => field || (query[name] ?? '');
+/** A DELETE may carry its field in the query string, as Vault parses it (or in the body); POST in the body. */
+const given = (field: string, req: { readonly operation: string; readonly query: Readonly<Record<string, string>> }, name: string): string =>
+  field !== '' || req.operation !== 'delete' ? field : (req.query[name] ?? '');
 
 /** Vault's answer when the role has no such accessor: 404 with the text in the envelope's data. */
 const noAccessor = (accessor: string) => `failed to find accessor entry for secret_id_accessor: ${JSON.stringify(accessor.slice(0, 128))}`;
@@ -139,7 +140,7 @@ export function approleRoutes(prefix: string, ar: AppRole): Route[] {
       access: 'token',
       operations: Object.fromEntries(
         (['update', 'delete'] as const).map((o) => [o, op(SecretIdField, async ({ params, fields, req }) => {
-          await ar.destroySecretId(params.role_name ?? '', given(fields.secret_id, req.query, 'secret_id'));
+          await ar.destroySecretId(params.role_name ?? '', given(fields.secret_id, req, 'secret_id'));
           return noContent();
         }, 'Invalidate an issued secret_id.')]),
       ),
@@ -159,7 +160,7 @@ export function approleRoutes(prefix: string, ar: AppRole): Route[] {
       access: 'token',
       operations: Object.fromEntries(
         (['update', 'delete'] as const).map((o) => [o, op(AccessorField, async ({ params, fields, req }) => {
-          const accessor = given(fields.secret_id_accessor, req.query, 'secret_id_accessor');
+          const accessor = given(fields.secret_id_accessor, req, 'secret_id_accessor');
           // Vault answers this with a 500; an unknown accessor is the caller's input, hence a 404.
           if (!(await ar.destroySecretIdAccessor(params.role_name ?? '', accessor))) throw new NotFound(noAccessor(accessor));
           return noContent();
