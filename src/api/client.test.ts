@@ -106,6 +106,17 @@ describe('errors', () => {
     expect(err.code).toBe(ErrorCode.notFound);
   });
 
+  it('reads Vault\'s envelope answered with a 404 (a deleted KV version, an unknown approle accessor) as a 404 of its data.error or of nothing', async () => {
+    const envelope = (data: unknown) => ({ request_id: 'r', lease_id: '', renewable: false, lease_duration: 0, data, wrap_info: null, warnings: null, auth: null, mount_type: '' });
+    fake.on('GET', 'secret/data/deleted', { status: 404, body: envelope({ data: null, metadata: { version: 2, deletion_time: '2024-05-01T10:00:00Z' } }) });
+    fake.on('POST', 'auth/approle/role/r/secret-id-accessor/lookup', { status: 404, body: envelope({ error: 'failed to find accessor entry for secret_id_accessor: "a"' }) });
+    await expect(client.read('secret/data/deleted')).rejects.toMatchObject({ status: 404, errors: [], code: ErrorCode.notFound });
+    await expect(client.write('auth/approle/role/r/secret-id-accessor/lookup', { secret_id_accessor: 'a' })).rejects.toMatchObject({
+      status: 404,
+      errors: ['failed to find accessor entry for secret_id_accessor: "a"'],
+    });
+  });
+
   it('maps 403 and 503 to their codes', async () => {
     fake.on('GET', 'a', { status: 403, body: { errors: ['permission denied'] } });
     fake.on('GET', 'b', { status: 503, body: { errors: ['Vault is sealed'] } });

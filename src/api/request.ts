@@ -128,13 +128,20 @@ export async function send(conn: ConnectionOptions, req: ApiRequest): Promise<Ap
   }
 }
 
-/** The `errors` array of an error body; a non-JSON body becomes its own single message. */
+/**
+ * The `errors` array of an error body; a non-JSON body becomes its own single message. Vault's
+ * envelope with an error status (its RespondWithStatusCode: a deleted KV version's 404) carries
+ * no `errors`: its message is `data.error` if it has one, else none, as for a plain 404.
+ */
 function errorsOf(text: string): string[] {
   if (text.trim() === '') return [];
   try {
-    const parsed = JSON.parse(text) as Partial<ErrorBody> | null;
+    const parsed = JSON.parse(text) as (Partial<ErrorBody> & { request_id?: unknown; data?: { error?: unknown } | null }) | null;
     const errors = parsed?.errors;
     if (Array.isArray(errors)) return errors.map(String);
+    if (parsed !== null && typeof parsed === 'object' && 'request_id' in parsed && 'data' in parsed) {
+      return typeof parsed.data?.error === 'string' ? [parsed.data.error] : [];
+    }
     return [text.trim()];
   } catch {
     return [text.trim()];

@@ -53,6 +53,18 @@ export class NotFound extends TesseraError {
     super(ErrorCode.notFound, messages, options);
   }
 }
+/**
+ * A 404 that still carries a body: Vault answers a read of a deleted or destroyed KV version with
+ * status 404 *and* the version's metadata (its RespondWithStatusCode). It is a NotFound for every
+ * boundary that only knows codes; the HTTP layer answers `data` in Vault's envelope with the 404.
+ */
+export class NotFoundWithData extends NotFound {
+  readonly data: Record<string, unknown>;
+  constructor(data: Record<string, unknown>) {
+    super();
+    this.data = data;
+  }
+}
 /** 405: the path exists but not with this method. */
 export class UnsupportedOperation extends TesseraError {
   constructor(message = 'unsupported operation', options?: { cause?: unknown }) {

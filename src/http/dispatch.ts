@@ -9,7 +9,7 @@
  *
  *   const { status, body } = await dispatch(services, routes, apiRequest);
  */
-import { DrSecondaryPathDisabled, InvalidRequest, NotFound, PermissionDenied, ReplicatedWriteRefused, RootNamespaceOnly, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
+import { DrSecondaryPathDisabled, InvalidRequest, NotFound, NotFoundWithData, PermissionDenied, ReplicatedWriteRefused, RootNamespaceOnly, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
 import type { ForwardOutcome } from './forwarding.js';
 import { forwardRequestOf, replyOfForwarded } from './forwarding.js';
 import type { ForwardScope } from '../core/paths-filter.js';
@@ -19,7 +19,7 @@ import type { LogicalResponse, Operation, PathHelp } from '../vault/logical.js';
 import type { ForwardRequest } from '../replication/index.js';
 import type { ApiRequest } from './request.js';
 import { parseFields } from './fields.js';
-import { bare, envelope, type Reply, type StreamSource } from './reply.js';
+import { bare, emptyList, envelope, type Reply, type StreamSource } from './reply.js';
 import { helpBody, routeHelp, wantsHelp } from './help.js';
 import { findRoute, type Match, type Route } from './route.js';
 
@@ -119,10 +119,12 @@ async function render(services: Services, req: ApiRequest, fullPath: string, rep
     case 'bare':
       return reply.contentType === undefined ? { status: reply.status, body: reply.body } : { status: reply.status, body: reply.body, contentType: reply.contentType };
     case 'envelope': {
+      if (reply.status !== undefined) return { status: reply.status, body: envelope(req.id, reply) };
       if (req.wrapTTL !== undefined && req.wrapTTL > 0 && (reply.data !== null || reply.auth)) {
         const wrapInfo = await services.wrap({ data: reply.data, auth: reply.auth ?? null }, req.wrapTTL, fullPath);
         return { status: 200, body: envelope(req.id, { kind: 'envelope', data: null, wrapInfo }) };
       }
+      if (req.operation === 'list' && emptyList(reply)) throw new NotFound();
       return { status: 200, body: envelope(req.id, reply) };
     }
   }
@@ -264,10 +266,16 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
   // Without `list` (the ?list=true flag), by rest copy: `delete` would leave a slow dictionary-mode object.
   const { list: _list, ...data }: Record<string, unknown> = req.operation === 'read' || req.operation === 'list' ? req.query : req.body;
   const run = async (): Promise<Reply> => {
-    const served = await services.logical(namespace, path, req.operation, data);
-    if (!served) throw new NotFound([`no handler for route "${path.slice(0, 128)}". route entry not found.`]);
-    if (served.response === null) return { kind: 'none' };
-    return { kind: 'envelope', data: served.response.data ?? null, ...(served.response.warnings ? { warnings: served.response.warnings } : {}) };
+    try {
+      const served = await services.logical(namespace, path, req.operation, data);
+      if (!served) throw new NotFound([`no handler for route "${path.slice(0, 128)}". route entry not found.`]);
+      if (served.response === null) return { kind: 'none' };
+      return { kind: 'envelope', data: served.response.data ?? null, ...(served.response.warnings ? { warnings: served.response.warnings } : {}) };
+    } catch (e) {
+      // Vault's RespondWithStatusCode: a 404 that still answers its data (a deleted KV version).
+      if (e instanceof NotFoundWithData) return { kind: 'envelope', data: e.data, status: 404 };
+      throw e;
+    }
   };
   return { reply: forwarded ? await run() : await forwardable(services, req, run), path };
 }

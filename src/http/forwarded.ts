@@ -31,7 +31,7 @@ export function forwardedExecutor(
         case 'bare':
           return { kind: 'bare', status: reply.status, body: reply.body !== null && typeof reply.body === 'object' ? (reply.body as Record<string, unknown>) : {} };
         case 'envelope':
-          return { kind: 'envelope', status: 200, body: { data: reply.data, warnings: reply.warnings ?? [], auth: reply.auth ?? null } };
+          return { kind: 'envelope', status: reply.status ?? 200, body: { data: reply.data, warnings: reply.warnings ?? [], auth: reply.auth ?? null } };
         case 'stream':
           // Only node routes stream, and those never run for a forwarding secondary.
           throw new Internal('a streamed reply cannot be forwarded');

@@ -45,7 +45,8 @@ export function replyOfForwarded({ reply, warnings }: ForwardOutcome): Reply {
     case 'envelope': {
       const all = [...stringsOf(b.warnings), ...warnings];
       const auth = objectOr(b.auth);
-      return { kind: 'envelope', data: objectOr(b.data), ...(all.length > 0 ? { warnings: all } : {}), ...(auth ? { auth } : {}) };
+      const status = reply.status !== 200 ? { status: reply.status } : {};
+      return { kind: 'envelope', data: objectOr(b.data), ...(all.length > 0 ? { warnings: all } : {}), ...(auth ? { auth } : {}), ...status };
     }
   }
 }

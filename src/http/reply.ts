@@ -1,14 +1,17 @@
 /**
  * What a route handler returns, and how it becomes Vault's wire shape.
  *
- *   return ok({ keys: [...] });          // 200 with the standard envelope
+ *   return ok({ keys: [...] });          // 200 with the standard envelope (a LIST of no keys: 404)
+ *   return ok({ error: 'no such accessor' }, { status: 404 }); // the envelope with another status
  *   return noContent();                  // 204
  *   return bare(200, { sealed: false }); // sys/init, seal-status, health, generate-* answer bare objects
  *   return streamed('text/event-stream', (signal) => lines(signal)); // stays open until the source ends or the client leaves
  */
 export type Reply =
   | { readonly kind: 'envelope'; readonly data: Record<string, unknown> | null; readonly warnings?: string[];
-      readonly auth?: Record<string, unknown> | null; readonly wrapInfo?: Record<string, unknown> | null }
+      readonly auth?: Record<string, unknown> | null; readonly wrapInfo?: Record<string, unknown> | null;
+      /** Vault's RespondWithStatusCode: the envelope with this status (never wrapped) instead of 200. */
+      readonly status?: number }
   | { readonly kind: 'none' }
   | { readonly kind: 'bare'; readonly status: number; readonly body: unknown; readonly contentType?: string }
   | { readonly kind: 'stream'; readonly contentType: string; readonly open: StreamSource };
@@ -20,7 +23,7 @@ export type Reply =
  */
 export type StreamSource = (signal: AbortSignal) => AsyncIterable<string>;
 
-export const ok = (data: Record<string, unknown> | null, extra: { warnings?: string[]; auth?: Record<string, unknown> } = {}): Reply => ({
+export const ok = (data: Record<string, unknown> | null, extra: { warnings?: string[]; auth?: Record<string, unknown>; status?: number } = {}): Reply => ({
   kind: 'envelope',
   data,
   ...extra,
@@ -43,4 +46,19 @@ export function envelope(requestId: string, r: Extract<Reply, { kind: 'envelope'
     auth: r.auth ?? null,
     mount_type: '',
   };
+}
+
+/**
+ * Vault's rule for a LIST answer (sdk/logical/response_util.go RespondErrorCommon): 404 with no
+ * message when it has no keys, unless wrapped or it carries other data or warnings instead. One
+ * rule for every LIST, routes and mounted engines alike.
+ */
+export function emptyList(r: Extract<Reply, { kind: 'envelope' }>): boolean {
+  if (r.wrapInfo) return false;
+  const data = r.data ?? {};
+  const warned = (r.warnings?.length ?? 0) > 0;
+  if (Object.keys(data).length === 0) return !warned;
+  const keys = data.keys;
+  if (keys === undefined || keys === null) return false;
+  return Array.isArray(keys) && keys.length === 0;
 }

@@ -258,7 +258,7 @@ describe('approle', () => {
     expect((await n.call('POST', 'auth/approle/role/brief/secret-id', { ttl: '2h' })).status).toBe(400);
     expect((await n.call('POST', 'auth/approle/role/brief/secret-id', { num_uses: 6 })).status).toBe(400);
     expect((await n.call('POST', 'auth/approle/role/brief/secret-id', { num_uses: 0 })).status).toBe(400);
-    expect((await n.call('POST', 'auth/approle/role/nope/secret-id', {})).status).toBe(400);
+    expect((await n.call('POST', 'auth/approle/role/nope/secret-id', {})).status).toBe(404);
     expect((await n.call('POST', 'auth/approle/role/unbound', { bind_secret_id: false })).status).toBe(400);
     expect((await n.call('GET', 'auth/approle/role/unbound')).status).toBe(404);
 

@@ -80,6 +80,11 @@ export const MOUNTED: readonly RouteShape[] = [
   { pattern: 'auth/approle/role/:r', methods: ['GET', 'LIST', 'POST', 'DELETE'], fields: ['token_policies', 'secret_id_ttl', 'bind_secret_id'] },
   { pattern: 'auth/approle/role/:r/role-id', methods: ['GET', 'POST'], fields: ['role_id'] },
   { pattern: 'auth/approle/role/:r/secret-id', methods: ['POST', 'LIST'], fields: ['metadata'] },
+  { pattern: 'auth/approle/role/:r/custom-secret-id', methods: ['POST'], fields: ['secret_id', 'metadata', 'ttl', 'num_uses', 'cidr_list'] },
+  { pattern: 'auth/approle/role/:r/secret-id/lookup', methods: ['POST', 'GET'], fields: ['secret_id'] },
+  { pattern: 'auth/approle/role/:r/secret-id/destroy', methods: ['POST', 'DELETE'], fields: ['secret_id'] },
+  { pattern: 'auth/approle/role/:r/secret-id-accessor/lookup', methods: ['POST'], fields: ['secret_id_accessor'] },
+  { pattern: 'auth/approle/role/:r/secret-id-accessor/destroy', methods: ['POST', 'DELETE'], fields: ['secret_id_accessor'] },
   { pattern: 'auth/approle/login', methods: ['POST'], fields: ['role_id', 'secret_id'] },
 ];
 

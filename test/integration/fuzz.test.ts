@@ -15,7 +15,7 @@
  *   takes a new baseline, after checking that the DR secondary holds exactly the primary's data
  *   and the canary secret is intact. Valid tokens never reach destructive endpoints (`destructive`).
  * - sys/health's documented 472 (DR secondary) carries the health status, not an error; a
- *   404 may be `{"errors": []}` as in Vault.
+ *   404 may be `{"errors": []}` as in Vault, or Vault's envelope (its RespondWithStatusCode).
  *
  * Some requests are followed by garbage on the same socket (fuzz.garbage.ts): their own answer
  * must come first, so one answered 400 changed nothing and one that changed state says so.

@@ -51,7 +51,7 @@ describe('namespaces', () => {
       }
     }
     expect((await n.call('LIST', 'sys/namespaces')).body.data).toEqual(before);
-    expect((await n.call('LIST', 'sys/namespaces', undefined, { headers: { 'X-Vault-Namespace': 'keep' } })).body.data.keys).toEqual([]);
+    expect(await n.call('LIST', 'sys/namespaces', undefined, { headers: { 'X-Vault-Namespace': 'keep' } })).toMatchObject({ status: 404, body: { errors: [] } });
     // A name that merely contains one is a name like any other.
     expect((await n.call('POST', 'sys/namespaces/identity-team', {})).status).toBe(200);
   });

@@ -89,6 +89,16 @@ forEachEngine((engine) => {
       expect(r.body.errors[0]).toMatch(/performance secondary/);
       // Nothing was spent: both uses still log in on the primary.
       for (let i = 0; i < 2; i++) expect((await p.call('POST', 'auth/approle/login', { role_id: roleId, secret_id: secretId }, { token: null })).status).toBe(200);
+      // Secret IDs managed through the secondary (issue 27): its writes go to the primary, its lookups read what it holds.
+      const custom = await s.call('POST', 'auth/approle/role/app/custom-secret-id', { secret_id: 'via-secondary' });
+      expect(custom.status).toBe(200);
+      const accessor = custom.body.data.secret_id_accessor;
+      expect((await p.call('POST', 'auth/approle/role/app/secret-id/lookup', { secret_id: 'via-secondary' })).body.data.secret_id_accessor).toBe(accessor);
+      expect((await s.call('POST', 'auth/approle/role/app/secret-id-accessor/lookup', { secret_id_accessor: accessor })).body.data.secret_id_accessor).toBe(accessor);
+      expect((await s.call('POST', 'auth/approle/role/app/custom-secret-id', { secret_id: 'via-secondary' })).status).toBe(400);
+      expect((await s.call('POST', 'auth/approle/role/app/secret-id-accessor/destroy', { secret_id_accessor: accessor })).status).toBe(204);
+      expect((await p.call('POST', 'auth/approle/role/app/secret-id/lookup', { secret_id: 'via-secondary' })).status).toBe(204);
+      expect((await s.call('POST', 'auth/approle/role/app/secret-id/lookup', { secret_id: 'via-secondary' })).status).toBe(204);
       // Still in step with the primary: nothing diverged.
       expect((await p.call('PUT', 'secret/data/before', { data: { v: 3 } })).status).toBe(200);
       await inSync(p, s, { kind: 'performance' });

@@ -1,12 +1,13 @@
 /**
  * The approle method's routes under its mount (`auth/<mount>/`), Vault's wire: role (LIST),
  * role/:role_name (read, write, delete), role/:role_name/role-id (read, set),
- * role/:role_name/secret-id (generate; LIST accessors), and login (public).
+ * role/:role_name/secret-id (generate; LIST accessors), custom-secret-id, secret-id/lookup,
+ * secret-id/destroy, secret-id-accessor/lookup and secret-id-accessor/destroy, and login (public).
  */
 import { z } from 'zod';
 import { NotFound } from '../../core/errors.js';
-import type { AppRole } from '../../vault/auth/index.js';
-import { boolish, duration, empty, intish, stringMap } from '../fields.js';
+import type { AppRole, SecretIdInput } from '../../vault/auth/index.js';
+import { boolish, duration, empty, intish, stringList, stringMap } from '../fields.js';
 import { noContent, ok } from '../reply.js';
 import { op, type Route } from '../route.js';
 import { tokenFields, tokenParams } from './auth-token-fields.js';
@@ -35,7 +36,34 @@ const metadata = z.union([
   }),
 ]);
 
-const SecretIdBody = z.object({ metadata: metadata.optional(), ttl: duration.optional(), num_uses: uses('num_uses').optional() });
+/**
+ * Vault's secret ID fields. Secret IDs here cannot be bound to CIDR blocks: an empty list (what
+ * clients send by default) is taken, a non-empty one refused rather than silently not enforced.
+ */
+const unboundCidrs = (field: string) => stringList.refine((l) => l.length === 0, `${field} is not supported: secret IDs cannot be bound to CIDR blocks`);
+const SecretIdBody = z.object({
+  metadata: metadata.nullish(),
+  ttl: duration.optional(),
+  num_uses: uses('num_uses').optional(),
+  cidr_list: unboundCidrs('cidr_list').nullish(),
+  token_bound_cidrs: unboundCidrs('token_bound_cidrs').nullish(),
+});
+const CustomSecretIdBody = SecretIdBody.extend({ secret_id: z.string().default('') });
+const SecretIdField = z.object({ secret_id: z.string().default('') });
+const AccessorField = z.object({ secret_id_accessor: z.string().default('') });
+
+const secretIdInput = (f: z.infer<typeof SecretIdBody>): SecretIdInput => ({
+  ...(f.metadata !== undefined && f.metadata !== null ? { metadata: f.metadata } : {}),
+  ...(f.ttl !== undefined ? { ttl: f.ttl } : {}),
+  ...(f.num_uses !== undefined ? { num_uses: f.num_uses } : {}),
+});
+
+/** A DELETE may carry its field in the query string, as Vault parses it (or in the body); POST in the body. */
+const given = (field: string, req: { readonly operation: string; readonly query: Readonly<Record<string, string>> }, name: string): string =>
+  field !== '' || req.operation !== 'delete' ? field : (req.query[name] ?? '');
+
+/** Vault's answer when the role has no such accessor: 404 with the text in the envelope's data. */
+const noAccessor = (accessor: string) => `failed to find accessor entry for secret_id_accessor: ${JSON.stringify(accessor.slice(0, 128))}`;
 const LoginBody = z.object({ role_id: z.string().default(''), secret_id: z.string().default('') });
 
 /** `prefix` is `auth/<mount path>` with its trailing slash. */
@@ -86,18 +114,58 @@ export function approleRoutes(prefix: string, ar: AppRole): Route[] {
       pattern: `${prefix}role/:role_name/secret-id`,
       access: 'token',
       operations: {
-        update: op(SecretIdBody, async ({ params, fields: f }) =>
-          ok(
-            await ar.generateSecretId(params.role_name ?? '', {
-              ...(f.metadata !== undefined ? { metadata: f.metadata } : {}),
-              ...(f.ttl !== undefined ? { ttl: f.ttl } : {}),
-              ...(f.num_uses !== undefined ? { num_uses: f.num_uses } : {}),
-            }),
-          ),
-          'Generate a SecretID against this role.',
-        ),
+        update: op(SecretIdBody, async ({ params, fields: f }) => ok(await ar.generateSecretId(params.role_name ?? '', secretIdInput(f))), 'Generate a SecretID against this role.'),
         list: op(empty, async ({ params }) => ok({ keys: await ar.listSecretIdAccessors(params.role_name ?? '') }), 'List the accessors of the SecretIDs issued against this role.'),
       },
+    },
+    {
+      pattern: `${prefix}role/:role_name/custom-secret-id`,
+      access: 'token',
+      operations: {
+        update: op(CustomSecretIdBody, async ({ params, fields: f }) => ok(await ar.createCustomSecretId(params.role_name ?? '', f.secret_id, secretIdInput(f))), 'Assign a SecretID of choice against the role.'),
+      },
+    },
+    {
+      pattern: `${prefix}role/:role_name/secret-id/lookup`,
+      access: 'token',
+      operations: {
+        update: op(SecretIdField, async ({ params, fields }) => {
+          const found = await ar.lookupSecretId(params.role_name ?? '', fields.secret_id);
+          return found === undefined ? noContent() : ok(found);
+        }, 'Read the properties of an issued secret_id.'),
+      },
+    },
+    {
+      pattern: `${prefix}role/:role_name/secret-id/destroy`,
+      access: 'token',
+      operations: Object.fromEntries(
+        (['update', 'delete'] as const).map((o) => [o, op(SecretIdField, async ({ params, fields, req }) => {
+          await ar.destroySecretId(params.role_name ?? '', given(fields.secret_id, req, 'secret_id'));
+          return noContent();
+        }, 'Invalidate an issued secret_id.')]),
+      ),
+    },
+    {
+      pattern: `${prefix}role/:role_name/secret-id-accessor/lookup`,
+      access: 'token',
+      operations: {
+        update: op(AccessorField, async ({ params, fields }) => {
+          const found = await ar.lookupSecretIdAccessor(params.role_name ?? '', fields.secret_id_accessor);
+          return found === undefined ? ok({ error: noAccessor(fields.secret_id_accessor) }, { status: 404 }) : ok(found);
+        }, 'Read the properties of an issued secret_id by its accessor.'),
+      },
+    },
+    {
+      pattern: `${prefix}role/:role_name/secret-id-accessor/destroy`,
+      access: 'token',
+      operations: Object.fromEntries(
+        (['update', 'delete'] as const).map((o) => [o, op(AccessorField, async ({ params, fields, req }) => {
+          const accessor = given(fields.secret_id_accessor, req, 'secret_id_accessor');
+          // Vault answers this with a 500; an unknown accessor is the caller's input, hence a 404.
+          if (!(await ar.destroySecretIdAccessor(params.role_name ?? '', accessor))) throw new NotFound(noAccessor(accessor));
+          return noContent();
+        }, 'Invalidate an issued secret_id by its accessor.')]),
+      ),
     },
     {
       pattern: `${prefix}login`,

@@ -7,8 +7,9 @@
  *   secret-id/<name>/<sha256>      a secret ID: accessor, expiry, uses left, metadata
  *   accessor/<name>/<accessor>     -> the secret ID's sha256
  *
- * Secret IDs are stored only as SHA-256 digests: they are 122-bit random UUIDs, so no KDF is needed
- * to make a stolen store useless. A login checks everything first and then commits the spent use
+ * Secret IDs are stored only as SHA-256 digests: generated ones are 122-bit random UUIDs, so no KDF
+ * is needed to make a stolen store useless (a custom secret ID is as strong as its caller made it).
+ * A lookup answers a secret ID's properties, never the secret ID itself. A login checks everything first and then commits the spent use
  * together with the token (LoginIssuer), under the secret ID's lock: a refused login spends nothing
  * and a last use is never spent twice.
  *
@@ -18,9 +19,10 @@
  *   await ar.login((await ar.readRoleId('web')).role_id, secret_id);
  */
 import { hash, randomUUID } from 'node:crypto';
-import { InvalidRequest } from '../../core/errors.js';
+import { InvalidRequest, NotFound } from '../../core/errors.js';
 import type { KeyedMutex } from '../../core/keyed-mutex.js';
 import type { Op, Store } from '../../storage/store.js';
+import { rfc3339 } from '../token-entry.js';
 import { LoginIssuer, NO_TOKEN_PARAMS, mergeParams, paramsView, type LoginResult, type TokenParams } from './login.js';
 import { dataPrefix, type AuthEntry } from './table.js';
 import { checkName } from './userpass.js';
@@ -42,6 +44,8 @@ interface SecretIdRecord {
   /** Uses left; 0 = unlimited. */
   readonly num_uses: number;
   readonly metadata: Record<string, string>;
+  /** Unix seconds of the last spent use; absent until then (records before it too): creation_time. */
+  readonly last_updated_time?: number;
 }
 
 export interface RoleInput {
@@ -59,6 +63,8 @@ export interface SecretIdInput {
 }
 
 const INVALID = 'invalid role or secret ID';
+/** Go's zero time.Time, which Vault shows as the expiration of a secret ID that never expires. */
+const NEVER = '0001-01-01T00:00:00Z';
 const sha = (s: string): string => hash('sha256', s, 'hex');
 const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
 
@@ -159,22 +165,108 @@ export class AppRole {
   }
 
   /** A new secret ID; its ttl and uses may narrow the role's, never widen them. */
-  async generateSecretId(rawName: string, input: SecretIdInput): Promise<Record<string, unknown>> {
-    const { name, role } = await this.#mustRole(rawName);
+  generateSecretId(rawName: string, input: SecretIdInput): Promise<Record<string, unknown>> {
+    return this.#issue(rawName, randomUUID(), input);
+  }
+
+  /** A secret ID the caller chose, on the same terms; one the role already has is refused. */
+  createCustomSecretId(rawName: string, secretId: string, input: SecretIdInput): Promise<Record<string, unknown>> {
+    if (secretId === '') throw new InvalidRequest('missing secret_id');
+    return this.#issue(rawName, secretId, input);
+  }
+
+  async #issue(rawName: string, secretId: string, input: SecretIdInput): Promise<Record<string, unknown>> {
+    const name = rawName.toLowerCase();
+    const role = await this.#role(name);
+    // Vault's secret-id and custom-secret-id answer an unknown role with 404 (ErrUnsupportedPath).
+    if (role === undefined) throw new NotFound(`role "${rawName.slice(0, 64)}" does not exist`);
     const ttl = input.ttl ?? role.secret_id_ttl;
     const uses = input.num_uses ?? role.secret_id_num_uses;
     if (role.secret_id_ttl > 0 && (ttl === 0 || ttl > role.secret_id_ttl)) throw new InvalidRequest("ttl cannot be longer than the role's secret_id_ttl");
     if (role.secret_id_num_uses > 0 && (uses === 0 || uses > role.secret_id_num_uses)) throw new InvalidRequest("num_uses cannot be higher than the role's secret_id_num_uses");
-    const secretId = randomUUID();
-    const accessor = randomUUID();
-    const now = Math.floor(this.now() / 1000);
-    const record: SecretIdRecord = { accessor, creation_time: now, expiration_time: ttl > 0 ? now + ttl : 0, num_uses: uses, metadata: { ...(input.metadata ?? {}) } };
     const h = sha(secretId);
-    await this.store.commit([
-      { type: 'put', key: `secret-id/${name}/${h}`, value: json(record) },
-      { type: 'put', key: `accessor/${name}/${accessor}`, value: Buffer.from(h) },
-    ]);
-    return { secret_id: secretId, secret_id_accessor: accessor, secret_id_ttl: ttl, secret_id_num_uses: uses };
+    const key = `secret-id/${name}/${h}`;
+    // The secret ID's lock (login's too): two writers of one custom secret ID cannot both see it free.
+    return this.locks.run(`${this.entry.uuid}/secret-id/${h}`, async () => {
+      // Vault answers this with a 500; it is the caller's input, hence a 400 with Vault's text.
+      if ((await this.store.get(key)) !== undefined) throw new InvalidRequest('failed to store secret_id: SecretID is already registered');
+      const accessor = randomUUID();
+      const now = Math.floor(this.now() / 1000);
+      const record: SecretIdRecord = { accessor, creation_time: now, expiration_time: ttl > 0 ? now + ttl : 0, num_uses: uses, metadata: { ...(input.metadata ?? {}) } };
+      await this.store.commit([
+        { type: 'put', key, value: json(record) },
+        { type: 'put', key: `accessor/${name}/${accessor}`, value: Buffer.from(h) },
+      ]);
+      return { secret_id: secretId, secret_id_accessor: accessor, secret_id_ttl: ttl, secret_id_num_uses: uses };
+    });
+  }
+
+  async #secret(name: string, h: string): Promise<SecretIdRecord | undefined> {
+    const raw = await this.store.get(`secret-id/${name}/${h}`);
+    return raw ? (JSON.parse(raw.toString('utf8')) as SecretIdRecord) : undefined;
+  }
+
+  /** The secret ID's digest its accessor names under the role; undefined when none. */
+  async #byAccessor(name: string, accessor: string): Promise<string | undefined> {
+    if (accessor.includes('/')) return undefined;
+    return (await this.store.get(`accessor/${name}/${accessor}`))?.toString('utf8');
+  }
+
+  /** Vault's view of a secret ID (its lookup): everything but the secret ID itself. */
+  #view(s: SecretIdRecord): Record<string, unknown> {
+    return {
+      cidr_list: [],
+      creation_time: rfc3339(s.creation_time),
+      expiration_time: s.expiration_time > 0 ? rfc3339(s.expiration_time) : NEVER,
+      last_updated_time: rfc3339(s.last_updated_time ?? s.creation_time),
+      metadata: { ...s.metadata },
+      secret_id_accessor: s.accessor,
+      secret_id_num_uses: s.num_uses,
+      secret_id_ttl: s.expiration_time > 0 ? s.expiration_time - s.creation_time : 0,
+      token_bound_cidrs: [],
+    };
+  }
+
+  /** A secret ID's properties; undefined when the role has no such secret ID (Vault's 204). */
+  async lookupSecretId(rawName: string, secretId: string): Promise<Record<string, unknown> | undefined> {
+    if (secretId === '') throw new InvalidRequest('missing secret_id');
+    const { name } = await this.#mustRole(rawName);
+    const s = await this.#secret(name, sha(secretId));
+    return s === undefined ? undefined : this.#view(s);
+  }
+
+  /** A secret ID's properties by its accessor; undefined when the role has no such accessor. */
+  async lookupSecretIdAccessor(rawName: string, accessor: string): Promise<Record<string, unknown> | undefined> {
+    if (accessor === '') throw new InvalidRequest('missing secret_id_accessor');
+    const { name } = await this.#mustRole(rawName);
+    const h = await this.#byAccessor(name, accessor);
+    const s = h === undefined ? undefined : await this.#secret(name, h);
+    return s === undefined ? undefined : this.#view(s);
+  }
+
+  /** Removes a secret ID and its accessor; one the role does not have is no error (Vault's 204). */
+  async destroySecretId(rawName: string, secretId: string): Promise<void> {
+    if (secretId === '') throw new InvalidRequest('missing secret_id');
+    const { name } = await this.#mustRole(rawName);
+    await this.#destroy(name, sha(secretId));
+  }
+
+  /** Removes the secret ID an accessor names; false when the role has no such accessor. */
+  async destroySecretIdAccessor(rawName: string, accessor: string): Promise<boolean> {
+    if (accessor === '') throw new InvalidRequest('missing secret_id_accessor');
+    const { name } = await this.#mustRole(rawName);
+    const h = await this.#byAccessor(name, accessor);
+    return h !== undefined && (await this.#destroy(name, h));
+  }
+
+  /** Under the secret ID's lock, so a login in flight either spends it first or finds it gone. */
+  #destroy(name: string, h: string): Promise<boolean> {
+    return this.locks.run(`${this.entry.uuid}/secret-id/${h}`, async () => {
+      const s = await this.#secret(name, h);
+      if (s === undefined) return false;
+      await this.store.commit([{ type: 'del', key: `secret-id/${name}/${h}` }, { type: 'del', key: `accessor/${name}/${s.accessor}` }]);
+      return true;
+    });
   }
 
   /** Accessors of the role's live secret IDs. */
@@ -203,7 +295,7 @@ export class AppRole {
         secret.num_uses === 1
           ? [{ type: 'del', key: abs(key) }, { type: 'del', key: abs(`accessor/${name}/${secret.accessor}`) }]
           : secret.num_uses > 1
-            ? [{ type: 'put', key: abs(key), value: json({ ...secret, num_uses: secret.num_uses - 1 }) }]
+            ? [{ type: 'put', key: abs(key), value: json({ ...secret, num_uses: secret.num_uses - 1, last_updated_time: Math.floor(this.now() / 1000) }) }]
             : [];
       const meta = { ...secret.metadata, role_name: name };
       return this.issuer.login(this.entry, role, meta, 'approle', `auth/${this.entry.path}login`, spend);

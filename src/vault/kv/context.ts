@@ -40,15 +40,4 @@ export const timestamp = (ctx: KvContext): { date: Date; text: string } => {
   return { date, text: rfc3339(date) };
 };
 
-/**
- * A 404 that still carries a body: Vault answers a read of a deleted or destroyed version with
- * status 404 *and* the version's metadata. It is a NotFound for every boundary that only knows
- * codes; an HTTP layer that wants Vault's exact reply can emit `data` for it.
- */
-export class NotFoundWithData extends NotFound {
-  readonly data: Record<string, unknown>;
-  constructor(data: Record<string, unknown>) {
-    super();
-    this.data = data;
-  }
-}
+export { NotFoundWithData } from '../../core/errors.js';

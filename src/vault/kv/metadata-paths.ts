@@ -99,7 +99,6 @@ export const deleteMetadata: Handler = async (ctx, path) =>
 
 /** `dir` is '' or ends with '/'; an empty listing is a 404, as Vault's HTTP layer answers. */
 export const listMetadata: Handler = async (ctx, dir) => {
-  const keys = await ctx.store.list(META_PREFIX + dir);
-  if (keys.length === 0) throw new NotFound();
-  return { data: { keys } };
+  // No keys: the HTTP layer answers 404, as Vault's does for every LIST.
+  return { data: { keys: await ctx.store.list(META_PREFIX + dir) } };
 };

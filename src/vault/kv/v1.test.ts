@@ -26,7 +26,7 @@ describe('KV v1', () => {
     await expect(call('delete', 'app/db')).resolves.toBeNull(); // deleting nothing is fine, as in Vault
   });
 
-  it('lists direct children with sub-folders once and a trailing slash; empty is 404', async () => {
+  it('lists direct children with sub-folders once and a trailing slash; empty is no keys (the HTTP layer answers 404)', async () => {
     const { call } = setup();
     await call('create', 'a', { v: 1 });
     await call('create', 'dir/b', { v: 1 });
@@ -34,7 +34,7 @@ describe('KV v1', () => {
     await expect(call('list', '')).resolves.toEqual({ data: { keys: ['a', 'dir/'] } });
     await expect(call('list', 'dir/')).resolves.toEqual({ data: { keys: ['b', 'c/'] } });
     await expect(call('list', 'dir')).resolves.toEqual({ data: { keys: ['b', 'c/'] } });
-    await expect(call('list', 'nothing/')).rejects.toBeInstanceOf(NotFound);
+    await expect(call('list', 'nothing/')).resolves.toEqual({ data: { keys: [] } });
   });
 
   it('works through a mount-scoped store without leaking outside the prefix', async () => {

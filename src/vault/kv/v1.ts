@@ -18,10 +18,8 @@ export function createV1Engine(): SecretsEngine {
       switch (req.operation) {
         case 'list': {
           const dir = req.path === '' || req.path.endsWith('/') ? req.path : `${req.path}/`;
-          const keys = await store.list(checkPath(dir, 'dir'));
-          // Vault's HTTP layer answers an empty listing with 404.
-          if (keys.length === 0) throw new NotFound();
-          return { data: { keys } };
+          // No keys: the HTTP layer answers 404, as Vault's does for every LIST.
+          return { data: { keys: await store.list(checkPath(dir, 'dir')) } };
         }
         case 'read': {
           const raw = await store.get(checkPath(req.path, 'leaf'));

@@ -91,7 +91,7 @@ describe('KV v2 metadata/ and config', () => {
     expect(body(await call('read', 'data/keep')).data).toEqual({ x: 1 });
   });
 
-  it('lists keys at the root and in folders; empty is 404', async () => {
+  it('lists keys at the root and in folders; empty is no keys (the HTTP layer answers 404)', async () => {
     const { put, call } = setup();
     await put('a', { v: 1 });
     await put('dir/b', { v: 1 });
@@ -99,7 +99,7 @@ describe('KV v2 metadata/ and config', () => {
     await expect(call('list', 'metadata/')).resolves.toEqual({ data: { keys: ['a', 'dir/'] } });
     await expect(call('list', 'metadata/dir/')).resolves.toEqual({ data: { keys: ['b', 'sub/'] } });
     await expect(call('list', 'metadata/dir')).resolves.toEqual({ data: { keys: ['b', 'sub/'] } });
-    await expect(call('list', 'metadata/none/')).rejects.toBeInstanceOf(NotFound);
+    await expect(call('list', 'metadata/none/')).resolves.toEqual({ data: { keys: [] } });
     await call('delete', 'metadata/a');
     await expect(call('list', 'metadata/')).resolves.toEqual({ data: { keys: ['dir/'] } });
   });
