@@ -80,10 +80,10 @@ function call(method: string, path: string, body?: string): Promise<{ status: nu
 }
 
 describe('HTTP listener', () => {
-  it('answers JSON as application/json; charset=utf-8 with an exact Content-Length', async () => {
+  it('answers JSON as application/json (the exact type Vault sends) with an exact Content-Length', async () => {
     const r = await call('PUT', 'sys/echo/ü', JSON.stringify({ a: 1 }));
     expect(r.status).toBe(200);
-    expect(r.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(r.headers['content-type']).toBe('application/json');
     expect(Number(r.headers['content-length'])).toBe(Buffer.byteLength(r.text));
     const body = JSON.parse(r.text);
     expect(body.data).toEqual({ name: 'ü', fields: { a: 1 }, operation: 'update' });
@@ -109,7 +109,7 @@ describe('HTTP listener', () => {
   it('maps typed errors to statuses with an errors body, including an oversized body', async () => {
     const bad = await call('GET', 'sys/fail');
     expect(bad.status).toBe(400);
-    expect(bad.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(bad.headers['content-type']).toBe('application/json');
     expect(JSON.parse(bad.text)).toEqual({ errors: ['no good'] });
     const big = await call('PUT', 'sys/echo/x', JSON.stringify({ v: 'x'.repeat(2000) }));
     expect(big.status).toBe(413);

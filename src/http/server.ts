@@ -7,7 +7,8 @@
  *
  * Express is the shell the node's design names; routing is ours (routes as declarations), so
  * express sees one catch-all handler and the reply is written directly (JSON as
- * `application/json; charset=utf-8` with a Content-Length, nothing on 204). Profiling under write
+ * `application/json` exactly, as Vault sends it: hvac reads `errors` only for that exact type;
+ * with a Content-Length, nothing on 204). Profiling under write
  * load put express's per-request prototype swapping at about a tenth of the event loop; see NOTES.md.
  */
 import { randomUUID } from 'node:crypto';
@@ -26,6 +27,9 @@ import type { Route } from './route.js';
 import { relayableHeaders, type RawReply, type RawRequest, type StandbyGate } from './standby.js';
 import { serveStatic, type StaticSite } from './static.js';
 import { errorReply } from './status.js';
+
+/** Vault answers JSON with exactly this type; hvac reads the `errors` list only when it matches. */
+const JSON_TYPE = 'application/json';
 
 export interface HttpOptions {
   readonly services: Services;
@@ -112,7 +116,7 @@ function send(res: http.ServerResponse, out: Dispatched): void {
   let type: string;
   if (out.contentType === undefined) {
     body = JSON.stringify(out.body) ?? '';
-    type = 'application/json; charset=utf-8';
+    type = JSON_TYPE;
   } else if (Buffer.isBuffer(out.body)) {
     body = out.body;
     type = out.contentType;
@@ -129,7 +133,7 @@ function send(res: http.ServerResponse, out: Dispatched): void {
 function bytesOf(out: Dispatched): RawReply {
   if (out.body === undefined || out.status === 204 || out.status === 304) return { status: out.status, headers: {}, body: Buffer.alloc(0) };
   if (out.contentType === undefined) {
-    return { status: out.status, headers: { 'content-type': 'application/json; charset=utf-8' }, body: Buffer.from(JSON.stringify(out.body) ?? '') };
+    return { status: out.status, headers: { 'content-type': JSON_TYPE }, body: Buffer.from(JSON.stringify(out.body) ?? '') };
   }
   if (Buffer.isBuffer(out.body)) return { status: out.status, headers: { 'content-type': out.contentType }, body: out.body };
   const text = typeof out.body === 'string' ? out.body : JSON.stringify(out.body) ?? '';

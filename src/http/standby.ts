@@ -53,5 +53,5 @@ export function relayableHeaders(headers: Readonly<Record<string, string | strin
 /** A JSON error reply in Vault's shape. */
 export function errorRaw(status: number, message: string, extra: Readonly<Record<string, string>> = {}): RawReply {
   const body = Buffer.from(JSON.stringify({ errors: [message] }));
-  return { status, headers: { 'content-type': 'application/json; charset=utf-8', ...extra }, body };
+  return { status, headers: { 'content-type': 'application/json', ...extra }, body };
 }
