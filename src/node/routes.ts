@@ -47,10 +47,10 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationU
     ...keyRoutes(core),
     ...wrappingRoutes(core.wrapping, repl.resolveWrappingToken),
     ...tokenRoutes(core.tokens, repl.resolveWrappingToken),
-    ...authMethodRoutes(core.auth),
+    ...authMethodRoutes(core.auth, core.ttlLimits),
     ...policyRoutes(core.policies),
     ...namespaceRoutes(core.namespaces, core.mounts, core.auth),
-    ...mountRoutes(core.mounts),
+    ...mountRoutes(core.mounts, core.ttlLimits),
   ];
 }
 

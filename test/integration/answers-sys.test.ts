@@ -83,3 +83,38 @@ describe('DELETE sys/policy/<name>', () => {
     expect(await n.call('DELETE', 'sys/policy/default')).toMatchObject({ status: 400, body: { errors: ['cannot delete default policy'] } });
   });
 });
+
+describe('tune', () => {
+  const DAY32 = 768 * 3600;
+  it('of an untuned mount shows the system default TTLs', async () => {
+    const r = await n.call('GET', 'sys/mounts/old/tune');
+    expect(r.body.data).toEqual({ description: '', default_lease_ttl: DAY32, max_lease_ttl: DAY32, force_no_cache: false, options: { version: '1' } });
+    await n.call('POST', 'sys/mounts/old/tune', { max_lease_ttl: '1h' });
+    expect((await n.call('GET', 'sys/mounts/old/tune')).body.data).toMatchObject({ default_lease_ttl: 3600, max_lease_ttl: 3600 });
+    expect((await n.call('GET', 'sys/mounts/old')).body.data.config).toMatchObject({ default_lease_ttl: 0, max_lease_ttl: 3600 });
+    expect(await n.call('GET', 'sys/mounts/none/tune')).toMatchObject({ status: 400, body: { errors: ['cannot fetch sysview for path "none/"'] } });
+  });
+
+  it('sys/auth/<path>/tune reads and writes the auth method, never enables one at <path>/tune', async () => {
+    await n.call('POST', 'sys/auth/tuned', { type: 'userpass' });
+    expect((await n.call('GET', 'sys/auth/tuned/tune')).body.data).toEqual({ description: '', default_lease_ttl: DAY32, max_lease_ttl: DAY32, force_no_cache: false, token_type: 'default-service' });
+    const w = await n.call('POST', 'sys/auth/tuned/tune', { description: 'people', default_lease_ttl: '10m', max_lease_ttl: '2h' });
+    expect(w.status).toBe(204);
+    expect((await n.call('GET', 'sys/auth/tuned/tune')).body.data).toMatchObject({ description: 'people', default_lease_ttl: 600, max_lease_ttl: 7200 });
+    const listed = (await n.call('GET', 'sys/auth')).body.data;
+    expect(listed['tuned/']).toMatchObject({ description: 'people', config: { default_lease_ttl: 600, max_lease_ttl: 7200 } });
+    expect(listed['tuned/tune/']).toBeUndefined();
+    // The tuned TTL bounds the tokens the method issues.
+    await n.call('POST', 'auth/tuned/users/bob', { password: 'pw' });
+    expect((await n.call('POST', 'auth/tuned/login/bob', { password: 'pw' }, { token: null })).body.auth.lease_duration).toBe(600);
+  });
+
+  it('sys/auth/<path>/tune refuses what it cannot do, changing nothing', async () => {
+    expect(await n.call('POST', 'sys/auth/nothing/tune', { description: 'x' })).toMatchObject({ status: 400, body: { errors: ['tune of path "auth/nothing/" failed: no mount entry found'] } });
+    expect((await n.call('GET', 'sys/auth')).body.data['nothing/tune/']).toBeUndefined();
+    expect(await n.call('GET', 'sys/auth/nothing/tune')).toMatchObject({ status: 400 });
+    expect((await n.call('POST', 'sys/auth/tuned/tune', { default_lease_ttl: '3h' })).status).toBe(400);
+    expect((await n.call('GET', 'sys/auth/tuned/tune')).body.data.default_lease_ttl).toBe(600);
+    expect((await n.call('GET', 'sys/auth/token/tune')).body.data).toMatchObject({ default_lease_ttl: DAY32, max_lease_ttl: DAY32 });
+  });
+});

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { InvalidRequest, NotFound } from '../../core/errors.js';
 import type { MountEntry, Mounts } from '../../vault/mounts.js';
+import { DEFAULT_TTL_LIMITS, type TtlLimits } from '../../vault/tokens.js';
 import { boolish, duration, empty, parseFields, stringMap } from '../fields.js';
 import { noContent, ok } from '../reply.js';
 import { op, type Route } from '../route.js';
@@ -49,14 +50,22 @@ const TuneBody = z.object({
 /** The bodies `sys/mounts/*path` validates, chosen by path (enable, or `.../tune`). */
 export const mountBodies = { enable: EnableBody, tune: TuneBody } as const;
 
-export function mountRoutes(mounts: Mounts): Route[] {
-  const tuneView = (e: MountEntry) => ({
+/**
+ * A mount's tune view as Vault's handleTuneReadCommon gives it: the TTLs in force (a mount's own,
+ * else the system's, the default never above the max), not the 0 an untuned mount stores.
+ */
+export function tuneView(e: MountEntry, limits: TtlLimits): Record<string, unknown> {
+  const max = e.config.max_lease_ttl || limits.maxTtl;
+  return {
     description: e.description,
-    default_lease_ttl: e.config.default_lease_ttl,
-    max_lease_ttl: e.config.max_lease_ttl,
+    default_lease_ttl: Math.min(e.config.default_lease_ttl || limits.defaultTtl, max),
+    max_lease_ttl: max,
     force_no_cache: false,
-    options: Object.keys(e.options).length > 0 ? e.options : null,
-  });
+    ...(Object.keys(e.options).length > 0 ? { options: e.options } : {}),
+  };
+}
+
+export function mountRoutes(mounts: Mounts, limits: TtlLimits = DEFAULT_TTL_LIMITS): Route[] {
   const split = (path: string) => (path.endsWith('/tune') ? { path: path.slice(0, -5), tune: true } : { path, tune: false });
   return [
     {
@@ -78,8 +87,9 @@ export function mountRoutes(mounts: Mounts): Route[] {
         read: op(empty, async ({ params, namespace }) => {
           const { path, tune } = split(params.path ?? '');
           const e = mounts.get(namespace, path);
+          if (!e && tune) throw new InvalidRequest(`cannot fetch sysview for path "${path.replace(/\/*$/, '/').slice(0, 128)}"`);
           if (!e) throw new NotFound([`no mount at "${path}"`]);
-          return ok(tune ? tuneView(e) : mountView(e));
+          return ok(tune ? tuneView(e, limits) : mountView(e));
         }, 'Read the configuration of the secrets engine at this path.'),
         update: op(z.unknown(), async ({ params, namespace, req }) => {
           const { path, tune } = split(params.path ?? '');
