@@ -96,7 +96,8 @@ function policyPath(caller: Caller, namespace: string, path: string): string {
 
 function authorize(caller: Caller, namespace: string, path: string, operation: Operation, sudo: boolean): void {
   if (!namespace.startsWith(caller.namespace)) throw new PermissionDenied();
-  const p = policyPath(caller, namespace, path);
+  // A LIST is of a directory: Vault appends its '/' (http/logical.go), so `cubbyhole/*` grants listing `cubbyhole/`.
+  const p = policyPath(caller, namespace, path) + (operation === 'list' && !path.endsWith('/') ? '/' : '');
   const ok = CAPABILITY[operation].some((c) => caller.allows(p, c));
   if (!ok || (sudo && !caller.allows(p, 'sudo'))) throw new PermissionDenied();
 }

@@ -1,6 +1,7 @@
 /**
  * sys/mounts: list, enable, read, disable, and tune secrets engines in the caller's namespace.
  */
+import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { InvalidRequest, NotFound } from '../../core/errors.js';
 import type { MountEntry, Mounts } from '../../vault/mounts.js';
@@ -31,6 +32,22 @@ const SYSTEM_MOUNT = {
   seal_wrap: false, external_entropy_access: false, options: null, config: { default_lease_ttl: 0, max_lease_ttl: 0, force_no_cache: false },
   plugin_version: '', running_plugin_version: '',
 };
+
+/**
+ * The cubbyhole mount every namespace has (vault/mount.go requiredMountTable): local, its
+ * accessor and uuid stable per namespace since it has no stored entry. Never disabled or tuned.
+ */
+export function cubbyholeMount(namespace: string): MountEntry {
+  const h = hash('sha256', `cubbyhole:${namespace}`, 'hex');
+  return {
+    path: 'cubbyhole/', namespace, type: 'cubbyhole', description: 'per-token private secret storage', accessor: `cubbyhole_${h.slice(0, 8)}`,
+    uuid: `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`, local: true, seal_wrap: false, options: {},
+    config: { default_lease_ttl: 0, max_lease_ttl: 0 },
+  };
+}
+
+/** Mounts no request may disable (Vault's protectedMounts that exist here). */
+const PROTECTED = ['sys/', 'cubbyhole/'];
 
 const EnableBody = z.object({
   type: z.string().min(1, 'type is required'),
@@ -73,7 +90,7 @@ export function mountRoutes(mounts: Mounts, limits: TtlLimits = DEFAULT_TTL_LIMI
       access: 'token',
       operations: {
         read: op(empty, async ({ namespace }) => {
-          const out: Record<string, unknown> = { 'sys/': SYSTEM_MOUNT };
+          const out: Record<string, unknown> = { 'cubbyhole/': mountView(cubbyholeMount(namespace)), 'sys/': SYSTEM_MOUNT };
           for (const e of mounts.list(namespace)) out[e.path] = mountView(e);
           return ok(out);
         }, 'List the currently mounted secrets engines.'),
@@ -86,7 +103,7 @@ export function mountRoutes(mounts: Mounts, limits: TtlLimits = DEFAULT_TTL_LIMI
       operations: {
         read: op(empty, async ({ params, namespace }) => {
           const { path, tune } = split(params.path ?? '');
-          const e = mounts.get(namespace, path);
+          const e = /^\/*cubbyhole\/*$/.test(path) ? cubbyholeMount(namespace) : mounts.get(namespace, path);
           if (!e && tune) throw new InvalidRequest(`cannot fetch sysview for path "${path.replace(/\/*$/, '/').slice(0, 128)}"`);
           if (!e) throw new NotFound([`no mount at "${path}"`]);
           return ok(tune ? tuneView(e, limits) : mountView(e));
@@ -114,6 +131,8 @@ export function mountRoutes(mounts: Mounts, limits: TtlLimits = DEFAULT_TTL_LIMI
           return warnings.length > 0 ? ok(null, { warnings: [...warnings] }) : noContent();
         }, 'Enable a new secrets engine at this path.'),
         delete: op(empty, async ({ params, namespace }) => {
+          const path = (params.path ?? '').replace(/^\/+/, '').replace(/\/*$/, '/');
+          if (PROTECTED.some((p) => path.startsWith(p))) throw new InvalidRequest(`cannot unmount "${path.slice(0, 128)}"`);
           await mounts.disable(namespace, params.path ?? '');
           return noContent();
         }, 'Disable the secrets engine at this path.'),
