@@ -19,7 +19,7 @@ import type { LogicalResponse, Operation, PathHelp } from '../vault/logical.js';
 import type { ForwardRequest } from '../replication/index.js';
 import type { ApiRequest } from './request.js';
 import { parseFields } from './fields.js';
-import { bare, emptyList, envelope, type Reply, type StreamSource } from './reply.js';
+import { bare, emptyList, envelope, injectedEnvelope, type Reply, type StreamSource } from './reply.js';
 import { helpBody, routeHelp, wantsHelp } from './help.js';
 import { findRoute, type Match, type Route } from './route.js';
 
@@ -96,7 +96,8 @@ function policyPath(caller: Caller, namespace: string, path: string): string {
 
 function authorize(caller: Caller, namespace: string, path: string, operation: Operation, sudo: boolean): void {
   if (!namespace.startsWith(caller.namespace)) throw new PermissionDenied();
-  const p = policyPath(caller, namespace, path);
+  // A LIST is of a directory: Vault appends its '/' (http/logical.go), so `cubbyhole/*` grants listing `cubbyhole/`.
+  const p = policyPath(caller, namespace, path) + (operation === 'list' && !path.endsWith('/') ? '/' : '');
   const ok = CAPABILITY[operation].some((c) => caller.allows(p, c));
   if (!ok || (sudo && !caller.allows(p, 'sudo'))) throw new PermissionDenied();
 }
@@ -125,7 +126,7 @@ async function render(services: Services, req: ApiRequest, fullPath: string, rep
         return { status: 200, body: envelope(req.id, { kind: 'envelope', data: null, wrapInfo }) };
       }
       if (req.operation === 'list' && emptyList(reply)) throw new NotFound();
-      return { status: 200, body: envelope(req.id, reply) };
+      return { status: 200, body: injectedEnvelope(req.id, reply, fullPath) };
     }
   }
 }

@@ -49,6 +49,29 @@ export function envelope(requestId: string, r: Extract<Reply, { kind: 'envelope'
 }
 
 /**
+ * The system paths whose answer repeats its `data` at the top level of the body, before the
+ * envelope's own keys (Vault's http/handler.go injectDataIntoTopRoutes and logical.HTTPSysInjector):
+ * old clients read a policy list's `keys` there. Exact paths, and prefixes ending in `/`.
+ */
+const INJECT_EXACT: ReadonlySet<string> = new Set([
+  'sys/audit', 'sys/auth', 'sys/config/cors', 'sys/config/auditing/request-headers', 'sys/capabilities',
+  'sys/capabilities-accessor', 'sys/capabilities-self', 'sys/ha-status', 'sys/key-status', 'sys/mounts', 'sys/policy',
+  'sys/rekey/backup', 'sys/rekey/recovery-key-backup', 'sys/remount', 'sys/rotate', 'sys/wrapping/wrap',
+]);
+const INJECT_PREFIXES = ['sys/audit/', 'sys/audit-hash/', 'sys/auth/', 'sys/config/auditing/request-headers/', 'sys/mounts/', 'sys/policy/'];
+
+/** Whether an answer at this (namespace-relative) path repeats its data at the top level. */
+export function injectsData(path: string): boolean {
+  return INJECT_EXACT.has(path) || INJECT_PREFIXES.some((p) => path.startsWith(p));
+}
+
+/** The envelope, with the data's keys first where `injectsData`: the envelope's keys win a clash, as Go's JSON decoding of Vault's body keeps the last. */
+export function injectedEnvelope(requestId: string, r: Extract<Reply, { kind: 'envelope' }>, path: string): Record<string, unknown> {
+  const body = envelope(requestId, r);
+  return injectsData(path) && r.data ? { ...r.data, ...body } : body;
+}
+
+/**
  * Vault's rule for a LIST answer (sdk/logical/response_util.go RespondErrorCommon): 404 with no
  * message when it has no keys, unless wrapped or it carries other data or warnings instead. One
  * rule for every LIST, routes and mounted engines alike.

@@ -116,6 +116,16 @@ function parseBody(raw: Buffer | undefined): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
+/**
+ * The `list` query flag as Vault reads it (http/logical.go: strconv.ParseBool): hvac's generic
+ * `list()` sends `list=True`. Anything Go does not take as a bool is a 400, as in Vault.
+ */
+function listFlag(value: string): boolean {
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return false;
+  throw new InvalidRequest(`invalid value for the list parameter: "${value.slice(0, 16)}"`);
+}
+
 export function toApiRequest(raw: RawRequest): ApiRequest {
   // Not `new URL()`: it would resolve `..` and hide it from the check below.
   const q = raw.url.indexOf('?');
@@ -137,7 +147,7 @@ export function toApiRequest(raw: RawRequest): ApiRequest {
   const method = raw.method.toUpperCase();
   let operation = METHOD_OPERATION[method];
   if (operation === undefined) throw new UnsupportedOperation(`unsupported method ${method.slice(0, 16)}`);
-  if (method === 'GET' && (query.list === 'true' || query.list === '1')) operation = 'list';
+  if (method === 'GET' && query.list !== undefined && query.list !== '' && listFlag(query.list)) operation = 'list';
 
   const authz = header(raw.headers, 'authorization');
   const bearer = authz?.startsWith('Bearer ') ? authz.slice(7).trim() : undefined;

@@ -21,6 +21,8 @@ import { hostname } from 'node:os';
 import { systemRoutes, type SystemService } from '../http/routes/system.js';
 import { tokenRoutes } from '../http/routes/tokens.js';
 import { wrappingRoutes } from '../http/routes/wrapping.js';
+import { cubbyholeRoutes } from '../http/routes/cubbyhole.js';
+import { Cubbyhole } from '../vault/cubbyhole.js';
 import type { ReplicationUnit } from '../replication/index.js';
 import type { VaultCore } from '../vault/core.js';
 
@@ -47,10 +49,11 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationU
     ...keyRoutes(core),
     ...wrappingRoutes(core.wrapping, repl.resolveWrappingToken),
     ...tokenRoutes(core.tokens, repl.resolveWrappingToken),
-    ...authMethodRoutes(core.auth),
+    ...authMethodRoutes(core.auth, core.ttlLimits),
     ...policyRoutes(core.policies),
     ...namespaceRoutes(core.namespaces, core.mounts, core.auth),
-    ...mountRoutes(core.mounts),
+    ...mountRoutes(core.mounts, core.ttlLimits),
+    ...cubbyholeRoutes(new Cubbyhole(() => core.store()), core.tokens),
   ];
 }
 

@@ -58,6 +58,8 @@ export class VaultCore {
   readonly mounts: Mounts;
   readonly policies: Policies;
   readonly tokens: TokenStore;
+  /** The system lease bounds (config `default_lease_ttl`, `max_lease_ttl`): what an untuned mount shows. */
+  readonly ttlLimits: TtlLimits;
   readonly wrapping: Wrapping;
   /** Auth methods mounted under `auth/` (userpass, approle); the token method is `tokens`. */
   readonly auth: AuthMethods;
@@ -85,6 +87,7 @@ export class VaultCore {
       getDecoded: (k, decode) => getDecoded(this.store(), k, decode),
     };
     const now = opts.now ?? Date.now;
+    this.ttlLimits = opts.ttlLimits ?? DEFAULT_TTL_LIMITS;
     this.tokens = new TokenStore(lazy, { now, ...(opts.ttlLimits ? { limits: opts.ttlLimits } : {}) });
     this.wrapping = new Wrapping(this.tokens, lazy);
     this.auth = new AuthMethods(store, this.tokens, { now, limits: opts.ttlLimits ?? DEFAULT_TTL_LIMITS });

@@ -21,7 +21,8 @@ export const MOUNT_TABLE_PREFIX = 'core/mounts/';
 export const LOCAL_MOUNT_TABLE_PREFIX = 'local/core/mounts/';
 const LAYOUT: TableLayout = { prefix: MOUNT_TABLE_PREFIX, localPrefix: LOCAL_MOUNT_TABLE_PREFIX, legacy: 'core/mounts', legacyLocal: 'local/core/mounts' };
 const RESERVED = ['sys/', 'auth/', 'cubbyhole/', 'identity/'];
-export const ENGINE_TYPES = ['kv'] as const;
+/** `generic` is Vault's old name of KV v1 (vault/mount.go mountAliases): served by KV, shown as `generic`. */
+export const ENGINE_TYPES = ['kv', 'generic'] as const;
 
 export interface MountEntry {
   readonly path: string;
@@ -129,6 +130,9 @@ export class Mounts {
     }
     if (!(ENGINE_TYPES as readonly string[]).includes(type)) {
       throw new InvalidRequest(`plugin not found in the catalog: ${type.slice(0, 64)}`);
+    }
+    if (type === 'generic' && options.version !== undefined && options.version !== '') {
+      throw new InvalidRequest('secrets engine "generic" does not allow setting a version');
     }
     if (options.version !== undefined && options.version !== '1' && options.version !== '2') {
       throw new InvalidRequest('options.version must be "1" or "2"');

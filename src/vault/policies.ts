@@ -17,9 +17,12 @@ function key(namespace: string, name: string): string {
   return `${PREFIX}${namespace === '' ? '_root' : encodeURIComponent(namespace)}/${name}`;
 }
 
+const NAME = /^[a-z0-9][a-z0-9_.@-]*$/;
+const possible = (n: string): boolean => NAME.test(n) && n.length <= 128;
+
 function validName(name: string): string {
   const n = name.toLowerCase();
-  if (!/^[a-z0-9][a-z0-9_.@-]*$/.test(n) || n.length > 128) throw new InvalidRequest(`invalid policy name "${name.slice(0, 64)}"`);
+  if (!possible(n)) throw new InvalidRequest(`invalid policy name "${name.slice(0, 64)}"`);
   return n;
 }
 
@@ -68,9 +71,12 @@ export class Policies {
     this.acls.clear();
   }
 
+  /** A name no policy can have deletes nothing, and is no error (Vault answers 204 to any other name). */
   async delete(namespace: string, name: string): Promise<void> {
-    const n = validName(name);
-    if (n === ROOT_POLICY_NAME || n === DEFAULT_POLICY_NAME) throw new InvalidRequest(`cannot delete "${n}" policy`);
+    const n = name.toLowerCase();
+    if (n === ROOT_POLICY_NAME) throw new InvalidRequest('cannot delete "root" policy');
+    if (n === DEFAULT_POLICY_NAME) throw new InvalidRequest('cannot delete default policy');
+    if (!possible(n)) return;
     await this.store().commit([{ type: 'del', key: key(namespace, n) }]);
     this.generation++;
     this.cache.delete(key(namespace, n));

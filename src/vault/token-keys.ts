@@ -10,6 +10,7 @@
  */
 import { hash } from 'node:crypto';
 import type { Op } from '../storage/store.js';
+import { cubbyholeKey } from './cubbyhole.js';
 
 export const TOKEN_ENTRY_PREFIX = 'local/token/id/';
 export const TOKEN_ACCESSOR_PREFIX = 'local/token/accessor/';
@@ -67,11 +68,12 @@ export function revocationFacts(raw: Buffer): RevocationFacts {
   return { accessor: str(o['accessor']), parent: str(o['parent']) ?? '', namespace: str(o['namespace_path']) };
 }
 
-/** The entry, its accessor index, its link under its parent, and any wrapped response. */
+/** The entry, its accessor index, its link under its parent, any wrapped response, and its cubbyhole. */
 export function entryDeletion(hash: string, entry: Pick<RevocationFacts, 'accessor' | 'parent'>): Op[] {
   const ops: Op[] = [
     { type: 'del', key: tokenKeys.entry(hash) },
     { type: 'del', key: tokenKeys.wrap(hash) },
+    { type: 'del', key: cubbyholeKey(hash) },
   ];
   if (entry.accessor !== undefined && isAccessor(entry.accessor)) ops.push({ type: 'del', key: tokenKeys.accessor(entry.accessor) });
   if (isTokenHash(entry.parent)) ops.push({ type: 'del', key: tokenKeys.child(entry.parent, hash) });

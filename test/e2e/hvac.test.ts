@@ -1,7 +1,8 @@
 /**
  * A second real client, unmodified: Debian's python3-hvac drives a fresh non-dev node through
  * init, unseal, KV v1 and v2 mounts, KV read/write/list/delete, policies, token create, lookup
- * and revoke, response wrapping and unwrap, and seal (test/e2e/hvac/drive.py). `.ci/run` installs
+ * and revoke, response wrapping and unwrap, its generic list (`?list=True`), the policy list's
+ * top-level `keys`, cubbyhole, and seal (test/e2e/hvac/drive.py). `.ci/run` installs
  * python3-hvac; the system interpreter is used because that is where Debian puts the module.
  */
 import { runHvac } from '../harness/hvac.js';
@@ -43,6 +44,10 @@ test('python3-hvac drives a node end to end', async () => {
     wrap_ttl: 60,
     unwrapped_has_token: true,
     unwrap_twice_refused: true,
+    generic_list: ['db'],
+    policies_top_keys: ['default', 'reader', 'root'],
+    cubbyhole_read: { note: 'mine' },
+    cubbyhole_list: ['hvac'],
     sealed_at_end: true,
   });
 }, 60_000);

@@ -24,6 +24,7 @@ const NAMESPACE_OR_OPEN = new Set([
   'sys/policies/acl', 'sys/policies/acl/:name', 'sys/policy', 'sys/policy/:name',
   'sys/namespaces', 'sys/namespaces/*path', 'sys/mounts', 'sys/mounts/*path',
   'sys/auth', 'sys/auth/*path', 'auth/*path',
+  'cubbyhole', 'cubbyhole/*path',
 ]);
 
 const concrete = (pattern: string) => pattern.replace(/[:*][a-z_]+/g, 'x');

@@ -7,13 +7,14 @@
  * own routes are declared in tokens.ts and match before the router.
  */
 import { z } from 'zod';
-import { NotFound } from '../../core/errors.js';
+import { InvalidRequest, NotFound } from '../../core/errors.js';
 import { tokenAccessor, type AuthEntry, type AuthMethods } from '../../vault/auth/index.js';
-import { boolish, duration, empty, stringMap } from '../fields.js';
+import { DEFAULT_TTL_LIMITS, type TtlLimits } from '../../vault/tokens.js';
+import { boolish, duration, empty, parseFields, stringMap } from '../fields.js';
 import { noContent, ok } from '../reply.js';
 import { findRoute, op, type Route } from '../route.js';
 import { approleRoutes } from './auth-approle.js';
-import { mountView } from './mounts.js';
+import { mountView, tuneView } from './mounts.js';
 import { userpassRoutes } from './auth-userpass.js';
 
 /** A mount entry's view, with what Vault adds for auth methods. */
@@ -49,7 +50,28 @@ const EnableBody = z.object({
   config: z.object({ default_lease_ttl: duration.optional(), max_lease_ttl: duration.optional() }).passthrough().nullish(),
 });
 
-export function authMethodRoutes(methods: AuthMethods): Route[] {
+const TuneBody = z.object({
+  description: z.string().optional(),
+  default_lease_ttl: duration.optional(),
+  max_lease_ttl: duration.optional(),
+});
+
+/** `<path>/tune` (Vault's `sys/auth/(?P<path>.+?)/tune$`, which matches before enable): the auth path, or undefined. */
+function tunePath(path: string): string | undefined {
+  return path.endsWith('/tune') && path.length > 5 ? path.slice(0, -5) : undefined;
+}
+
+const isToken = (path: string): boolean => /^\/*token\/*$/.test(path);
+
+export function authMethodRoutes(methods: AuthMethods, limits: TtlLimits = DEFAULT_TTL_LIMITS): Route[] {
+  /** The tune view of an auth path (Vault's handleTuneReadCommon for `auth/<path>`). */
+  const readTune = async (namespace: string, path: string): Promise<Record<string, unknown>> => {
+    const token = isToken(path);
+    const e = token ? undefined : await methods.table.get(namespace, path);
+    if (!token && !e) throw new InvalidRequest(`cannot fetch sysview for path "auth/${path.replace(/\/*$/, '/').slice(0, 128)}"`);
+    const view = e ? tuneView(e, limits) : { description: 'token based credentials', default_lease_ttl: limits.defaultTtl, max_lease_ttl: limits.maxTtl, force_no_cache: false };
+    return { ...view, token_type: 'default-service' };
+  };
   /** The routes of the method mounted at `entry`, with patterns from the namespace root. */
   const methodRoutes = (entry: AuthEntry): Route[] => {
     const prefix = `auth/${entry.path}`;
@@ -75,16 +97,30 @@ export function authMethodRoutes(methods: AuthMethods): Route[] {
     {
       pattern: 'sys/auth/*path',
       access: 'sudo',
-      names: (params) => ({ mount: `auth/${params.path ?? ''}` }),
+      names: (params) => ({ mount: `auth/${tunePath(params.path ?? '') ?? params.path ?? ''}` }),
       operations: {
         read: op(empty, async ({ params, namespace }) => {
           const path = params.path ?? '';
-          if (/^\/*token\/*$/.test(path)) return ok(tokenMount(namespace));
+          const tune = tunePath(path);
+          if (tune !== undefined) return ok(await readTune(namespace, tune));
+          if (isToken(path)) return ok(tokenMount(namespace));
           const e = await methods.table.get(namespace, path);
           if (!e) throw new NotFound([`no auth engine at "${path.slice(0, 128)}"`]);
           return ok(view(e));
         }, 'Read the configuration of the auth method at this path.'),
-        update: op(EnableBody, async ({ params, namespace, fields: b }) => {
+        update: op(z.unknown(), async ({ params, namespace, req }) => {
+          const tune = tunePath(params.path ?? '');
+          if (tune !== undefined) {
+            const { data: t, warnings } = parseFields(TuneBody, req.body, { warnUnknown: true });
+            if (isToken(tune)) throw new InvalidRequest('tuning the token auth method is not supported');
+            await methods.table.tune(namespace, tune, {
+              ...(t.description !== undefined ? { description: t.description } : {}),
+              ...(t.default_lease_ttl !== undefined ? { default_lease_ttl: t.default_lease_ttl } : {}),
+              ...(t.max_lease_ttl !== undefined ? { max_lease_ttl: t.max_lease_ttl } : {}),
+            });
+            return warnings.length > 0 ? ok(null, { warnings: [...warnings] }) : noContent();
+          }
+          const { data: b, warnings } = parseFields(EnableBody, req.body, { warnUnknown: true });
           await methods.table.enable(namespace, params.path ?? '', {
             type: b.type,
             ...(b.description !== undefined ? { description: b.description } : {}),
@@ -92,8 +128,8 @@ export function authMethodRoutes(methods: AuthMethods): Route[] {
             ...(b.options ? { options: b.options } : {}),
             ...(b.config ? { config: { ...(b.config.default_lease_ttl !== undefined ? { default_lease_ttl: b.config.default_lease_ttl } : {}), ...(b.config.max_lease_ttl !== undefined ? { max_lease_ttl: b.config.max_lease_ttl } : {}) } } : {}),
           });
-          return noContent();
-        }, 'Enable a new auth method at this path.'),
+          return warnings.length > 0 ? ok(null, { warnings: [...warnings] }) : noContent();
+        }, 'Enable a new auth method at this path, or tune the one at `<path>/tune`.'),
         delete: op(empty, async ({ params, namespace }) => {
           await methods.disable(namespace, params.path ?? '');
           return noContent();

@@ -1,9 +1,11 @@
 /**
  * sys/mounts: list, enable, read, disable, and tune secrets engines in the caller's namespace.
  */
+import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { InvalidRequest, NotFound } from '../../core/errors.js';
 import type { MountEntry, Mounts } from '../../vault/mounts.js';
+import { DEFAULT_TTL_LIMITS, type TtlLimits } from '../../vault/tokens.js';
 import { boolish, duration, empty, parseFields, stringMap } from '../fields.js';
 import { noContent, ok } from '../reply.js';
 import { op, type Route } from '../route.js';
@@ -31,6 +33,22 @@ const SYSTEM_MOUNT = {
   plugin_version: '', running_plugin_version: '',
 };
 
+/**
+ * The cubbyhole mount every namespace has (vault/mount.go requiredMountTable): local, its
+ * accessor and uuid stable per namespace since it has no stored entry. Never disabled or tuned.
+ */
+export function cubbyholeMount(namespace: string): MountEntry {
+  const h = hash('sha256', `cubbyhole:${namespace}`, 'hex');
+  return {
+    path: 'cubbyhole/', namespace, type: 'cubbyhole', description: 'per-token private secret storage', accessor: `cubbyhole_${h.slice(0, 8)}`,
+    uuid: `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`, local: true, seal_wrap: false, options: {},
+    config: { default_lease_ttl: 0, max_lease_ttl: 0 },
+  };
+}
+
+/** Mounts no request may disable (Vault's protectedMounts that exist here). */
+const PROTECTED = ['sys/', 'cubbyhole/'];
+
 const EnableBody = z.object({
   type: z.string().min(1, 'type is required'),
   description: z.string().optional(),
@@ -49,14 +67,22 @@ const TuneBody = z.object({
 /** The bodies `sys/mounts/*path` validates, chosen by path (enable, or `.../tune`). */
 export const mountBodies = { enable: EnableBody, tune: TuneBody } as const;
 
-export function mountRoutes(mounts: Mounts): Route[] {
-  const tuneView = (e: MountEntry) => ({
+/**
+ * A mount's tune view as Vault's handleTuneReadCommon gives it: the TTLs in force (a mount's own,
+ * else the system's, the default never above the max), not the 0 an untuned mount stores.
+ */
+export function tuneView(e: MountEntry, limits: TtlLimits): Record<string, unknown> {
+  const max = e.config.max_lease_ttl || limits.maxTtl;
+  return {
     description: e.description,
-    default_lease_ttl: e.config.default_lease_ttl,
-    max_lease_ttl: e.config.max_lease_ttl,
+    default_lease_ttl: Math.min(e.config.default_lease_ttl || limits.defaultTtl, max),
+    max_lease_ttl: max,
     force_no_cache: false,
-    options: Object.keys(e.options).length > 0 ? e.options : null,
-  });
+    ...(Object.keys(e.options).length > 0 ? { options: e.options } : {}),
+  };
+}
+
+export function mountRoutes(mounts: Mounts, limits: TtlLimits = DEFAULT_TTL_LIMITS): Route[] {
   const split = (path: string) => (path.endsWith('/tune') ? { path: path.slice(0, -5), tune: true } : { path, tune: false });
   return [
     {
@@ -64,7 +90,7 @@ export function mountRoutes(mounts: Mounts): Route[] {
       access: 'token',
       operations: {
         read: op(empty, async ({ namespace }) => {
-          const out: Record<string, unknown> = { 'sys/': SYSTEM_MOUNT };
+          const out: Record<string, unknown> = { 'cubbyhole/': mountView(cubbyholeMount(namespace)), 'sys/': SYSTEM_MOUNT };
           for (const e of mounts.list(namespace)) out[e.path] = mountView(e);
           return ok(out);
         }, 'List the currently mounted secrets engines.'),
@@ -77,9 +103,10 @@ export function mountRoutes(mounts: Mounts): Route[] {
       operations: {
         read: op(empty, async ({ params, namespace }) => {
           const { path, tune } = split(params.path ?? '');
-          const e = mounts.get(namespace, path);
+          const e = /^\/*cubbyhole\/*$/.test(path) ? cubbyholeMount(namespace) : mounts.get(namespace, path);
+          if (!e && tune) throw new InvalidRequest(`cannot fetch sysview for path "${path.replace(/\/*$/, '/').slice(0, 128)}"`);
           if (!e) throw new NotFound([`no mount at "${path}"`]);
-          return ok(tune ? tuneView(e) : mountView(e));
+          return ok(tune ? tuneView(e, limits) : mountView(e));
         }, 'Read the configuration of the secrets engine at this path.'),
         update: op(z.unknown(), async ({ params, namespace, req }) => {
           const { path, tune } = split(params.path ?? '');
@@ -104,6 +131,8 @@ export function mountRoutes(mounts: Mounts): Route[] {
           return warnings.length > 0 ? ok(null, { warnings: [...warnings] }) : noContent();
         }, 'Enable a new secrets engine at this path.'),
         delete: op(empty, async ({ params, namespace }) => {
+          const path = (params.path ?? '').replace(/^\/+/, '').replace(/\/*$/, '/');
+          if (PROTECTED.some((p) => path.startsWith(p))) throw new InvalidRequest(`cannot unmount "${path.slice(0, 128)}"`);
           await mounts.disable(namespace, params.path ?? '');
           return noContent();
         }, 'Disable the secrets engine at this path.'),

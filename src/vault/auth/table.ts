@@ -127,6 +127,23 @@ export class AuthTable {
     });
   }
 
+  /** Vault's tune of an auth mount: description and lease TTLs (0 = the system's). */
+  async tune(namespace: string, path: string, input: { description?: string; default_lease_ttl?: number; max_lease_ttl?: number }): Promise<AuthEntry> {
+    return this.#locks.run('table', async () => {
+      const p = normalise(path);
+      const entry = (await this.#all()).find((e) => e.namespace === namespace && e.path === p);
+      if (!entry) throw new InvalidRequest(`tune of path "auth/${p.slice(0, 128)}" failed: no mount entry found`);
+      const config = {
+        default_lease_ttl: input.default_lease_ttl ?? entry.config.default_lease_ttl,
+        max_lease_ttl: input.max_lease_ttl ?? entry.config.max_lease_ttl,
+      };
+      if (config.max_lease_ttl > 0 && config.default_lease_ttl > config.max_lease_ttl) throw new InvalidRequest('default lease TTL cannot be greater than max lease TTL');
+      const next: AuthEntry = { ...entry, description: input.description ?? entry.description, config };
+      await this.#save(next.local, [{ type: 'put', key: entryKey(next), value: encode(next) }]);
+      return next;
+    });
+  }
+
   /** Removes the entry only; the caller then removes its data and tokens (see AuthMethods). */
   async remove(namespace: string, path: string): Promise<AuthEntry | undefined> {
     return this.#locks.run('table', async () => {

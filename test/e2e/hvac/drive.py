@@ -106,6 +106,13 @@ try:
 except (hvac.exceptions.InvalidRequest, hvac.exceptions.Forbidden):
     out["unwrap_twice_refused"] = True
 
+# Issue 27: hvac's generic list() (sends ?list=True), the top-level keys old clients read, cubbyhole
+out["generic_list"] = client.list("kv1/app")["data"]["keys"]
+out["policies_top_keys"] = sorted(client.sys.list_policies()["keys"])
+client.write("cubbyhole/hvac", note="mine")
+out["cubbyhole_read"] = client.read("cubbyhole/hvac")["data"]
+out["cubbyhole_list"] = client.list("cubbyhole")["data"]["keys"]
+
 # Seal
 client.sys.seal()
 out["sealed_at_end"] = client.sys.is_sealed()
