@@ -15,6 +15,8 @@ export interface CreateTokenRequest {
   readonly policies?: readonly string[];
   readonly ttl?: string | number;
   readonly explicit_max_ttl?: string | number;
+  /** A periodic token: every renewal sets its TTL to this, with no max unless explicit. Needs a privileged parent. */
+  readonly period?: string | number;
   readonly num_uses?: number | string;
   readonly display_name?: string;
   readonly meta?: Readonly<Record<string, string>> | null;
@@ -58,6 +60,8 @@ export interface TokenDraft {
   readonly policies: readonly string[];
   readonly ttl: number;
   readonly explicit_max_ttl: number;
+  /** Seconds; 0 = not periodic. */
+  readonly period: number;
   readonly num_uses: number;
   readonly parent: string;
   readonly namespace_path: string;
@@ -113,11 +117,15 @@ export function childDraft(
   if (type === 'batch' && policies.includes(ROOT_POLICY)) throw new InvalidRequest('batch tokens cannot be root tokens');
 
   const meta = req.meta !== undefined && req.meta !== null && Object.keys(req.meta).length > 0 ? { ...req.meta } : null;
+  const period = req.period === undefined || req.period === '' ? 0 : parseDuration(req.period, 'period');
+  if (period > 0 && !privileged) throw new InvalidRequest('root or sudo privileges required to create periodic token');
+  if (period > 0 && type === 'batch') throw new InvalidRequest('batch tokens cannot be periodic');
   const ttls = boundedTtls(
-    parseDuration(req.ttl ?? 0, 'ttl'),
+    period > 0 ? period : parseDuration(req.ttl ?? 0, 'ttl'),
     parseDuration(req.explicit_max_ttl ?? 0, 'explicit_max_ttl'),
     policies.includes(ROOT_POLICY),
     limits,
+    period > 0,
   );
   return {
     type,
@@ -125,6 +133,7 @@ export function childDraft(
     policies,
     ttl: ttls.ttl,
     explicit_max_ttl: ttls.explicitMaxTtl,
+    period: ttls.ttl > 0 ? period : 0,
     num_uses: parseUses(req.num_uses),
     parent: orphan ? '' : parent.hash,
     namespace_path: ns,
@@ -150,6 +159,7 @@ export function boundedTtls(
   explicitMaxTtl: number,
   root: boolean,
   limits: TtlLimits,
+  periodic = false,
 ): { ttl: number; explicitMaxTtl: number; warnings: string[] } {
   const warnings: string[] = [];
   let explicit = explicitMaxTtl;
@@ -162,7 +172,9 @@ export function boundedTtls(
   let t = ttl === 0 && !root ? Math.min(limits.defaultTtl, limits.maxTtl) : ttl;
   if (t > limits.maxTtl) {
     warnings.push(
-      `TTL of "${goDuration(t)}" exceeded the effective max_ttl of "${goDuration(limits.maxTtl)}"; TTL value is capped accordingly`,
+      periodic
+        ? `period of "${goDuration(t)}" exceeded the effective max_ttl of "${goDuration(limits.maxTtl)}"; period value is capped accordingly`
+        : `TTL of "${goDuration(t)}" exceeded the effective max_ttl of "${goDuration(limits.maxTtl)}"; TTL value is capped accordingly`,
     );
     t = limits.maxTtl;
   }
@@ -234,5 +246,6 @@ export function entryFromDraft(draft: TokenDraft, nowMs: number, accessor: strin
     path: draft.path,
     explicit_max_ttl: draft.explicit_max_ttl,
     renewable: draft.renewable && ttl > 0,
+    ...(draft.period > 0 ? { period: draft.period } : {}),
   };
 }

@@ -45,6 +45,10 @@ const entrySchema = z.object({
   path: z.string(),
   explicit_max_ttl: count,
   renewable: z.boolean(),
+  /** Seconds; a periodic token's every renewal sets its TTL to this (no max unless explicit). Absent = 0. */
+  period: count.optional(),
+  /** Unix seconds of the last renewal; absent = never renewed. */
+  last_renewal_time: whole.optional(),
 });
 
 export type TokenEntry = Readonly<z.infer<typeof entrySchema>>;
@@ -171,5 +175,7 @@ export function lookupData(entry: TokenEntry, nowMs: number, id = ''): Record<st
     renewable: entry.renewable,
     ttl,
     type: entry.type,
+    ...((entry.period ?? 0) > 0 ? { period: entry.period } : {}),
+    ...(entry.last_renewal_time !== undefined ? { last_renewal_time: entry.last_renewal_time } : {}),
   };
 }

@@ -37,6 +37,7 @@ import { TOKEN_ENTRY_PREFIX, entryDeletion, factsInScope, hashToken, isTokenHash
 import { KeyedMutex } from '../core/keyed-mutex.js';
 import { BatchTokens, isBatchToken } from './batch-tokens.js';
 import { TokenRecords } from './token-records.js';
+import { renewal } from './token-renew.js';
 
 export { hashToken } from './token-keys.js';
 export { DEFAULT_POLICY, ROOT_POLICY, WRAPPING_POLICY, lookupData, sanitizePolicies } from './token-entry.js';
@@ -127,6 +128,7 @@ export class TokenStore {
       policies: ['root'],
       ttl: 0,
       explicit_max_ttl: 0,
+      period: 0,
       num_uses: 0,
       parent: '',
       namespace_path: '',
@@ -187,6 +189,7 @@ export class TokenStore {
         policies: sanitizePolicies(spec.policies, false),
         ttl,
         explicit_max_ttl: 0,
+        period: 0,
         num_uses: uses,
         parent: '',
         namespace_path: spec.namespace_path ?? '',
@@ -324,6 +327,32 @@ export class TokenStore {
     } finally {
       tree.release();
     }
+  }
+
+  /**
+   * Renews a live service token of `scope` or below (`auth/token/renew*`), by `increment` seconds
+   * (0: its creation TTL or period) under the rules of token-renew.ts. A token of another
+   * namespace is answered exactly as an unknown one: "token not found". The answer is Vault's
+   * `auth` block with the new `lease_duration`; `client_token` is the token given, '' by accessor.
+   */
+  async renew(token: { readonly token: string } | { readonly accessor: string }, increment: number, scope = ''): Promise<Created> {
+    const notFound = (): InvalidRequest => new InvalidRequest('token not found');
+    const presented = 'token' in token ? token.token : '';
+    if ('token' in token && isBatchToken(token.token)) {
+      if ((await this.lookup(token.token, scope)) === undefined) throw notFound();
+      throw new InvalidRequest('batch tokens cannot be renewed');
+    }
+    const hash = 'token' in token ? hashToken(token.token) : await this.#records.hashOfAccessor(token.accessor);
+    if (hash === undefined || !isTokenHash(hash)) throw notFound();
+    return this.#locks.run(hash, async () => {
+      const entry = inScope(await this.#records.readLive(hash), scope);
+      if (entry === undefined) throw notFound();
+      const parent = entry.parent === '' ? undefined : await this.#records.readLive(entry.parent);
+      const next = renewal(entry, increment, this.#now(), this.#limits, parent?.expire_time ?? null);
+      const renewed: TokenEntry = { ...withoutHash(entry), expire_time: next.expire_time, last_renewal_time: Math.floor(this.#now() / 1000) };
+      await this.#store.commit([{ type: 'put', key: tokenKeys.entry(hash), value: encodeEntry(renewed) }]);
+      return { auth: { ...authBlock(presented, renewed), lease_duration: next.ttl }, warnings: next.warnings };
+    });
   }
 
   /** Revokes every expired token with its tree (children never outlive parents); returns how many tokens went. */

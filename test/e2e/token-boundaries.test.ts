@@ -43,11 +43,20 @@ describe('namespace boundaries of auth/token endpoints', () => {
     for (const scope of [nsx, nsxChild]) {
       const unknownLookup = answer(await attacker.post('auth/token/lookup', { token: unknown.token }, scope));
       const unknownAccessor = answer(await attacker.post('auth/token/lookup-accessor', { accessor: unknown.accessor }, scope));
-      expect(unknownLookup).toEqual({ status: 400, body: { errors: ['bad token'] } });
+      expect(unknownLookup).toEqual({ status: 403, body: { errors: ['bad token'] } });
       expect(unknownAccessor).toEqual({ status: 400, body: { errors: ['invalid accessor'] } });
       for (const [token, accessor] of [[rootToken, rootAccessor], [victim.client_token, victim.accessor]] as const) {
         expect(answer(await attacker.post('auth/token/lookup', { token }, scope))).toEqual(unknownLookup);
         expect(answer(await attacker.post('auth/token/lookup-accessor', { accessor }, scope))).toEqual(unknownAccessor);
+        // A renewal of another namespace's token answers exactly as one of an unknown token.
+        for (const [path, body, unknownBody] of [
+          ['auth/token/renew', { token, increment: '2h' }, { token: unknown.token, increment: '2h' }],
+          ['auth/token/renew-accessor', { accessor, increment: '2h' }, { accessor: unknown.accessor, increment: '2h' }],
+        ] as const) {
+          const refused = answer(await attacker.post(path, body, scope));
+          expect(refused).toEqual(answer(await attacker.post(path, unknownBody, scope)));
+          expect(refused).toEqual({ status: 400, body: { errors: ['token not found'] } });
+        }
         // Revocations answer as for an unknown token (Vault's "revoked, if it existed") and revoke nothing.
         for (const [path, body, unknownBody] of [
           ['auth/token/revoke', { token }, { token: unknown.token }],
@@ -66,6 +75,7 @@ describe('namespace boundaries of auth/token endpoints', () => {
     expect((await root.get('sys/mounts')).status).toBe(200);
     expect((await vault(node.apiAddr, victim.client_token).get('auth/token/lookup-self')).body.data.accessor).toBe(victim.accessor);
     expect((await root.post('auth/token/lookup', { token: victim.client_token })).status).toBe(200);
+    expect((await root.post('auth/token/lookup', { token: victim.client_token })).body.data.ttl).toBeLessThanOrEqual(3600);
 
     // Within its namespace and below, the admin still does its job.
     const own = (await attacker.post('auth/token/create', { policies: ['default'] }, nsx)).body.auth;

@@ -1,6 +1,6 @@
 /**
  * The token auth method: auth/token/create, create-orphan, lookup, lookup-self, lookup-accessor,
- * revoke, revoke-self, revoke-accessor, revoke-orphan.
+ * renew, renew-self, renew-accessor, revoke, revoke-self, revoke-accessor, revoke-orphan.
  *
  * `type=batch` on create makes a batch token (vault/batch-tokens.ts): sealed, not stored, no
  * accessor, not renewable. revoke (and revoke-orphan) of a batch token puts it on the replicated
@@ -8,8 +8,9 @@
  *
  * Endpoints naming another token or accessor act only on tokens of the request's namespace and
  * below (the dispatcher already holds that namespace within the caller's own). Any other token is
- * answered exactly as an unknown one: lookup 400 "bad token", lookup-accessor 400 "invalid
- * accessor", the revocations 204 without revoking anything (Vault's "revoked, if it existed").
+ * answered exactly as an unknown one: lookup 403 "bad token", lookup-accessor 400 "invalid
+ * accessor", renew* 400 "token not found", the revocations 204 without revoking anything
+ * (Vault's "revoked, if it existed").
  *
  * A replication activation token (the JWT of primary/secondary-token) stands for the wrapping
  * token it names (`resolveToken`, as sys/wrapping/unwrap reads it): revoke and revoke-orphan of
@@ -29,6 +30,7 @@ const CreateBody = z.object({
   policies: stringList.optional(),
   ttl: duration.optional(),
   explicit_max_ttl: duration.optional(),
+  period: duration.optional(),
   num_uses: intish.optional(),
   display_name: z.string().optional(),
   meta: stringMap.nullish(),
@@ -39,6 +41,16 @@ const CreateBody = z.object({
   type: z.string().optional(),
 });
 type CreateBody = z.infer<typeof CreateBody>;
+
+const RenewBody = z.object({
+  token: z.string().default(''),
+  increment: duration.default(0),
+});
+const RenewSelfBody = z.object({ increment: duration.default(0) });
+const RenewAccessorBody = z.object({
+  accessor: z.string().default(''),
+  increment: duration.default(0),
+});
 
 const TokenBody = z.object({ token: z.string({ error: 'missing required field "token"' }).min(1, 'missing required field "token"') });
 const AccessorBody = z.object({ accessor: z.string({ error: 'missing required field "accessor"' }).min(1, 'missing required field "accessor"') });
@@ -68,6 +80,7 @@ export function tokenRoutes(tokens: TokenStore, resolveToken: (presented: string
           ...(f.policies !== undefined ? { policies: f.policies } : {}),
           ...(f.ttl !== undefined ? { ttl: f.ttl } : {}),
           ...(f.explicit_max_ttl !== undefined ? { explicit_max_ttl: f.explicit_max_ttl } : {}),
+          ...(f.period !== undefined ? { period: f.period } : {}),
           ...(f.num_uses !== undefined ? { num_uses: f.num_uses } : {}),
           ...(f.display_name !== undefined ? { display_name: f.display_name } : {}),
           ...(f.meta !== undefined ? { meta: f.meta } : {}),
@@ -89,7 +102,40 @@ export function tokenRoutes(tokens: TokenStore, resolveToken: (presented: string
     return ok(tokens.lookupResponse(entry, caller.token));
   }, 'Look up the properties of the calling token.');
 
+  const renewed = ({ auth, warnings }: { auth: Record<string, unknown>; warnings: readonly string[] }) =>
+    ok(null, { auth: { ...auth }, ...(warnings.length > 0 ? { warnings: [...warnings] } : {}) });
+
   const routes: Route[] = [
+    {
+      pattern: 'auth/token/renew',
+      access: 'token',
+      operations: {
+        update: op(RenewBody, async ({ fields, namespace }) => {
+          if (fields.token === '') throw new InvalidRequest('missing token ID');
+          return renewed(await tokens.renew({ token: fields.token }, fields.increment, namespace));
+        },
+          'Renew a token: its TTL becomes the increment (or its creation TTL, or its period), within its max TTL.'),
+      },
+    },
+    {
+      pattern: 'auth/token/renew-self',
+      access: 'token',
+      operations: {
+        update: op(RenewSelfBody, async (ctx) => renewed(await tokens.renew({ token: need(ctx).token }, ctx.fields.increment)),
+          'Renew the calling token.'),
+      },
+    },
+    {
+      pattern: 'auth/token/renew-accessor',
+      access: 'token',
+      operations: {
+        update: op(RenewAccessorBody, async ({ fields, namespace }) => {
+          if (fields.accessor === '') throw new InvalidRequest('missing accessor');
+          return renewed(await tokens.renew({ accessor: fields.accessor }, fields.increment, namespace));
+        },
+          'Renew the token with this accessor (the answer carries no token).'),
+      },
+    },
     { pattern: 'auth/token/create', access: 'token', operations: { update: create(false, 'auth/token/create') } },
     { pattern: 'auth/token/create-orphan', access: 'token', operations: { update: create(true, 'auth/token/create-orphan') } },
     { pattern: 'auth/token/lookup-self', access: 'token', operations: { read: lookupSelf, update: lookupSelf } },
@@ -99,7 +145,8 @@ export function tokenRoutes(tokens: TokenStore, resolveToken: (presented: string
       operations: {
         update: op(TokenBody, async ({ fields, namespace }) => {
           const entry = await tokens.lookup(fields.token, namespace);
-          if (!entry) throw new InvalidRequest('bad token');
+          // Vault: ErrorResponse("bad token") with ErrPermissionDenied, a 403.
+          if (!entry) throw new PermissionDenied('bad token');
           return ok(tokens.lookupResponse(entry, fields.token));
         }, 'Look up the properties of a token.'),
       },
