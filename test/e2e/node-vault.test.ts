@@ -58,7 +58,12 @@ test('node-vault: init, unseal, mount, kv v2, tokens, wrapping', async () => {
   expect(self.data).toMatchObject({ id: childToken, meta: { app: 'e2e' } });
   expect(self.data.policies).toContain('default');
   expect(self.data.ttl).toBeGreaterThan(3500);
+  // Renewal (issue 27): renew-self as the child, renew by token as root.
+  expect((await client.tokenRenewSelf({ increment: '2h' })).auth).toMatchObject({ client_token: childToken, lease_duration: 7200, renewable: true });
   client.token = rootToken;
+  expect((await client.tokenRenew({ token: childToken, increment: 600 })).auth.lease_duration).toBe(600);
+  client.token = rootToken; // tokenRenew, like tokenCreate, makes the client use the token it renewed
+  expect((await client.tokenLookup({ token: childToken })).data.ttl).toBeLessThanOrEqual(600);
 
   // Response wrapping: the create answer is wrapped; unwrap hands out the token exactly once.
   const wrapped = await client.tokenCreate({ policies: ['default'], requestOptions: { headers: { 'X-Vault-Wrap-TTL': '60s' } } });

@@ -79,6 +79,10 @@ out["child_policies"] = sorted(created["auth"]["policies"])
 looked = client.auth.token.lookup(child)
 out["lookup_meta"] = looked["data"]["meta"]
 out["lookup_ttl_positive"] = looked["data"]["ttl"] > 0
+# Renewal (issue 27): renew by token and by accessor, and renew-self as the child.
+out["renew_lease"] = client.auth.token.renew(child, increment="2h")["auth"]["lease_duration"]
+out["renew_accessor_token"] = client.auth.token.renew_accessor(created["auth"]["accessor"], increment="30m")["auth"]["client_token"]
+out["renew_self_lease"] = hvac.Client(url=addr, token=child).auth.token.renew_self(increment=600)["auth"]["lease_duration"]
 reader = hvac.Client(url=addr, token=child)
 out["reader_reads"] = reader.secrets.kv.v2.read_secret_version(path="svc/one", version=1, mount_point="kv2")["data"]["data"]
 try:
@@ -90,8 +94,13 @@ client.auth.token.revoke(child)
 try:
     client.auth.token.lookup(child)
     out["revoked"] = False
-except (hvac.exceptions.Forbidden, hvac.exceptions.InvalidRequest):
-    out["revoked"] = True
+except hvac.exceptions.Forbidden as e:
+    out["revoked"] = e.errors
+try:
+    client.auth.token.renew(child)
+    out["renew_revoked"] = "renewed"
+except hvac.exceptions.InvalidRequest as e:
+    out["renew_revoked"] = e.errors
 
 # Wrapping: a wrapped token create, then unwrap with the wrapping token.
 wrapped = client.auth.token.create(policies=["reader"], ttl="10m", wrap_ttl="60s")
