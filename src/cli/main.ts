@@ -24,6 +24,7 @@ import { register as registerRead } from './commands/read.js';
 import { register as registerSecrets } from './commands/secrets.js';
 import { register as registerServer } from './commands/server.js';
 import { register as registerStatus } from './commands/status.js';
+import { register as registerToken } from './commands/token.js';
 import { register as registerVersion } from './commands/version.js';
 import { register as registerWrite } from './commands/write.js';
 
@@ -63,6 +64,7 @@ function program(ctx: Context): Command {
     registerLogin,
     registerPathHelp,
     registerLicense,
+    registerToken,
     registerVersion,
   ]) {
     register(root, ctx);

@@ -1,7 +1,8 @@
 /**
  * The built CLI against a real dev node process: the commands an operator reaches for beyond
  * read/write (kv list|delete|patch|metadata, secrets enable|disable|list, login, version,
- * -wrap-ttl, write with @file and a JSON body on stdin) and the suggestions for mistyped commands.
+ * -wrap-ttl, write with @file and a JSON body on stdin, token renew|lookup) and the suggestions for
+ * mistyped commands.
  */
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -81,6 +82,27 @@ test('-wrap-ttl answers with a wrapping token that unwraps to the data', async (
   const r = await vault(node.apiAddr, wrapped.stdout).post('sys/wrapping/unwrap', {});
   expect(r.status).toBe(200);
   expect(r.body.data.data).toEqual({ v: 'from-a-file' });
+});
+
+test('token renew and token lookup: own token, by token, by accessor, in a table and as JSON', async () => {
+  const made = (await vault(node.apiAddr, node.rootToken!).post('auth/token/create', { policies: ['default'], ttl: '10m' })).body.auth;
+  const own = await cli(['token', 'renew', '-increment=1h', '-format=json'], { env: { TESSERA_TOKEN: made.client_token } });
+  expect(own.code).toBe(0);
+  expect(JSON.parse(own.stdout).auth).toMatchObject({ client_token: made.client_token, lease_duration: 3600, renewable: true });
+  const byToken = await cli(['token', 'renew', '-increment=20m', made.client_token]);
+  expect(byToken.code).toBe(0);
+  expect(byToken.stdout).toMatch(/token_duration\s+1200s/);
+  const byAccessor = await cli(['token', 'renew', '-accessor', '-format=json', made.accessor]);
+  expect(JSON.parse(byAccessor.stdout).auth).toMatchObject({ client_token: '', accessor: made.accessor, lease_duration: 600 });
+  const looked = await cli(['token', 'lookup', '-format=json', made.client_token]);
+  expect(JSON.parse(looked.stdout).data).toMatchObject({ accessor: made.accessor, creation_ttl: 600, policies: ['default'] });
+  const byAcc = await cli(['token', 'lookup', '-accessor', made.accessor]);
+  expect(byAcc.stdout).toMatch(/creation_ttl\s+600/);
+  const self = await cli(['token', 'lookup', '-format=json']);
+  expect(JSON.parse(self.stdout).data.policies).toEqual(['root']);
+  const gone = await cli(['token', 'renew', 'hvs.nosuchtoken']);
+  expect(gone.code).toBe(1);
+  expect(gone.stderr).toContain('token not found');
 });
 
 test('login verifies the token, stores it in ~/.vault-token (0600), and later commands use it', async () => {
