@@ -9,6 +9,7 @@ import { goDuration, parseDuration } from '../core/duration.js';
 import { InvalidRequest, PermissionDenied } from '../core/errors.js';
 import { DEFAULT_POLICY, ROOT_POLICY, sanitizePolicies } from './token-entry.js';
 import type { TokenEntry, TokenEntryView } from './token-entry.js';
+import { policiesFromRole, type TokenRole } from './token-roles.js';
 
 export interface CreateTokenRequest {
   /** Absent or empty: the parent's policies. */
@@ -40,6 +41,8 @@ export interface CreateTokenOptions {
   readonly allowOrphan?: boolean;
   /** Recorded as the token's `path`; default `auth/token/create`. */
   readonly path?: string;
+  /** `auth/token/create/:role`: the role's rules replace the parent-subset rule and set orphan, type, period, max TTL. */
+  readonly role?: { readonly name: string; readonly role: TokenRole };
 }
 
 /**
@@ -87,7 +90,8 @@ export function childDraft(
   if (parent.type === 'batch') throw new InvalidRequest('batch tokens cannot create more tokens');
   const parentIsRoot = parent.policies.includes(ROOT_POLICY);
   const privileged = opts.privileged === true || parentIsRoot;
-  const type = tokenType(req);
+  const role = opts.role?.role;
+  const type = tokenType(role === undefined ? req : { ...req, type: roleType(role, req.type) });
   // A use-limited token could otherwise escape its limit through children.
   if (parent.num_uses !== 0) throw new InvalidRequest('restricted use token cannot generate child tokens');
   if (!withinNamespace(ns, parent.namespace_path)) throw new PermissionDenied();
@@ -97,18 +101,24 @@ export function childDraft(
     if (!privileged) throw new InvalidRequest('root or sudo privileges required to specify token id');
     if (id.includes('.')) throw new InvalidRequest("token IDs can not contain a '.' character");
   }
-  const orphan = req.no_parent === true;
-  if (orphan && !privileged && opts.allowOrphan !== true) throw new InvalidRequest('root or sudo privileges required to create orphan token');
+  // A role decides orphanhood itself (Vault ignores no_parent there).
+  const orphan = role !== undefined ? role.orphan : req.no_parent === true;
+  if (role === undefined && orphan && !privileged && opts.allowOrphan !== true) throw new InvalidRequest('root or sudo privileges required to create orphan token');
 
   const noDefault = req.no_default_policy === true;
-  const requested = req.policies !== undefined && req.policies.length > 0 ? req.policies : parent.policies;
-  let policies = sanitizePolicies(requested, !noDefault);
-  if (noDefault) policies = policies.filter((p) => p !== DEFAULT_POLICY);
+  let policies: string[];
+  if (role !== undefined) {
+    policies = policiesFromRole(role, req.policies ?? [], parent.policies, noDefault);
+  } else {
+    const requested = req.policies !== undefined && req.policies.length > 0 ? req.policies : parent.policies;
+    policies = sanitizePolicies(requested, !noDefault);
+    if (noDefault) policies = policies.filter((p) => p !== DEFAULT_POLICY);
+  }
   if (policies.length === 0) throw new InvalidRequest('token must have at least one policy');
   if (policies.includes(ROOT_POLICY) && !parentIsRoot) {
     throw new InvalidRequest('root tokens may not be created by a non-root token');
   }
-  if (!privileged) {
+  if (!privileged && role === undefined) {
     const allowed = new Set([...parent.policies, DEFAULT_POLICY]);
     if (!policies.every((p) => allowed.has(p))) throw new InvalidRequest('child policies must be subset of parent');
   }
@@ -117,12 +127,13 @@ export function childDraft(
   if (type === 'batch' && policies.includes(ROOT_POLICY)) throw new InvalidRequest('batch tokens cannot be root tokens');
 
   const meta = req.meta !== undefined && req.meta !== null && Object.keys(req.meta).length > 0 ? { ...req.meta } : null;
-  const period = req.period === undefined || req.period === '' ? 0 : parseDuration(req.period, 'period');
-  if (period > 0 && !privileged) throw new InvalidRequest('root or sudo privileges required to create periodic token');
+  const asked = req.period === undefined || req.period === '' ? 0 : parseDuration(req.period, 'period');
+  if (asked > 0 && !privileged && role === undefined) throw new InvalidRequest('root or sudo privileges required to create periodic token');
+  const period = role !== undefined && role.token_period > 0 ? role.token_period : asked;
   if (period > 0 && type === 'batch') throw new InvalidRequest('batch tokens cannot be periodic');
   const ttls = boundedTtls(
     period > 0 ? period : parseDuration(req.ttl ?? 0, 'ttl'),
-    parseDuration(req.explicit_max_ttl ?? 0, 'explicit_max_ttl'),
+    smallestSet(parseDuration(req.explicit_max_ttl ?? 0, 'explicit_max_ttl'), role?.token_explicit_max_ttl ?? 0),
     policies.includes(ROOT_POLICY),
     limits,
     period > 0,
@@ -140,8 +151,8 @@ export function childDraft(
     display_name: displayName(req.display_name),
     meta,
     orphan,
-    path: opts.path ?? 'auth/token/create',
-    renewable: type === 'service' && (req.renewable ?? true),
+    path: opts.role !== undefined ? rolePath(opts.role.name, opts.role.role) : opts.path ?? 'auth/token/create',
+    renewable: type === 'service' && (req.renewable ?? true) && (role === undefined || role.renewable),
     // Expiring revokes a token's tree, so a child never outlives its parent; orphans may.
     expireCap: orphan ? null : parent.expire_time,
     warnings: ttls.warnings,
@@ -196,6 +207,31 @@ function tokenType(req: CreateTokenRequest): 'service' | 'batch' {
   if (parseUses(req.num_uses) !== 0) throw new InvalidRequest('batch tokens cannot have "num_uses" set');
   if (req.id !== undefined && req.id !== '') throw new InvalidRequest('batch tokens cannot have "id" set');
   return 'batch';
+}
+
+/** The smaller of two durations where 0 means none. */
+function smallestSet(a: number, b: number): number {
+  if (a === 0) return b;
+  if (b === 0) return a;
+  return Math.min(a, b);
+}
+
+/** A role's `token_type` over the request's `type`: `default-*` only supply a default. */
+function roleType(role: TokenRole, asked: string | undefined): string {
+  switch (role.token_type) {
+    case 'service':
+    case 'batch':
+      return role.token_type;
+    case 'default-service':
+      return asked === undefined || asked === '' ? 'service' : asked;
+    case 'default-batch':
+      return asked === undefined || asked === '' ? 'batch' : asked;
+  }
+}
+
+/** `auth/token/create/<role>` with the role's path suffix, as Vault records it. */
+function rolePath(name: string, role: TokenRole): string {
+  return role.path_suffix === '' ? `auth/token/create/${name}` : `auth/token/create/${name}/${role.path_suffix}`;
 }
 
 /** Namespaces are `a/b/` or '' (root); a token may create tokens in its namespace and below. */

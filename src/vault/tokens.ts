@@ -38,6 +38,7 @@ import { KeyedMutex } from '../core/keyed-mutex.js';
 import { BatchTokens, isBatchToken } from './batch-tokens.js';
 import { TokenRecords } from './token-records.js';
 import { renewal } from './token-renew.js';
+import { TokenRoles } from './token-roles.js';
 
 export { hashToken } from './token-keys.js';
 export { DEFAULT_POLICY, ROOT_POLICY, WRAPPING_POLICY, lookupData, sanitizePolicies } from './token-entry.js';
@@ -104,6 +105,8 @@ export class TokenStore {
   readonly #minting = new Set<string>();
   /** `hvb.` tokens: sealed, never stored; lookups and revocations of one are routed there. */
   readonly batch: BatchTokens;
+  /** Token roles (`auth/token/roles/:name`), per namespace. */
+  readonly roles: TokenRoles;
 
   constructor(store: Store, opts: TokenStoreOptions = {}) {
     this.#store = store;
@@ -111,6 +114,7 @@ export class TokenStore {
     this.#random = opts.random ?? randomBytes;
     this.#limits = opts.limits ?? DEFAULT_TTL_LIMITS;
     this.#records = new TokenRecords(store, { now: this.#now, locks: this.#locks });
+    this.roles = new TokenRoles(store);
     this.batch = new BatchTokens(store, {
       now: this.#now,
       random: this.#random,

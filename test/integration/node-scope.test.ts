@@ -20,7 +20,7 @@ const NAMESPACE_OR_OPEN = new Set([
   'sys/replication/status', 'sys/replication/dr/status', 'sys/replication/performance/status',
   'sys/wrapping/unwrap', 'sys/wrapping/lookup', 'sys/wrapping/wrap',
   'auth/token/create', 'auth/token/create-orphan', 'auth/token/lookup-self', 'auth/token/lookup', 'auth/token/lookup-accessor',
-  'auth/token/renew', 'auth/token/renew-self', 'auth/token/renew-accessor',
+  'auth/token/renew', 'auth/token/renew-self', 'auth/token/renew-accessor', 'auth/token/roles', 'auth/token/roles/:name', 'auth/token/create/:role',
   'auth/token/revoke', 'auth/token/revoke-self', 'auth/token/revoke-accessor', 'auth/token/revoke-orphan',
   'sys/policies/acl', 'sys/policies/acl/:name', 'sys/policy', 'sys/policy/:name',
   'sys/namespaces', 'sys/namespaces/*path', 'sys/mounts', 'sys/mounts/*path',

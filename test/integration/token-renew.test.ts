@@ -117,3 +117,59 @@ describe('lookup', () => {
     expect(await n.call('POST', 'auth/token/lookup', { token: 'hvs.unknown' })).toMatchObject({ status: 403, body: { errors: ['bad token'] } });
   });
 });
+
+describe('token roles', () => {
+  it('stores a role with Vault\'s fields, lists it, reads it back, updates only what is given, deletes it', async () => {
+    expect((await n.call('POST', 'auth/token/roles/web', { allowed_policies: 'web,ops', orphan: true, token_period: '1h', path_suffix: 'v1', token_type: 'service' })).status).toBe(204);
+    const read = await n.call('GET', 'auth/token/roles/web');
+    expect(read.body.data).toMatchObject({ name: 'web', allowed_policies: ['ops', 'web'], orphan: true, renewable: true, token_period: 3600, period: 3600, path_suffix: 'v1', token_type: 'service' });
+    expect((await n.call('POST', 'auth/token/roles/web', { renewable: false })).status).toBe(204);
+    expect((await n.call('GET', 'auth/token/roles/web')).body.data).toMatchObject({ allowed_policies: ['ops', 'web'], renewable: false, token_period: 3600 });
+    expect((await n.call('LIST', 'auth/token/roles')).body.data.keys).toContain('web');
+    expect((await n.call('DELETE', 'auth/token/roles/web')).status).toBe(204);
+    expect((await n.call('GET', 'auth/token/roles/web')).status).toBe(404);
+  });
+
+  it('create/:role applies the role: allowed policies, orphan, period, path suffix, renewable', async () => {
+    await n.call('POST', 'auth/token/roles/app', { allowed_policies: ['app'], orphan: true, period: '45m', path_suffix: 'blue' });
+    const made = await n.call('POST', 'auth/token/create/app', {});
+    expect(made.status).toBe(200);
+    expect(made.body.auth).toMatchObject({ policies: ['app', 'default'], orphan: true, lease_duration: 2700, renewable: true });
+    const looked = (await n.call('POST', 'auth/token/lookup', { token: made.body.auth.client_token })).body.data;
+    expect(looked).toMatchObject({ path: 'auth/token/create/app/blue', period: 2700, orphan: true });
+    // A periodic token of the role renews to its period whatever the increment.
+    expect((await n.call('POST', 'auth/token/renew', { token: made.body.auth.client_token, increment: '9h' })).body.auth.lease_duration).toBe(2700);
+  });
+
+  it('refuses policies outside the role, disallowed ones, an unknown role and bad fields, creating nothing', async () => {
+    await n.call('POST', 'auth/token/roles/narrow', { allowed_policies: ['app'] });
+    await n.call('POST', 'auth/token/roles/deny', { disallowed_policies: ['secret'] });
+    const outside = await n.call('POST', 'auth/token/create/narrow', { policies: ['ops'] });
+    expect(outside.status).toBe(400);
+    expect(outside.body.errors[0]).toContain("must be subset of the role's allowed policies");
+    const denied = await n.call('POST', 'auth/token/create/deny', { policies: ['secret'] });
+    expect(denied.status).toBe(400);
+    expect(denied.body.errors[0]).toContain('contains disallowed policies');
+    expect(await n.call('POST', 'auth/token/create/nosuch', {})).toMatchObject({ status: 400, body: { errors: ['unknown role nosuch'] } });
+    expect((await n.call('POST', 'auth/token/roles/bad', { token_type: 'sometimes' })).status).toBe(400);
+    expect((await n.call('POST', 'auth/token/roles/bad', { path_suffix: '../up' })).status).toBe(400);
+    expect((await n.call('GET', 'auth/token/roles/bad')).status).toBe(404);
+  });
+
+  it('a role made non-renewable makes non-renewable tokens; a batch role makes batch tokens', async () => {
+    await n.call('POST', 'auth/token/roles/fixed', { allowed_policies: ['app'], renewable: false });
+    const fixed = (await n.call('POST', 'auth/token/create/fixed', { ttl: '10m' })).body.auth;
+    expect(fixed.renewable).toBe(false);
+    expect(await n.call('POST', 'auth/token/renew', { token: fixed.client_token })).toMatchObject({ status: 400, body: { errors: ['lease is not renewable'] } });
+    await n.call('POST', 'auth/token/roles/batchy', { allowed_policies: ['app'], token_type: 'batch' });
+    const batch = (await n.call('POST', 'auth/token/create/batchy', { ttl: '10m' })).body.auth;
+    expect(batch).toMatchObject({ token_type: 'batch', renewable: false });
+  });
+
+  it('roles are per namespace', async () => {
+    await n.call('POST', 'auth/token/roles/rootonly', { allowed_policies: ['app'] });
+    const inTeam = await n.call('GET', 'auth/token/roles/rootonly', undefined, { headers: { 'x-vault-namespace': 'team' } });
+    expect(inTeam.status).toBe(404);
+    expect((await n.call('POST', 'auth/token/create/rootonly', {}, { headers: { 'x-vault-namespace': 'team' } })).status).toBe(400);
+  });
+});

@@ -25,6 +25,7 @@ import type { TokenStore } from '../../vault/tokens.js';
 import { boolish, duration, empty, intish, stringList, stringMap } from '../fields.js';
 import { noContent, ok } from '../reply.js';
 import { op, type Route, type RouteContext } from '../route.js';
+import { tokenRoleRoutes, type RoleOf } from './token-roles.js';
 
 const CreateBody = z.object({
   policies: stringList.optional(),
@@ -70,10 +71,13 @@ export function tokenRoutes(tokens: TokenStore, resolveToken: (presented: string
       throw e;
     }
   };
-  const create = (orphan: boolean, path: string) =>
+  const create = (orphan: boolean, path: string, roleOf?: RoleOf) =>
     op(CreateBody, async (ctx: RouteContext<CreateBody>) => {
       const caller = need(ctx);
       const f = ctx.fields;
+      const name = ctx.params.role ?? '';
+      const role = roleOf === undefined ? undefined : { name, role: await roleOf(ctx.namespace, name) };
+      const aclPath = role === undefined ? path : `${path}/${name}`;
       const { auth, warnings } = await tokens.createWithWarnings(
         caller.entry,
         {
@@ -91,7 +95,7 @@ export function tokenRoutes(tokens: TokenStore, resolveToken: (presented: string
           no_parent: orphan || f.no_parent === true,
         },
         ctx.namespace,
-        { privileged: caller.root || caller.allows(path, 'sudo'), allowOrphan: orphan, path },
+        { privileged: caller.root || caller.allows(aclPath, 'sudo'), allowOrphan: orphan, path, ...(role !== undefined ? { role } : {}) },
       );
       return ok(null, { auth: { ...auth }, ...(warnings.length > 0 ? { warnings: [...warnings] } : {}) });
     }, (orphan ? 'Create an orphan token (one with no parent).' : 'Create a new token, a child of the calling token.'));
@@ -209,5 +213,5 @@ export function tokenRoutes(tokens: TokenStore, resolveToken: (presented: string
     },
   ];
   // Tokens are local to each cluster: never executed on behalf of a forwarding secondary.
-  return routes.map((r) => ({ ...r, localState: true }));
+  return [...routes.map((r) => ({ ...r, localState: true })), ...tokenRoleRoutes(tokens, (roleOf) => create(false, 'auth/token/create', roleOf))];
 }
