@@ -119,7 +119,7 @@ describe('batch tokens on normal paths', () => {
     expect((await asTeam('team/app', path('default'))).status).toBe(200); // a child namespace, by its policy's app/ rule
     // Lookup and revoke from a sibling namespace treat it as unknown and change nothing.
     const fromOther = await n.call('POST', 'auth/token/lookup', { token: teamTok }, { headers: { 'X-Vault-Namespace': 'other' } });
-    expect(fromOther.status).toBe(400);
+    expect(fromOther.status).toBe(403);
     expect((await n.call('POST', 'auth/token/revoke', { token: teamTok }, { headers: { 'X-Vault-Namespace': 'other' } })).status).toBe(204);
     expect((await asTeam('team', path('reader'))).status).toBe(200);
   });
