@@ -52,6 +52,7 @@ const fullExpected: Omit<Config, 'source' | 'warnings'> = {
   logLevel: 'debug',
   replication: { walMaxEntries: 5000, walMaxBytes: 1048576 },
   leases: { maxTtl: 48 * 3600, defaultTtl: 5400 },
+  auditDir: '/var/lib/tessera/audit',
 };
 
 const minimal = 'storage "inmem" {}\nlistener "tcp" {\n  tls_disable = true\n}\n';

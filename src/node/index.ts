@@ -50,6 +50,7 @@ export function toNodeConfig(c: Config): NodeConfig {
     walMaxEntries: c.replication.walMaxEntries,
     walMaxBytes: c.replication.walMaxBytes,
     leases: c.leases,
+    ...(c.auditDir !== undefined ? { auditDir: c.auditDir } : {}),
   };
 }
 

@@ -195,6 +195,8 @@ export class AuditDevices {
 
   /** Writes the response entry to every device; AuditFailed (the operation was applied) when none wrote it. */
   async logResponse(input: AuditInput, outcome: AuditOutcome): Promise<void> {
+    // The request disabled the last device: nothing is left to record its response.
+    if (this.entries.length === 0) return;
     const now = this.now();
     const ok = await this.each((o, d) => d.write(JSON.stringify(responseEntry(input, outcome, this.format(o), now)) + '\n'));
     if (!ok) throw new AuditFailed(AUDIT_RESPONSE_FAILED);
