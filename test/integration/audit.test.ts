@@ -95,6 +95,22 @@ describe('sys/audit', () => {
   });
 });
 
+describe('across a seal', () => {
+  it('keeps the device table (stored) and opens its file again at unseal, with the same salt', async () => {
+    expect((await n.call('PUT', 'sys/audit/kept', { type: 'file', options: { file_path: 'kept.log' } })).status).toBe(204);
+    const hash = (await n.call('POST', 'sys/audit-hash/kept', { input: 'v' })).body.data.hash as string;
+    expect((await n.call('PUT', 'sys/seal')).status).toBe(204);
+    for (const key of n.unsealKeys.slice(0, 2)) expect((await n.call('PUT', 'sys/unseal', { key })).status).toBe(200);
+    expect(Object.keys((await n.call('GET', 'sys/audit')).body.data)).toEqual(['kept/']);
+    expect((await n.call('POST', 'sys/audit-hash/kept', { input: 'v' })).body.data.hash).toBe(hash);
+    expect((await n.call('POST', 'secret/data/after-unseal', { data: { k: 'v' } })).status).toBe(200);
+    const after = (await lines('kept.log')).filter((e) => e.request.path === 'secret/data/after-unseal');
+    expect(after.map((e) => e.type)).toEqual(['request', 'response']);
+    expect(after[0]!.request.data.data.k).toBe(hash);
+    expect((await n.call('DELETE', 'sys/audit/kept')).status).toBe(204);
+  });
+});
+
 describe('fail closed', () => {
   it('refuses a request no device could record (500) and does nothing', async () => {
     // /dev/full: every write fails with ENOSPC; mode 0000 leaves the device's mode alone.
