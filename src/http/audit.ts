@@ -6,6 +6,7 @@
  *
  *   const reply = await audited(services.auditTrail, { req, namespace, path, caller }, run);
  */
+import { PermissionDenied } from '../core/errors.js';
 import type { Caller } from '../vault/caller.js';
 import type { AuditAuth, AuditInput, AuditOutcome } from '../vault/audit/entry.js';
 import type { AuditTrail } from '../vault/audit/trail.js';
@@ -62,6 +63,19 @@ function outcomeOf(reply: Reply): AuditOutcome {
     ...(reply.auth ? { auth: reply.auth as Record<string, unknown> } : {}),
     ...(reply.warnings ? { warnings: reply.warnings } : {}),
   };
+}
+
+/**
+ * Runs the token check; a refused one leaves a request entry with its error, as Vault's
+ * (request_handling.go: a denied request is audited, and one no device could record is a 500).
+ */
+export async function deniedAudited<T>(trail: AuditTrail | undefined, a: Omit<AuditedRequest, 'caller'>, authenticate: () => Promise<T>): Promise<T> {
+  try {
+    return await authenticate();
+  } catch (e) {
+    if (trail !== undefined && trail.enabled() && e instanceof PermissionDenied) await trail.logRequest(inputOf(trail, { ...a, caller: undefined }), e.message);
+    throw e;
+  }
 }
 
 export async function audited(trail: AuditTrail | undefined, a: AuditedRequest, run: () => Promise<Reply>): Promise<Reply> {

@@ -22,7 +22,7 @@ import { parseFields } from './fields.js';
 import { bare, emptyList, envelope, injectedEnvelope, type Reply, type StreamSource } from './reply.js';
 import { helpBody, routeHelp, wantsHelp } from './help.js';
 import { findRoute, type Match, type Route } from './route.js';
-import { audited } from './audit.js';
+import { audited, deniedAudited } from './audit.js';
 import type { AuditTrail } from '../vault/audit/trail.js';
 
 /** What the HTTP layer needs from the vault core (which implements it). */
@@ -257,7 +257,7 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
     let caller: Caller | undefined;
     if (!forwarded && (route.access === 'token' || route.access === 'sudo')) {
       const sudo = route.access === 'sudo';
-      caller = await services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, sudo));
+      caller = await deniedAudited(services.auditTrail, { req, namespace, path }, () => services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, sudo)));
     }
     if (route.license) services.requireLicense(route.license.feature, route.license.hostedOk === true);
     const query = req.operation === 'read' || req.operation === 'list';
@@ -272,7 +272,7 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
   }
 
   if (path === 'sys' || path.startsWith('sys/') || path.startsWith('auth/')) throw new NotFound([`unsupported path: ${path.slice(0, 128)}`]);
-  const caller = forwarded ? undefined : await services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, false));
+  const caller = forwarded ? undefined : await deniedAudited(services.auditTrail, { req, namespace, path }, () => services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, false)));
   // Without `list` (the ?list=true flag), by rest copy: `delete` would leave a slow dictionary-mode object.
   const { list: _list, ...data }: Record<string, unknown> = req.operation === 'read' || req.operation === 'list' ? req.query : req.body;
   const run = async (): Promise<Reply> => {

@@ -93,7 +93,7 @@ export class VaultCore {
     this.audit = new AuditDevices(store, { auditDir: opts.auditDir, ...(opts.auditWarn ? { warn: opts.auditWarn } : {}) });
     this.auditTrail = {
       enabled: () => this.audit.enabled(),
-      logRequest: (i) => this.audit.logRequest(i),
+      logRequest: (i, error) => this.audit.logRequest(i, error),
       logResponse: (i, o) => this.audit.logResponse(i, o),
       mountOf: (namespace, path) => {
         const hit = this.mounts.resolve(namespace, path);

@@ -85,6 +85,22 @@ describe('sys/audit', () => {
     expect((await n.call('DELETE', 'sys/audit/raw')).status).toBe(204);
   });
 
+  it('records a denied request (its request entry with the error, no response), its token hashed', async () => {
+    expect((await n.call('PUT', 'sys/audit/denied', { type: 'file', options: { file_path: 'denied.log' } })).status).toBe(204);
+    const t = (await n.call('POST', 'auth/token/create', { policies: ['default'] })).body.auth.client_token as string;
+    expect((await n.call('GET', 'secret/data/forbidden', undefined, { token: t })).status).toBe(403);
+    expect((await n.call('GET', 'sys/audit', undefined, { token: 'not-a-token' })).status).toBe(403);
+    const text = await readFile(join(dir, 'denied.log'), 'utf8');
+    expect(text).not.toContain(t);
+    expect(text).not.toContain('not-a-token');
+    const denied = (await lines('denied.log')).filter((e) => e.request.path === 'secret/data/forbidden' || (e.request.path === 'sys/audit' && e.error !== ''));
+    expect(denied.map((e) => [e.type, e.request.path, e.error])).toEqual([
+      ['request', 'secret/data/forbidden', 'permission denied'],
+      ['request', 'sys/audit', 'permission denied'],
+    ]);
+    expect((await n.call('DELETE', 'sys/audit/denied')).status).toBe(204);
+  });
+
   it('does not audit health or seal status', async () => {
     expect((await n.call('PUT', 'sys/audit/quiet', { type: 'file', options: { file_path: 'quiet.log' } })).status).toBe(204);
     await n.call('GET', 'sys/health');

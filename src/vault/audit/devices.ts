@@ -187,9 +187,9 @@ export class AuditDevices {
   }
 
   /** Writes the request entry to every device; AuditFailed when none wrote it. */
-  async logRequest(input: AuditInput): Promise<void> {
+  async logRequest(input: AuditInput, error = ''): Promise<void> {
     const now = this.now();
-    const ok = await this.each((o, d) => d.write(JSON.stringify(requestEntry(input, this.format(o), now)) + '\n'));
+    const ok = await this.each((o, d) => d.write(JSON.stringify(requestEntry(input, this.format(o), now, error)) + '\n'));
     if (!ok) throw new AuditFailed(AUDIT_REFUSED);
   }
 

@@ -100,9 +100,10 @@ function requestBlock(i: AuditInput, h: Hasher): Record<string, unknown> {
   };
 }
 
-export function requestEntry(i: AuditInput, o: FormatOptions, now: Date): Record<string, unknown> {
+/** `error`: why the request was refused before it ran (a denied token), '' otherwise. */
+export function requestEntry(i: AuditInput, o: FormatOptions, now: Date, error = ''): Record<string, unknown> {
   const h = hasher(o);
-  return { time: now.toISOString(), type: 'request', auth: authBlock(i.auth, h), request: requestBlock(i, h), error: '' };
+  return { time: now.toISOString(), type: 'request', auth: authBlock(i.auth, h), request: requestBlock(i, h), error };
 }
 
 /** The `auth` a response carries (a login's new token): its token and accessor hashed, as Vault's HashAuth. */

@@ -9,7 +9,8 @@ import type { AuditInput, AuditOutcome } from './entry.js';
 
 export interface AuditTrail {
   enabled(): boolean;
-  logRequest(input: AuditInput): Promise<void>;
+  /** `error`: the request was refused before it ran (a denied token), and why. */
+  logRequest(input: AuditInput, error?: string): Promise<void>;
   logResponse(input: AuditInput, outcome: AuditOutcome): Promise<void>;
   mountOf(namespace: string, path: string): { readonly type: string; readonly point: string; readonly accessor: string } | undefined;
 }
