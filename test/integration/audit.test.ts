@@ -7,6 +7,8 @@
 import { readFile, symlink, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NotFound } from '../../src/core/errors.js';
+import { eventually } from '../harness/eventually.js';
+import { joinSecondary } from '../harness/cluster.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 let n: TestNode;
@@ -154,4 +156,34 @@ describe('fail closed', () => {
       await f.stop();
     }
   }, 30_000);
+});
+
+describe('on a performance secondary', () => {
+  it('opens its own file for a replicated device, audits a forwarded write on both nodes with the same salt, and refuses a non-local enable', async () => {
+    const [p, s] = await Promise.all([startTestNode(), startTestNode()]);
+    try {
+      expect((await p.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
+      await joinSecondary(p, s, 'audit-perf', 'performance');
+      expect((await p.call('PUT', 'sys/audit/pf', { type: 'file', options: { file_path: 'pf.log' } })).status).toBe(204);
+      await eventually(async () => expect(Object.keys((await s.call('GET', 'sys/audit')).body.data ?? {})).toEqual(['pf/']));
+      const refused = await s.call('PUT', 'sys/audit/mine', { type: 'file', options: { file_path: 'mine.log' } });
+      expect(refused.status).toBe(400);
+      expect((await s.call('PUT', 'sys/audit/mine', { type: 'file', local: true, options: { file_path: 'mine.log' } })).status).toBe(204);
+      expect((await s.call('PUT', 'secret/data/fwd', { data: { v: 'forwarded-value' } })).status).toBe(200);
+      const hash = (await p.call('POST', 'sys/audit-hash/pf', { input: 'forwarded-value' })).body.data.hash as string;
+      expect((await s.call('POST', 'sys/audit-hash/pf', { input: 'forwarded-value' })).body.data.hash).toBe(hash);
+      const read = async (n: TestNode, file: string): Promise<Record<string, any>[]> =>
+        (await readFile(join(n.dataDir, 'data', 'audit', file), 'utf8')).split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, any>);
+      const onS = (await read(s, 'pf.log')).filter((e) => e.request.path === 'secret/data/fwd');
+      expect(onS.map((e) => e.type)).toEqual(['request', 'response']);
+      expect(onS[0]!.request.data.data.v).toBe(hash);
+      expect((await read(s, 'mine.log')).filter((e) => e.request.path === 'secret/data/fwd').map((e) => e.type)).toEqual(['request', 'response']);
+      const onP = (await read(p, 'pf.log')).filter((e) => e.request.path === 'secret/data/fwd');
+      expect(onP.map((e) => e.type)).toEqual(['request', 'response']);
+      expect(onP[0]!.request.forwarded_from).toEqual(expect.any(String));
+      expect(onP[0]!.request.data.data.v).toBe(hash);
+    } finally {
+      await Promise.all([p.stop(), s.stop()]);
+    }
+  }, 60_000);
 });
