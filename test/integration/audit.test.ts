@@ -4,7 +4,7 @@
  * a request and a response entry per audited request with every secret hashed, and fail closed:
  * a device that cannot write refuses the request (500) and nothing is done.
  */
-import { readFile, symlink, mkdir } from 'node:fs/promises';
+import { readFile, symlink, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NotFound } from '../../src/core/errors.js';
 import { eventually } from '../harness/eventually.js';
@@ -101,6 +101,22 @@ describe('sys/audit', () => {
       ['request', 'sys/audit', 'permission denied'],
     ]);
     expect((await n.call('DELETE', 'sys/audit/denied')).status).toBe(204);
+  });
+
+  it('creates its file with mode 0600 unless told, and writes the prefix before each line', async () => {
+    expect((await n.call('PUT', 'sys/audit/pre', { type: 'file', options: { file_path: 'sub/pre.log', prefix: 'AUDIT: ' } })).status).toBe(204);
+    expect((await n.call('PUT', 'sys/audit/open', { type: 'file', options: { file_path: 'open.log', mode: '0644' } })).status).toBe(204);
+    expect((await stat(join(dir, 'sub', 'pre.log'))).mode & 0o777).toBe(0o600);
+    expect((await stat(join(dir, 'open.log'))).mode & 0o777).toBe(0o644);
+    const text = await readFile(join(dir, 'sub', 'pre.log'), 'utf8');
+    const all = text.split('\n').filter((l) => l !== '');
+    expect(all.length).toBeGreaterThan(0);
+    for (const l of all) {
+      expect(l.startsWith('AUDIT: ')).toBe(true);
+      expect(JSON.parse(l.slice('AUDIT: '.length)).type).toMatch(/^(request|response)$/);
+    }
+    expect((await n.call('DELETE', 'sys/audit/pre')).status).toBe(204);
+    expect((await n.call('DELETE', 'sys/audit/open')).status).toBe(204);
   });
 
   it('does not audit health or seal status', async () => {
