@@ -15,6 +15,7 @@ import type {
   InitResponse,
   LeaderResponse,
   MountEntry,
+  AuditDevice,
   SealStatus,
   UnsealRequest,
 } from './types.js';
@@ -95,5 +96,21 @@ export class SysApi {
   async mounts(): Promise<Record<string, MountEntry>> {
     const res = await this.#request({ method: Method.get, path: 'sys/mounts' });
     return (res.body as Envelope<Record<string, MountEntry>> | null)?.data ?? {};
+  }
+
+  /** `sys/audit`: the enabled audit devices keyed by path ("file/"); sudo. */
+  async auditDevices(): Promise<Record<string, AuditDevice>> {
+    const res = await this.#request({ method: Method.get, path: 'sys/audit' });
+    return (res.body as Envelope<Record<string, AuditDevice>> | null)?.data ?? {};
+  }
+
+  /** `sys/audit/<path>`: enables an audit device (sudo). */
+  async enableAudit(path: string, device: { type: string; description?: string; local?: boolean; options?: Record<string, string> }): Promise<void> {
+    await this.#request({ method: Method.put, path: `sys/audit/${path}`, body: device });
+  }
+
+  /** `sys/audit/<path>` DELETE: disables the device there, if there is one (sudo). */
+  async disableAudit(path: string): Promise<void> {
+    await this.#request({ method: Method.delete, path: `sys/audit/${path}` });
   }
 }

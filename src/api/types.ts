@@ -270,6 +270,15 @@ export interface MerkleCheckReport {
 // --- mounts ------------------------------------------------------------------------------------
 
 /** One entry of `sys/mounts`, keyed by its path with a trailing slash ("secret/"). */
+/** An audit device as `sys/audit` lists it. */
+export interface AuditDevice {
+  readonly type: string;
+  readonly description: string;
+  readonly options: Readonly<Record<string, string>>;
+  readonly local: boolean;
+  readonly path: string;
+}
+
 export interface MountEntry {
   readonly type: string;
   readonly description?: string;

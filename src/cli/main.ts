@@ -22,6 +22,7 @@ import { register as registerOperator } from './commands/operator.js';
 import { register as registerPathHelp } from './commands/path-help.js';
 import { register as registerRead } from './commands/read.js';
 import { register as registerSecrets } from './commands/secrets.js';
+import { register as registerAudit } from './commands/audit.js';
 import { register as registerServer } from './commands/server.js';
 import { register as registerStatus } from './commands/status.js';
 import { register as registerToken } from './commands/token.js';
@@ -61,6 +62,7 @@ function program(ctx: Context): Command {
     registerList,
     registerKv,
     registerSecrets,
+    registerAudit,
     registerLogin,
     registerPathHelp,
     registerLicense,

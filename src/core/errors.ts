@@ -19,6 +19,7 @@ export const ErrorCode = {
   drSecondary: 'dr_secondary',
   licenseRequired: 'license_required',
   storageFailed: 'storage_failed',
+  auditFailed: 'audit_failed',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -150,6 +151,16 @@ export class LicenseRequired extends TesseraError {
 export class Internal extends TesseraError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(ErrorCode.internal, message, options);
+  }
+}
+
+/**
+ * 500: no enabled audit device could record a request (it was refused and nothing was done) or
+ * its response (the operation was applied); the message says which, and is shown to the client.
+ */
+export class AuditFailed extends TesseraError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.auditFailed, message, options);
   }
 }
 

@@ -22,6 +22,8 @@ import { parseFields } from './fields.js';
 import { bare, emptyList, envelope, injectedEnvelope, type Reply, type StreamSource } from './reply.js';
 import { helpBody, routeHelp, wantsHelp } from './help.js';
 import { findRoute, type Match, type Route } from './route.js';
+import { audited, deniedAudited } from './audit.js';
+import type { AuditTrail } from '../vault/audit/trail.js';
 
 /** What the HTTP layer needs from the vault core (which implements it). */
 export interface CoreServices {
@@ -36,6 +38,8 @@ export interface CoreServices {
   wrap(reply: { data: Record<string, unknown> | null; auth?: Record<string, unknown> | null }, ttlSeconds: number, creationPath: string): Promise<Record<string, unknown>>;
   /** Path help of a path under a mounted engine (`?help=1`); undefined when no mount serves it. */
   engineHelp(namespace: string, path: string): Promise<PathHelp | undefined>;
+  /** The audit devices every request goes through (absent: nothing audited). */
+  readonly auditTrail?: AuditTrail;
 }
 
 /** What the HTTP layer needs from replication (its unit's `requests` facet implements it). */
@@ -66,6 +70,7 @@ export function composeServices(core: CoreServices, gates: ReplicationGates): Se
     logical: (namespace, path, operation, data) => core.logical(namespace, path, operation, data),
     wrap: (reply, ttlSeconds, creationPath) => core.wrap(reply, ttlSeconds, creationPath),
     engineHelp: (namespace, path) => core.engineHelp(namespace, path),
+    ...(core.auditTrail ? { auditTrail: core.auditTrail } : {}),
     drSecondary: () => gates.drSecondary(),
     ...(gates.forwardWrite ? { forwardWrite: gates.forwardWrite } : {}),
     ...(gates.visible ? { visible: () => gates.visible?.() } : {}),
@@ -252,18 +257,22 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
     let caller: Caller | undefined;
     if (!forwarded && (route.access === 'token' || route.access === 'sudo')) {
       const sudo = route.access === 'sudo';
-      caller = await services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, sudo));
+      caller = await deniedAudited(services.auditTrail, { req, namespace, path }, () => services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, sudo)));
     }
     if (route.license) services.requireLicense(route.license.feature, route.license.hostedOk === true);
     const query = req.operation === 'read' || req.operation === 'list';
     const { data, warnings } = parseFields(spec.fields, query ? req.query : req.body, { warnUnknown: !query });
     const run = async (): Promise<Reply> => withWarnings(await spec.handler({ req, params, fields: data, caller, namespace }), warnings);
     // Only what a client token authorized here may go on to the primary.
-    return { reply: tokenRoute && !forwarded ? await forwardable(services, req, run) : await run(), path };
+    const go = (): Promise<Reply> => (tokenRoute && !forwarded ? forwardable(services, req, run) : run());
+    // Status reads no token authorizes (health, seal status, leader, replication status) are not audited, as in Vault.
+    const unaudited = route.whileSealed === true || (route.access === 'public' && (req.operation === 'read' || req.operation === 'list'));
+    const trail = unaudited ? undefined : services.auditTrail;
+    return { reply: await audited(trail, { req, namespace, path, caller, ...(forwarded ? { forwardedFrom: authority.secondaryId } : {}) }, go), path };
   }
 
   if (path === 'sys' || path.startsWith('sys/') || path.startsWith('auth/')) throw new NotFound([`unsupported path: ${path.slice(0, 128)}`]);
-  if (!forwarded) await services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, false));
+  const caller = forwarded ? undefined : await deniedAudited(services.auditTrail, { req, namespace, path }, () => services.authenticate(req.token, namespace, (c) => authorize(c, namespace, path, req.operation, false)));
   // Without `list` (the ?list=true flag), by rest copy: `delete` would leave a slow dictionary-mode object.
   const { list: _list, ...data }: Record<string, unknown> = req.operation === 'read' || req.operation === 'list' ? req.query : req.body;
   const run = async (): Promise<Reply> => {
@@ -278,7 +287,8 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
       throw e;
     }
   };
-  return { reply: forwarded ? await run() : await forwardable(services, req, run), path };
+  const go = (): Promise<Reply> => (forwarded ? run() : forwardable(services, req, run));
+  return { reply: await audited(services.auditTrail, { req, namespace, path, caller, ...(forwarded ? { forwardedFrom: authority.secondaryId } : {}) }, go), path };
 }
 
 /**

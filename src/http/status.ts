@@ -18,6 +18,7 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.unavailable]: 503,
   [ErrorCode.storageFailed]: 503,
   [ErrorCode.internal]: 500,
+  [ErrorCode.auditFailed]: 500,
 };
 
 export function errorReply(e: unknown): { status: number; body: { errors: string[] }; internal: boolean } {

@@ -52,6 +52,7 @@ const fullExpected: Omit<Config, 'source' | 'warnings'> = {
   logLevel: 'debug',
   replication: { walMaxEntries: 5000, walMaxBytes: 1048576 },
   leases: { maxTtl: 48 * 3600, defaultTtl: 5400 },
+  auditDir: '/var/lib/tessera/audit',
 };
 
 const minimal = 'storage "inmem" {}\nlistener "tcp" {\n  tls_disable = true\n}\n';
@@ -118,8 +119,14 @@ replication { wal_max_entries = 100000  wal_max_bytes = 268435456 }   # our addi
       logLevel: 'info',
       replication: { walMaxEntries: 100000, walMaxBytes: 268435456 },
       leases: { maxTtl: 768 * 3600, defaultTtl: 768 * 3600 },
+      auditDir: undefined,
       warnings: [],
     });
+  });
+
+  it('reads audit_dir (absolute only)', () => {
+    expect(parseConfigText(`${minimal}audit_dir = "/var/log/tessera"\n`, 'a.hcl').auditDir).toBe('/var/log/tessera');
+    expect(configError(`${minimal}audit_dir = "logs"\n`).message).toMatch(/audit_dir: expected an absolute directory path/);
   });
 
   it('bounds leases: an unset default follows a smaller max_lease_ttl', () => {

@@ -50,6 +50,8 @@ export interface Config {
   readonly replication: ReplicationConfig;
   /** `max_lease_ttl` and `default_lease_ttl` (768h each unless set). */
   readonly leases: LeaseConfig;
+  /** `audit_dir`: where this node's file audit devices may write; default `<leveldb path>/audit`, none on PostgreSQL unless set. */
+  readonly auditDir: string | undefined;
   /** One line per ignored key, "FILE: key.path: ...". */
   readonly warnings: readonly string[];
 }
@@ -150,6 +152,7 @@ const topSchema = z.object({
   log_level: z.enum(['trace', 'debug', 'info', 'warn', 'warning', 'error']).default('info'),
   max_lease_ttl: leaseDuration.optional(),
   default_lease_ttl: leaseDuration.optional(),
+  audit_dir: z.string().refine((v) => v.startsWith('/'), 'expected an absolute directory path').optional(),
 });
 const blockKeys = ['storage', 'listener', 'replication'];
 
@@ -204,6 +207,7 @@ function validate(tree: Record<string, unknown>, file: string): Config {
     logLevel: top.log_level === 'warning' ? 'warn' : top.log_level,
     replication,
     leases,
+    auditDir: top.audit_dir ?? (storage.type === 'leveldb' ? `${storage.path.replace(/\/+$/, '')}/audit` : undefined),
     warnings: Object.freeze(warnings),
   };
 }

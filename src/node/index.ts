@@ -50,6 +50,7 @@ export function toNodeConfig(c: Config): NodeConfig {
     walMaxEntries: c.replication.walMaxEntries,
     walMaxBytes: c.replication.walMaxBytes,
     leases: c.leases,
+    ...(c.auditDir !== undefined ? { auditDir: c.auditDir } : {}),
   };
 }
 
@@ -107,6 +108,9 @@ export async function runServer(opts: ServerOptions): Promise<void> {
   }
 
   const reload = async () => {
+    // Log rotation: every audit file closed and opened again at its path (a moved file is left as it is).
+    await node.core.audit.reopen();
+    logger.info('audit devices reopened');
     if (opts.dev || !opts.configPath) return;
     try {
       const next = await loadConfig(opts.configPath);

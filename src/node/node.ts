@@ -10,6 +10,7 @@
  *   node.apiAddr // 'http://127.0.0.1:8200'
  *   await node.stop();
  */
+import { join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { forwardedExecutor } from '../http/forwarded.js';
@@ -57,6 +58,8 @@ export interface NodeConfig {
   readonly leases?: { readonly maxTtl: number; readonly defaultTtl: number };
   /** Performance secondary: how long a forwarded write's answer waits to be applied here (ms, default 2000). */
   readonly forwardWaitMs?: number;
+  /** Where file audit devices may write (config `audit_dir`); `<storagePath>/audit` for LevelDB when unset. */
+  readonly auditDir?: string;
 }
 
 export interface RunningNode {
@@ -272,7 +275,7 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
   const license = await loadNodeLicense(config, now, log);
   // Made before the core and every observer: the core announces its seal, they follow it.
   const lifecycle = new SealLifecycle();
-  const core = new VaultCore({ storage: engine, seal, license: license.view, hosted: config.hosted, now, lifecycle, ...(config.leases ? { ttlLimits: config.leases } : {}) });
+  const core = new VaultCore({ storage: engine, seal, license: license.view, hosted: config.hosted, now, lifecycle, auditDir: config.auditDir ?? (config.postgresql ? undefined : join(config.storagePath, 'audit')), auditWarn: (f, m) => log.warn(f, m), ...(config.leases ? { ttlLimits: config.leases } : {}) });
   await core.start();
   let apiAddr = config.apiAddr;
   // An HA node names its cluster address in the lock row before it listens: it must be concrete.

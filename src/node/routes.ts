@@ -6,6 +6,7 @@ import type { Route } from '../http/route.js';
 import type { StaticSiteSpec } from '../http/static.js';
 import { authMethodRoutes } from '../http/routes/auth-methods.js';
 import { mountRoutes } from '../http/routes/mounts.js';
+import { auditRoutes } from '../http/routes/audit.js';
 import { namespaceRoutes } from '../http/routes/namespaces.js';
 import { policyRoutes } from '../http/routes/policies.js';
 import { drOperationTokenRoutes } from '../http/routes/dr-operation-token.js';
@@ -53,6 +54,7 @@ export function nodeRoutes(core: VaultCore, facts: NodeFacts, repl: ReplicationU
     ...policyRoutes(core.policies),
     ...namespaceRoutes(core.namespaces, core.mounts, core.auth),
     ...mountRoutes(core.mounts, core.ttlLimits),
+    ...auditRoutes(core.audit),
     ...cubbyholeRoutes(new Cubbyhole(() => core.store()), core.tokens),
   ];
 }

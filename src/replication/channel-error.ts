@@ -104,6 +104,7 @@ const REASON_OF_SERVICE_CODE: Record<ErrorCode, ChannelReason> = {
   [ErrorCode.rateLimited]: ChannelReason.unavailable,
   [ErrorCode.payloadTooLarge]: ChannelReason.unavailable,
   [ErrorCode.internal]: ChannelReason.internal,
+  [ErrorCode.auditFailed]: ChannelReason.internal,
   [ErrorCode.drSecondary]: ChannelReason.failedPrecondition,
   [ErrorCode.licenseRequired]: ChannelReason.failedPrecondition,
 };

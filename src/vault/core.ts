@@ -25,6 +25,8 @@ import { Wrapping } from './wrapping.js';
 import { SealLifecycle, type OpenedContext } from './lifecycle.js';
 import { KeyService, type KeyStore } from './keys.js';
 import { Rekey } from '../seal/rekey.js';
+import { AuditDevices } from './audit/devices.js';
+import type { AuditTrail } from './audit/trail.js';
 
 /** Replicated, as Vault's `core/unseal-keys-backup`: the PGP-encrypted shares of the last rekey with `backup`. */
 export const REKEY_BACKUP_KEY = 'core/unseal-keys-backup';
@@ -50,6 +52,10 @@ export interface CoreOptions {
   readonly ttlLimits?: TtlLimits;
   /** Told after every unseal and before every seal; a core of its own when not given. */
   readonly lifecycle?: SealLifecycle;
+  /** Where this node's file audit devices may write (config `audit_dir`); none: stdout and discard only. */
+  readonly auditDir?: string;
+  /** Told when an audit device cannot be opened or written here (never a secret). */
+  readonly auditWarn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
 export class VaultCore {
@@ -67,6 +73,10 @@ export class VaultCore {
   readonly keys: KeyService;
   /** sys/rekey/*: progress in memory, cancelled by a seal. */
   readonly rekey: Rekey;
+  /** sys/audit: the enabled audit devices and this node's open files. */
+  readonly audit: AuditDevices;
+  /** What the dispatcher audits every request through. */
+  readonly auditTrail: AuditTrail;
   private secure: Store | undefined;
   private isInitialized = false;
   private readonly engines: Record<1 | 2, SecretsEngine>;
@@ -80,6 +90,16 @@ export class VaultCore {
     this.namespaces = new Namespaces(store, (parent, name) => this.mounts.list(parent).find((m) => m.path.startsWith(name))?.path);
     this.mounts = new Mounts(store, (path) => this.namespaces.exists(path));
     this.policies = new Policies(store);
+    this.audit = new AuditDevices(store, { auditDir: opts.auditDir, ...(opts.auditWarn ? { warn: opts.auditWarn } : {}) });
+    this.auditTrail = {
+      enabled: () => this.audit.enabled(),
+      logRequest: (i, error) => this.audit.logRequest(i, error),
+      logResponse: (i, o) => this.audit.logResponse(i, o),
+      mountOf: (namespace, path) => {
+        const hit = this.mounts.resolve(namespace, path);
+        return hit ? { type: hit.entry.type, point: hit.entry.path, accessor: hit.entry.accessor } : undefined;
+      },
+    };
     const lazy: Store = {
       get: (k) => this.store().get(k),
       list: (p) => this.store().list(p),
@@ -153,6 +173,7 @@ export class VaultCore {
   async sealNow(): Promise<void> {
     if (this.secure !== undefined) await this.lifecycle.sealing();
     await this.seal.seal();
+    await this.audit.close();
     this.secure = undefined;
     this.loaded = false;
   }
@@ -177,6 +198,8 @@ export class VaultCore {
     await this.namespaces.load();
     await this.mounts.load();
     this.policies.load();
+    // Each node opens its own file for every device of the table (unseal, reload, activation).
+    await this.audit.load();
   }
 
   /**

@@ -1,12 +1,15 @@
 /**
  * The built CLI against a real dev node process: the commands an operator reaches for beyond
  * read/write (kv list|delete|patch|metadata, secrets enable|disable|list, login, version,
- * -wrap-ttl, write with @file and a JSON body on stdin, token renew|lookup) and the suggestions for
- * mistyped commands.
+ * -wrap-ttl, write with @file and a JSON body on stdin, token renew|lookup, audit
+ * enable|disable|list with the file device's lines, SIGHUP reopening them, and hvac's audit calls)
+ * and the suggestions for mistyped commands.
  */
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runCli, useHarness, vault, type StartedNode } from '../harness/index.js';
+import { eventually } from '../harness/eventually.js';
+import { runHvac } from '../harness/hvac.js';
 
 const h = useHarness();
 let node: StartedNode;
@@ -132,3 +135,56 @@ test('version, and suggestions for mistyped commands', async () => {
   expect(typo.code).toBe(2);
   expect(typo.stderr).toMatch(/Did you mean status\?/);
 });
+
+test('audit enable, list and disable; file lines hash every secret (log_raw keeps them); SIGHUP reopens; hvac audit calls', async () => {
+  const dir = join(node.dataDir, 'data', 'audit');
+  expect(await cli(['audit', 'enable', '-path=e2e', '-description=e2e trail', 'file', 'file_path=e2e.log'])).toMatchObject({ code: 0, stdout: 'Success! Enabled the file audit device at: e2e/\n' });
+  expect((await cli(['audit', 'enable', '-path=raw', 'file', 'file_path=raw.log', 'log_raw=true'])).code).toBe(0);
+  expect((await cli(['audit', 'list', '-detailed'])).stdout).toMatch(/^e2e\/\s+file\s+e2e trail\s+replicated\s+map\[file_path:e2e.log\]$/m);
+  const outside = await cli(['audit', 'enable', '-path=bad', 'file', 'file_path=/etc/evil.log']);
+  expect(outside.code).toBe(1);
+  expect(outside.stderr).toMatch(/outside this node's audit directory/);
+
+  const root = vault(node.apiAddr, node.rootToken!);
+  const secret = 'e2e-secret-value-42';
+  const password = 'e2e-password-9';
+  expect((await root.request('POST', 'secret/data/audit-e2e', { body: { data: { pw: secret } } })).status).toBe(200);
+  expect((await root.request('GET', 'secret/data/audit-e2e')).body.data.data.pw).toBe(secret);
+  expect((await root.request('POST', 'sys/auth/userpass', { body: { type: 'userpass' } })).status).toBe(204);
+  expect((await root.request('POST', 'auth/userpass/users/ada', { body: { password, policies: 'default' } })).status).toBe(204);
+  const login = (await vault(node.apiAddr).request('POST', 'auth/userpass/login/ada', { body: { password } })).body.auth;
+  const child = (await root.request('POST', 'auth/token/create', { body: { policies: ['default'] } })).body.auth;
+
+  const text = await readFile(join(dir, 'e2e.log'), 'utf8');
+  const entries = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { type: string; request: { id: string } });
+  const byId = new Map<string, string[]>();
+  for (const e of entries) byId.set(e.request.id, [...(byId.get(e.request.id) ?? []), e.type]);
+  expect(byId.size).toBeGreaterThanOrEqual(6);
+  for (const types of byId.values()) expect(types).toEqual(['request', 'response']);
+  for (const clear of [secret, password, node.rootToken!, login.client_token, login.accessor, child.client_token, child.accessor]) expect(text).not.toContain(clear);
+  const raw = await readFile(join(dir, 'raw.log'), 'utf8');
+  for (const clear of [secret, password, login.client_token]) expect(raw).toContain(clear);
+
+  // Rotation: the file moved away, SIGHUP, new lines land in a new file at the path.
+  await rename(join(dir, 'e2e.log'), join(dir, 'e2e.log.1'));
+  const moved = (await readFile(join(dir, 'e2e.log.1'), 'utf8')).length;
+  process.kill(node.pid, 'SIGHUP');
+  await eventually(async () => {
+    expect((await root.request('GET', 'sys/mounts')).status).toBe(200);
+    expect(await readFile(join(dir, 'e2e.log'), 'utf8')).toMatch(/"path":"sys\/mounts"/);
+  });
+  const before = (await readFile(join(dir, 'e2e.log.1'), 'utf8')).length;
+  expect((await root.request('GET', 'sys/mounts')).status).toBe(200);
+  expect((await readFile(join(dir, 'e2e.log.1'), 'utf8')).length).toBe(before);
+  expect(before).toBeGreaterThanOrEqual(moved);
+
+  const seen = await runHvac('audit.py', node.apiAddr, 45_000, [node.rootToken!]);
+  expect(seen).toMatchObject({ listed: { type: 'file', description: 'hvac device', options: { file_path: 'hv.log' }, local: false, path: 'hv/' }, listed_top: 'file', after_disable: ['e2e/', 'raw/'] });
+  const hv = await readFile(join(dir, 'hv.log'), 'utf8');
+  expect(hv).toContain(seen.hash as string);
+  expect(hv).not.toContain('hvac-secret-value-7');
+
+  expect((await cli(['audit', 'disable', 'e2e'])).stdout).toBe('Success! Disabled audit device (if it was enabled) at: e2e/\n');
+  expect((await cli(['audit', 'disable', 'raw/'])).code).toBe(0);
+  expect((await cli(['audit', 'list'])).stdout).toBe('No audit devices are enabled.\n');
+}, 60_000);

@@ -12,10 +12,10 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 const PYTHON = process.env.TESSERA_HVAC_PYTHON ?? '/usr/bin/python3';
 
-export async function runHvac(script: string, apiAddr: string, timeoutMs = 45_000): Promise<Record<string, unknown>> {
+export async function runHvac(script: string, apiAddr: string, timeoutMs = 45_000, args: readonly string[] = []): Promise<Record<string, unknown>> {
   const path = fileURLToPath(new URL(`../e2e/hvac/${script}`, import.meta.url));
   try {
-    const { stdout } = await run(PYTHON, [path, apiAddr], { timeout: timeoutMs });
+    const { stdout } = await run(PYTHON, [path, apiAddr, ...args], { timeout: timeoutMs });
     return JSON.parse(stdout) as Record<string, unknown>;
   } catch (e) {
     const err = e as { stderr?: string; message: string };

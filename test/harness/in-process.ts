@@ -25,6 +25,8 @@ export interface InProcessOptions {
   readonly clusterAddr?: string;
   /** Performance secondary: how long a forwarded write's answer waits to be applied (ms). */
   readonly forwardWaitMs?: number;
+  /** Config `audit_dir` (default HOME/data/audit). */
+  readonly auditDir?: string;
   /** Storage on this PostgreSQL (e.g. test/support/postgres.ts) instead of HOME/data; table vault_kv_store unless given. */
   /** `haLeaseTtlMs`: the HA lease (default 2 s); in-process nodes share jest's event loop, so a longer one tolerates its stalls. */
   readonly postgresql?: { readonly connectionUrl: string; readonly table?: string; readonly haEnabled?: boolean; readonly haLeaseTtlMs?: number };
@@ -73,6 +75,7 @@ export async function startInProcess(opts: InProcessOptions, home: InProcessHome
     walMaxEntries: opts.walMaxEntries ?? 10_000,
     walMaxBytes: 64 * 1024 * 1024,
     ...(opts.forwardWaitMs !== undefined ? { forwardWaitMs: opts.forwardWaitMs } : {}),
+    ...(opts.auditDir !== undefined ? { auditDir: opts.auditDir } : {}),
     ...(opts.postgresql !== undefined
       ? { postgresql: { connectionUrl: opts.postgresql.connectionUrl, table: opts.postgresql.table ?? 'vault_kv_store', haEnabled: opts.postgresql.haEnabled === true, haTable: 'vault_ha_locks', ...(opts.postgresql.haLeaseTtlMs !== undefined ? { haLeaseTtlMs: opts.postgresql.haLeaseTtlMs } : {}) } }
       : {}),

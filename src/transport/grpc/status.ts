@@ -25,6 +25,7 @@ const STATUS_OF_CODE: Record<ErrorCode, Status> = {
   [ErrorCode.rateLimited]: Status.RESOURCE_EXHAUSTED,
   [ErrorCode.payloadTooLarge]: Status.RESOURCE_EXHAUSTED,
   [ErrorCode.internal]: Status.INTERNAL,
+  [ErrorCode.auditFailed]: Status.INTERNAL,
   [ErrorCode.drSecondary]: Status.FAILED_PRECONDITION,
   [ErrorCode.licenseRequired]: Status.FAILED_PRECONDITION,
 };
