@@ -60,6 +60,8 @@ export interface NodeConfig {
   readonly forwardWaitMs?: number;
   /** Where file audit devices may write (config `audit_dir`); `<storagePath>/audit` for LevelDB when unset. */
   readonly auditDir?: string;
+  /** How often the active node revokes expired tokens (ms; default 60 s; 0: never, for tests that compare states over time). */
+  readonly tokenTidyMs?: number;
 }
 
 export interface RunningNode {
@@ -328,10 +330,14 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
   // once it answers the node reloads and writes again (HA nodes do this by stepping down).
   const recover = config.postgresql !== undefined && ha === undefined ? recoverOnReload(engine, core, log) : undefined;
 
-  const tidy = setInterval(() => {
-    if (!core.sealed() && (ha === undefined || ha.controller.isActive())) core.tokens.tidy().catch((e: unknown) => log.warn({ err: e }, 'token tidy failed'));
-  }, 60_000);
-  tidy.unref();
+  const tidyMs = config.tokenTidyMs ?? 60_000;
+  const tidy =
+    tidyMs > 0
+      ? setInterval(() => {
+          if (!core.sealed() && (ha === undefined || ha.controller.isActive())) core.tokens.tidy().catch((e: unknown) => log.warn({ err: e }, 'token tidy failed'));
+        }, tidyMs)
+      : undefined;
+  tidy?.unref();
   const server = http;
 
   return {

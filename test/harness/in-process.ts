@@ -27,6 +27,8 @@ export interface InProcessOptions {
   readonly forwardWaitMs?: number;
   /** Config `audit_dir` (default HOME/data/audit). */
   readonly auditDir?: string;
+  /** The token tidy's interval (ms; 0: never). */
+  readonly tokenTidyMs?: number;
   /** Storage on this PostgreSQL (e.g. test/support/postgres.ts) instead of HOME/data; table vault_kv_store unless given. */
   /** `haLeaseTtlMs`: the HA lease (default 2 s); in-process nodes share jest's event loop, so a longer one tolerates its stalls. */
   readonly postgresql?: { readonly connectionUrl: string; readonly table?: string; readonly haEnabled?: boolean; readonly haLeaseTtlMs?: number };
@@ -76,6 +78,7 @@ export async function startInProcess(opts: InProcessOptions, home: InProcessHome
     walMaxBytes: 64 * 1024 * 1024,
     ...(opts.forwardWaitMs !== undefined ? { forwardWaitMs: opts.forwardWaitMs } : {}),
     ...(opts.auditDir !== undefined ? { auditDir: opts.auditDir } : {}),
+    ...(opts.tokenTidyMs !== undefined ? { tokenTidyMs: opts.tokenTidyMs } : {}),
     ...(opts.postgresql !== undefined
       ? { postgresql: { connectionUrl: opts.postgresql.connectionUrl, table: opts.postgresql.table ?? 'vault_kv_store', haEnabled: opts.postgresql.haEnabled === true, haTable: 'vault_ha_locks', ...(opts.postgresql.haLeaseTtlMs !== undefined ? { haLeaseTtlMs: opts.postgresql.haLeaseTtlMs } : {}) } }
       : {}),
