@@ -53,6 +53,7 @@ const fullExpected: Omit<Config, 'source' | 'warnings'> = {
   replication: { walMaxEntries: 5000, walMaxBytes: 1048576 },
   leases: { maxTtl: 48 * 3600, defaultTtl: 5400 },
   auditDir: '/var/lib/tessera/audit',
+  disablePerformanceStandby: false,
 };
 
 const minimal = 'storage "inmem" {}\nlistener "tcp" {\n  tls_disable = true\n}\n';

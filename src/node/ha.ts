@@ -18,7 +18,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { Unavailable } from '../core/errors.js';
+import { StandbyWriteRefused, Unavailable } from '../core/errors.js';
 import { leaseOptions, type LeaseOptions } from '../core/ha/lease.js';
 import { VERSION } from '../core/version.js';
 import { HaController } from '../ha/controller.js';
@@ -29,12 +29,13 @@ import { LEADER_PROBE, VerifiedLeader } from '../ha/verified-leader.js';
 import type { HaFacts, HaNodeInfo } from '../http/routes/ha.js';
 import { ZERO_TIME } from '../http/routes/ha.js';
 import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
-import { CoalescedReload, recordedModes, standbyRegistrations, type RecordedModes, type ReplicationUnit } from '../replication/index.js';
+import { recordedModes, standbyRegistrations, type RecordedModes, type ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
 import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
 import { connectHa, type ClusterServer } from '../transport/grpc/index.js';
-import type { VaultCore } from '../vault/core.js';
+import { cachesDeriveFrom, type VaultCore } from '../vault/core.js';
+import { StandbyReads } from '../ha/standby-reads.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
 import { HaDoor } from './ha-door.js';
 
@@ -147,6 +148,8 @@ export interface WireHaOptions {
   readonly execute: () => ((req: RawRequest) => Promise<RawReply>) | undefined;
   readonly log: Logger;
   readonly now: () => number;
+  /** Standbys answer reads themselves (config `disable_performance_standby` false). */
+  readonly performanceStandby: boolean;
 }
 
 export function wireHa(o: WireHaOptions): NodeHa {
@@ -157,7 +160,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     const apiAddr = o.apiAddr();
     return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION, instance };
   };
-  const standbyRefusal = (): Error => new Unavailable('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
+  const standbyRefusal = (): Error => new StandbyWriteRefused('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
   let serving: { close(): Promise<void> } | undefined;
   // A standby answers secondaries on its cluster port with where the active node is (ha-door.ts).
   const door = new HaDoor({
@@ -244,6 +247,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
       if (v.mode === 'active') return controller.isActive() ? undefined : { starting: () => controller.untilServing(30_000) };
       return { leader: v.leaderRow === undefined ? undefined : { apiAddr: v.leaderRow.apiAddr, clusterAddr: v.leaderRow.clusterAddr } };
     },
+    // Not a DR secondary's standby (it answers no reads), and only once the replication state is known.
+    servesReads: () => o.performanceStandby && isStandby() && replicationSeen !== undefined && replicationSeen.dr !== 'secondary' && o.engine.failure() === undefined,
+    current: () => reads.current(),
     findLeader: async () => {
       const row = await o.fence.lease.leader();
       return row === undefined || row.holder === me().holder ? undefined : { apiAddr: row.apiAddr, clusterAddr: row.clusterAddr };
@@ -301,16 +307,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
     return mode === 'standby' || mode === 'cooldown';
   };
 
-  // A standby answers a token itself only on its local paths (sys/seal, sys/metrics): its caches
-  // (policies, mounts, namespaces) are reloaded from the database first, so what the active node
-  // answered before the request came is in force. Reads on a standby go past the engine's cache.
-  const caches = new CoalescedReload(() => o.core.reload(), (e) => o.log.warn({ err: (e as Error).message }, 'HA: reloading the standby\'s caches failed'));
-  o.core.beforeTokenCheck(() => {
-    if (!isStandby()) return undefined;
-    return caches.fresh().catch((e: unknown) => {
-      throw new Unavailable(`this standby could not read the current policies and mounts from storage (${(e as Error).message}); nothing was done: retry`);
-    });
-  });
+  // A performance standby answers reads itself once current (standby-reads.ts): its engine
+  // follows the shared database and its caches are read again when what it follows names them.
+  const reads = new StandbyReads({ follow: () => o.engine.follow(), reloadCaches: () => o.core.reload(), cachesDeriveFrom });
 
   // A standby keeps its engine near the active node's writes, so becoming active reads little,
   // and reads the replication state the active node keeps (sys/health shows it).
@@ -318,7 +317,10 @@ export function wireHa(o: WireHaOptions): NodeHa {
   let followTimer: NodeJS.Timeout | undefined;
   let replicationSeen: RecordedModes | undefined;
   controller.onChange(() => {
-    if (!isStandby()) replicationSeen = undefined;
+    if (!isStandby()) {
+      replicationSeen = undefined;
+      reads.invalidate();
+    }
   });
   const follow = (): void => {
     if (following !== undefined || !isStandby()) return;
@@ -328,8 +330,10 @@ export function wireHa(o: WireHaOptions): NodeHa {
       // fail-closed state until it steps down and reloads).
       if (o.engine.failure() !== undefined) {
         await o.engine.reload();
+        reads.invalidate();
         o.log.info('HA: storage answers again; this standby reloaded its state from PostgreSQL');
-      } else await o.engine.follow();
+      }
+      await reads.current();
       const seen = await recordedModes(o.core.store());
       replicationSeen = isStandby() ? seen : undefined;
     })()

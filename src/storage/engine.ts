@@ -26,6 +26,7 @@
  * check and reindex rejects with it (StorageFailed, 503), and reads keep being served where the
  * medium still answers. Recovery is a restart of the node (see fault-guard.ts).
  */
+import { randomBytes } from 'node:crypto';
 import { InvalidRequest, type StorageFailed } from '../core/errors.js';
 import type { CorruptionReport, Tree } from '../core/merkle.js';
 import { genesisGuard, verifyChain, type Guard, type WalEntry, type WalOp } from '../core/wal.js';
@@ -37,13 +38,14 @@ import { assertWithinContract } from './contract.js';
 import { countPageRecords, finishPlan, opBytes, planCommit, planEntries, type CommitTxn, type IndexState } from './commit-plan.js';
 import type { EngineOptions, ReindexRequest } from './engine-options.js';
 import { JobChain } from './job-chain.js';
-import { Keys, assertClass, assertLogicalKey, listChildren } from './keyspace.js';
+import { KeyClass, Keys, assertClass, assertLogicalKey, classify, listChildren } from './keyspace.js';
 import { MerkleIndex } from './merkle-index.js';
 import { BatchPlan, keysIn, loadTrees, readLeaves, type DirtyPages, type Leaf, type Trees } from './merkle-store.js';
 import { PinnedSnapshot, readValue, treeHashes, type MerkleView } from './merkle-view.js';
 import { ReadCache } from './read-cache.js';
 import { HOLD_BYTES_FACTOR, WalHolds, type WalHold } from './wal-holds.js';
 import { catchUp, type LoadedState } from './catch-up.js';
+import { installedBetween, probeStorage, sameProbe } from './follow-probe.js';
 import { WalTail, type TailPlan, type WalBounds } from './wal-tail.js';
 import { WriteGate } from './write-gate.js';
 
@@ -69,6 +71,17 @@ export interface RecordWatch {
 /** How reload() or follow() brought memory up to storage: from the entries since (and the subpages they touched), or by loading everything. */
 export type ReloadResult = { readonly from: 'catch-up'; readonly entries: number; readonly subpages: number; readonly verified?: boolean } | { readonly from: 'full load' };
 
+/**
+ * What follow() found: nothing new, or the keys the new entries wrote; `known` false when keys
+ * changed that no entry names (the WAL replaced, an install, unverified roots): then every cached
+ * value went, and whatever a caller derived from storage must be read again.
+ */
+export type Followed =
+  | { readonly from: 'nothing new'; readonly keys: readonly string[]; readonly known: true }
+  | (ReloadResult & { readonly keys: readonly string[]; readonly known: boolean });
+
+const NOTHING_NEW: Followed = { from: 'nothing new', keys: [], known: true };
+
 export class StorageEngine implements RawStore, MerkleView {
   /** The serial chain every state-changing job runs on, and the closed / failed admission check. */
   private readonly jobs: JobChain;
@@ -85,6 +98,8 @@ export class StorageEngine implements RawStore, MerkleView {
   /** Set while this node is an HA standby: every write refuses with it before reaching storage. */
   private standbyRefusal: (() => Error) | undefined;
   private watch: RecordWatch | undefined;
+  /** The WAL meta and roots as stored when follow() last brought memory up to them. */
+  private seen: Buffer[] | undefined;
 
   private constructor(
     private readonly backend: FaultGuard,
@@ -312,19 +327,41 @@ export class StorageEngine implements RawStore, MerkleView {
   }
 
   /**
-   * HA standby: brings the WAL tail and the Merkle index toward what the active node has written,
-   * reading only the entries since the last call and the pages they touch (catch-up.ts), so that
-   * becoming active (reload) reads little. Adopted unverified, since the active node writes
-   * meanwhile; reload verifies. Storage faults propagate and change nothing.
+   * HA standby: brings the WAL tail, the Merkle index and the read cache up to what the active
+   * node has written. One read of the WAL meta and both roots says whether anything changed since
+   * the last call (one round trip on PostgreSQL); if so, only the entries since are read
+   * (catch-up.ts) and every key they wrote takes its new value in the cache, so a standby serves
+   * reads from memory and is current as of the moment this call began. What the entries cannot
+   * name (the WAL replaced, data installed outside it by a Merkle sync) clears the whole cache.
+   * Storage faults propagate and change nothing.
    */
-  async follow(): Promise<ReloadResult | undefined> {
+  async follow(): Promise<Followed> {
     this.jobs.assertOpen();
     return this.jobs.run(async () => {
+      const now = await probeStorage(this.backend);
+      const before = this.seen;
+      if (before !== undefined && sameProbe(now, before)) return NOTHING_NEW;
       const caught = await catchUp(this.backend, this.loaded());
-      if (caught === undefined) return undefined;
+      if (caught === undefined) {
+        const tail = await WalTail.load(this.backend);
+        const { trees, dirty } = await loadTrees(this.backend);
+        this.tail = tail;
+        this.index.replace(trees, dirty);
+        this.cache.clear();
+        this.seen = now;
+        return { from: 'full load', keys: [], known: false };
+      }
       this.tail = caught.tail;
       this.index.replace(caught.trees, caught.dirty);
-      return { from: 'catch-up', entries: caught.entries, subpages: caught.subpages, verified: caught.verified };
+      for (const ops of caught.ops) this.cache.applied(ops);
+      // Entries name every key they wrote, except what an install wrote outside the WAL (its mark
+      // moved) and, on a first follow, what changed before it. Roots that do not verify without
+      // an install are commits racing the reads: their entries come with the next follow, and a
+      // value the cache took from storage meanwhile is theirs or newer.
+      const known = before !== undefined && !installedBetween(now, before);
+      if (!known) this.cache.clear();
+      this.seen = now;
+      return { from: 'catch-up', entries: caught.entries, subpages: caught.subpages, verified: caught.verified, keys: caught.ops.flatMap((ops) => ops.map((op) => op.key)), known };
     });
   }
 
@@ -432,6 +469,8 @@ export class StorageEngine implements RawStore, MerkleView {
     assertClass(extra, 'node');
     return this.jobs.runWrite(async () => {
       const { plan } = await planEntries(this.backend, this.index.trees, [], [...ops, ...extra]);
+      // HA standbys learn from it that data changed that no WAL entry names (follow-probe.ts).
+      plan.raw({ type: 'put', key: Keys.installMark, value: randomBytes(8) });
       const watched = this.plannedWatch(plan, ops);
       await this.write(plan, guard === undefined ? undefined : this.tail.planReset(guard), 1, watched?.after);
     });
@@ -490,8 +529,9 @@ export class StorageEngine implements RawStore, MerkleView {
   /** Live reads (no `view`) go through the read cache; the buffer returned must not be modified. */
   readRaw(key: string, view?: ReadView): Promise<Buffer | undefined> {
     if (view !== undefined) return readValue(view, key);
-    // A standby's cache would not see the active node's writes: its reads go to storage.
-    if (this.standbyRefusal !== undefined) return readValue(this.backend, key);
+    // A standby's cache follows the active node's writes through the WAL (follow()); node-class
+    // keys are in no WAL entry, so a standby reads them from storage.
+    if (this.standbyRefusal !== undefined && classify(key) === KeyClass.node) return readValue(this.backend, key);
     return this.cache.read(key, () => readValue(this.backend, key));
   }
 

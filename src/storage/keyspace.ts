@@ -74,6 +74,8 @@ export const Keys = {
   wal: (index: bigint): string => 'w/' + index.toString(16).padStart(16, '0'),
   walIndexOf: (physical: string): bigint => BigInt('0x' + physical.slice(2)),
   walMeta: 'wm',
+  /** Rewritten by every batch that writes data outside the WAL (a Merkle sync's install): HA standbys watch it. */
+  installMark: 'im',
 
   merklePrefix: 'm/',
   page: (tree: Tree, page: number): string => `m/${tree}/p/${hex2(page)}`,
