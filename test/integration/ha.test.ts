@@ -71,7 +71,8 @@ describe('HA on PostgreSQL', () => {
     const redirectOf = async () => {
       const agent = new http.Agent();
       try {
-        return await vault(standby.apiAddr, standby.rootToken, { agent }).get('sys/mounts', { headers: { 'X-Vault-No-Request-Forwarding': 'true' } });
+        // A write: a performance standby answers reads itself, whatever the header says.
+        return await vault(standby.apiAddr, standby.rootToken, { agent }).post('sys/mounts/redirected', { type: 'kv' }, { headers: { 'X-Vault-No-Request-Forwarding': 'true' } });
       } finally {
         agent.destroy();
       }
@@ -91,7 +92,7 @@ describe('HA on PostgreSQL', () => {
       await eventually(async () => expect((await standby.call('GET', 'sys/leader', undefined, { token: null })).body).toMatchObject({ leader_cluster_address: `https://${realCluster}`, leader_address: active.apiAddr }), { timeoutMs: 10_000 });
       const redirect = await redirectOf();
       expect(redirect.status).toBe(307);
-      expect(redirect.headers.get('location')).toBe(`${active.apiAddr}/v1/sys/mounts`);
+      expect(redirect.headers.get('location')).toBe(`${active.apiAddr}/v1/sys/mounts/redirected`);
     } finally {
       await new Promise((resolve) => stranger.close(resolve));
     }
@@ -115,7 +116,8 @@ describe('HA on PostgreSQL', () => {
 
     // Over plain node:http, which does not follow redirects (the api client's fetch would).
     const agent = new http.Agent();
-    const redirect = await vault(a.apiAddr, a.rootToken, { agent }).get('secret/data/app', { headers: { 'X-Vault-No-Request-Forwarding': 'true' } });
+    // A write: a performance standby answers reads itself, whatever the header says.
+    const redirect = await vault(a.apiAddr, a.rootToken, { agent }).post('secret/data/app', { data: { password: 'redirected' } }, { headers: { 'X-Vault-No-Request-Forwarding': 'true' } });
     agent.destroy();
     expect(redirect.status).toBe(307);
     expect(redirect.headers.get('location')).toBe(`${active.apiAddr}/v1/secret/data/app`);
