@@ -247,6 +247,8 @@ class HaTopology {
       { client: 'wa3', role: 'a3', mount: 'secret' }, { client: 'wc', role: 'c', mount: 'secret' },
     ];
     this.readers = [['ra1', 'a1'], ['ra2', 'a2'], ['ra3', 'a3'], ['rc', 'c']];
+    /** One database behind a1-a3: a read on any of them sees every write acknowledged before it began (performance standbys). */
+    this.currentReaders = ['a1', 'a2', 'a3'];
   }
 
   get roles() { return { ...this.active }; }
@@ -718,7 +720,7 @@ export async function runNemesis({ topology = 'default', cycles = 5, seed = 1, f
         return {};
       }));
     }
-    const verdict = checkHistory(history, finalData, { lossWindows: topo.lossWindows, filterTimeline: topo.filterTimeline });
+    const verdict = checkHistory(history, finalData, { lossWindows: topo.lossWindows, filterTimeline: topo.filterTimeline, currentReaders: topo.currentReaders ?? [] });
     const merkle = failure ? {} : await merkleChecks(topo);
     const violations = [
       ...(failure ? [{ type: 'harness-step-failed', error: failure instanceof Error ? failure.message : String(failure) }] : []),
