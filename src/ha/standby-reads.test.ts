@@ -7,7 +7,7 @@
 import type { Followed } from '../storage/engine.js';
 import { StandbyReads } from './standby-reads.js';
 
-const NOTHING: Followed = { from: 'nothing new', keys: [], known: true };
+const NOTHING: Followed = { entries: 0, keys: [], known: true };
 
 function recorder(): { reads: StandbyReads; follows: Array<(f: Followed | Error) => void>; reloads: { n: number; fail: boolean } } {
   const follows: Array<(f: Followed | Error) => void> = [];
@@ -34,7 +34,7 @@ it('makes a request that arrives during a follow wait for the next one, shared b
   const later = [reads.current(), reads.current(), reads.current()].map((p) => p.then(() => laterDone++));
   await tick();
   expect(follows).toHaveLength(1); // nothing new starts while one runs
-  follows[0]!({ from: 'catch-up', entries: 1, subpages: 1, keys: ['core/mounts/x'], known: true });
+  follows[0]!({ entries: 1, keys: ['core/mounts/x'], known: true });
   await first;
   await tick();
   expect(laterDone).toBe(0); // the first follow may predate them
@@ -54,12 +54,12 @@ it('reads the caches again only when the followed keys name them, or when nobody
   };
   await step(NOTHING);
   expect(reloads.n).toBe(1); // a fresh barrier has read nothing yet
-  await step({ from: 'catch-up', entries: 2, subpages: 2, keys: ['logical/a', 'local/token/id/x'], known: true });
+  await step({ entries: 2, keys: ['logical/a', 'local/token/id/x'], known: true });
   await step(NOTHING);
   expect(reloads.n).toBe(1);
-  await step({ from: 'catch-up', entries: 1, subpages: 1, keys: ['core/policy/_root/p'], known: true });
+  await step({ entries: 1, keys: ['core/policy/_root/p'], known: true });
   expect(reloads.n).toBe(2);
-  await step({ from: 'full load', keys: [], known: false });
+  await step({ entries: 0, keys: [], known: false });
   expect(reloads.n).toBe(3);
   reads.invalidate();
   await step(NOTHING);

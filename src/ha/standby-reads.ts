@@ -2,16 +2,16 @@
  * A performance standby's read barrier: before a standby answers a request itself, it makes sure
  * it holds everything the shared database held when the request arrived (a write any node
  * acknowledged before is visible, a revoked token is refused, a policy or mount change is in
- * force). One follow of storage (engine.follow: one round trip when nothing changed) serves every
+ * force). One follow of storage (engine.followReads: one round trip) serves every
  * request that arrived before it began; requests arriving while one runs wait for the next.
  *
- *   const reads = new StandbyReads({ follow: () => engine.follow(), reloadCaches: () => core.reload(), cachesDeriveFrom });
+ *   const reads = new StandbyReads({ follow: () => engine.followReads(), reloadCaches: () => core.reload(), cachesDeriveFrom });
  *   await reads.current();   // then answer from memory; rejects when storage could not be read
  */
 import type { Followed } from '../storage/engine.js';
 
 export interface StandbyReadsOptions {
-  /** Brings storage's memory (WAL tail, index, read cache) up to the database. */
+  /** Brings the engine's read cache up to the database (engine.followReads). */
   readonly follow: () => Promise<Followed>;
   /** Reads the core's caches (policies, mounts, namespaces, keyring, audit devices) again. */
   readonly reloadCaches: () => Promise<void>;

@@ -309,7 +309,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
 
   // A performance standby answers reads itself once current (standby-reads.ts): its engine
   // follows the shared database and its caches are read again when what it follows names them.
-  const reads = new StandbyReads({ follow: () => o.engine.follow(), reloadCaches: () => o.core.reload(), cachesDeriveFrom });
+  const reads = new StandbyReads({ follow: () => o.engine.followReads(), reloadCaches: () => o.core.reload(), cachesDeriveFrom });
 
   // A standby keeps its engine near the active node's writes, so becoming active reads little,
   // and reads the replication state the active node keeps (sys/health shows it).
@@ -332,7 +332,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
         await o.engine.reload();
         reads.invalidate();
         o.log.info('HA: storage answers again; this standby reloaded its state from PostgreSQL');
-      }
+      } else await o.engine.follow();
       await reads.current();
       const seen = await recordedModes(o.core.store());
       replicationSeen = isStandby() ? seen : undefined;

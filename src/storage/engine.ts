@@ -45,7 +45,7 @@ import { PinnedSnapshot, readValue, treeHashes, type MerkleView } from './merkle
 import { ReadCache } from './read-cache.js';
 import { HOLD_BYTES_FACTOR, WalHolds, type WalHold } from './wal-holds.js';
 import { catchUp, type LoadedState } from './catch-up.js';
-import { installedBetween, probeStorage, sameProbe } from './follow-probe.js';
+import { ReadFollower, type Followed } from './read-follow.js';
 import { WalTail, type TailPlan, type WalBounds } from './wal-tail.js';
 import { WriteGate } from './write-gate.js';
 
@@ -69,18 +69,9 @@ export interface RecordWatch {
 }
 
 /** How reload() or follow() brought memory up to storage: from the entries since (and the subpages they touched), or by loading everything. */
+export type { Followed } from './read-follow.js';
 export type ReloadResult = { readonly from: 'catch-up'; readonly entries: number; readonly subpages: number; readonly verified?: boolean } | { readonly from: 'full load' };
 
-/**
- * What follow() found: nothing new, or the keys the new entries wrote; `known` false when keys
- * changed that no entry names (the WAL replaced, an install, unverified roots): then every cached
- * value went, and whatever a caller derived from storage must be read again.
- */
-export type Followed =
-  | { readonly from: 'nothing new'; readonly keys: readonly string[]; readonly known: true }
-  | (ReloadResult & { readonly keys: readonly string[]; readonly known: boolean });
-
-const NOTHING_NEW: Followed = { from: 'nothing new', keys: [], known: true };
 
 export class StorageEngine implements RawStore, MerkleView {
   /** The serial chain every state-changing job runs on, and the closed / failed admission check. */
@@ -98,8 +89,8 @@ export class StorageEngine implements RawStore, MerkleView {
   /** Set while this node is an HA standby: every write refuses with it before reaching storage. */
   private standbyRefusal: (() => Error) | undefined;
   private watch: RecordWatch | undefined;
-  /** The WAL meta and roots as stored when follow() last brought memory up to them. */
-  private seen: Buffer[] | undefined;
+  /** A standby's read cache, brought up to the database before it answers (followReads). */
+  private readonly reads: ReadFollower;
 
   private constructor(
     private readonly backend: FaultGuard,
@@ -112,6 +103,7 @@ export class StorageEngine implements RawStore, MerkleView {
     this.now = opts.now ?? Date.now;
     this.jobs = new JobChain(() => this.failure() ?? this.standbyRefusal?.());
     this.index = new MerkleIndex(backend, this.jobs, trees, dirty, { now: this.now, flushIntervalMs: opts.pageFlushIntervalMs ?? 1000 });
+    this.reads = new ReadFollower(backend, this.cache);
   }
 
   /**
@@ -298,6 +290,8 @@ export class StorageEngine implements RawStore, MerkleView {
    * node may write again (after reload(), as the new active node).
    */
   standby(refusal: (() => Error) | undefined): void {
+    // Becoming a standby: what the cache holds is not yet followed from the database.
+    if (refusal !== undefined && this.standbyRefusal === undefined) this.reads.forget();
     this.standbyRefusal = refusal;
   }
 
@@ -327,42 +321,31 @@ export class StorageEngine implements RawStore, MerkleView {
   }
 
   /**
-   * HA standby: brings the WAL tail, the Merkle index and the read cache up to what the active
-   * node has written. One read of the WAL meta and both roots says whether anything changed since
-   * the last call (one round trip on PostgreSQL); if so, only the entries since are read
-   * (catch-up.ts) and every key they wrote takes its new value in the cache, so a standby serves
-   * reads from memory and is current as of the moment this call began. What the entries cannot
-   * name (the WAL replaced, data installed outside it by a Merkle sync) clears the whole cache.
-   * Storage faults propagate and change nothing.
+   * HA standby: brings the WAL tail and the Merkle index toward what the active node has written,
+   * reading only the entries since the last call and the pages they touch (catch-up.ts), so that
+   * becoming active (reload) reads little. Adopted unverified, since the active node writes
+   * meanwhile; reload verifies. Storage faults propagate and change nothing.
    */
-  async follow(): Promise<Followed> {
+  async follow(): Promise<ReloadResult | undefined> {
     this.jobs.assertOpen();
     return this.jobs.run(async () => {
-      const now = await probeStorage(this.backend);
-      const before = this.seen;
-      if (before !== undefined && sameProbe(now, before)) return NOTHING_NEW;
       const caught = await catchUp(this.backend, this.loaded());
-      if (caught === undefined) {
-        const tail = await WalTail.load(this.backend);
-        const { trees, dirty } = await loadTrees(this.backend);
-        this.tail = tail;
-        this.index.replace(trees, dirty);
-        this.cache.clear();
-        this.seen = now;
-        return { from: 'full load', keys: [], known: false };
-      }
+      if (caught === undefined) return undefined;
       this.tail = caught.tail;
       this.index.replace(caught.trees, caught.dirty);
-      for (const ops of caught.ops) this.cache.applied(ops);
-      // Entries name every key they wrote, except what an install wrote outside the WAL (its mark
-      // moved) and, on a first follow, what changed before it. Roots that do not verify without
-      // an install are commits racing the reads: their entries come with the next follow, and a
-      // value the cache took from storage meanwhile is theirs or newer.
-      const known = before !== undefined && !installedBetween(now, before);
-      if (!known) this.cache.clear();
-      this.seen = now;
-      return { from: 'catch-up', entries: caught.entries, subpages: caught.subpages, verified: caught.verified, keys: caught.ops.flatMap((ops) => ops.map((op) => op.key)), known };
+      return { from: 'catch-up', entries: caught.entries, subpages: caught.subpages, verified: caught.verified };
     });
+  }
+
+  /**
+   * HA standby: brings the read cache up to what the database holds when this call begins, so a
+   * standby answers reads from memory as current as the active node (read-follow.ts: one round
+   * trip on PostgreSQL). Not on the job chain: a read never waits behind follow()'s Merkle work.
+   * The caller runs one at a time.
+   */
+  followReads(): Promise<Followed> {
+    this.jobs.assertOpen();
+    return this.reads.follow();
   }
 
   private loaded(): LoadedState {
@@ -469,7 +452,7 @@ export class StorageEngine implements RawStore, MerkleView {
     assertClass(extra, 'node');
     return this.jobs.runWrite(async () => {
       const { plan } = await planEntries(this.backend, this.index.trees, [], [...ops, ...extra]);
-      // HA standbys learn from it that data changed that no WAL entry names (follow-probe.ts).
+      // HA standbys learn from it that data changed that no WAL entry names (read-follow.ts).
       plan.raw({ type: 'put', key: Keys.installMark, value: randomBytes(8) });
       const watched = this.plannedWatch(plan, ops);
       await this.write(plan, guard === undefined ? undefined : this.tail.planReset(guard), 1, watched?.after);
@@ -494,6 +477,8 @@ export class StorageEngine implements RawStore, MerkleView {
         for await (const key of keysIn(this.backend, prefix)) ops.push({ type: 'del', key });
       }
       const reset = this.tail.planReset(genesisGuard(), 0);
+      // HA standbys learn from it that the data changed under every cached value (read-follow.ts).
+      ops.push({ type: 'put', key: Keys.installMark, value: randomBytes(8) });
       await this.backend.batch([...ops, ...reset.ops], { sync: true });
       // Durable first, then memory (as in write()). The journal is under m/ and went too.
       this.index.reset();
