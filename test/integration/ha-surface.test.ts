@@ -6,12 +6,14 @@
  * while a standby's echoes go unanswered (the member table locked past three echo intervals) and
  * 473 on a performance standby (the HA fact, set here); sys/leader shows `last_wal` 0 on a
  * standby and refuses on a sealed or uninitialised node as Vault; an empty
- * X-Vault-No-Request-Forwarding is relayed, a non-empty one redirected.
+ * X-Vault-No-Request-Forwarding is relayed, a non-empty one redirected. Debian's hvac, unmodified,
+ * reads the health codes and sys/leader's fields and refusal (test/e2e/hvac/ha_surface.py).
  */
 import http from 'node:http';
 import pg from 'pg';
 import { eventually } from '../harness/eventually.js';
 import { vault } from '../harness/http.js';
+import { runHvac } from '../harness/hvac.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 import { usePostgres } from '../support/postgres.js';
 
@@ -174,6 +176,11 @@ describe('sys/health', () => {
       const l = (await standby.call('GET', 'sys/leader', undefined, { token: null })).body;
       expect(l).toMatchObject({ is_self: false, performance_standby: true, last_wal: 0 });
       expect(l.performance_standby_last_remote_wal).toBe(Number(standby.node.engine.lastGuard().index));
+      // Vault's client, unmodified, reads the same.
+      expect(await runHvac('ha_surface.py', standby.apiAddr, 45_000, ['perf'])).toEqual({
+        health_status: 473, health_performance_standby: true, health_echo_duration_ms: expect.any(Number), health_custom: 299, head_status: 473,
+        leader: { ha_enabled: true, is_self: false, performance_standby: true, last_wal: 0 },
+      });
     } finally {
       facts.performanceStandby = was;
     }
@@ -229,5 +236,7 @@ describe('sys/leader on a sealed node', () => {
     expect(r.status).toBe(500);
     expect(r.body).toEqual({ errors: ['Vault is sealed'] });
     expect((await health(standby)).status).toBe(503);
+    // hvac raises Vault's 500 with its text.
+    expect((await runHvac('ha_surface.py', standby.apiAddr, 45_000, ['sealed'])).leader_error).toContain('Vault is sealed');
   });
 });
