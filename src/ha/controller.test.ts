@@ -124,7 +124,7 @@ test('a second process with a live node\'s id: its echo is refused and its claim
   }
 });
 
-test('HA tables of schema version 1 are migrated in place to the current version', async () => {
+test('HA tables of schema version 1 are migrated in place to the current version (3: the echo measurements)', async () => {
   const url = await server.createDatabase('ctl_migrate');
   const c = new pg.Client({ connectionString: url });
   await c.connect();
@@ -139,7 +139,16 @@ test('HA tables of schema version 1 are migrated in place to the current version
     try {
       expect((await c.query(`SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = 'vault_ha_locks'`)).rows[0]).toEqual({ version: LEASE_SCHEMA_VERSION });
       expect((await store.members(60_000)).map((m) => [m.nodeId, m.instance])).toEqual([['old', '']]);
+      // Version 3's columns: an old row reads as no measurement yet.
+      expect((await store.members(60_000))[0]).toMatchObject({ echoDurationMs: 0, redundancyZone: '' });
+      expect((await store.members(60_000))[0]!.localTime).toBeUndefined();
       expect(await store.echo(candidate('new'), 3000)).toBeUndefined();
+      // An echo carries what the member measured and its clock; the row keeps them.
+      const measured = { ...candidate('measured'), redundancyZone: 'zone-a' };
+      expect(await store.echo(measured, 3000, undefined, { echoDurationMs: 7, localTime: 1_700_000_000_123 })).toBeUndefined();
+      const row = (await store.members(60_000)).find((m) => m.nodeId === measured.holder);
+      expect(row).toMatchObject({ echoDurationMs: 7, redundancyZone: 'zone-a' });
+      expect(row!.localTime!.getTime()).toBe(1_700_000_000_123);
     } finally {
       await store.close();
     }

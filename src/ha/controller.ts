@@ -114,9 +114,12 @@ export class HaController {
     this.timer = setInterval(() => this.feed({ type: 'tick', now: this.o.now() }), tickMs);
     this.timer.unref();
     const echo = (): void => {
+      const sentAt = this.o.now();
       this.o.store
-        .echo(this.o.me(), this.identityStaleMs(), this.view().backoff)
+        .echo(this.o.me(), this.identityStaleMs(), this.view().backoff, { echoDurationMs: this.lastEcho.durationMs, localTime: sentAt })
         .then((other) => {
+          const now = this.o.now();
+          this.lastEcho = { durationMs: now - sentAt, answeredAt: now };
           this.identity(other);
           return this.o.store.members(this.o.memberMaxAgeMs ?? 15_000);
         })
@@ -130,6 +133,14 @@ export class HaController {
     echo();
     this.echoTimer = setInterval(echo, this.o.echoMs ?? 1000);
     this.echoTimer.unref();
+  }
+
+  /** How long this node's last answered echo took and when it was answered (Vault's echo duration and heartbeat). */
+  private lastEcho: { durationMs: number; answeredAt: number | undefined } = { durationMs: 0, answeredAt: undefined };
+
+  /** This node's own echoes: the last one's duration and answer time, and how often it echoes (ms). */
+  echoes(): { readonly durationMs: number; readonly answeredAt: number | undefined; readonly intervalMs: number } {
+    return { ...this.lastEcho, intervalMs: this.o.echoMs ?? 1000 };
   }
 
   private identityStaleMs(): number {

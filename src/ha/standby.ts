@@ -72,6 +72,11 @@ function stale(e: unknown): string {
   return `this standby could not bring itself up to the shared database (${e instanceof Error ? e.message : String(e)})`;
 }
 
+/** Whether X-Vault-No-Request-Forwarding asks for a redirect: present with a non-empty value, as Vault's test. */
+export function noForwarding(value: string | undefined): boolean {
+  return value !== undefined && value.trim() !== '';
+}
+
 function pathOf(url: string): string {
   const path = url.split('?')[0] ?? '';
   return path.replace(/^\/v1\//, '').replace(/\/+$/, '');
@@ -114,7 +119,8 @@ export class StandbyRelay implements StandbyGate {
     const leader = known ?? (await this.waitForLeader());
     if (leader === SELF) return undefined;
     if (typeof leader === 'string') return errorRaw(503, leader);
-    if (req.headers['x-vault-no-request-forwarding'] !== undefined) {
+    // Vault tests the header with Header.Get(...) != "" (http/handler.go): any value but an empty one redirects.
+    if (noForwarding(req.headers['x-vault-no-request-forwarding'])) {
       const apiAddr = await this.o.verifiedApiAddr(leader.clusterAddr);
       if (apiAddr === undefined) {
         return errorRaw(503, `${NO_ACTIVE}: the node at ${leader.clusterAddr} did not confirm over the cluster port that it is the active node, so this standby does not redirect (nothing was sent)`);

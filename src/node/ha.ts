@@ -19,6 +19,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { StandbyWriteRefused, Unavailable } from '../core/errors.js';
+import { clockSkewMs, heartbeatHealth, type EchoClocks } from '../core/ha/heartbeat.js';
 import { leaseOptions, type LeaseOptions } from '../core/ha/lease.js';
 import { VERSION } from '../core/version.js';
 import { HaController } from '../ha/controller.js';
@@ -32,7 +33,7 @@ import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
 import { recordedModes, standbyRegistrations, type RecordedModes, type ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
-import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
+import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseMember, type LeaseStore } from '../storage/postgres-lease.js';
 import { connectHa, type ClusterServer } from '../transport/grpc/index.js';
 import { cachesDeriveFrom, type VaultCore } from '../vault/core.js';
 import { StandbyReads } from '../ha/standby-reads.js';
@@ -110,6 +111,9 @@ export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log
     },
   };
 }
+
+/** A member's last echo as the clock skew needs it. */
+const clocksOf = (m: LeaseMember): EchoClocks => ({ localTime: m.localTime?.getTime(), databaseTime: m.lastEcho.getTime() });
 
 /** A stable id for this node: its host and addresses (so a restart is the same member). */
 export function nodeIdOf(host: string, apiAddr: string, clusterAddr: string): string {
@@ -240,6 +244,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
     return run(req);
   };
 
+  // A performance standby answers reads itself: unsealed and following, not of a DR secondary
+  // cluster (it answers no reads), and only once the replication state it follows is known.
+  const servesReads = (): boolean => o.performanceStandby && isStandby() && replicationSeen !== undefined && replicationSeen.dr !== 'secondary' && o.engine.failure() === undefined;
   const relay: StandbyRelay = new StandbyRelay({
     relayTarget: () => {
       const v = controller.view();
@@ -248,7 +255,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
       return { leader: v.leaderRow === undefined ? undefined : { apiAddr: v.leaderRow.apiAddr, clusterAddr: v.leaderRow.clusterAddr } };
     },
     // Not a DR secondary's standby (it answers no reads), and only once the replication state is known.
-    servesReads: () => o.performanceStandby && isStandby() && replicationSeen !== undefined && replicationSeen.dr !== 'secondary' && o.engine.failure() === undefined,
+    servesReads: () => servesReads(),
     current: () => reads.current(),
     findLeader: async () => {
       const row = await o.fence.lease.leader();
@@ -277,19 +284,41 @@ export function wireHa(o: WireHaOptions): NodeHa {
       return { isSelf: false, activeTime: ZERO_TIME, leaderAddress: verified ?? '', leaderClusterAddress: row === undefined ? '' : `https://${row.clusterAddr}` };
     },
     standby: () => controller.view().mode !== 'sealed' && !controller.isActive(),
+    performanceStandby: () => servesReads(),
+    echo: () => {
+      if (!isStandby()) return { echoDurationMs: 0, clockSkewMs: 0 };
+      const e = controller.echoes();
+      const self = me().holder;
+      const known = controller.knownMembers();
+      const mine = known.find((m) => m.nodeId === self);
+      const active = known.find((m) => m.nodeId === controller.view().leaderRow?.holder);
+      const heartbeat = heartbeatHealth(e.answeredAt, o.now(), e.intervalMs);
+      return {
+        echoDurationMs: e.durationMs,
+        clockSkewMs: mine === undefined || active === undefined ? 0 : clockSkewMs(clocksOf(mine), clocksOf(active)),
+        ...(heartbeat !== undefined ? { heartbeat } : {}),
+      };
+    },
     problem: () => controller.storeProblem(),
     nodes: async () => {
       const members = await controller.members(MEMBER_MAX_AGE_MS);
       const view = controller.view();
       const self = me().holder;
       const active = controller.isActive() ? self : view.leaderRow?.holder;
+      const activeRow = members.find((m) => m.nodeId === active);
       return members.map((m): HaNodeInfo => ({
         hostname: m.hostname,
         api_address: m.apiAddr,
         cluster_address: `https://${m.clusterAddr}`,
         active_node: m.nodeId === active,
         last_echo: m.nodeId === active ? null : m.lastEcho.toISOString(),
+        // As Vault's: what the member measured and sent with its echo; nothing for the active node.
+        echo_duration_ms: m.nodeId === active ? 0 : (m.echoDurationMs ?? 0),
+        clock_skew_ms: m.nodeId === active || activeRow === undefined ? 0 : clockSkewMs(clocksOf(m), clocksOf(activeRow)),
         version: m.version,
+        upgrade_version: m.version,
+        redundancy_zone: m.redundancyZone ?? '',
+        replication_primary_canary_age_ms: 0,
         // Not Vault's: why a node does not compete now, while it backs off (from its own echo).
         ...(m.activationFailure !== undefined && m.activationFailure.until > Date.now()
           ? { activation_failure: { reason: m.activationFailure.reason, at: new Date(m.activationFailure.at).toISOString(), competes_again_at: new Date(m.activationFailure.until).toISOString() } }

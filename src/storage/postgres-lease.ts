@@ -11,11 +11,16 @@
  * Tables (created on first open under the schema lock of postgres.ts, recorded in tessera_schema):
  * `<table>` (ha_key, holder, epoch, api_addr, cluster_addr, valid_until), the sequence
  * `<table>_epoch`, and `<table>_members` (node_id, hostname, api_addr, cluster_addr, version,
- * last_echo, instance, activation_failure). Every time is the database's `now()`: nodes' clocks never enter the lease.
+ * last_echo, instance, activation_failure, echo_duration_ms, local_time, redundancy_zone). Every
+ * time the lease compares is the database's `now()`: nodes' clocks never enter the lease.
  * Version 2 added `instance` (a random id per process): a member row is one process's, and an
  * echo of another process with the same node id is refused while the row's own still echoes;
  * and `activation_failure` (jsonb): why the node last failed to serve as active, while it backs
- * off, so sys/ha-status on any node shows it.
+ * off, so sys/ha-status on any node shows it. Version 3 added what Vault's echo carries
+ * (vault/request_forwarding_rpc.go): `echo_duration_ms` (how long the member's previous echo took,
+ * measured by the member), `local_time` (the member's clock when it sent the echo: against
+ * `last_echo`, the database's clock at the same moment, it gives the clock skew between two
+ * members) and `redundancy_zone`.
  *
  * Release keeps the row and ends its lease (`valid_until = now()`), so the row tells how long it
  * has been free: a polite attempt (a node in its step-down cooldown) takes only a row free for a
@@ -41,7 +46,7 @@ import type { BatchGuard } from './postgres.js';
 import { ConnectGaveUp, connectRetryOf, ensureTesseraTable, loadPg, quoteTable, SCHEMA_TABLE, withConnectRetry, type ConnectRetry, type ConnectRetryNotice } from './postgres.js';
 
 /** The HA tables' schema version (recorded in tessera_schema under the lock table's name). */
-export const LEASE_SCHEMA_VERSION = 2;
+export const LEASE_SCHEMA_VERSION = 3;
 /** Vault's default HA table name (physical/postgresql `ha_table`). */
 export const DEFAULT_HA_TABLE = 'vault_ha_locks';
 const LEADER = 'leader';
@@ -56,6 +61,16 @@ export interface LeaseCandidate {
   readonly version: string;
   /** Random per process: tells two processes with the same node id apart. */
   readonly instance: string;
+  /** Vault's redundancy zone of the node ('' when none is configured). */
+  readonly redundancyZone?: string;
+}
+
+/** What a member measured of its previous echo and sends with the next one (Vault's EchoRequest). */
+export interface EchoMeasures {
+  /** How long the previous echo took, sent to answer (ms). */
+  readonly echoDurationMs: number;
+  /** The member's clock when it sends this echo (ms since the epoch). */
+  readonly localTime: number;
 }
 
 /** The live lock row: who is active, under which epoch, and where to reach it. */
@@ -78,6 +93,11 @@ export interface LeaseMember {
   readonly lastEcho: Date;
   readonly instance: string;
   readonly activationFailure?: MemberFailure;
+  /** How long the member's echo before its last took (ms); 0 before it measured one. */
+  readonly echoDurationMs?: number;
+  /** The member's own clock when it sent its last echo (`lastEcho` is the database's at that moment). */
+  readonly localTime?: Date;
+  readonly redundancyZone?: string;
 }
 
 /** Why a member last failed to serve as active, while it backs off (times in ms since the epoch). */
@@ -112,7 +132,7 @@ export interface LeaseStore {
    * Records that this node is alive now (database clock). Refused when another process
    * (`instance`) with this node id echoed within `staleMs`: answers that member, else undefined.
    */
-  echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure): Promise<LeaseMember | undefined>;
+  echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure, measured?: EchoMeasures): Promise<LeaseMember | undefined>;
   /** Nodes that echoed within `maxAgeMs`, oldest first. */
   members(maxAgeMs: number): Promise<LeaseMember[]>;
   /** The guard every batch of the data backend runs (see the file comment). */
@@ -157,11 +177,17 @@ interface MemberRow {
   last_echo: Date;
   instance: string;
   activation_failure: MemberFailure | null;
+  echo_duration_ms: string;
+  local_time: Date | null;
+  redundancy_zone: string;
 }
-const MEMBER_COLUMNS = 'node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure';
+const MEMBER_COLUMNS = 'node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure, echo_duration_ms::text AS echo_duration_ms, local_time, redundancy_zone';
 const memberOf = (m: MemberRow): LeaseMember => ({
   nodeId: m.node_id, hostname: m.hostname, apiAddr: m.api_addr, clusterAddr: m.cluster_addr, version: m.version, lastEcho: m.last_echo, instance: m.instance,
   ...(m.activation_failure !== null ? { activationFailure: m.activation_failure } : {}),
+  echoDurationMs: Number(m.echo_duration_ms),
+  ...(m.local_time !== null ? { localTime: m.local_time } : {}),
+  redundancyZone: m.redundancy_zone,
 });
 
 const rowOf = (r: RawRow): LeaseRow => ({ holder: r.holder, epoch: Number(r.epoch), apiAddr: r.api_addr, clusterAddr: r.cluster_addr });
@@ -178,22 +204,31 @@ async function ensureLeaseSchema(client: pg.PoolClient, table: string): Promise<
       );
       await c.query(`CREATE SEQUENCE IF NOT EXISTS ${quoteTable(`${table}_epoch`)}`);
       await c.query(
-        `CREATE TABLE IF NOT EXISTS ${quoteTable(`${table}_members`)} (node_id text PRIMARY KEY, hostname text NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, version text NOT NULL, last_echo timestamptz NOT NULL, instance text NOT NULL DEFAULT '', activation_failure jsonb)`,
+        `CREATE TABLE IF NOT EXISTS ${quoteTable(`${table}_members`)} (node_id text PRIMARY KEY, hostname text NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, version text NOT NULL, last_echo timestamptz NOT NULL, instance text NOT NULL DEFAULT '', activation_failure jsonb, ${MEMBER_COLUMNS_V3})`,
       );
     },
   });
   await migrateLeaseSchema(client, table);
 }
 
-/** Version 1 → 2: the member table's `instance` column (idempotent, under the schema lock). */
+/** The member table's columns of version 3 (Vault's echo measurements). */
+const MEMBER_COLUMNS_V3 = "echo_duration_ms bigint NOT NULL DEFAULT 0, local_time timestamptz, redundancy_zone text NOT NULL DEFAULT ''";
+
+/** Version 1 → 2: the member table's `instance` column; 2 → 3: the echo's measurements (idempotent, under the schema lock). */
 async function migrateLeaseSchema(client: pg.PoolClient, table: string): Promise<void> {
   await client.query('BEGIN');
   try {
     await client.query('SELECT pg_advisory_xact_lock(2119529331, 1)');
     const found = await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
-    if ((found.rows[0]?.version ?? LEASE_SCHEMA_VERSION) < 2) {
+    const version = found.rows[0]?.version ?? LEASE_SCHEMA_VERSION;
+    if (version < 2) {
       await client.query(`ALTER TABLE ${quoteTable(`${table}_members`)} ADD COLUMN IF NOT EXISTS instance text NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS activation_failure jsonb`);
       await client.query(`UPDATE ${SCHEMA_TABLE} SET version = 2 WHERE table_name = $1 AND version < 2`, [table]);
+    }
+    if (version < 3) {
+      const add = MEMBER_COLUMNS_V3.split(', ').map((c) => `ADD COLUMN IF NOT EXISTS ${c}`).join(', ');
+      await client.query(`ALTER TABLE ${quoteTable(`${table}_members`)} ${add}`);
+      await client.query(`UPDATE ${SCHEMA_TABLE} SET version = 3 WHERE table_name = $1 AND version < 3`, [table]);
     }
     await client.query('COMMIT');
   } catch (e) {
@@ -281,14 +316,19 @@ class PostgresLease implements LeaseStore {
     return row === undefined ? undefined : rowOf(row);
   }
 
-  async echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure): Promise<LeaseMember | undefined> {
+  async echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure, measured?: EchoMeasures): Promise<LeaseMember | undefined> {
     const r = await this.pool.query(
-      `INSERT INTO ${this.members_} AS m (node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure) VALUES ($1, $2, $3, $4, $5, now(), $6, $8)
+      `INSERT INTO ${this.members_} AS m (node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure, echo_duration_ms, local_time, redundancy_zone)
+       VALUES ($1, $2, $3, $4, $5, now(), $6, $8, $9, to_timestamp($10::double precision / 1000), $11)
        ON CONFLICT (node_id) DO UPDATE SET hostname = EXCLUDED.hostname, api_addr = EXCLUDED.api_addr, cluster_addr = EXCLUDED.cluster_addr,
-         version = EXCLUDED.version, last_echo = EXCLUDED.last_echo, instance = EXCLUDED.instance, activation_failure = EXCLUDED.activation_failure
+         version = EXCLUDED.version, last_echo = EXCLUDED.last_echo, instance = EXCLUDED.instance, activation_failure = EXCLUDED.activation_failure,
+         echo_duration_ms = EXCLUDED.echo_duration_ms, local_time = EXCLUDED.local_time, redundancy_zone = EXCLUDED.redundancy_zone
        WHERE m.instance = EXCLUDED.instance OR m.last_echo <= now() - make_interval(secs => $7::double precision / 1000)
        RETURNING node_id`,
-      [me.holder, me.hostname, me.apiAddr, me.clusterAddr, me.version, me.instance, staleMs, failure === undefined ? null : JSON.stringify(failure)],
+      [
+        me.holder, me.hostname, me.apiAddr, me.clusterAddr, me.version, me.instance, staleMs, failure === undefined ? null : JSON.stringify(failure),
+        Math.max(0, Math.round(measured?.echoDurationMs ?? 0)), measured?.localTime ?? null, me.redundancyZone ?? '',
+      ],
     );
     if (r.rowCount === 1) return undefined;
     const other = await this.pool.query<MemberRow>(`SELECT ${MEMBER_COLUMNS} FROM ${this.members_} WHERE node_id = $1`, [me.holder]);

@@ -32,6 +32,8 @@ export interface InProcessOptions {
   /** Storage on this PostgreSQL (e.g. test/support/postgres.ts) instead of HOME/data; table vault_kv_store unless given. */
   /** `haLeaseTtlMs`: the HA lease (default 2 s); in-process nodes share jest's event loop, so a longer one tolerates its stalls. */
   readonly postgresql?: { readonly connectionUrl: string; readonly table?: string; readonly haEnabled?: boolean; readonly haLeaseTtlMs?: number };
+  /** The node's clock (default Date.now): a node whose clock is off by a known amount. */
+  readonly now?: () => number;
 }
 
 export interface CallOptions {
@@ -83,7 +85,7 @@ export async function startInProcess(opts: InProcessOptions, home: InProcessHome
       ? { postgresql: { connectionUrl: opts.postgresql.connectionUrl, table: opts.postgresql.table ?? 'vault_kv_store', haEnabled: opts.postgresql.haEnabled === true, haTable: 'vault_ha_locks', ...(opts.postgresql.haLeaseTtlMs !== undefined ? { haLeaseTtlMs: opts.postgresql.haLeaseTtlMs } : {}) } }
       : {}),
   };
-  const node = await startNode(config, { logger: opts.logger ?? pino({ level: 'silent' }) });
+  const node = await startNode(config, { logger: opts.logger ?? pino({ level: 'silent' }), ...(opts.now !== undefined ? { now: opts.now } : {}) });
   let stopped = false;
   const n = {
     apiAddr: node.apiAddr,
