@@ -29,6 +29,8 @@ export interface InProcessOptions {
   readonly auditDir?: string;
   /** The token tidy's interval (ms; 0: never). */
   readonly tokenTidyMs?: number;
+  /** HA standbys relay reads too (config `disable_performance_standby`). */
+  readonly disablePerformanceStandby?: boolean;
   /** Storage on this PostgreSQL (e.g. test/support/postgres.ts) instead of HOME/data; table vault_kv_store unless given. */
   /** `haLeaseTtlMs`: the HA lease (default 2 s); in-process nodes share jest's event loop, so a longer one tolerates its stalls. */
   readonly postgresql?: { readonly connectionUrl: string; readonly table?: string; readonly haEnabled?: boolean; readonly haLeaseTtlMs?: number };
@@ -81,6 +83,7 @@ export async function startInProcess(opts: InProcessOptions, home: InProcessHome
     ...(opts.forwardWaitMs !== undefined ? { forwardWaitMs: opts.forwardWaitMs } : {}),
     ...(opts.auditDir !== undefined ? { auditDir: opts.auditDir } : {}),
     ...(opts.tokenTidyMs !== undefined ? { tokenTidyMs: opts.tokenTidyMs } : {}),
+    ...(opts.disablePerformanceStandby === true ? { disablePerformanceStandby: true } : {}),
     ...(opts.postgresql !== undefined
       ? { postgresql: { connectionUrl: opts.postgresql.connectionUrl, table: opts.postgresql.table ?? 'vault_kv_store', haEnabled: opts.postgresql.haEnabled === true, haTable: 'vault_ha_locks', ...(opts.postgresql.haLeaseTtlMs !== undefined ? { haLeaseTtlMs: opts.postgresql.haLeaseTtlMs } : {}) } }
       : {}),

@@ -166,6 +166,13 @@ describe('a performance standby answers reads itself, as current as the active n
     const before = await answered(standby, 'sys/mounts', 'read');
     expect((await standby.call('GET', 'sys/mounts')).status).toBe(200);
     expect(await answered(standby, 'sys/mounts', 'read')).toBe(before + 1);
+    // Vault's health and leader answers for a performance standby (by default every standby is one).
+    const health = await standby.call('GET', 'sys/health', undefined, { token: null });
+    expect(health.status).toBe(473);
+    expect(health.body).toMatchObject({ standby: true, performance_standby: true });
+    expect((await standby.call('GET', 'sys/health?perfstandbyok=true', undefined, { token: null })).status).toBe(200);
+    expect((await standby.call('GET', 'sys/leader', undefined, { token: null })).body).toMatchObject({ is_self: false, performance_standby: true });
+    expect((await active.call('GET', 'sys/health', undefined, { token: null })).body.performance_standby).toBe(false);
     // A node route's read (rekey progress lives in the active node's memory) is relayed: the
     // active node audits it, the standby does not.
     const onActive = await answered(active, 'sys/rekey/init', 'read');

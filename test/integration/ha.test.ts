@@ -1,7 +1,7 @@
 /**
  * HA inside a cluster (issue 19): three in-process nodes on one private PostgreSQL with
  * `ha_enabled`. Exactly one is active; standbys relay every request to it over the cluster port
- * and answer as it did (307 with X-Vault-No-Request-Forwarding), health says 429 on a standby,
+ * and answer as it did (307 with X-Vault-No-Request-Forwarding), health says 473 on a (performance) standby,
  * sys/leader and sys/ha-status name the active node, sys/step-down and a stopped active node hand
  * over to a standby, and the lock row deleted behind the nodes' backs fences the active node's
  * next commit and a node takes over again, with every acknowledged write present. Group commit
@@ -98,7 +98,7 @@ describe('HA on PostgreSQL', () => {
     }
   });
 
-  it('has one active node; standbys relay to it, answer 307 on request, and say 429 in health', async () => {
+  it('has one active node; standbys relay to it, answer 307 on request, and say 473 in health (performance standbys)', async () => {
     const { all } = await cluster('ha_basic');
     const active = await activeOf(all);
     const [a, b] = all.filter((n) => n !== active) as [TestNode, TestNode];
@@ -122,8 +122,10 @@ describe('HA on PostgreSQL', () => {
     expect(redirect.status).toBe(307);
     expect(redirect.headers.get('location')).toBe(`${active.apiAddr}/v1/secret/data/app`);
 
-    expect((await a.call('GET', 'sys/health', undefined, { token: null })).status).toBe(429);
-    const ok = await a.call('GET', 'sys/health?standbyok=true', undefined, { token: null });
+    expect((await a.call('GET', 'sys/health', undefined, { token: null })).status).toBe(473);
+    // Vault's: standbyok alone does not make a performance standby 200, perfstandbyok does.
+    expect((await a.call('GET', 'sys/health?standbyok=true', undefined, { token: null })).status).toBe(473);
+    const ok = await a.call('GET', 'sys/health?perfstandbyok=true', undefined, { token: null });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({ standby: true, sealed: false });
     expect((await active.call('GET', 'sys/health', undefined, { token: null })).body).toMatchObject({ standby: false });
