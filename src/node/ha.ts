@@ -65,6 +65,8 @@ export interface HaFence {
   close(): Promise<void>;
   readonly guard: BatchGuard;
   readonly ttlMs: number;
+  /** This node's configured redundancy zone ('' when none). */
+  readonly redundancyZone: string;
   bind(state: () => FenceState, fenced: (epoch: number) => void): void;
 }
 
@@ -103,6 +105,7 @@ export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log
       await lease.close();
     },
     ttlMs,
+    redundancyZone: pg.redundancyZone ?? '',
     guard: lease.fence(() => state(), (epoch) => fenced(epoch)),
     bind(s, f) {
       state = s;
@@ -159,7 +162,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
   const instance = randomBytes(8).toString('hex');
   const me = (): LeaseCandidate => {
     const apiAddr = o.apiAddr();
-    return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION, instance };
+    return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION, instance, redundancyZone: o.fence.redundancyZone };
   };
   const standbyRefusal = (): Error => new Unavailable('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
   let serving: { close(): Promise<void> } | undefined;

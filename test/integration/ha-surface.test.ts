@@ -31,7 +31,7 @@ beforeAll(async () => {
   url = await postgres().createDatabase('ha_surface');
   // A 4 s lease: its statements time out at 2 s, so an echo waits out a member table locked ~1 s.
   const postgresql = { connectionUrl: url, haEnabled: true, haLeaseTtlMs: 4000 };
-  const first = await startTestNode({ postgresql });
+  const first = await startTestNode({ postgresql: { ...postgresql, redundancyZone: 'zone-a' } });
   nodes.push(first);
   const second = await startTestNode({ postgresql, initialize: false, now: () => Date.now() + SKEW_MS });
   nodes.push(second);
@@ -92,7 +92,9 @@ describe('sys/ha-status', () => {
           for (const node of list) {
             // api/sys_hastatus.go: int64 for the ms fields, strings for the versions and zone.
             for (const k of ['echo_duration_ms', 'clock_skew_ms', 'replication_primary_canary_age_ms']) expect(Number.isInteger(node[k])).toBe(true);
-            expect(node).toMatchObject({ upgrade_version: node['version'], redundancy_zone: '', replication_primary_canary_age_ms: 0 });
+            expect(node).toMatchObject({ upgrade_version: node['version'], replication_primary_canary_age_ms: 0 });
+            // The first node has `autopilot_redundancy_zone` configured, the second none.
+            expect(node['redundancy_zone']).toBe(node['api_address'] === nodes[0]!.apiAddr ? 'zone-a' : '');
           }
           const a = list.find((x) => x['active_node'] === true)!;
           const s = list.find((x) => x['active_node'] === false)!;
