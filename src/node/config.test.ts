@@ -306,6 +306,9 @@ describe('storage "postgresql"', () => {
     expect(c.warnings).toEqual([]);
     expect(pgConfig('connection_url = "postgres://db/v"\nmax_connect_retries = 0').storage).toMatchObject({ maxConnectRetries: 0 });
     expect(() => pgConfig('connection_url = "postgres://db/v"\nmax_connect_retries = "many"')).toThrow(/storage\.postgresql\.max_connect_retries/);
+    // Vault's raft key for the node's redundancy zone (sys/ha-status); empty is none.
+    expect(pgConfig('connection_url = "postgres://db/v"\nautopilot_redundancy_zone = "zone-a"').storage).toMatchObject({ redundancyZone: 'zone-a' });
+    expect(pgConfig('connection_url = "postgres://db/v"\nautopilot_redundancy_zone = ""').storage).not.toHaveProperty('redundancyZone');
   });
 
   it('takes the connection URL from the environment over the config, as Vault does', () => {

@@ -66,6 +66,8 @@ export interface HaFence {
   close(): Promise<void>;
   readonly guard: BatchGuard;
   readonly ttlMs: number;
+  /** This node's configured redundancy zone ('' when none). */
+  readonly redundancyZone: string;
   bind(state: () => FenceState, fenced: (epoch: number) => void): void;
 }
 
@@ -104,6 +106,7 @@ export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log
       await lease.close();
     },
     ttlMs,
+    redundancyZone: pg.redundancyZone ?? '',
     guard: lease.fence(() => state(), (epoch) => fenced(epoch)),
     bind(s, f) {
       state = s;
@@ -162,7 +165,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
   const instance = randomBytes(8).toString('hex');
   const me = (): LeaseCandidate => {
     const apiAddr = o.apiAddr();
-    return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION, instance };
+    return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION, instance, redundancyZone: o.fence.redundancyZone };
   };
   const standbyRefusal = (): Error => new StandbyWriteRefused('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
   let serving: { close(): Promise<void> } | undefined;
