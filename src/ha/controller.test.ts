@@ -13,7 +13,8 @@ import pg from 'pg';
 import pino from 'pino';
 import { startPostgres, type TestPostgres } from '../../test/support/postgres.js';
 import { SCHEMA_TABLE } from '../storage/postgres.js';
-import { LEASE_SCHEMA_VERSION, openPostgresLease, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
+import type { LeaseCandidate, LeaseStore } from '../core/ha/lease-store.js';
+import { LEASE_SCHEMA_VERSION, openPostgresLease } from '../storage/postgres-lease.js';
 import { HaController, IdentityTaken, type ActiveRole } from './controller.js';
 import { eventually } from '../../test/harness/eventually.js';
 

@@ -17,7 +17,7 @@
 import type { Logger } from 'pino';
 import { Internal } from '../core/errors.js';
 import { initialState, leadership, leaseOptions, step, type Effect, type Event, type Leader, type LeaseOptions, type Leadership, type State, type StopReason } from '../core/ha/lease.js';
-import type { FenceState, LeaseCandidate, LeaseMember, LeaseRow, LeaseStore } from '../storage/postgres-lease.js';
+import type { FenceState, LeaseCandidate, LeaseMember, LeaseRow, LeaseStore } from '../core/ha/lease-store.js';
 
 /** The active role of the node: what becoming active starts and stepping down stops. */
 export interface ActiveRole {

@@ -32,7 +32,8 @@ import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
 import { CoalescedReload, recordedModes, standbyRegistrations, type RecordedModes, type ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
-import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
+import type { FenceState, LeaseCandidate } from '../core/ha/lease-store.js';
+import { openPostgresLease, type PostgresLeaseStore } from '../storage/postgres-lease.js';
 import { connectHa, type ClusterServer } from '../transport/grpc/index.js';
 import type { VaultCore } from '../vault/core.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
@@ -57,7 +58,7 @@ export function leaseTimings(ttlMs: number): Partial<LeaseOptions> {
 
 /** The lease store and the guard the data backend runs in every batch; the controller binds later. */
 export interface HaFence {
-  readonly lease: LeaseStore;
+  readonly lease: PostgresLeaseStore;
   /** Renews the lease from a worker thread while the main thread stalls (undefined: main thread only). */
   readonly keeper: LeaseKeeper | undefined;
   /** Closes the keeper and the lease store. */
