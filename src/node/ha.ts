@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import { Unavailable } from '../core/errors.js';
 import { leaseOptions, type LeaseOptions } from '../core/ha/lease.js';
 import { VERSION } from '../core/version.js';
+import { realClock } from '../ha/clock.js';
 import { HaController } from '../ha/controller.js';
 import { LeaseKeeper } from '../ha/lease-keeper.js';
 import { StandbyRelay } from '../ha/standby.js';
@@ -178,7 +179,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     store: o.fence.lease,
     me,
     log: o.log.child({ ha: true }),
-    now: o.now,
+    clock: realClock(o.now),
     memberMaxAgeMs: MEMBER_MAX_AGE_MS,
     ...(o.fence.keeper !== undefined ? { keeper: o.fence.keeper } : {}),
     lease: leaseTimings(o.fence.ttlMs),
