@@ -22,6 +22,7 @@ import { StandbyWriteRefused, Unavailable } from '../core/errors.js';
 import { clockSkewMs, heartbeatHealth, type EchoClocks } from '../core/ha/heartbeat.js';
 import { leaseOptions, type LeaseOptions } from '../core/ha/lease.js';
 import { VERSION } from '../core/version.js';
+import { realClock } from '../ha/clock.js';
 import { HaController } from '../ha/controller.js';
 import { LeaseKeeper } from '../ha/lease-keeper.js';
 import { StandbyRelay } from '../ha/standby.js';
@@ -33,7 +34,8 @@ import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
 import { recordedModes, standbyRegistrations, type RecordedModes, type ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
-import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseMember, type LeaseStore } from '../storage/postgres-lease.js';
+import type { FenceState, LeaseCandidate, LeaseMember } from '../core/ha/lease-store.js';
+import { openPostgresLease, type PostgresLeaseStore } from '../storage/postgres-lease.js';
 import { connectHa, type ClusterServer } from '../transport/grpc/index.js';
 import { cachesDeriveFrom, type VaultCore } from '../vault/core.js';
 import { StandbyReads } from '../ha/standby-reads.js';
@@ -59,7 +61,7 @@ export function leaseTimings(ttlMs: number): Partial<LeaseOptions> {
 
 /** The lease store and the guard the data backend runs in every batch; the controller binds later. */
 export interface HaFence {
-  readonly lease: LeaseStore;
+  readonly lease: PostgresLeaseStore;
   /** Renews the lease from a worker thread while the main thread stalls (undefined: main thread only). */
   readonly keeper: LeaseKeeper | undefined;
   /** Closes the keeper and the lease store. */
@@ -187,7 +189,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     store: o.fence.lease,
     me,
     log: o.log.child({ ha: true }),
-    now: o.now,
+    clock: realClock(o.now),
     memberMaxAgeMs: MEMBER_MAX_AGE_MS,
     ...(o.fence.keeper !== undefined ? { keeper: o.fence.keeper } : {}),
     lease: leaseTimings(o.fence.ttlMs),

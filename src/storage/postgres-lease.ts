@@ -1,7 +1,8 @@
 /**
  * The HA lease of a cluster whose nodes share one PostgreSQL database (REPLICATION.md §9): one
  * lock row timed by the database's clock, an epoch from a sequence that grows at every takeover,
- * a member row per node (`sys/ha-status`), and the fence every commit transaction runs.
+ * a member row per node (`sys/ha-status`), and the fence every commit transaction runs. It is the
+ * LeaseStore port of src/core/ha/lease-store.ts (declared there: storage imports only core).
  *
  *   const lease = await openPostgresLease({ connectionUrl, table: 'vault_ha_locks' });
  *   const r = await lease.acquire(me, 2000);          // { won: true, epoch } or { won: false, leader }
@@ -41,7 +42,7 @@
  * row: the server finishes (or, on a dropped connection, rolls back) the statement on its own.
  */
 import type pg from 'pg';
-import { ErrorCode, TesseraError } from '../core/errors.js';
+import { FENCE_REFUSALS, LeaseLost, type AcquireResult, type EchoMeasures, type FenceState, type LeaseCandidate, type LeaseMember, type LeaseRow, type LeaseStore, type MemberFailure } from '../core/ha/lease-store.js';
 import type { BatchGuard } from './postgres.js';
 import { ConnectGaveUp, connectRetryOf, ensureTesseraTable, loadPg, quoteTable, SCHEMA_TABLE, withConnectRetry, type ConnectRetry, type ConnectRetryNotice } from './postgres.js';
 
@@ -51,94 +52,8 @@ export const LEASE_SCHEMA_VERSION = 3;
 export const DEFAULT_HA_TABLE = 'vault_ha_locks';
 const LEADER = 'leader';
 
-/** The node as the lock row and the member table name it. */
-export interface LeaseCandidate {
-  /** Unique per node process: its node id. */
-  readonly holder: string;
-  readonly hostname: string;
-  readonly apiAddr: string;
-  readonly clusterAddr: string;
-  readonly version: string;
-  /** Random per process: tells two processes with the same node id apart. */
-  readonly instance: string;
-  /** Vault's redundancy zone of the node ('' when none is configured). */
-  readonly redundancyZone?: string;
-}
-
-/** What a member measured of its previous echo and sends with the next one (Vault's EchoRequest). */
-export interface EchoMeasures {
-  /** How long the previous echo took, sent to answer (ms). */
-  readonly echoDurationMs: number;
-  /** The member's clock when it sends this echo (ms since the epoch). */
-  readonly localTime: number;
-}
-
-/** The live lock row: who is active, under which epoch, and where to reach it. */
-export interface LeaseRow {
-  readonly holder: string;
-  readonly epoch: number;
-  readonly apiAddr: string;
-  readonly clusterAddr: string;
-}
-
-export type AcquireResult = { readonly won: true; readonly epoch: number } | { readonly won: false; readonly leader: LeaseRow | undefined };
-
-/** One node of the cluster as it last echoed. */
-export interface LeaseMember {
-  readonly nodeId: string;
-  readonly hostname: string;
-  readonly apiAddr: string;
-  readonly clusterAddr: string;
-  readonly version: string;
-  readonly lastEcho: Date;
-  readonly instance: string;
-  readonly activationFailure?: MemberFailure;
-  /** How long the member's echo before its last took (ms); 0 before it measured one. */
-  readonly echoDurationMs?: number;
-  /** The member's own clock when it sent its last echo (`lastEcho` is the database's at that moment). */
-  readonly localTime?: Date;
-  readonly redundancyZone?: string;
-}
-
-/** Why a member last failed to serve as active, while it backs off (times in ms since the epoch). */
-export interface MemberFailure {
-  readonly reason: string;
-  readonly at: number;
-  readonly until: number;
-}
-
-/**
- * What the fence checks for the commit being made: `active` (this holder and epoch must be the
- * row's), `sealed` (a node that is not competing: only init writes then, and only while no node
- * holds a live lease), or `standby` (refused; the engine refuses before storage in that case).
- */
-export type FenceState = { readonly mode: 'active'; readonly holder: string; readonly epoch: number } | { readonly mode: 'sealed' } | { readonly mode: 'standby' };
-
-export interface LeaseStore {
-  /** With `graceMs`, polite: takes only a row missing or free (expired or released) that long. */
-  acquire(me: LeaseCandidate, ttlMs: number, graceMs?: number): Promise<AcquireResult>;
-  /** true: renewed; false: the row is gone or names another holder or epoch. Rejects when unreachable. */
-  renew(holder: string, epoch: number, ttlMs: number): Promise<boolean>;
-  /**
-   * As `renew`, but only while the row is still live: never brings back a lease that expired or
-   * was released (the lease keeper's renewals, which may land after the active role stopped).
-   */
-  extend(holder: string, epoch: number, ttlMs: number): Promise<boolean>;
-  /** Ends the row's lease now if it still holds this holder and epoch (the row stays, free). */
-  release(holder: string, epoch: number): Promise<void>;
-  /** The live row, or undefined when none is (missing or expired). */
-  leader(): Promise<LeaseRow | undefined>;
-  /**
-   * Records that this node is alive now (database clock). Refused when another process
-   * (`instance`) with this node id echoed within `staleMs`: answers that member, else undefined.
-   */
-  echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure, measured?: EchoMeasures): Promise<LeaseMember | undefined>;
-  /** Nodes that echoed within `maxAgeMs`, oldest first. */
-  members(maxAgeMs: number): Promise<LeaseMember[]>;
-  /** The guard every batch of the data backend runs (see the file comment). */
-  fence(current: () => FenceState, onFenced: (epoch: number) => void): BatchGuard;
-  close(): Promise<void>;
-}
+/** The lease store on PostgreSQL: its fence is the guard of the PostgreSQL data backend. */
+export type PostgresLeaseStore = LeaseStore<BatchGuard>;
 
 export interface LeaseStoreOptions {
   readonly connectionUrl: string;
@@ -151,13 +66,6 @@ export interface LeaseStoreOptions {
   readonly maxConnectRetries?: number;
   /** Told before each retry of the first connection (the reason has no password). */
   readonly onConnectRetry?: (r: ConnectRetryNotice) => void;
-}
-
-/** The fence refused a commit: the lease it was made under is no longer current. */
-export class LeaseLost extends TesseraError {
-  constructor(readonly epoch: number) {
-    super(ErrorCode.unavailable, `this node's active lease (epoch ${epoch}) is no longer current: another node is active`);
-  }
 }
 
 interface RawRow {
@@ -237,7 +145,7 @@ async function migrateLeaseSchema(client: pg.PoolClient, table: string): Promise
   }
 }
 
-class PostgresLease implements LeaseStore {
+class PostgresLease implements PostgresLeaseStore {
   private readonly q: string;
   private readonly seq: string;
   private readonly members_: string;
@@ -349,13 +257,13 @@ class PostgresLease implements LeaseStore {
     return {
       check: () => {
         const s = current();
-        if (s.mode === 'standby') return { refused: 'this node is an HA standby; another node of the cluster writes' };
+        if (s.mode === 'standby') return { refused: FENCE_REFUSALS.standby };
         if (s.mode === 'sealed') {
           // sys/init on a sealed node: only while no node holds a live lease.
           return {
             sql: `SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM ${this.q} WHERE ha_key = $1 AND valid_until > now())`,
             params: [LEADER],
-            whenNoRow: () => 'another node of the cluster is active; this node is sealed',
+            whenNoRow: () => FENCE_REFUSALS.sealed,
           };
         }
         return {
@@ -376,7 +284,7 @@ class PostgresLease implements LeaseStore {
 }
 
 /** Connects, creates or checks the HA tables, and returns the lease store. */
-export async function openPostgresLease(opts: LeaseStoreOptions): Promise<LeaseStore> {
+export async function openPostgresLease(opts: LeaseStoreOptions): Promise<PostgresLeaseStore> {
   const table = opts.table ?? DEFAULT_HA_TABLE;
   const { Pool } = await loadPg();
   const pool = new Pool({
