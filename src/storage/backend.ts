@@ -71,12 +71,6 @@ export interface ReadView {
    * (PostgreSQL). Callers fall back to `get` per key where it is absent.
    */
   getMany?(keys: readonly string[]): Promise<Array<Buffer | undefined>>;
-  /**
-   * Optional: the values of `keys` and the rows of `range` (its limit at most one page) as of one
-   * moment, in one round trip (PostgreSQL: one statement). An HA standby reads the WAL meta and
-   * the entries after it with it before each answer (read-follow.ts).
-   */
-  getManyWithRange?(keys: readonly string[], range: RangeOptions | undefined): Promise<{ values: Array<Buffer | undefined>; rows: Array<[string, Buffer]> }>;
   iterate(range: RangeOptions): AsyncIterable<[string, Buffer]>;
 }
 

@@ -114,20 +114,6 @@ export class FaultGuard implements Backend {
     };
   }
 
-  /** The inner backend's `getManyWithRange`, guarded; undefined when it has none. */
-  get getManyWithRange(): Backend['getManyWithRange'] {
-    const inner = this.inner;
-    const both = inner.getManyWithRange;
-    if (both === undefined) return undefined;
-    return async (keys, range) => {
-      try {
-        return await both.call(inner, keys, range);
-      } catch (e) {
-        throw this.readError(e);
-      }
-    };
-  }
-
   /** The inner backend's `iterateTails`, guarded; undefined when it has none. */
   get iterateTails(): Backend['iterateTails'] {
     const inner = this.inner;

@@ -200,17 +200,6 @@ describe('PostgreSQL backend', () => {
     expect((await b.getMany!(['m/\ud800', 'm/\ufffd'])).map((v) => v?.toString())).toEqual([(await b.get('m/\ud800'))?.toString(), 'lone']);
   });
 
-  it('getManyWithRange reads keys and a range in one statement: the range in key order, bounded by its limit', async () => {
-    const b = await open({ table: freshTable(), pageRows: 3 });
-    await b.batch([put('wm', 'meta'), ...['w/01', 'w/02', 'w/03', 'w/04', 'w/05'].map((k) => put(k, `e${k}`)), put('x/1', 'out')], { sync: true });
-    const got = await b.getManyWithRange!(['wm', 'im'], { gte: 'w/02', lt: 'w0', limit: 10 });
-    expect(got.values.map((v) => v?.toString())).toEqual(['meta', undefined]);
-    // At most one page (3 rows here), from gte up to lt, in key order.
-    expect(got.rows.map(([k, v]) => [k, v.toString()])).toEqual([['w/02', 'ew/02'], ['w/03', 'ew/03'], ['w/04', 'ew/04']]);
-    expect((await b.getManyWithRange!(['wm'], undefined)).rows).toEqual([]);
-    expect((await b.getManyWithRange!(['wm'], { gte: 'w/06', lt: 'w0' })).rows).toEqual([]);
-  });
-
   it('iterateTails gives each value\'s size and last bytes, as iterate would, across pages', async () => {
     const b = await open({ table: freshTable(), pageRows: 2 });
     const ops = Array.from({ length: 40 }, (_, i) => ({ type: 'put' as const, key: `w/${String(i).padStart(3, '0')}`, value: Buffer.from('x'.repeat(i) + `-${i}-tail-bytes-of-entry`) }));

@@ -403,34 +403,6 @@ class PgView {
     return wanted.map((k) => byKey.get(k.toString('latin1')));
   }
 
-  /**
-   * `getMany` and the first page of a forward `range` (gte, lt, limit) in one statement, so both
-   * are of one snapshot: an HA standby's meta and the WAL entries after it (read-follow.ts).
-   */
-  async getManyWithRange(keys: readonly string[], range: RangeOptions | undefined): Promise<{ values: Array<Buffer | undefined>; rows: Array<[string, Buffer]> }> {
-    if (range === undefined) return { values: await this.getMany(keys), rows: [] };
-    if (range.gte === undefined || range.lt === undefined || range.gt !== undefined || range.lte !== undefined || range.reverse === true) {
-      throw new RangeError('getManyWithRange takes a forward range with gte and lt');
-    }
-    const wanted = keys.map(keyBytes);
-    const limit = Math.min(limitOf(range), this.shared.pageRows);
-    let rows: Array<Row & { part: number }>;
-    try {
-      rows = (await this.run(
-        `(SELECT 0 AS part, t.key, t.value FROM unnest($1::bytea[]) AS w(k) JOIN ${this.q} AS t ON ${sameKey('t.key', 'w.k')}) ` +
-          `UNION ALL (SELECT 1 AS part, key, value FROM ${this.q} WHERE ${keyBound('>=', '$2::bytea')} AND ${keyBound('<', '$3::bytea')} ORDER BY ${keyOrder('ASC')} LIMIT $4)`,
-        [wanted, keyBytes(range.gte), keyBytes(range.lt), limit],
-      )) as Array<Row & { part: number }>;
-    } catch (e) {
-      throw this.fault(`storage read failed in PostgreSQL table ${this.q}`, e);
-    }
-    const byKey = new Map(rows.filter((r) => r.part === 0).map((r) => [r.key.toString('latin1'), r.value]));
-    // UNION ALL keeps no order across its parts: the range's rows are sorted here, as the index would.
-    const ranged = rows.filter((r) => r.part === 1).map((r): [string, Buffer] => [r.key.toString('utf8'), r.value]);
-    ranged.sort(([a], [b]) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')));
-    return { values: wanted.map((k) => byKey.get(k.toString('latin1'))), rows: ranged };
-  }
-
   /** Pages through `range` with `run`; every page is a fresh query after the last key yielded. */
   protected async *pages(range: RangeOptions, run: Runner, first?: Row[]): AsyncGenerator<[string, Buffer]> {
     let cur = range;
