@@ -19,7 +19,7 @@
  */
 import { freePorts } from './dr.js';
 import { eventually } from './eventually.js';
-import { mountKv2, unsealWith, initAndUnseal, type Harness, type InProcessNode, type StartedNode, type StartOptions } from './harness.js';
+import { mountKv2, unsealWith, initAndUnseal, type Harness, type InProcessNode, type InProcessOptions, type StartedNode, type StartOptions } from './harness.js';
 import { rawRequest } from './http.js';
 import { sqlRows, startPostgres, type TestPostgres } from '../support/postgres.js';
 
@@ -57,6 +57,8 @@ export interface HaSpec extends HaSpecBase {
 
 export interface InProcessHaSpec extends HaSpecBase {
   readonly inProcess: true;
+  /** Options of node `i` (postgresql and initialize are the builder's), e.g. a fixed `clusterAddr`. */
+  readonly node?: (i: number) => InProcessOptions;
   /** The lease (ms); the node's default (2 s) unless given. In-process nodes share jest's event loop. */
   readonly leaseTtlMs?: number;
 }
@@ -186,7 +188,7 @@ async function inProcessCluster(h: Harness, spec: InProcessHaSpec, count: number
   const postgresql = { connectionUrl: url, haEnabled: true, ...(spec.leaseTtlMs !== undefined ? { haLeaseTtlMs: spec.leaseTtlMs } : {}) };
   const stopped = new Set<InProcessHaNode>();
   const boot = async (i: number, dir?: string): Promise<InProcessHaNode> => {
-    const n = await h.startNode({ inProcess: true, postgresql, ...(i === 0 && dir === undefined ? {} : { initialize: false }), ...(dir !== undefined ? { dir } : {}) });
+    const n = await h.startNode({ ...spec.node?.(i), inProcess: true, postgresql, ...(i === 0 && dir === undefined ? {} : { initialize: false }), ...(dir !== undefined ? { dir } : {}) });
     // `stop()` keeps the home, so that `restart` starts the node on it again.
     const stop = n.stop.bind(n);
     return Object.assign(n, { index: i, stop: async () => (stopped.add(n as InProcessHaNode), stop({ keepDir: true })) }) as InProcessHaNode;
