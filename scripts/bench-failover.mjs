@@ -56,6 +56,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { machine } from './bench-headline.mjs';
 import { percentile, table } from './bench-util.mjs';
+import { wrkAvailable, wrkGet } from './bench-wrk.mjs';
 import '@swc-node/register/esm-register';
 
 // The typed house (test/harness, test/support) through swc: registered before it is imported.
@@ -99,6 +100,8 @@ export async function benchFailover({ takeovers = 12, sigterms = 5, stepDowns = 
 
     note(`failover bench: forwarding, ${samples} reads and ${samples} writes each way...`);
     const forwarding = await forwardingRatio({ direct: addr[active], relayed: addr[NAMES.find((n) => n !== active)], token, samples });
+    note('failover bench: read throughput, one node and all three (wrk)...');
+    const reads = wrkAvailable() ? await readThroughput({ addrs: [addr[active], ...NAMES.filter((n) => n !== active).map((n) => addr[n])], token }) : undefined;
 
     const load = startWriters({ addrs: NAMES.map((n) => addr[n]), token });
     const rounds = { sigkill: [], sigterm: [], stepDown: [] };
@@ -136,6 +139,7 @@ export async function benchFailover({ takeovers = 12, sigterms = 5, stepDowns = 
       loadAvg: { start: loadStart, end: os.loadavg() },
       cluster: { nodes: NAMES.length, storage: 'postgresql 15, one database, ha_enabled', haLeaseTtl: LEASE_TTL, writers: WRITERS, retryMs: RETRY_MS, pollMs: POLL_MS },
       forwarding,
+      reads: reads ?? { skipped: 'wrk is not installed (apt-get install wrk)' },
       takeover: { ...summary(rounds.sigkill.map((r) => r.firstWriteMs)), leaderSeen: summary(rounds.sigkill.map((r) => r.leaderSeenMs)), anyAckAfterLeaderSeen: summary(rounds.sigkill.map((r) => r.firstAnyAckAfterLeaderSeenMs)), goalP99Ms: 3000 },
       sigterm: { ...summary(rounds.sigterm.map((r) => r.firstWriteMs)), leaderSeen: summary(rounds.sigterm.map((r) => r.leaderSeenMs)), anyAckAfterLeaderSeen: summary(rounds.sigterm.map((r) => r.firstAnyAckAfterLeaderSeenMs)), goalP99Ms: 1000 },
       stepDown: { ...summary(rounds.stepDown.map((r) => r.firstWriteMs)), leaderSeen: summary(rounds.stepDown.map((r) => r.leaderSeenMs)), anyAckAfterLeaderSeen: summary(rounds.stepDown.map((r) => r.firstAnyAckAfterLeaderSeenMs)), goalP99Ms: 1000 },
@@ -208,6 +212,20 @@ async function forwardingRatio({ direct, relayed, token, samples }) {
     out[op] = { direct: d, relayed: r, ratioP50: r.p50Ms / d.p50Ms, ratioP99: r.p99Ms / d.p99Ms };
   }
   return out;
+}
+
+/**
+ * Read capacity (issue 28): KV v2 reads of one key by wrk (C, one thread, 16 connections per
+ * node), for 5 s against the active node alone, then against every node at once (one wrk each,
+ * performance standbys answering themselves); the figure is the sum over the three / the one.
+ */
+async function readThroughput({ addrs, token, seconds = 5, connections = 16 }) {
+  const url = (a) => `${a}/v1/secret/data/bench-failover/read`;
+  await wrkGet({ url: url(addrs[0]), token, connections, seconds: 1 }); // warm-up
+  const one = await wrkGet({ url: url(addrs[0]), token, connections, seconds });
+  const each = await Promise.all(addrs.map((a) => wrkGet({ url: url(a), token, connections, seconds })));
+  const all = each.reduce((sum, r) => sum + r.rps, 0);
+  return { seconds, connectionsPerNode: connections, oneNodeRps: one.rps, perNodeRps: each.map((r) => r.rps), allNodesRps: all, ratio: all / one.rps, goal: 1.7 };
 }
 
 /**
@@ -364,13 +382,22 @@ async function report(r) {
   console.log('');
   console.log(
     table(
-      ['relayed through a standby vs direct', 'direct p50 ms', 'relayed p50 ms', 'ratio p50', 'direct p99 ms', 'relayed p99 ms', 'ratio p99'],
+      ['through a standby vs direct (reads answered by the standby, writes relayed)', 'direct p50 ms', 'standby p50 ms', 'ratio p50', 'direct p99 ms', 'standby p99 ms', 'ratio p99'],
       ['read', 'write'].map((op) => {
         const o = r.forwarding[op];
         return [`KV v2 ${op} (${o.direct.n} sequential)`, o.direct.p50Ms.toFixed(2), o.relayed.p50Ms.toFixed(2), x(o.ratioP50), o.direct.p99Ms.toFixed(2), o.relayed.p99Ms.toFixed(2), x(o.ratioP99)];
       }),
     ),
   );
+  if (r.reads.ratio !== undefined) {
+    console.log('');
+    console.log(
+      table(
+        ['KV v2 read capacity (wrk, 16 connections per node)', 'one node req/s', 'three nodes req/s', 'per node', 'ratio', 'goal'],
+        [['active node alone vs every node at once', r.reads.oneNodeRps.toFixed(0), r.reads.allNodesRps.toFixed(0), r.reads.perNodeRps.map((v) => v.toFixed(0)).join(' / '), x(r.reads.ratio), `>= ${r.reads.goal}x: ${r.reads.ratio >= r.reads.goal ? 'met' : 'MISSED'}`]],
+      ),
+    );
+  } else console.log(`\nRead capacity: ${r.reads.skipped}`);
   console.log(`\nAcknowledged writes: ${r.writes.acknowledged}, read back at the end: ${r.writes.lost === 0 ? 'all present' : `${r.writes.lost} LOST`}; failed attempts (retried): ${JSON.stringify(r.writes.failedAttempts)}`);
   console.log(`Machine: ${r.machine.cpu}, ${r.machine.cores} cores; load average ${r.loadAvg.start.map((l) => l.toFixed(2)).join(' ')} at start, ${r.loadAvg.end.map((l) => l.toFixed(2)).join(' ')} at end`);
   await mkdir(resultsDir, { recursive: true });

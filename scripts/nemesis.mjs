@@ -37,7 +37,7 @@
  * active node's config (it must refuse to start, naming the node), sys/step-down on the primary
  * cluster's active node, a cluster's PostgreSQL stopped and started again. After each, every node
  * of the cluster must answer health as it is within a few seconds (the active node 200, standbys
- * 429, none storage_failed, the same replication modes and cluster id). The final primary and
+ * 473, none storage_failed, the same replication modes and cluster id). The final primary and
  * DR secondary are each cluster's active node at the end; the checker is the same.
  */
 import { spawn } from 'node:child_process';
@@ -247,6 +247,8 @@ class HaTopology {
       { client: 'wa3', role: 'a3', mount: 'secret' }, { client: 'wc', role: 'c', mount: 'secret' },
     ];
     this.readers = [['ra1', 'a1'], ['ra2', 'a2'], ['ra3', 'a3'], ['rc', 'c']];
+    /** One database behind a1-a3: a read on any of them sees every write acknowledged before it began (performance standbys). */
+    this.currentReaders = ['a1', 'a2', 'a3'];
   }
 
   get roles() { return { ...this.active }; }
@@ -334,7 +336,7 @@ class HaTopology {
 
   /**
    * Every node of `cluster` answers health as it is, within a few seconds of the cluster settling
-   * (a lease and a follow): the active node 200, each standby 429 (every node of a DR secondary
+   * (a lease and a follow): the active node 200, each standby 473 (a performance standby; every node of a DR secondary
    * 472), none storage_failed, and every one the same replication modes and cluster id as the
    * active node. A finding otherwise.
    */
@@ -346,7 +348,7 @@ class HaTopology {
       last = views.map(([n, r]) => ({ node: n, status: r.status, storage_failed: r.body?.storage_failed, dr: r.body?.replication_dr_mode, performance: r.body?.replication_performance_mode, cluster_id: r.body?.cluster_id }));
       const mine = last.find((v) => v.node === active);
       // Vault's order: a DR secondary's nodes answer 472 whether active or standby.
-      const want = (v) => (v.dr === 'secondary' ? 472 : v.node === active ? 200 : 429);
+      const want = (v) => (v.dr === 'secondary' ? 472 : v.node === active ? 200 : 473);
       const agree = last.every((v) => v.status === want(v) && v.storage_failed !== true
         && v.dr === mine?.dr && v.performance === mine?.performance && v.cluster_id === mine?.cluster_id);
       return agree ? true : undefined;
@@ -718,7 +720,7 @@ export async function runNemesis({ topology = 'default', cycles = 5, seed = 1, f
         return {};
       }));
     }
-    const verdict = checkHistory(history, finalData, { lossWindows: topo.lossWindows, filterTimeline: topo.filterTimeline });
+    const verdict = checkHistory(history, finalData, { lossWindows: topo.lossWindows, filterTimeline: topo.filterTimeline, currentReaders: topo.currentReaders ?? [] });
     const merkle = failure ? {} : await merkleChecks(topo);
     const violations = [
       ...(failure ? [{ type: 'harness-step-failed', error: failure instanceof Error ? failure.message : String(failure) }] : []),

@@ -137,6 +137,12 @@ export interface HaNode {
   /** RFC 3339; null for the active node. */
   readonly last_echo: string | null;
   readonly version: string;
+  /** Vault's fields (absent from older nodes): the node's version, '' unless configured, and Vault's echo measurements (ms). */
+  readonly upgrade_version?: string;
+  readonly redundancy_zone?: string;
+  readonly echo_duration_ms?: number;
+  readonly clock_skew_ms?: number;
+  readonly replication_primary_canary_age_ms?: number;
   readonly [extra: string]: unknown;
 }
 

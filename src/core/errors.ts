@@ -101,6 +101,17 @@ export class ReplicatedWriteRefused extends TesseraError {
   }
 }
 /**
+ * 503: an HA standby writes nothing itself; every write refuses with this before reaching storage.
+ * A request the standby began to serve because it looked like a read and that turns out to write
+ * (a token's last use, a wrapped answer) is relayed whole to the active node when the HTTP layer
+ * sees this; nothing was written here.
+ */
+export class StandbyWriteRefused extends TesseraError {
+  constructor(message: string) {
+    super(ErrorCode.unavailable, message);
+  }
+}
+/**
  * 503: a write that must go to the primary could not be forwarded (the primary is unreachable,
  * refused this secondary, or did not answer in time). The message says whether the write is known
  * not to have happened or its outcome is unknown (a deadline after sending).

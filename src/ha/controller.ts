@@ -1,9 +1,9 @@
 /**
  * Drives one node's HA leadership: the pure machine of src/core/ha/lease.ts over the lock row of
- * the shared database (a LeaseStore), with a timer, and carries out its effects in order on one
- * chain: take or renew the row, start or stop the active role, release the row.
+ * the shared database (a LeaseStore), ticked by its Clock (clock.ts), and carries out its effects
+ * in order on one chain: take or renew the row, start or stop the active role, release the row.
  *
- *   const ha = new HaController({ store, me, role, log, now: Date.now });
+ *   const ha = new HaController({ store, me, role, log });   // clock: realClock() unless given
  *   lifecycle.subscribe(ha.sealObserver);    // unsealed: compete; sealing: stop and release
  *   ha.start();                              // the tick timer
  *   ha.fenceState()                          // what the fence of every commit checks
@@ -17,7 +17,8 @@
 import type { Logger } from 'pino';
 import { Internal } from '../core/errors.js';
 import { initialState, leadership, leaseOptions, step, type Effect, type Event, type Leader, type LeaseOptions, type Leadership, type State, type StopReason } from '../core/ha/lease.js';
-import type { FenceState, LeaseCandidate, LeaseMember, LeaseRow, LeaseStore } from '../storage/postgres-lease.js';
+import type { FenceState, LeaseCandidate, LeaseMember, LeaseRow, LeaseStore } from '../core/ha/lease-store.js';
+import { realClock, type Clock } from './clock.js';
 
 /** The active role of the node: what becoming active starts and stepping down stops. */
 export interface ActiveRole {
@@ -33,7 +34,8 @@ export interface HaControllerOptions {
   readonly me: () => LeaseCandidate;
   readonly role: ActiveRole;
   readonly log: Logger;
-  readonly now: () => number;
+  /** The time and timers (clock.ts); default the real ones. */
+  readonly clock?: Clock;
   readonly lease?: Partial<LeaseOptions>;
   /** How often the machine is ticked (ms); default a fifth of the retry interval. */
   readonly tickMs?: number;
@@ -80,8 +82,9 @@ export interface HaView extends Leadership {
 export class HaController {
   private state: State;
   private readonly options: LeaseOptions;
-  private timer: NodeJS.Timeout | undefined;
-  private echoTimer: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  private stopTicks: (() => void) | undefined;
+  private stopEchoes: (() => void) | undefined;
   /**
    * Effects run in order on two chains: the lock row's requests (acquire, renew, release) and the
    * active role's start and stop, so a long start (loading a large index) never delays a renew.
@@ -100,6 +103,7 @@ export class HaController {
   private stopped = false;
 
   constructor(private readonly o: HaControllerOptions) {
+    this.clock = o.clock ?? realClock();
     this.options = leaseOptions(o.lease);
     this.state = initialState(this.options);
   }
@@ -111,12 +115,14 @@ export class HaController {
   /** Starts ticking the machine and echoing this node's membership. */
   start(): void {
     const tickMs = this.o.tickMs ?? Math.max(10, Math.floor(this.options.retryMs / 5));
-    this.timer = setInterval(() => this.feed({ type: 'tick', now: this.o.now() }), tickMs);
-    this.timer.unref();
+    this.stopTicks = this.clock.every(tickMs, () => this.feed({ type: 'tick', now: this.clock.now() }));
     const echo = (): void => {
+      const sentAt = this.clock.now();
       this.o.store
-        .echo(this.o.me(), this.identityStaleMs(), this.view().backoff)
+        .echo(this.o.me(), this.identityStaleMs(), this.view().backoff, { echoDurationMs: this.lastEcho.durationMs, localTime: sentAt })
         .then((other) => {
+          const now = this.clock.now();
+          this.lastEcho = { durationMs: now - sentAt, answeredAt: now };
           this.identity(other);
           return this.o.store.members(this.o.memberMaxAgeMs ?? 15_000);
         })
@@ -128,8 +134,15 @@ export class HaController {
       if (this.state.mode !== 'active') this.refreshLeader();
     };
     echo();
-    this.echoTimer = setInterval(echo, this.o.echoMs ?? 1000);
-    this.echoTimer.unref();
+    this.stopEchoes = this.clock.every(this.o.echoMs ?? 1000, echo);
+  }
+
+  /** How long this node's last answered echo took and when it was answered (Vault's echo duration and heartbeat). */
+  private lastEcho: { durationMs: number; answeredAt: number | undefined } = { durationMs: 0, answeredAt: undefined };
+
+  /** This node's own echoes: the last one's duration and answer time, and how often it echoes (ms). */
+  echoes(): { readonly durationMs: number; readonly answeredAt: number | undefined; readonly intervalMs: number } {
+    return { ...this.lastEcho, intervalMs: this.o.echoMs ?? 1000 };
   }
 
   private identityStaleMs(): number {
@@ -142,12 +155,12 @@ export class HaController {
    * kill -9). Rejects with IdentityTaken when another process keeps echoing it.
    */
   async claim(): Promise<void> {
-    const until = this.o.now() + this.identityStaleMs() + (this.o.echoMs ?? 1000);
+    const until = this.clock.now() + this.identityStaleMs() + (this.o.echoMs ?? 1000);
     for (;;) {
       const other = await this.o.store.echo(this.o.me(), this.identityStaleMs());
       if (other === undefined) return;
-      if (this.o.now() >= until) throw new IdentityTaken(other);
-      await new Promise((resolve) => setTimeout(resolve, Math.floor((this.o.echoMs ?? 1000) / 2)));
+      if (this.clock.now() >= until) throw new IdentityTaken(other);
+      await this.clock.sleep(Math.floor((this.o.echoMs ?? 1000) / 2));
     }
   }
 
@@ -157,22 +170,22 @@ export class HaController {
     if (other === undefined) {
       if (was === undefined) return;
       this.o.log.warn('HA: this node holds its identity again; competing');
-      this.feed({ type: 'identityHeld', now: this.o.now() });
+      this.feed({ type: 'identityHeld', now: this.clock.now() });
       return;
     }
     const by = describeMember(other);
     if (was === undefined) {
       this.o.log.error({ other: by }, 'HA: another live process of this cluster has this node\'s identity (the same hostname, api_addr and cluster_addr); this node stops competing and steps down if active');
     }
-    this.feed({ type: 'identityTaken', now: this.o.now(), by });
+    this.feed({ type: 'identityTaken', now: this.clock.now(), by });
   }
 
   /** Stops the timers, stops the active role and releases the row; the process is ending. */
   async stop(): Promise<void> {
     this.feed({ type: 'sealed' });
     this.stopped = true;
-    clearInterval(this.timer);
-    clearInterval(this.echoTimer);
+    this.stopTicks?.();
+    this.stopEchoes?.();
     await this.settled();
   }
 
@@ -195,11 +208,11 @@ export class HaController {
 
   /** Resolves true once this node serves as the active node, false if it stops being active first or `timeoutMs` passes. */
   async untilServing(timeoutMs: number): Promise<boolean> {
-    const until = Date.now() + timeoutMs;
-    while (Date.now() < until) {
+    const until = this.clock.now() + timeoutMs;
+    while (this.clock.now() < until) {
       if (this.isActive()) return true;
       if (this.state.mode !== 'active') return false;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await this.clock.sleep(20);
     }
     return this.isActive();
   }
@@ -215,7 +228,7 @@ export class HaController {
   }
 
   private activationFailed(epoch: number, reason: string): void {
-    const now = this.o.now();
+    const now = this.clock.now();
     this.feed({ type: 'activationFailed', epoch, now, reason });
     // Once per failure: only when the machine took this one (not a stale epoch's).
     const failure = this.state.lastFailure;
@@ -246,7 +259,7 @@ export class HaController {
   }
 
   view(): HaView {
-    const l = leadership(this.state, this.o.now());
+    const l = leadership(this.state, this.clock.now());
     return { ...l, enabled: true, leaderRow: this.state.mode === 'active' ? this.ownRow() : this.leaderRow, epoch: this.state.epoch };
   }
 
@@ -271,14 +284,14 @@ export class HaController {
    * asked may have been relayed over the cluster port the stop closes.
    */
   stepDown(): void {
-    this.feed({ type: 'stepDown', now: this.o.now() });
+    this.feed({ type: 'stepDown', now: this.clock.now() });
   }
 
   readonly sealObserver = {
     opened: async (context: { initializing: boolean }): Promise<void> => {
       // sys/init opens the barrier only to write the root token, then seals: not a reason to compete.
       if (context.initializing) return;
-      this.feed({ type: 'unsealed', now: this.o.now() });
+      this.feed({ type: 'unsealed', now: this.clock.now() });
     },
     sealing: async (): Promise<void> => {
       this.feed({ type: 'sealed' });
@@ -394,7 +407,7 @@ export class HaController {
 
   private async tryAcquire(graceMs: number | undefined): Promise<void> {
     const me = this.o.me();
-    this.feed({ type: 'acquireSent', now: this.o.now() });
+    this.feed({ type: 'acquireSent', now: this.clock.now() });
     const sentAt = this.sentAt();
     try {
       const r = await this.o.store.acquire(me, this.options.ttlMs, graceMs);
@@ -423,16 +436,16 @@ export class HaController {
   private async renew(): Promise<void> {
     if (this.state.mode !== 'active') return;
     const { holder, epoch } = { holder: this.o.me().holder, epoch: this.state.epoch };
-    this.feed({ type: 'renewSent', now: this.o.now() });
+    this.feed({ type: 'renewSent', now: this.clock.now() });
     const sentAt = this.sentAt();
     try {
       const ok = await this.o.store.renew(holder, epoch, this.options.ttlMs);
       this.storeAnswered();
-      this.feed(ok ? { type: 'renewed', sentAt } : { type: 'renewFailed', now: this.o.now() });
+      this.feed(ok ? { type: 'renewed', sentAt } : { type: 'renewFailed', now: this.clock.now() });
     } catch (e) {
       this.storeFailed(e);
       this.o.log.warn({ err: (e as Error).message }, 'HA: renewing the lease failed; retrying until its deadline');
-      this.feed({ type: 'renewError', now: this.o.now() });
+      this.feed({ type: 'renewError', now: this.clock.now() });
     }
   }
 

@@ -37,10 +37,12 @@ it('answers itself as soon as this node takes over, while the relay to the old a
     loadTls: async () => ({ server: pki.serverTls, client: pki.clientTls('standby') }),
     connect: (o) => connectHa(o),
     verifiedApiAddr: async () => undefined,
+    servesReads: () => false,
+    current: async () => undefined,
   });
   try {
     const started = Date.now();
-    const answer = relay.divert(request);
+    const answer = relay.divert(request, () => false);
     setTimeout(() => (active = true), 300);
     // undefined: this node runs the request itself.
     await expect(answer).resolves.toBeUndefined();

@@ -16,6 +16,9 @@ import type { HaTls } from './tls.js';
 /** Paths (after /v1/) a standby answers itself: they are about this node. */
 const LOCAL = new Set(['sys/health', 'sys/seal-status', 'sys/unseal', 'sys/seal', 'sys/init', 'sys/leader', 'sys/metrics']);
 
+/** Of those, the ones a token authorizes: answered only once the standby is current (a revoked token is refused). */
+const LOCAL_WITH_TOKEN = new Set(['sys/seal', 'sys/metrics']);
+
 /** Vault's answer when no active node is known (http/handler.go). */
 export const NO_ACTIVE = 'local node not active but active cluster node not found';
 
@@ -48,11 +51,30 @@ export interface StandbyRelayOptions {
   readonly loadTls: () => Promise<HaTls | undefined>;
   readonly connect: (o: { address: string; tls: TlsMaterial }) => RelayClient;
   /**
+   * Whether this standby answers reads itself (a performance standby: unsealed, following, not
+   * of a DR secondary cluster); false relays them as every other request.
+   */
+  readonly servesReads: () => boolean;
+  /**
+   * Resolves once this standby holds everything storage held when it was called (standby-reads.ts);
+   * rejects when it cannot tell.
+   */
+  readonly current: () => Promise<void>;
+  /**
    * The API address the active node at a cluster address states over the cluster channel
    * (verified-leader.ts), or undefined when it cannot be verified: a 307 goes only there, never to
    * the lock row's `api_addr`.
    */
   readonly verifiedApiAddr: (clusterAddr: string) => Promise<string | undefined>;
+}
+
+function stale(e: unknown): string {
+  return `this standby could not bring itself up to the shared database (${e instanceof Error ? e.message : String(e)})`;
+}
+
+/** Whether X-Vault-No-Request-Forwarding asks for a redirect: present with a non-empty value, as Vault's test. */
+export function noForwarding(value: string | undefined): boolean {
+  return value !== undefined && value.trim() !== '';
 }
 
 function pathOf(url: string): string {
@@ -66,12 +88,25 @@ export class StandbyRelay implements StandbyGate {
 
   constructor(private readonly o: StandbyRelayOptions) {}
 
-  divert(req: RawRequest): Promise<RawReply | undefined> | undefined {
-    if (!req.url.startsWith('/v1/') || LOCAL.has(pathOf(req.url))) return undefined;
+  divert(req: RawRequest, local: () => boolean): Promise<RawReply | undefined> | undefined {
+    if (!req.url.startsWith('/v1/')) return undefined;
+    const path = pathOf(req.url);
+    if (LOCAL.has(path) && !LOCAL_WITH_TOKEN.has(path)) return undefined;
     const target = this.o.relayTarget();
     if (target === undefined) return undefined;
     if ('starting' in target) return this.whenStarted(target.starting);
+    if (LOCAL.has(path)) return this.o.current().then(() => undefined, (e: unknown) => errorRaw(503, `${stale(e)}; nothing was done: retry`));
+    // A read this standby cannot answer current goes to the active node instead (never stale).
+    if (this.o.servesReads() && local()) return this.o.current().then(() => undefined, () => this.answer(target.leader, req));
     return this.answer(target.leader, req);
+  }
+
+  /** Relays `req` to the active node (or answers it here, if this node has become the active node meanwhile). */
+  async relay(req: RawRequest): Promise<RawReply> {
+    const target = this.o.relayTarget();
+    if (target === undefined) return errorRaw(503, 'this node stopped being a standby while it answered the request; nothing was written: retry');
+    const reply = 'starting' in target ? await this.whenStarted(target.starting) : await this.answer(target.leader, req);
+    return reply ?? errorRaw(503, 'this node became the active node while it answered the request; nothing was written: retry');
   }
 
   /** This node won the lease and is loading: it answers itself once it serves. */
@@ -84,21 +119,22 @@ export class StandbyRelay implements StandbyGate {
     const leader = known ?? (await this.waitForLeader());
     if (leader === SELF) return undefined;
     if (typeof leader === 'string') return errorRaw(503, leader);
-    if (req.headers['x-vault-no-request-forwarding'] !== undefined) {
+    // Vault tests the header with Header.Get(...) != "" (http/handler.go): any value but an empty one redirects.
+    if (noForwarding(req.headers['x-vault-no-request-forwarding'])) {
       const apiAddr = await this.o.verifiedApiAddr(leader.clusterAddr);
       if (apiAddr === undefined) {
         return errorRaw(503, `${NO_ACTIVE}: the node at ${leader.clusterAddr} did not confirm over the cluster port that it is the active node, so this standby does not redirect (nothing was sent)`);
       }
       return { status: 307, headers: { location: `${apiAddr.replace(/\/+$/, '')}${req.url}` }, body: Buffer.alloc(0) };
     }
-    const first = await this.relay(leader.clusterAddr, req);
+    const first = await this.relayTo(leader.clusterAddr, req);
     if (first !== NOT_SENT) return first;
     // The node the row named did not answer (it died, or another took over before the request
     // left): nothing was sent, so wait for the next active node and relay once more.
     const next = await this.waitForLeader(leader.clusterAddr);
     if (next === SELF) return undefined;
     if (typeof next === 'string') return errorRaw(503, `${next} (the active node at ${leader.clusterAddr} is not reachable; nothing was sent to it, nothing was written)`);
-    const second = await this.relay(next.clusterAddr, req);
+    const second = await this.relayTo(next.clusterAddr, req);
     return second === NOT_SENT ? errorRaw(503, `${NO_ACTIVE} (the active node at ${next.clusterAddr} is not reachable; nothing was sent to it, nothing was written)`) : second;
   }
 
@@ -128,11 +164,11 @@ export class StandbyRelay implements StandbyGate {
 
   /** Sends `req` to the node at `address` over the HA channel; undefined when it was not sent. */
   async ask(address: string, req: RawRequest): Promise<RawReply | undefined> {
-    const reply = await this.relay(address, req);
+    const reply = await this.relayTo(address, req);
     return reply === NOT_SENT ? undefined : reply;
   }
 
-  private async relay(address: string, req: RawRequest): Promise<RawReply | typeof NOT_SENT> {
+  private async relayTo(address: string, req: RawRequest): Promise<RawReply | typeof NOT_SENT> {
     this.tls ??= await this.o.loadTls();
     if (this.tls === undefined) return errorRaw(503, `${NO_ACTIVE}: no node of this cluster has been active yet`);
     if (this.client?.address !== address) {

@@ -141,7 +141,7 @@ async function render(services: Services, req: ApiRequest, fullPath: string, rep
  * the same first match, without splitting every pattern for every secret path (about 3% of the
  * event loop under KV write load, where no route matches at all).
  */
-function matchRoute(routes: readonly Route[], path: string): Match | undefined {
+export function matchRoute(routes: readonly Route[], path: string): Match | undefined {
   const slash = path.indexOf('/');
   const first = slash === -1 ? path : path.slice(0, slash);
   const candidates = routes.filter(({ pattern: p }) =>

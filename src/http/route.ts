@@ -64,6 +64,15 @@ export interface Route {
   readonly localState?: boolean;
   /** WIRE.md section 6: the short list a DR secondary still answers. */
   readonly drSecondary?: boolean;
+  /**
+   * How an HA performance standby treats a request of this route (standby-serves.ts): by default
+   * it answers reads and lists itself (after its read barrier) and relays every other operation,
+   * and relays every operation of a `node` route (state the active node may hold in memory:
+   * replication, rekey and root generation progress). `serve`: answered by the standby for every
+   * operation, read from storage (token lookups sent as POST, the keyring's status); a request
+   * that turns out to write is relayed all the same. `relay`: always relayed.
+   */
+  readonly standby?: 'serve' | 'relay';
   /** Answers while sealed (init, unseal, seal-status, health, status). */
   readonly whileSealed?: boolean;
   /** License feature the route needs; `hostedOk` lets a hosted cluster in without one. */

@@ -18,13 +18,14 @@ import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import express from 'express';
 import type { Logger } from 'pino';
-import { PayloadTooLarge } from '../core/errors.js';
+import { PayloadTooLarge, StandbyWriteRefused } from '../core/errors.js';
 import { answerClientError, trackRequest } from './client-error.js';
 import { dispatch, type Dispatched, type Services } from './dispatch.js';
 import { clientMethod, DEFAULT_TIMEOUTS, listAware, markResponded, type ConnectionTimeouts } from './list-method.js';
 import { toApiRequest } from './request.js';
 import type { Route } from './route.js';
 import { relayableHeaders, type RawReply, type RawRequest, type StandbyGate } from './standby.js';
+import { servedByStandby } from './standby-serves.js';
 import { serveStatic, type StaticSite } from './static.js';
 import { errorReply } from './status.js';
 
@@ -105,6 +106,13 @@ function pump(res: http.ServerResponse, out: Dispatched & { stream: NonNullable<
   })();
 }
 
+/** Writes a reply relayed (or made) as bytes; its status. */
+function sendRaw(res: http.ServerResponse, reply: RawReply): number {
+  res.writeHead(reply.status, { ...reply.headers, 'content-length': String(reply.body.length) });
+  res.end(reply.body);
+  return reply.status;
+}
+
 /** Writes a reply as express's res.json / res.send / res.end did. */
 function send(res: http.ServerResponse, out: Dispatched): void {
   res.statusCode = out.status;
@@ -159,15 +167,21 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
       const remoteAddress = req.socket.remoteAddress ?? '';
       // A LIST is relayed as LIST: the marker that says so here means nothing on the active node.
       const method = clientMethod(r.method, req.headers);
-      const diverted = opts.standby?.divert({ method, url: r.url, headers: relayableHeaders(req.headers), body: rawBody, remoteAddress });
+      const standby = opts.standby;
+      const raw: RawRequest | undefined = standby === undefined ? undefined : { method, url: r.url, headers: relayableHeaders(req.headers), body: rawBody, remoteAddress };
+      const diverted = raw === undefined ? undefined : standby?.divert(raw, () => servedByStandby(opts.routes, method, r.url));
       const reply = diverted === undefined ? undefined : await diverted;
-      if (reply !== undefined) {
-        res.writeHead(reply.status, { ...reply.headers, 'content-length': String(reply.body.length) });
-        res.end(reply.body);
-        return reply.status;
-      }
+      if (reply !== undefined) return sendRaw(res, reply);
       const api = toApiRequest({ id: r.id, method, url: r.url, headers: req.headers, rawBody, remoteAddress });
-      const out = await dispatch(opts.services, opts.routes, api);
+      let out: Dispatched;
+      try {
+        out = await dispatch(opts.services, opts.routes, api);
+      } catch (e) {
+        // A standby answering what looked like a read reached a write: nothing was written here,
+        // and the active node runs the request whole.
+        if (!(e instanceof StandbyWriteRefused) || standby === undefined || raw === undefined) throw e;
+        return sendRaw(res, await standby.relay(raw));
+      }
       if (out.stream) pump(res, { ...out, stream: out.stream }, opts.logger);
       else send(res, out);
       return out.status;

@@ -28,9 +28,16 @@ export interface RawReply {
 export interface StandbyGate {
   /**
    * The reply from elsewhere (relayed, a 307 or a 503), or undefined when this node answers
-   * itself (now, or once the promise resolves to undefined: it was just becoming active).
+   * itself (now, or once the promise resolves to undefined: it was just becoming active, or as a
+   * performance standby it is now current). `local()` says whether a performance standby may
+   * answer the request itself (standby-serves.ts).
    */
-  divert(req: RawRequest): Promise<RawReply | undefined> | undefined;
+  divert(req: RawRequest, local: () => boolean): Promise<RawReply | undefined> | undefined;
+  /**
+   * Relays `req` to the active node: a request this standby began to answer turned out to write
+   * (StandbyWriteRefused), and nothing was written here.
+   */
+  relay(req: RawRequest): Promise<RawReply>;
 }
 
 /**

@@ -29,6 +29,8 @@ export interface PostgresqlStorageConfig {
   readonly haEnabled: boolean;
   readonly haTable: string;
   readonly haLeaseTtlMs?: number;
+  /** `autopilot_redundancy_zone` (the key of Vault's raft storage): the zone sys/ha-status shows for this node. */
+  readonly redundancyZone?: string;
   /**
    * Where `connectionUrl` came from, named in start-up errors: `storage "postgresql"
    * connection_url`, or the environment variable (PG_CONNECTION_URL_ENV) that overrode it.
@@ -125,6 +127,8 @@ const postgresqlSchema = z.object({
   ha_table: pgTable.default('vault_ha_locks'),
   // Ours: the HA lock row's lifetime (Vault's is a fixed 15 s). Default 2s; 1s..60s.
   ha_lease_ttl: listenerDuration.optional(),
+  // Vault's raft key: this node's redundancy zone, shown in sys/ha-status (nothing else uses it).
+  autopilot_redundancy_zone: z.string().max(128, 'at most 128 characters').optional(),
   // Vault's pool knobs: accepted so a Vault config loads; the pool size is ours for now.
   max_idle_connections: z.union([z.number(), z.string()]).optional(),
   max_parallel: z.union([z.number(), z.string()]).optional(),
@@ -179,6 +183,7 @@ function postgresqlStorage(body: Record<string, unknown>, key: string, issues: C
     haEnabled: toBool(parsed.ha_enabled),
     haTable: parsed.ha_table,
     ...(ttl !== undefined ? { haLeaseTtlMs: ttl } : {}),
+    ...(parsed.autopilot_redundancy_zone !== undefined && parsed.autopilot_redundancy_zone !== '' ? { redundancyZone: parsed.autopilot_redundancy_zone } : {}),
     connectionUrlSource: envName !== undefined ? `environment variable ${envName}` : 'storage "postgresql" connection_url',
     ...(retries !== undefined ? { maxConnectRetries: Number(retries) } : {}),
   };

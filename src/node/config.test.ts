@@ -53,6 +53,7 @@ const fullExpected: Omit<Config, 'source' | 'warnings'> = {
   replication: { walMaxEntries: 5000, walMaxBytes: 1048576 },
   leases: { maxTtl: 48 * 3600, defaultTtl: 5400 },
   auditDir: '/var/lib/tessera/audit',
+  disablePerformanceStandby: false,
 };
 
 const minimal = 'storage "inmem" {}\nlistener "tcp" {\n  tls_disable = true\n}\n';
@@ -305,6 +306,9 @@ describe('storage "postgresql"', () => {
     expect(c.warnings).toEqual([]);
     expect(pgConfig('connection_url = "postgres://db/v"\nmax_connect_retries = 0').storage).toMatchObject({ maxConnectRetries: 0 });
     expect(() => pgConfig('connection_url = "postgres://db/v"\nmax_connect_retries = "many"')).toThrow(/storage\.postgresql\.max_connect_retries/);
+    // Vault's raft key for the node's redundancy zone (sys/ha-status); empty is none.
+    expect(pgConfig('connection_url = "postgres://db/v"\nautopilot_redundancy_zone = "zone-a"').storage).toMatchObject({ redundancyZone: 'zone-a' });
+    expect(pgConfig('connection_url = "postgres://db/v"\nautopilot_redundancy_zone = ""').storage).not.toHaveProperty('redundancyZone');
   });
 
   it('takes the connection URL from the environment over the config, as Vault does', () => {

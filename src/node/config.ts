@@ -52,6 +52,8 @@ export interface Config {
   readonly leases: LeaseConfig;
   /** `audit_dir`: where this node's file audit devices may write; default `<leveldb path>/audit`, none on PostgreSQL unless set. */
   readonly auditDir: string | undefined;
+  /** Vault's `disable_performance_standby`: HA standbys relay reads too (default: they answer them). */
+  readonly disablePerformanceStandby: boolean;
   /** One line per ignored key, "FILE: key.path: ...". */
   readonly warnings: readonly string[];
 }
@@ -153,6 +155,7 @@ const topSchema = z.object({
   max_lease_ttl: leaseDuration.optional(),
   default_lease_ttl: leaseDuration.optional(),
   audit_dir: z.string().refine((v) => v.startsWith('/'), 'expected an absolute directory path').optional(),
+  disable_performance_standby: boolish.default(false),
 });
 const blockKeys = ['storage', 'listener', 'replication'];
 
@@ -208,6 +211,7 @@ function validate(tree: Record<string, unknown>, file: string): Config {
     replication,
     leases,
     auditDir: top.audit_dir ?? (storage.type === 'leveldb' ? `${storage.path.replace(/\/+$/, '')}/audit` : undefined),
+    disablePerformanceStandby: toBool(top.disable_performance_standby),
     warnings: Object.freeze(warnings),
   };
 }

@@ -18,9 +18,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { Unavailable } from '../core/errors.js';
+import { StandbyWriteRefused, Unavailable } from '../core/errors.js';
+import { clockSkewMs, heartbeatHealth, type EchoClocks } from '../core/ha/heartbeat.js';
 import { leaseOptions, type LeaseOptions } from '../core/ha/lease.js';
 import { VERSION } from '../core/version.js';
+import { realClock } from '../ha/clock.js';
 import { HaController } from '../ha/controller.js';
 import { LeaseKeeper } from '../ha/lease-keeper.js';
 import { StandbyRelay } from '../ha/standby.js';
@@ -29,12 +31,14 @@ import { LEADER_PROBE, VerifiedLeader } from '../ha/verified-leader.js';
 import type { HaFacts, HaNodeInfo } from '../http/routes/ha.js';
 import { ZERO_TIME } from '../http/routes/ha.js';
 import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
-import { CoalescedReload, recordedModes, standbyRegistrations, type RecordedModes, type ReplicationUnit } from '../replication/index.js';
+import { recordedModes, standbyRegistrations, type RecordedModes, type ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
-import { openPostgresLease, type FenceState, type LeaseCandidate, type LeaseStore } from '../storage/postgres-lease.js';
+import type { FenceState, LeaseCandidate, LeaseMember } from '../core/ha/lease-store.js';
+import { openPostgresLease, type PostgresLeaseStore } from '../storage/postgres-lease.js';
 import { connectHa, type ClusterServer } from '../transport/grpc/index.js';
-import type { VaultCore } from '../vault/core.js';
+import { cachesDeriveFrom, type VaultCore } from '../vault/core.js';
+import { StandbyReads } from '../ha/standby-reads.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
 import { HaDoor } from './ha-door.js';
 
@@ -57,13 +61,15 @@ export function leaseTimings(ttlMs: number): Partial<LeaseOptions> {
 
 /** The lease store and the guard the data backend runs in every batch; the controller binds later. */
 export interface HaFence {
-  readonly lease: LeaseStore;
+  readonly lease: PostgresLeaseStore;
   /** Renews the lease from a worker thread while the main thread stalls (undefined: main thread only). */
   readonly keeper: LeaseKeeper | undefined;
   /** Closes the keeper and the lease store. */
   close(): Promise<void>;
   readonly guard: BatchGuard;
   readonly ttlMs: number;
+  /** This node's configured redundancy zone ('' when none). */
+  readonly redundancyZone: string;
   bind(state: () => FenceState, fenced: (epoch: number) => void): void;
 }
 
@@ -102,6 +108,7 @@ export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log
       await lease.close();
     },
     ttlMs,
+    redundancyZone: pg.redundancyZone ?? '',
     guard: lease.fence(() => state(), (epoch) => fenced(epoch)),
     bind(s, f) {
       state = s;
@@ -109,6 +116,9 @@ export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log
     },
   };
 }
+
+/** A member's last echo as the clock skew needs it. */
+const clocksOf = (m: LeaseMember): EchoClocks => ({ localTime: m.localTime?.getTime(), databaseTime: m.lastEcho.getTime() });
 
 /** A stable id for this node: its host and addresses (so a restart is the same member). */
 export function nodeIdOf(host: string, apiAddr: string, clusterAddr: string): string {
@@ -147,6 +157,8 @@ export interface WireHaOptions {
   readonly execute: () => ((req: RawRequest) => Promise<RawReply>) | undefined;
   readonly log: Logger;
   readonly now: () => number;
+  /** Standbys answer reads themselves (config `disable_performance_standby` false). */
+  readonly performanceStandby: boolean;
 }
 
 export function wireHa(o: WireHaOptions): NodeHa {
@@ -155,9 +167,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
   const instance = randomBytes(8).toString('hex');
   const me = (): LeaseCandidate => {
     const apiAddr = o.apiAddr();
-    return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION, instance };
+    return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION, instance, redundancyZone: o.fence.redundancyZone };
   };
-  const standbyRefusal = (): Error => new Unavailable('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
+  const standbyRefusal = (): Error => new StandbyWriteRefused('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
   let serving: { close(): Promise<void> } | undefined;
   // A standby answers secondaries on its cluster port with where the active node is (ha-door.ts).
   const door = new HaDoor({
@@ -177,7 +189,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     store: o.fence.lease,
     me,
     log: o.log.child({ ha: true }),
-    now: o.now,
+    clock: realClock(o.now),
     memberMaxAgeMs: MEMBER_MAX_AGE_MS,
     ...(o.fence.keeper !== undefined ? { keeper: o.fence.keeper } : {}),
     lease: leaseTimings(o.fence.ttlMs),
@@ -237,6 +249,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
     return run(req);
   };
 
+  // A performance standby answers reads itself: unsealed and following, not of a DR secondary
+  // cluster (it answers no reads), and only once the replication state it follows is known.
+  const servesReads = (): boolean => o.performanceStandby && isStandby() && replicationSeen !== undefined && replicationSeen.dr !== 'secondary' && o.engine.failure() === undefined;
   const relay: StandbyRelay = new StandbyRelay({
     relayTarget: () => {
       const v = controller.view();
@@ -244,6 +259,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
       if (v.mode === 'active') return controller.isActive() ? undefined : { starting: () => controller.untilServing(30_000) };
       return { leader: v.leaderRow === undefined ? undefined : { apiAddr: v.leaderRow.apiAddr, clusterAddr: v.leaderRow.clusterAddr } };
     },
+    // Not a DR secondary's standby (it answers no reads), and only once the replication state is known.
+    servesReads: () => servesReads(),
+    current: () => reads.current(),
     findLeader: async () => {
       const row = await o.fence.lease.leader();
       return row === undefined || row.holder === me().holder ? undefined : { apiAddr: row.apiAddr, clusterAddr: row.clusterAddr };
@@ -271,19 +289,41 @@ export function wireHa(o: WireHaOptions): NodeHa {
       return { isSelf: false, activeTime: ZERO_TIME, leaderAddress: verified ?? '', leaderClusterAddress: row === undefined ? '' : `https://${row.clusterAddr}` };
     },
     standby: () => controller.view().mode !== 'sealed' && !controller.isActive(),
+    performanceStandby: () => servesReads(),
+    echo: () => {
+      if (!isStandby()) return { echoDurationMs: 0, clockSkewMs: 0 };
+      const e = controller.echoes();
+      const self = me().holder;
+      const known = controller.knownMembers();
+      const mine = known.find((m) => m.nodeId === self);
+      const active = known.find((m) => m.nodeId === controller.view().leaderRow?.holder);
+      const heartbeat = heartbeatHealth(e.answeredAt, o.now(), e.intervalMs);
+      return {
+        echoDurationMs: e.durationMs,
+        clockSkewMs: mine === undefined || active === undefined ? 0 : clockSkewMs(clocksOf(mine), clocksOf(active)),
+        ...(heartbeat !== undefined ? { heartbeat } : {}),
+      };
+    },
     problem: () => controller.storeProblem(),
     nodes: async () => {
       const members = await controller.members(MEMBER_MAX_AGE_MS);
       const view = controller.view();
       const self = me().holder;
       const active = controller.isActive() ? self : view.leaderRow?.holder;
+      const activeRow = members.find((m) => m.nodeId === active);
       return members.map((m): HaNodeInfo => ({
         hostname: m.hostname,
         api_address: m.apiAddr,
         cluster_address: `https://${m.clusterAddr}`,
         active_node: m.nodeId === active,
         last_echo: m.nodeId === active ? null : m.lastEcho.toISOString(),
+        // As Vault's: what the member measured and sent with its echo; nothing for the active node.
+        echo_duration_ms: m.nodeId === active ? 0 : (m.echoDurationMs ?? 0),
+        clock_skew_ms: m.nodeId === active || activeRow === undefined ? 0 : clockSkewMs(clocksOf(m), clocksOf(activeRow)),
         version: m.version,
+        upgrade_version: m.version,
+        redundancy_zone: m.redundancyZone ?? '',
+        replication_primary_canary_age_ms: 0,
         // Not Vault's: why a node does not compete now, while it backs off (from its own echo).
         ...(m.activationFailure !== undefined && m.activationFailure.until > Date.now()
           ? { activation_failure: { reason: m.activationFailure.reason, at: new Date(m.activationFailure.at).toISOString(), competes_again_at: new Date(m.activationFailure.until).toISOString() } }
@@ -301,16 +341,9 @@ export function wireHa(o: WireHaOptions): NodeHa {
     return mode === 'standby' || mode === 'cooldown';
   };
 
-  // A standby answers a token itself only on its local paths (sys/seal, sys/metrics): its caches
-  // (policies, mounts, namespaces) are reloaded from the database first, so what the active node
-  // answered before the request came is in force. Reads on a standby go past the engine's cache.
-  const caches = new CoalescedReload(() => o.core.reload(), (e) => o.log.warn({ err: (e as Error).message }, 'HA: reloading the standby\'s caches failed'));
-  o.core.beforeTokenCheck(() => {
-    if (!isStandby()) return undefined;
-    return caches.fresh().catch((e: unknown) => {
-      throw new Unavailable(`this standby could not read the current policies and mounts from storage (${(e as Error).message}); nothing was done: retry`);
-    });
-  });
+  // A performance standby answers reads itself once current (standby-reads.ts): its engine
+  // follows the shared database and its caches are read again when what it follows names them.
+  const reads = new StandbyReads({ follow: () => o.engine.followReads(), reloadCaches: () => o.core.reload(), cachesDeriveFrom });
 
   // A standby keeps its engine near the active node's writes, so becoming active reads little,
   // and reads the replication state the active node keeps (sys/health shows it).
@@ -318,7 +351,10 @@ export function wireHa(o: WireHaOptions): NodeHa {
   let followTimer: NodeJS.Timeout | undefined;
   let replicationSeen: RecordedModes | undefined;
   controller.onChange(() => {
-    if (!isStandby()) replicationSeen = undefined;
+    if (!isStandby()) {
+      replicationSeen = undefined;
+      reads.invalidate();
+    }
   });
   const follow = (): void => {
     if (following !== undefined || !isStandby()) return;
@@ -328,8 +364,10 @@ export function wireHa(o: WireHaOptions): NodeHa {
       // fail-closed state until it steps down and reloads).
       if (o.engine.failure() !== undefined) {
         await o.engine.reload();
+        reads.invalidate();
         o.log.info('HA: storage answers again; this standby reloaded its state from PostgreSQL');
       } else await o.engine.follow();
+      await reads.current();
       const seen = await recordedModes(o.core.store());
       replicationSeen = isStandby() ? seen : undefined;
     })()

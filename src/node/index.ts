@@ -51,6 +51,7 @@ export function toNodeConfig(c: Config): NodeConfig {
     walMaxBytes: c.replication.walMaxBytes,
     leases: c.leases,
     ...(c.auditDir !== undefined ? { auditDir: c.auditDir } : {}),
+    ...(c.disablePerformanceStandby ? { disablePerformanceStandby: true } : {}),
   };
 }
 

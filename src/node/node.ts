@@ -62,6 +62,8 @@ export interface NodeConfig {
   readonly auditDir?: string;
   /** How often the active node revokes expired tokens (ms; default 60 s; 0: never, for tests that compare states over time). */
   readonly tokenTidyMs?: number;
+  /** HA standbys relay reads too (Vault's `disable_performance_standby`). */
+  readonly disablePerformanceStandby?: boolean;
 }
 
 export interface RunningNode {
@@ -292,7 +294,7 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
   ha =
     storage.fence === undefined
       ? undefined
-      : wireHa({ fence: storage.fence, engine, core, unit: replication, clusterListener: () => listener.current, apiAddr: () => apiAddr, clusterAddr, execute: () => http?.execute, log, now });
+      : wireHa({ fence: storage.fence, engine, core, unit: replication, clusterListener: () => listener.current, apiAddr: () => apiAddr, clusterAddr, execute: () => http?.execute, log, now, performanceStandby: config.disablePerformanceStandby !== true });
   if (ha !== undefined) lifecycle.subscribe(ha.controller.sealObserver);
   metrics.bindHa(ha?.controller);
   const facts = {

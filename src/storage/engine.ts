@@ -26,6 +26,7 @@
  * check and reindex rejects with it (StorageFailed, 503), and reads keep being served where the
  * medium still answers. Recovery is a restart of the node (see fault-guard.ts).
  */
+import { randomBytes } from 'node:crypto';
 import { InvalidRequest, type StorageFailed } from '../core/errors.js';
 import type { CorruptionReport, Tree } from '../core/merkle.js';
 import { genesisGuard, verifyChain, type Guard, type WalEntry, type WalOp } from '../core/wal.js';
@@ -37,13 +38,14 @@ import { assertWithinContract } from './contract.js';
 import { countPageRecords, finishPlan, opBytes, planCommit, planEntries, type CommitTxn, type IndexState } from './commit-plan.js';
 import type { EngineOptions, ReindexRequest } from './engine-options.js';
 import { JobChain } from './job-chain.js';
-import { Keys, assertClass, assertLogicalKey, listChildren } from './keyspace.js';
+import { KeyClass, Keys, assertClass, assertLogicalKey, classify, listChildren } from './keyspace.js';
 import { MerkleIndex } from './merkle-index.js';
 import { BatchPlan, keysIn, loadTrees, readLeaves, type DirtyPages, type Leaf, type Trees } from './merkle-store.js';
 import { PinnedSnapshot, readValue, treeHashes, type MerkleView } from './merkle-view.js';
 import { ReadCache } from './read-cache.js';
 import { HOLD_BYTES_FACTOR, WalHolds, type WalHold } from './wal-holds.js';
 import { catchUp, type LoadedState } from './catch-up.js';
+import { ReadFollower, type Followed } from './read-follow.js';
 import { WalTail, type TailPlan, type WalBounds } from './wal-tail.js';
 import { WriteGate } from './write-gate.js';
 
@@ -67,7 +69,9 @@ export interface RecordWatch {
 }
 
 /** How reload() or follow() brought memory up to storage: from the entries since (and the subpages they touched), or by loading everything. */
+export type { Followed } from './read-follow.js';
 export type ReloadResult = { readonly from: 'catch-up'; readonly entries: number; readonly subpages: number; readonly verified?: boolean } | { readonly from: 'full load' };
+
 
 export class StorageEngine implements RawStore, MerkleView {
   /** The serial chain every state-changing job runs on, and the closed / failed admission check. */
@@ -85,6 +89,8 @@ export class StorageEngine implements RawStore, MerkleView {
   /** Set while this node is an HA standby: every write refuses with it before reaching storage. */
   private standbyRefusal: (() => Error) | undefined;
   private watch: RecordWatch | undefined;
+  /** A standby's read cache, brought up to the database before it answers (followReads). */
+  private readonly reads: ReadFollower;
 
   private constructor(
     private readonly backend: FaultGuard,
@@ -97,6 +103,7 @@ export class StorageEngine implements RawStore, MerkleView {
     this.now = opts.now ?? Date.now;
     this.jobs = new JobChain(() => this.failure() ?? this.standbyRefusal?.());
     this.index = new MerkleIndex(backend, this.jobs, trees, dirty, { now: this.now, flushIntervalMs: opts.pageFlushIntervalMs ?? 1000 });
+    this.reads = new ReadFollower(backend, this.cache);
   }
 
   /**
@@ -283,6 +290,8 @@ export class StorageEngine implements RawStore, MerkleView {
    * node may write again (after reload(), as the new active node).
    */
   standby(refusal: (() => Error) | undefined): void {
+    // Becoming a standby: what the cache holds is not yet followed from the database.
+    if (refusal !== undefined && this.standbyRefusal === undefined) this.reads.forget();
     this.standbyRefusal = refusal;
   }
 
@@ -326,6 +335,17 @@ export class StorageEngine implements RawStore, MerkleView {
       this.index.replace(caught.trees, caught.dirty);
       return { from: 'catch-up', entries: caught.entries, subpages: caught.subpages, verified: caught.verified };
     });
+  }
+
+  /**
+   * HA standby: brings the read cache up to what the database holds when this call begins, so a
+   * standby answers reads from memory as current as the active node (read-follow.ts: one round
+   * trip on PostgreSQL). Not on the job chain: a read never waits behind follow()'s Merkle work.
+   * The caller runs one at a time.
+   */
+  followReads(): Promise<Followed> {
+    this.jobs.assertOpen();
+    return this.reads.follow();
   }
 
   private loaded(): LoadedState {
@@ -432,6 +452,8 @@ export class StorageEngine implements RawStore, MerkleView {
     assertClass(extra, 'node');
     return this.jobs.runWrite(async () => {
       const { plan } = await planEntries(this.backend, this.index.trees, [], [...ops, ...extra]);
+      // HA standbys learn from it that data changed that no WAL entry names (read-follow.ts).
+      plan.raw({ type: 'put', key: Keys.installMark, value: randomBytes(8) });
       const watched = this.plannedWatch(plan, ops);
       await this.write(plan, guard === undefined ? undefined : this.tail.planReset(guard), 1, watched?.after);
     });
@@ -455,6 +477,8 @@ export class StorageEngine implements RawStore, MerkleView {
         for await (const key of keysIn(this.backend, prefix)) ops.push({ type: 'del', key });
       }
       const reset = this.tail.planReset(genesisGuard(), 0);
+      // HA standbys learn from it that the data changed under every cached value (read-follow.ts).
+      ops.push({ type: 'put', key: Keys.installMark, value: randomBytes(8) });
       await this.backend.batch([...ops, ...reset.ops], { sync: true });
       // Durable first, then memory (as in write()). The journal is under m/ and went too.
       this.index.reset();
@@ -490,8 +514,9 @@ export class StorageEngine implements RawStore, MerkleView {
   /** Live reads (no `view`) go through the read cache; the buffer returned must not be modified. */
   readRaw(key: string, view?: ReadView): Promise<Buffer | undefined> {
     if (view !== undefined) return readValue(view, key);
-    // A standby's cache would not see the active node's writes: its reads go to storage.
-    if (this.standbyRefusal !== undefined) return readValue(this.backend, key);
+    // A standby's cache follows the active node's writes through the WAL (follow()); node-class
+    // keys are in no WAL entry, so a standby reads them from storage.
+    if (this.standbyRefusal !== undefined && classify(key) === KeyClass.node) return readValue(this.backend, key);
     return this.cache.read(key, () => readValue(this.backend, key));
   }
 

@@ -74,6 +74,12 @@ export const Keys = {
   wal: (index: bigint): string => 'w/' + index.toString(16).padStart(16, '0'),
   walIndexOf: (physical: string): bigint => BigInt('0x' + physical.slice(2)),
   walMeta: 'wm',
+  /**
+   * Rewritten by every batch that writes data outside the WAL (a Merkle sync's install, a wipe):
+   * HA standbys watch it. Between the entries and the meta in key order ('w/' < 'wi' < 'wm'), so
+   * one range read takes the entries since an index, the mark and the meta (read-follow.ts).
+   */
+  installMark: 'wi',
 
   merklePrefix: 'm/',
   page: (tree: Tree, page: number): string => `m/${tree}/p/${hex2(page)}`,

@@ -1,7 +1,8 @@
 /**
  * The HA lease of a cluster whose nodes share one PostgreSQL database (REPLICATION.md §9): one
  * lock row timed by the database's clock, an epoch from a sequence that grows at every takeover,
- * a member row per node (`sys/ha-status`), and the fence every commit transaction runs.
+ * a member row per node (`sys/ha-status`), and the fence every commit transaction runs. It is the
+ * LeaseStore port of src/core/ha/lease-store.ts (declared there: storage imports only core).
  *
  *   const lease = await openPostgresLease({ connectionUrl, table: 'vault_ha_locks' });
  *   const r = await lease.acquire(me, 2000);          // { won: true, epoch } or { won: false, leader }
@@ -11,11 +12,16 @@
  * Tables (created on first open under the schema lock of postgres.ts, recorded in tessera_schema):
  * `<table>` (ha_key, holder, epoch, api_addr, cluster_addr, valid_until), the sequence
  * `<table>_epoch`, and `<table>_members` (node_id, hostname, api_addr, cluster_addr, version,
- * last_echo, instance, activation_failure). Every time is the database's `now()`: nodes' clocks never enter the lease.
+ * last_echo, instance, activation_failure, echo_duration_ms, local_time, redundancy_zone). Every
+ * time the lease compares is the database's `now()`: nodes' clocks never enter the lease.
  * Version 2 added `instance` (a random id per process): a member row is one process's, and an
  * echo of another process with the same node id is refused while the row's own still echoes;
  * and `activation_failure` (jsonb): why the node last failed to serve as active, while it backs
- * off, so sys/ha-status on any node shows it.
+ * off, so sys/ha-status on any node shows it. Version 3 added what Vault's echo carries
+ * (vault/request_forwarding_rpc.go): `echo_duration_ms` (how long the member's previous echo took,
+ * measured by the member), `local_time` (the member's clock when it sent the echo: against
+ * `last_echo`, the database's clock at the same moment, it gives the clock skew between two
+ * members) and `redundancy_zone`.
  *
  * Release keeps the row and ends its lease (`valid_until = now()`), so the row tells how long it
  * has been free: a polite attempt (a node in its step-down cooldown) takes only a row free for a
@@ -36,89 +42,18 @@
  * row: the server finishes (or, on a dropped connection, rolls back) the statement on its own.
  */
 import type pg from 'pg';
-import { ErrorCode, TesseraError } from '../core/errors.js';
+import { FENCE_REFUSALS, LeaseLost, type AcquireResult, type EchoMeasures, type FenceState, type LeaseCandidate, type LeaseMember, type LeaseRow, type LeaseStore, type MemberFailure } from '../core/ha/lease-store.js';
 import type { BatchGuard } from './postgres.js';
 import { ConnectGaveUp, connectRetryOf, ensureTesseraTable, loadPg, quoteTable, SCHEMA_TABLE, withConnectRetry, type ConnectRetry, type ConnectRetryNotice } from './postgres.js';
 
 /** The HA tables' schema version (recorded in tessera_schema under the lock table's name). */
-export const LEASE_SCHEMA_VERSION = 2;
+export const LEASE_SCHEMA_VERSION = 3;
 /** Vault's default HA table name (physical/postgresql `ha_table`). */
 export const DEFAULT_HA_TABLE = 'vault_ha_locks';
 const LEADER = 'leader';
 
-/** The node as the lock row and the member table name it. */
-export interface LeaseCandidate {
-  /** Unique per node process: its node id. */
-  readonly holder: string;
-  readonly hostname: string;
-  readonly apiAddr: string;
-  readonly clusterAddr: string;
-  readonly version: string;
-  /** Random per process: tells two processes with the same node id apart. */
-  readonly instance: string;
-}
-
-/** The live lock row: who is active, under which epoch, and where to reach it. */
-export interface LeaseRow {
-  readonly holder: string;
-  readonly epoch: number;
-  readonly apiAddr: string;
-  readonly clusterAddr: string;
-}
-
-export type AcquireResult = { readonly won: true; readonly epoch: number } | { readonly won: false; readonly leader: LeaseRow | undefined };
-
-/** One node of the cluster as it last echoed. */
-export interface LeaseMember {
-  readonly nodeId: string;
-  readonly hostname: string;
-  readonly apiAddr: string;
-  readonly clusterAddr: string;
-  readonly version: string;
-  readonly lastEcho: Date;
-  readonly instance: string;
-  readonly activationFailure?: MemberFailure;
-}
-
-/** Why a member last failed to serve as active, while it backs off (times in ms since the epoch). */
-export interface MemberFailure {
-  readonly reason: string;
-  readonly at: number;
-  readonly until: number;
-}
-
-/**
- * What the fence checks for the commit being made: `active` (this holder and epoch must be the
- * row's), `sealed` (a node that is not competing: only init writes then, and only while no node
- * holds a live lease), or `standby` (refused; the engine refuses before storage in that case).
- */
-export type FenceState = { readonly mode: 'active'; readonly holder: string; readonly epoch: number } | { readonly mode: 'sealed' } | { readonly mode: 'standby' };
-
-export interface LeaseStore {
-  /** With `graceMs`, polite: takes only a row missing or free (expired or released) that long. */
-  acquire(me: LeaseCandidate, ttlMs: number, graceMs?: number): Promise<AcquireResult>;
-  /** true: renewed; false: the row is gone or names another holder or epoch. Rejects when unreachable. */
-  renew(holder: string, epoch: number, ttlMs: number): Promise<boolean>;
-  /**
-   * As `renew`, but only while the row is still live: never brings back a lease that expired or
-   * was released (the lease keeper's renewals, which may land after the active role stopped).
-   */
-  extend(holder: string, epoch: number, ttlMs: number): Promise<boolean>;
-  /** Ends the row's lease now if it still holds this holder and epoch (the row stays, free). */
-  release(holder: string, epoch: number): Promise<void>;
-  /** The live row, or undefined when none is (missing or expired). */
-  leader(): Promise<LeaseRow | undefined>;
-  /**
-   * Records that this node is alive now (database clock). Refused when another process
-   * (`instance`) with this node id echoed within `staleMs`: answers that member, else undefined.
-   */
-  echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure): Promise<LeaseMember | undefined>;
-  /** Nodes that echoed within `maxAgeMs`, oldest first. */
-  members(maxAgeMs: number): Promise<LeaseMember[]>;
-  /** The guard every batch of the data backend runs (see the file comment). */
-  fence(current: () => FenceState, onFenced: (epoch: number) => void): BatchGuard;
-  close(): Promise<void>;
-}
+/** The lease store on PostgreSQL: its fence is the guard of the PostgreSQL data backend. */
+export type PostgresLeaseStore = LeaseStore<BatchGuard>;
 
 export interface LeaseStoreOptions {
   readonly connectionUrl: string;
@@ -131,13 +66,6 @@ export interface LeaseStoreOptions {
   readonly maxConnectRetries?: number;
   /** Told before each retry of the first connection (the reason has no password). */
   readonly onConnectRetry?: (r: ConnectRetryNotice) => void;
-}
-
-/** The fence refused a commit: the lease it was made under is no longer current. */
-export class LeaseLost extends TesseraError {
-  constructor(readonly epoch: number) {
-    super(ErrorCode.unavailable, `this node's active lease (epoch ${epoch}) is no longer current: another node is active`);
-  }
 }
 
 interface RawRow {
@@ -157,11 +85,17 @@ interface MemberRow {
   last_echo: Date;
   instance: string;
   activation_failure: MemberFailure | null;
+  echo_duration_ms: string;
+  local_time: Date | null;
+  redundancy_zone: string;
 }
-const MEMBER_COLUMNS = 'node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure';
+const MEMBER_COLUMNS = 'node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure, echo_duration_ms::text AS echo_duration_ms, local_time, redundancy_zone';
 const memberOf = (m: MemberRow): LeaseMember => ({
   nodeId: m.node_id, hostname: m.hostname, apiAddr: m.api_addr, clusterAddr: m.cluster_addr, version: m.version, lastEcho: m.last_echo, instance: m.instance,
   ...(m.activation_failure !== null ? { activationFailure: m.activation_failure } : {}),
+  echoDurationMs: Number(m.echo_duration_ms),
+  ...(m.local_time !== null ? { localTime: m.local_time } : {}),
+  redundancyZone: m.redundancy_zone,
 });
 
 const rowOf = (r: RawRow): LeaseRow => ({ holder: r.holder, epoch: Number(r.epoch), apiAddr: r.api_addr, clusterAddr: r.cluster_addr });
@@ -178,22 +112,31 @@ async function ensureLeaseSchema(client: pg.PoolClient, table: string): Promise<
       );
       await c.query(`CREATE SEQUENCE IF NOT EXISTS ${quoteTable(`${table}_epoch`)}`);
       await c.query(
-        `CREATE TABLE IF NOT EXISTS ${quoteTable(`${table}_members`)} (node_id text PRIMARY KEY, hostname text NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, version text NOT NULL, last_echo timestamptz NOT NULL, instance text NOT NULL DEFAULT '', activation_failure jsonb)`,
+        `CREATE TABLE IF NOT EXISTS ${quoteTable(`${table}_members`)} (node_id text PRIMARY KEY, hostname text NOT NULL, api_addr text NOT NULL, cluster_addr text NOT NULL, version text NOT NULL, last_echo timestamptz NOT NULL, instance text NOT NULL DEFAULT '', activation_failure jsonb, ${MEMBER_COLUMNS_V3})`,
       );
     },
   });
   await migrateLeaseSchema(client, table);
 }
 
-/** Version 1 → 2: the member table's `instance` column (idempotent, under the schema lock). */
+/** The member table's columns of version 3 (Vault's echo measurements). */
+const MEMBER_COLUMNS_V3 = "echo_duration_ms bigint NOT NULL DEFAULT 0, local_time timestamptz, redundancy_zone text NOT NULL DEFAULT ''";
+
+/** Version 1 → 2: the member table's `instance` column; 2 → 3: the echo's measurements (idempotent, under the schema lock). */
 async function migrateLeaseSchema(client: pg.PoolClient, table: string): Promise<void> {
   await client.query('BEGIN');
   try {
     await client.query('SELECT pg_advisory_xact_lock(2119529331, 1)');
     const found = await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA_TABLE} WHERE table_name = $1`, [table]);
-    if ((found.rows[0]?.version ?? LEASE_SCHEMA_VERSION) < 2) {
+    const version = found.rows[0]?.version ?? LEASE_SCHEMA_VERSION;
+    if (version < 2) {
       await client.query(`ALTER TABLE ${quoteTable(`${table}_members`)} ADD COLUMN IF NOT EXISTS instance text NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS activation_failure jsonb`);
       await client.query(`UPDATE ${SCHEMA_TABLE} SET version = 2 WHERE table_name = $1 AND version < 2`, [table]);
+    }
+    if (version < 3) {
+      const add = MEMBER_COLUMNS_V3.split(', ').map((c) => `ADD COLUMN IF NOT EXISTS ${c}`).join(', ');
+      await client.query(`ALTER TABLE ${quoteTable(`${table}_members`)} ${add}`);
+      await client.query(`UPDATE ${SCHEMA_TABLE} SET version = 3 WHERE table_name = $1 AND version < 3`, [table]);
     }
     await client.query('COMMIT');
   } catch (e) {
@@ -202,7 +145,7 @@ async function migrateLeaseSchema(client: pg.PoolClient, table: string): Promise
   }
 }
 
-class PostgresLease implements LeaseStore {
+class PostgresLease implements PostgresLeaseStore {
   private readonly q: string;
   private readonly seq: string;
   private readonly members_: string;
@@ -281,14 +224,19 @@ class PostgresLease implements LeaseStore {
     return row === undefined ? undefined : rowOf(row);
   }
 
-  async echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure): Promise<LeaseMember | undefined> {
+  async echo(me: LeaseCandidate, staleMs: number, failure?: MemberFailure, measured?: EchoMeasures): Promise<LeaseMember | undefined> {
     const r = await this.pool.query(
-      `INSERT INTO ${this.members_} AS m (node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure) VALUES ($1, $2, $3, $4, $5, now(), $6, $8)
+      `INSERT INTO ${this.members_} AS m (node_id, hostname, api_addr, cluster_addr, version, last_echo, instance, activation_failure, echo_duration_ms, local_time, redundancy_zone)
+       VALUES ($1, $2, $3, $4, $5, now(), $6, $8, $9, to_timestamp($10::double precision / 1000), $11)
        ON CONFLICT (node_id) DO UPDATE SET hostname = EXCLUDED.hostname, api_addr = EXCLUDED.api_addr, cluster_addr = EXCLUDED.cluster_addr,
-         version = EXCLUDED.version, last_echo = EXCLUDED.last_echo, instance = EXCLUDED.instance, activation_failure = EXCLUDED.activation_failure
+         version = EXCLUDED.version, last_echo = EXCLUDED.last_echo, instance = EXCLUDED.instance, activation_failure = EXCLUDED.activation_failure,
+         echo_duration_ms = EXCLUDED.echo_duration_ms, local_time = EXCLUDED.local_time, redundancy_zone = EXCLUDED.redundancy_zone
        WHERE m.instance = EXCLUDED.instance OR m.last_echo <= now() - make_interval(secs => $7::double precision / 1000)
        RETURNING node_id`,
-      [me.holder, me.hostname, me.apiAddr, me.clusterAddr, me.version, me.instance, staleMs, failure === undefined ? null : JSON.stringify(failure)],
+      [
+        me.holder, me.hostname, me.apiAddr, me.clusterAddr, me.version, me.instance, staleMs, failure === undefined ? null : JSON.stringify(failure),
+        Math.max(0, Math.round(measured?.echoDurationMs ?? 0)), measured?.localTime ?? null, me.redundancyZone ?? '',
+      ],
     );
     if (r.rowCount === 1) return undefined;
     const other = await this.pool.query<MemberRow>(`SELECT ${MEMBER_COLUMNS} FROM ${this.members_} WHERE node_id = $1`, [me.holder]);
@@ -309,13 +257,13 @@ class PostgresLease implements LeaseStore {
     return {
       check: () => {
         const s = current();
-        if (s.mode === 'standby') return { refused: 'this node is an HA standby; another node of the cluster writes' };
+        if (s.mode === 'standby') return { refused: FENCE_REFUSALS.standby };
         if (s.mode === 'sealed') {
           // sys/init on a sealed node: only while no node holds a live lease.
           return {
             sql: `SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM ${this.q} WHERE ha_key = $1 AND valid_until > now())`,
             params: [LEADER],
-            whenNoRow: () => 'another node of the cluster is active; this node is sealed',
+            whenNoRow: () => FENCE_REFUSALS.sealed,
           };
         }
         return {
@@ -336,7 +284,7 @@ class PostgresLease implements LeaseStore {
 }
 
 /** Connects, creates or checks the HA tables, and returns the lease store. */
-export async function openPostgresLease(opts: LeaseStoreOptions): Promise<LeaseStore> {
+export async function openPostgresLease(opts: LeaseStoreOptions): Promise<PostgresLeaseStore> {
   const table = opts.table ?? DEFAULT_HA_TABLE;
   const { Pool } = await loadPg();
   const pool = new Pool({

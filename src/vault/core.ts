@@ -32,6 +32,14 @@ import type { AuditTrail } from './audit/trail.js';
 export const REKEY_BACKUP_KEY = 'core/unseal-keys-backup';
 
 /** What the core needs from the storage engine. */
+/**
+ * Whether the core's in-memory state (namespaces, mount and auth tables, policies, audit devices,
+ * the keyring) derives from this storage key: they all live under `core/` and `local/core/`.
+ */
+export function cachesDeriveFrom(key: string): boolean {
+  return key.startsWith('core/') || key.startsWith('local/core/');
+}
+
 export interface CoreStorage {
   secure(cipher: Cipher): Store;
 }
@@ -191,7 +199,10 @@ export class VaultCore {
     await this.reload();
   }
 
-  /** Refreshes every cache from storage (unseal, and after replication changes the keyspace). */
+  /**
+   * Refreshes every cache from storage (unseal, after replication changes the keyspace, and on an
+   * HA standby when what it follows wrote a key `cachesDeriveFrom` names).
+   */
   async reload(): Promise<void> {
     // First: a standby's keyring takes the terms its active node rotated in before reading under them.
     await this.keys.refresh();
@@ -202,15 +213,6 @@ export class VaultCore {
     await this.audit.load();
   }
 
-  /**
-   * Runs `current` before every token check: an HA standby (src/node/ha.ts) reloads its caches
-   * there, so a policy, mount or namespace change the active node answered is in force before a
-   * standby answers a token itself. `current` returns undefined when nothing needs doing.
-   */
-  beforeTokenCheck(current: (() => Promise<void> | undefined) | undefined): void {
-    this.current = current;
-  }
-  private current: (() => Promise<void> | undefined) | undefined;
 
   resolveNamespace(headerNs: string, path: string): { namespace: string; path: string } {
     return this.namespaces.resolve(headerNs, path);
@@ -223,7 +225,6 @@ export class VaultCore {
    */
   async authenticate(token: string | undefined, namespace: string, check: (caller: Caller) => void = () => {}): Promise<Caller> {
     if (token === undefined || token === '') throw new PermissionDenied('permission denied: missing client token');
-    await this.current?.();
     const seen = await this.tokens.lookup(token);
     if (seen === undefined || !namespace.startsWith(seen.namespace_path)) throw new PermissionDenied();
     const acl = await this.policies.acl(seen.namespace_path, seen.policies);

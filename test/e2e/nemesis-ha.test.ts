@@ -68,6 +68,9 @@ test(`nemesis --topology ha, seed ${SEED}, ${CYCLES} cycles: every HA fault once
     const history = (await readFile(join(out, `nemesis-${SEED}.jsonl`), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { kind: string; node: string; outcome: string });
     expect(history).toHaveLength(summary.operations);
     expect(new Set(history.filter((o) => o.kind === 'write' && o.outcome === 'ok').map((o) => o.node))).toEqual(new Set(['a1', 'a2', 'a3', 'c']));
+    // Reads were answered through every node too, and those on a1-a3 were judged current against
+    // every write acknowledged before they began (the checker's stale-read rule; issue 28 item 3).
+    expect(new Set(history.filter((o) => o.kind === 'read' && o.outcome === 'ok').map((o) => o.node))).toEqual(new Set(['a1', 'a2', 'a3', 'c']));
   } finally {
     await rm(out, { recursive: true, force: true });
   }

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { checkAcknowledged, checkFilterLeaks, checkHistory, checkMonotonicReads, checkMountsServed, faultSchedule, recheck, type Op } from '../harness/nemesis-check.js';
+import { checkAcknowledged, checkCurrentReads, checkFilterLeaks, checkHistory, checkMonotonicReads, checkMountsServed, faultSchedule, recheck, type Op } from '../harness/nemesis-check.js';
 
 const run = promisify(execFile);
 const SEED = 2;
@@ -63,6 +63,20 @@ describe('nemesis checker', () => {
     // Overlapping reads may see either order.
     expect(checkMonotonicReads([op({ id: 1, kind: 'read', node: 'c', start: 0, end: 50, outcome: 'ok', version: 3 }), r(2, 2, 10)]).violations).toEqual([]);
     expect(checkMonotonicReads([r(1, 3, 0, 'lost'), r(2, 2, 10)], { exemptValues: new Set(['lost']) })).toEqual({ violations: [], exempted: 1 });
+  });
+
+  test('a read on a node of one shared-storage cluster older than a write acknowledged before it began is stale (performance standbys, issue 28)', () => {
+    const w = (id: number, version: number, end: number, value = `v${version}`) => op({ id, kind: 'write', node: 'a1', start: end - 5, end, outcome: 'ok', status: 200, version, value });
+    const rd = (id: number, node: string, version: number | undefined, start: number) => op({ id, kind: 'read', node, start, end: start + 5, outcome: 'ok', status: 200, ...(version !== undefined ? { version } : {}) });
+    const writes = [w(1, 1, 10), w(2, 2, 20)];
+    // Current, overlapping (may see either) and not of the cluster: no violation.
+    expect(checkCurrentReads([...writes, rd(3, 'a2', 2, 25), rd(4, 'a3', 1, 15), rd(5, 'a3', 1, 18), rd(6, 'c', 1, 30)], ['a1', 'a2', 'a3'])).toEqual([]);
+    expect(checkCurrentReads([...writes, rd(7, 'a2', 1, 25)], ['a1', 'a2', 'a3'])).toEqual([{ node: 'a2', key: 'secret/k', read: { id: 7, version: 1, start: 25 }, acknowledged: { id: 2, version: 2, end: 20 } }]);
+    // A key not there yet (version 0) after an acknowledged write is stale too; a mount-missing read (no version) is judged elsewhere.
+    expect(checkCurrentReads([...writes, rd(8, 'a2', 0, 25), rd(9, 'a2', undefined, 25)], ['a2']).map((v) => v.read.id)).toEqual([8]);
+    // A failover-window write may be taken back.
+    expect(checkCurrentReads([...writes, rd(10, 'a2', 1, 25)], ['a2'], { exemptValues: new Set(['v2']) })).toEqual([]);
+    expect(checkHistory([...writes, rd(7, 'a2', 1, 25)], { 'secret/k': { value: 'v2', version: 2 } }, { currentReaders: ['a2'] }).violations.map((v) => v['type'])).toEqual(['stale-read']);
   });
 
   test('a performance secondary serving a mount outside every filter in force during the read is a leak', () => {

@@ -29,9 +29,13 @@ export interface InProcessOptions {
   readonly auditDir?: string;
   /** The token tidy's interval (ms; 0: never). */
   readonly tokenTidyMs?: number;
+  /** HA standbys relay reads too (config `disable_performance_standby`). */
+  readonly disablePerformanceStandby?: boolean;
   /** Storage on this PostgreSQL (e.g. test/support/postgres.ts) instead of HOME/data; table vault_kv_store unless given. */
   /** `haLeaseTtlMs`: the HA lease (default 2 s); in-process nodes share jest's event loop, so a longer one tolerates its stalls. */
-  readonly postgresql?: { readonly connectionUrl: string; readonly table?: string; readonly haEnabled?: boolean; readonly haLeaseTtlMs?: number };
+  readonly postgresql?: { readonly connectionUrl: string; readonly table?: string; readonly haEnabled?: boolean; readonly haLeaseTtlMs?: number; readonly redundancyZone?: string };
+  /** The node's clock (default Date.now): a node whose clock is off by a known amount. */
+  readonly now?: () => number;
 }
 
 export interface CallOptions {
@@ -79,11 +83,12 @@ export async function startInProcess(opts: InProcessOptions, home: InProcessHome
     ...(opts.forwardWaitMs !== undefined ? { forwardWaitMs: opts.forwardWaitMs } : {}),
     ...(opts.auditDir !== undefined ? { auditDir: opts.auditDir } : {}),
     ...(opts.tokenTidyMs !== undefined ? { tokenTidyMs: opts.tokenTidyMs } : {}),
+    ...(opts.disablePerformanceStandby === true ? { disablePerformanceStandby: true } : {}),
     ...(opts.postgresql !== undefined
-      ? { postgresql: { connectionUrl: opts.postgresql.connectionUrl, table: opts.postgresql.table ?? 'vault_kv_store', haEnabled: opts.postgresql.haEnabled === true, haTable: 'vault_ha_locks', ...(opts.postgresql.haLeaseTtlMs !== undefined ? { haLeaseTtlMs: opts.postgresql.haLeaseTtlMs } : {}) } }
+      ? { postgresql: { connectionUrl: opts.postgresql.connectionUrl, table: opts.postgresql.table ?? 'vault_kv_store', haEnabled: opts.postgresql.haEnabled === true, haTable: 'vault_ha_locks', ...(opts.postgresql.haLeaseTtlMs !== undefined ? { haLeaseTtlMs: opts.postgresql.haLeaseTtlMs } : {}), ...(opts.postgresql.redundancyZone !== undefined ? { redundancyZone: opts.postgresql.redundancyZone } : {}) } }
       : {}),
   };
-  const node = await startNode(config, { logger: opts.logger ?? pino({ level: 'silent' }) });
+  const node = await startNode(config, { logger: opts.logger ?? pino({ level: 'silent' }), ...(opts.now !== undefined ? { now: opts.now } : {}) });
   let stopped = false;
   const n = {
     apiAddr: node.apiAddr,

@@ -266,6 +266,48 @@ export function checkMonotonicReads(ops: readonly Op[], { exemptValues = new Set
   return { violations, exempted };
 }
 
+export interface StaleRead {
+  node: string;
+  key: string;
+  read: { id: number; version: number; start: number };
+  acknowledged: { id: number; version: number; end: number };
+}
+
+/**
+ * Reads on the nodes of one cluster that share their storage (an HA cluster: the active node and
+ * performance standbys answering reads themselves) are current: an ok read returns a version at
+ * least that of every ok write of its key acknowledged (by any node) before the read started. A
+ * failover-window write (`exemptValues`) may be taken back and is never required.
+ */
+export function checkCurrentReads(ops: readonly Op[], nodes: readonly string[], { exemptValues = new Set<string | undefined>() }: { exemptValues?: ReadonlySet<string | undefined> } = {}): StaleRead[] {
+  const stale: StaleRead[] = [];
+  const on = new Set(nodes);
+  /** Per key, the acknowledged writes in the order they ended. */
+  const writes = new Map<string, Array<Op & { version: number }>>();
+  for (const op of ops) {
+    if (op.kind !== 'write' || op.outcome !== 'ok' || typeof op.version !== 'number' || exemptValues.has(op.value)) continue;
+    const list = writes.get(keyOf(op)) ?? [];
+    list.push(op as Op & { version: number });
+    writes.set(keyOf(op), list);
+  }
+  for (const list of writes.values()) list.sort((x, y) => x.end - y.end);
+  for (const r of ops) {
+    // A read with no version said the mount is not served here (checkMountsServed judges it).
+    if (r.kind !== 'read' || r.outcome !== 'ok' || !on.has(r.node) || typeof r.version !== 'number') continue;
+    const version = r.version;
+    // The highest version acknowledged before the read began.
+    let need: (Op & { version: number }) | undefined;
+    for (const w of writes.get(keyOf(r)) ?? []) {
+      if (w.end >= r.start) break;
+      if (need === undefined || w.version > need.version) need = w;
+    }
+    if (need !== undefined && version < need.version) {
+      stale.push({ node: r.node, key: keyOf(r), read: { id: r.id, version, start: r.start }, acknowledged: { id: need.id, version: need.version, end: need.end } });
+    }
+  }
+  return stale;
+}
+
 /**
  * No performance secondary serves a key of a mount outside its filter. `timeline[node]`: the
  * filters it had, [{ mounts, from, to }] (ms; `to` undefined for the one in force). A filter
@@ -331,13 +373,14 @@ export interface Verdict {
 export function checkHistory(
   ops: readonly Op[],
   finalData: FinalData,
-  { lossWindows = [], filterTimeline = {} }: { lossWindows?: readonly LossWindow[]; filterTimeline?: FilterTimeline } = {},
+  { lossWindows = [], filterTimeline = {}, currentReaders = [] }: { lossWindows?: readonly LossWindow[]; filterTimeline?: FilterTimeline; currentReaders?: readonly string[] } = {},
 ): Verdict {
   const acked = checkAcknowledged(ops, finalData, { lossWindows });
   const exemptValues = new Set(ops.filter((op) => op.kind === 'write' && inLossWindow(op, lossWindows)).map((op) => op.value));
   const monotonic = checkMonotonicReads(ops, { exemptValues });
   const leaks = checkFilterLeaks(ops, filterTimeline);
   const unserved = checkMountsServed(ops, filterTimeline);
+  const stale = checkCurrentReads(ops, currentReaders, { exemptValues });
   return {
     acknowledged: acked.acknowledged,
     lost: acked.lostWrites,
@@ -349,6 +392,7 @@ export function checkHistory(
       ...monotonic.violations.map((v) => ({ type: 'read-went-backwards', ...v })),
       ...leaks.map((v) => ({ type: 'filter-leak', ...v })),
       ...unserved.map((v) => ({ type: 'mount-not-served', ...v })),
+      ...stale.map((v) => ({ type: 'stale-read', ...v })),
     ],
   };
 }

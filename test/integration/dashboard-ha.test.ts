@@ -40,6 +40,9 @@ describe('haView (app.js)', () => {
     expect(standby.since).toBeUndefined();
     expect(haView({ status: 200, body: leaderBody({ is_self: true, active_time: '2026-11-26T01:00:00Z' }) }, false, undefined)).toMatchObject({ mode: 'active', since: '2026-11-26T01:00:00Z' });
     expect(haView({ status: 200, body: leaderBody({ leader_address: '' }) }, true, undefined)).toMatchObject({ mode: 'sealed', active: '' });
+    // What a sealed node with HA answers, as Vault.
+    expect(haView({ status: 500, body: { errors: ['Vault is sealed'] } }, true, undefined)).toMatchObject({ enabled: true, mode: 'sealed', active: '' });
+    expect(haView({ status: 500, body: { errors: ['other'] } }, false, undefined)).toEqual({ enabled: false, note: 'sys/leader: status 500' });
   });
 
   it('with a token: every node, sorted by API address, the active one marked; a refusal becomes the note', () => {

@@ -124,7 +124,7 @@ async function members(n: TestNode): Promise<string[][]> {
   const r = await cli(n, ['operator', 'members']);
   expect(r.code).toBe(0);
   const lines = r.stdout.trimEnd().split('\n');
-  expect(lines[0]!.split(/\s{4,}/)).toEqual(['Host Name', 'API Address', 'Cluster Address', 'Active Node', 'Version', 'Last Echo']);
+  expect(lines[0]!.split(/\s{4,}/)).toEqual(['Host Name', 'API Address', 'Cluster Address', 'Active Node', 'Version', 'Upgrade Version', 'Redundancy Zone', 'Last Echo']);
   return lines.slice(2).map((l) => l.split(/\s{4,}/));
 }
 
@@ -149,9 +149,9 @@ describe('the CLI and metrics on an HA cluster', () => {
       expect(rows.map((r) => r[1]).sort()).toEqual(all.map((x) => x.apiAddr).sort());
       const actives = rows.filter((r) => r[3] === 'true');
       expect(actives.map((r) => r[1])).toEqual([active.apiAddr]);
-      // The active node's Last Echo is empty; the others' an RFC 3339 time.
-      expect(actives[0]).toHaveLength(5);
-      for (const r of rows.filter((x) => x[3] === 'false')) expect(Date.parse(r[5] ?? '')).toBeGreaterThan(0);
+      // The active node's Last Echo is empty; the others' an RFC 3339 time (no node has a redundancy zone: that cell is empty too).
+      expect(actives[0]).toHaveLength(6);
+      for (const r of rows.filter((x) => x[3] === 'false')) expect(Date.parse(r[6] ?? '')).toBeGreaterThan(0);
     }
     const j = JSON.parse((await cli(active, ['operator', 'members', '-format=json'])).stdout);
     expect(j.nodes).toHaveLength(3);

@@ -1,7 +1,7 @@
 /**
  * HA inside a cluster (issue 19): three in-process nodes on one private PostgreSQL with
  * `ha_enabled` (test/harness/ha.ts), a database per case. Exactly one is active; standbys relay every request to it over the cluster port
- * and answer as it did (307 with X-Vault-No-Request-Forwarding), health says 429 on a standby,
+ * and answer as it did (307 with X-Vault-No-Request-Forwarding), health says 473 on a (performance) standby,
  * sys/leader and sys/ha-status name the active node, sys/step-down and a stopped active node hand
  * over to a standby, and the lock row deleted behind the nodes' backs fences the active node's
  * next commit and a node takes over again, with every acknowledged write present. Group commit
@@ -46,7 +46,8 @@ describe('HA on PostgreSQL', () => {
     const redirectOf = async () => {
       const agent = new http.Agent();
       try {
-        return await vault(standby.apiAddr, standby.rootToken, { agent }).get('sys/mounts', { headers: { 'X-Vault-No-Request-Forwarding': 'true' } });
+        // A write: a performance standby answers reads itself, whatever the header says.
+        return await vault(standby.apiAddr, standby.rootToken, { agent }).post('sys/mounts/redirected', { type: 'kv' }, { headers: { 'X-Vault-No-Request-Forwarding': 'true' } });
       } finally {
         agent.destroy();
       }
@@ -66,13 +67,13 @@ describe('HA on PostgreSQL', () => {
       await eventually(async () => expect((await standby.call('GET', 'sys/leader', undefined, { token: null })).body).toMatchObject({ leader_cluster_address: `https://${realCluster}`, leader_address: active.apiAddr }), { timeoutMs: 10_000 });
       const redirect = await redirectOf();
       expect(redirect.status).toBe(307);
-      expect(redirect.headers.get('location')).toBe(`${active.apiAddr}/v1/sys/mounts`);
+      expect(redirect.headers.get('location')).toBe(`${active.apiAddr}/v1/sys/mounts/redirected`);
     } finally {
       await new Promise((resolve) => stranger.close(resolve));
     }
   });
 
-  it('has one active node; standbys relay to it, answer 307 on request, and say 429 in health', async () => {
+  it('has one active node; standbys relay to it, answer 307 on request, and say 473 in health (performance standbys)', async () => {
     const { all, c } = await cluster('ha_basic');
     const active = await c.active();
     const [a, b] = all.filter((n) => n !== active) as [TestNode, TestNode];
@@ -90,13 +91,16 @@ describe('HA on PostgreSQL', () => {
 
     // Over plain node:http, which does not follow redirects (the api client's fetch would).
     const agent = new http.Agent();
-    const redirect = await vault(a.apiAddr, a.rootToken, { agent }).get('secret/data/app', { headers: { 'X-Vault-No-Request-Forwarding': 'true' } });
+    // A write: a performance standby answers reads itself, whatever the header says.
+    const redirect = await vault(a.apiAddr, a.rootToken, { agent }).post('secret/data/app', { data: { password: 'redirected' } }, { headers: { 'X-Vault-No-Request-Forwarding': 'true' } });
     agent.destroy();
     expect(redirect.status).toBe(307);
     expect(redirect.headers.get('location')).toBe(`${active.apiAddr}/v1/secret/data/app`);
 
-    expect((await a.call('GET', 'sys/health', undefined, { token: null })).status).toBe(429);
-    const ok = await a.call('GET', 'sys/health?standbyok=true', undefined, { token: null });
+    expect((await a.call('GET', 'sys/health', undefined, { token: null })).status).toBe(473);
+    // Vault's: standbyok alone does not make a performance standby 200, perfstandbyok does.
+    expect((await a.call('GET', 'sys/health?standbyok=true', undefined, { token: null })).status).toBe(473);
+    const ok = await a.call('GET', 'sys/health?perfstandbyok=true', undefined, { token: null });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({ standby: true, sealed: false });
     expect((await active.call('GET', 'sys/health', undefined, { token: null })).body).toMatchObject({ standby: false });

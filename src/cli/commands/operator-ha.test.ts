@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { FakeVault, envelope } from '../../api/testing/fake-vault.js';
 import { runCli } from '../testing/run-cli.js';
+import { memberRows } from './operator-members.js';
 
 let fake: FakeVault;
 const run = (argv: string[]) => runCli(argv, { env: { TESSERA_ADDR: fake.addr, TESSERA_TOKEN: 'hvs.root' } });
@@ -80,6 +81,14 @@ describe('status shows HA', () => {
     expect(m.get('HA Enabled')).toBe('true');
     expect(m.has('HA Mode')).toBe(false);
     expect(JSON.parse((await run(['status', '-format=json'])).stdout)).toMatchObject({ ha_enabled: true, ha_mode: 'sealed' });
+
+    // What a sealed node with HA answers, as Vault: 500 'Vault is sealed', read as HA enabled.
+    fake.on('GET', 'sys/leader', { status: 500, body: { errors: ['Vault is sealed'] } });
+    const masked = await run(['status']);
+    expect(masked.code).toBe(2);
+    expect(rows(masked.stdout).get('HA Enabled')).toBe('true');
+    expect(masked.stdout).not.toContain('HA Mode');
+    expect(JSON.parse((await run(['status', '-format=json'])).stdout)).toMatchObject({ ha_enabled: true, ha_mode: 'sealed' });
   });
 
   it('without HA: HA Enabled false and nothing else; a node without sys/leader shows no HA rows', async () => {
@@ -102,8 +111,8 @@ describe('status shows HA', () => {
 
 describe('operator members', () => {
   const nodes = [
-    { hostname: 'host-a', api_address: 'http://10.0.0.1:8200', cluster_address: 'https://10.0.0.1:8201', active_node: true, last_echo: null, version: '0.1.0' },
-    { hostname: 'host-b', api_address: 'http://10.0.0.2:8200', cluster_address: 'https://10.0.0.2:8201', active_node: false, last_echo: '2026-11-26T02:00:01.000Z', version: '0.1.0' },
+    { hostname: 'host-a', api_address: 'http://10.0.0.1:8200', cluster_address: 'https://10.0.0.1:8201', active_node: true, last_echo: null, echo_duration_ms: 0, clock_skew_ms: 0, version: '0.1.0', upgrade_version: '0.1.0', redundancy_zone: 'zone-a', replication_primary_canary_age_ms: 0 },
+    { hostname: 'host-b', api_address: 'http://10.0.0.2:8200', cluster_address: 'https://10.0.0.2:8201', active_node: false, last_echo: '2026-11-26T02:00:01.000Z', echo_duration_ms: 3, clock_skew_ms: -2, version: '0.1.0', upgrade_version: '0.1.1', redundancy_zone: 'zone-b', replication_primary_canary_age_ms: 0 },
   ];
 
   it('prints Vault columns, one row per node, and -format=json the nodes object', async () => {
@@ -111,14 +120,20 @@ describe('operator members', () => {
     const r = await run(['operator', 'members']);
     expect(r.code).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
-    expect(lines[0]!.split(/\s{4,}/)).toEqual(['Host Name', 'API Address', 'Cluster Address', 'Active Node', 'Version', 'Last Echo']);
+    // Vault's columns (command/operator_members.go), Upgrade Version and Redundancy Zone included.
+    expect(lines[0]!.split(/\s{4,}/)).toEqual(['Host Name', 'API Address', 'Cluster Address', 'Active Node', 'Version', 'Upgrade Version', 'Redundancy Zone', 'Last Echo']);
     expect(lines[1]).toMatch(/^-+\s+-+/);
     expect(lines.slice(2).map((l) => l.split(/\s{4,}/))).toEqual([
-      ['host-a', 'http://10.0.0.1:8200', 'https://10.0.0.1:8201', 'true', '0.1.0'],
-      ['host-b', 'http://10.0.0.2:8200', 'https://10.0.0.2:8201', 'false', '0.1.0', '2026-11-26T02:00:01.000Z'],
+      ['host-a', 'http://10.0.0.1:8200', 'https://10.0.0.1:8201', 'true', '0.1.0', '0.1.0', 'zone-a'],
+      ['host-b', 'http://10.0.0.2:8200', 'https://10.0.0.2:8201', 'false', '0.1.0', '0.1.1', 'zone-b', '2026-11-26T02:00:01.000Z'],
     ]);
     expect(fake.requests[0]?.headers['x-vault-token']).toBe('hvs.root');
     expect(JSON.parse((await run(['operator', 'members', '-format=json'])).stdout)).toEqual({ nodes });
+  });
+
+  it('leaves the cells of fields an older node does not send empty', () => {
+    const old = { hostname: 'h', api_address: 'http://a', cluster_address: 'https://a', active_node: false, last_echo: '2026-11-26T02:00:01.000Z', version: '0.0.9' };
+    expect(memberRows([old])).toEqual([['h', 'http://a', 'https://a', 'false', '0.0.9', '', '', '2026-11-26T02:00:01.000Z']]);
   });
 
   it('reports a refusal in Vault layout and exits 1', async () => {

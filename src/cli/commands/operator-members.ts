@@ -1,7 +1,8 @@
 /**
  * `tessera operator members`: every node of the HA cluster from `sys/ha-status`, in the columns of
- * Vault's `vault operator members` (Host Name, API Address, Cluster Address, Active Node, Version,
- * Last Echo; Vault's Upgrade Version and Redundancy Zone are left out: Tessera has neither).
+ * Vault's `vault operator members` (command/operator_members.go: Host Name, API Address, Cluster
+ * Address, Active Node, Version, Upgrade Version, Redundancy Zone, Last Echo; Vault prints no
+ * column for the echo duration or the clock skew, which `-format=json` shows).
  * `-format=json` prints `{ "nodes": [...] }` as Vault does. Needs a token; a standby relays it.
  */
 import type { Command } from 'commander';
@@ -10,11 +11,11 @@ import type { Context, ClientFlags, FormatFlags } from '../context.js';
 import { example, withClientFlags, withFormatFlags } from '../context.js';
 import { Format, columns, json } from '../output.js';
 
-export const MEMBER_COLUMNS = ['Host Name', 'API Address', 'Cluster Address', 'Active Node', 'Version', 'Last Echo'] as const;
+export const MEMBER_COLUMNS = ['Host Name', 'API Address', 'Cluster Address', 'Active Node', 'Version', 'Upgrade Version', 'Redundancy Zone', 'Last Echo'] as const;
 
-/** One table row per node; the active node's Last Echo is empty, as in Vault. */
+/** One table row per node; the active node's Last Echo is empty, as are fields an older node does not send, as in Vault. */
 export function memberRows(nodes: readonly HaNode[]): string[][] {
-  return nodes.map((n) => [n.hostname, n.api_address, n.cluster_address, String(n.active_node), n.version, n.last_echo ?? '']);
+  return nodes.map((n) => [n.hostname, n.api_address, n.cluster_address, String(n.active_node), n.version, n.upgrade_version ?? '', n.redundancy_zone ?? '', n.last_echo ?? '']);
 }
 
 export function register(parent: Command, ctx: Context): void {

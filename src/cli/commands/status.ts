@@ -6,11 +6,12 @@
  * `vault status -format=json` fields (ha_enabled, is_self, active_time, leader_address, ...) and
  * Tessera's `ha_mode`. The replication and leader endpoints are unauthenticated; a kind the node
  * cannot report (sealed, not implemented, 404) shows as "unknown", and a node that cannot answer
- * sys/leader shows no HA rows, rather than failing the command.
+ * sys/leader shows no HA rows, rather than failing the command. A sealed node with HA answers
+ * sys/leader 500 'Vault is sealed': read as HA enabled, as Vault's command/format.go does.
  */
 import type { Command } from 'commander';
 import type { KindStatus, LeaderResponse, SealStatus, TesseraClient } from '../../api/index.js';
-import { ReplicationKind } from '../../api/index.js';
+import { ApiError, ReplicationKind } from '../../api/index.js';
 import type { Context, ClientFlags, FormatFlags } from '../context.js';
 import { example, withClientFlags, withFormatFlags } from '../context.js';
 import { Format, json, renderValue, table } from '../output.js';
@@ -26,7 +27,7 @@ export function register(parent: Command, ctx: Context): void {
         const client = ctx.client(opts);
         const status = await client.sys.sealStatus();
         const [leader, dr, performance] = await Promise.all([
-          client.sys.leader().catch(() => undefined),
+          client.sys.leader().catch(sealedLeader),
           kindOrUnknown(client, ReplicationKind.dr),
           kindOrUnknown(client, ReplicationKind.performance),
         ]);
@@ -38,6 +39,12 @@ export function register(parent: Command, ctx: Context): void {
       }
     }),
   );
+}
+
+/** sys/leader's refusal on a sealed node with HA stands for HA enabled (Vault masks the error so); any other: no HA rows. */
+function sealedLeader(e: unknown): LeaderResponse | undefined {
+  if (!(e instanceof ApiError) || !e.errors.some((m) => m.includes('Vault is sealed'))) return undefined;
+  return { ha_enabled: true, is_self: false, active_time: '0001-01-01T00:00:00Z', leader_address: '', leader_cluster_address: '', performance_standby: false, performance_standby_last_remote_wal: 0 };
 }
 
 /** The node's HA mode as `vault status` names it: sealed, active or standby (a cooldown is a standby). */

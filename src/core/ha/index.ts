@@ -5,3 +5,4 @@
  *   import { initialState, leaseOptions, step } from '../core/ha/index.js';
  */
 export * from './lease.js';
+export * from './lease-store.js';

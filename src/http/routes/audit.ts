@@ -30,6 +30,7 @@ export function auditRoutes(audit: AuditDevices): Route[] {
   return [
     {
       pattern: 'sys/audit',
+      standby: 'serve',
       access: 'sudo',
       scope: 'node',
       operations: {

@@ -41,6 +41,7 @@ export function keyRoutes(core: KeyCore): Route[] {
   return [
     {
       pattern: 'sys/rotate/config',
+      standby: 'serve',
       access: 'sudo',
       scope: 'node',
       operations: {
@@ -68,6 +69,7 @@ export function keyRoutes(core: KeyCore): Route[] {
     },
     {
       pattern: 'sys/key-status',
+      standby: 'serve',
       access: 'token',
       scope: 'node',
       operations: {

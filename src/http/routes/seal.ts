@@ -8,7 +8,7 @@ import type { VaultCore } from '../../vault/core.js';
 import { boolish, empty, intish, stringList } from '../fields.js';
 import { bare, noContent } from '../reply.js';
 import { op, type Route } from '../route.js';
-import { leaderBody, type HaFacts } from './ha.js';
+import { LEADER_SEALED, leaderBody, type HaFacts } from './ha.js';
 
 export interface NodeFacts {
   clusterName(): string;
@@ -43,6 +43,7 @@ const HealthQuery = z.object({
   performancestandbycode: intish.optional(),
   sealedcode: intish.optional(),
   uninitcode: intish.optional(),
+  haunhealthycode: intish.optional(),
 }).passthrough();
 
 export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
@@ -109,7 +110,7 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
       whileSealed: true,
       drSecondary: true,
       operations: {
-        read: op(empty, async () => bare(200, leaderBody(facts.ha, facts.lastWal())),
+        read: op(empty, async () => (facts.ha !== undefined && core.sealed() ? bare(500, { errors: [LEADER_SEALED] }) : bare(200, leaderBody(facts.ha, facts.lastWal()))),
           'Return the high availability status and current leader.',
         ),
       },
@@ -125,6 +126,8 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
           const sealed = core.sealed();
           const dr = facts.drMode() === 'secondary';
           const standby = !sealed && facts.ha?.standby() === true;
+          const perfStandby = standby && facts.ha?.performanceStandby() === true;
+          const echo = sealed ? undefined : facts.ha?.echo();
           const haProblem = sealed ? undefined : facts.ha?.problem();
           const storageFailure = facts.storageFailure() ?? (haProblem === undefined ? undefined : `the HA lock in storage cannot be reached: ${haProblem}`);
           let status = fields.activecode ?? 200;
@@ -132,19 +135,26 @@ export function sealRoutes(core: VaultCore, facts: NodeFacts): Route[] {
           else if (sealed) status = fields.sealedcode ?? 503;
           // A node that can no longer write is not healthy in any role; no query parameter hides it.
           else if (storageFailure !== undefined) status = 503;
+          // Vault's order (http/sys_health.go): a standby whose echoes go unanswered, then DR, then the standbys.
+          else if (echo?.heartbeat?.healthy === false) status = fields.haunhealthycode ?? 474;
           else if (dr) status = fields.drsecondarycode ?? 472;
+          else if (perfStandby) status = fields.perfstandbyok === true ? (fields.activecode ?? 200) : (fields.performancestandbycode ?? 473);
           else if (standby) status = fields.standbyok === true ? (fields.activecode ?? 200) : (fields.standbycode ?? 429);
           const body = {
             initialized,
             sealed,
             standby,
-            performance_standby: false,
+            performance_standby: perfStandby,
             replication_performance_mode: facts.performanceMode(),
             replication_dr_mode: facts.drMode(),
             server_time_utc: Math.floor(Date.now() / 1000),
             version: VERSION,
             cluster_name: facts.clusterName(),
             cluster_id: facts.clusterId(),
+            echo_duration_ms: echo?.echoDurationMs ?? 0,
+            clock_skew_ms: echo?.clockSkewMs ?? 0,
+            replication_primary_canary_age_ms: 0,
+            ...(echo?.heartbeat !== undefined ? { ha_connection_healthy: echo.heartbeat.healthy, last_request_forwarding_heartbeat_ms: echo.heartbeat.sinceMs } : {}),
             storage_failed: storageFailure !== undefined,
             ...(storageFailure !== undefined ? { storage_error: storageFailure } : {}),
           };

@@ -16,6 +16,7 @@ export function systemRoutes(sys: SystemService): Route[] {
   return [
     {
       pattern: 'sys/license/status',
+      standby: 'serve',
       access: 'token',
       scope: 'node',
       operations: { read: op(empty, async () => ok(sys.licenseStatus()), "Read the status of the node's license.") },

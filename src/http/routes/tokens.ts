@@ -145,6 +145,7 @@ export function tokenRoutes(tokens: TokenStore, resolveToken: (presented: string
     { pattern: 'auth/token/lookup-self', access: 'token', operations: { read: lookupSelf, update: lookupSelf } },
     {
       pattern: 'auth/token/lookup',
+      standby: 'serve',
       access: 'token',
       operations: {
         update: op(TokenBody, async ({ fields, namespace }) => {
@@ -157,6 +158,7 @@ export function tokenRoutes(tokens: TokenStore, resolveToken: (presented: string
     },
     {
       pattern: 'auth/token/lookup-accessor',
+      standby: 'serve',
       access: 'token',
       operations: {
         update: op(AccessorBody, async ({ fields, namespace }) => {

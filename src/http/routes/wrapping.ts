@@ -33,6 +33,7 @@ export function wrappingRoutes(wrapping: Wrapping, resolveToken: (presented: str
     },
     {
       pattern: 'sys/wrapping/lookup',
+      standby: 'serve',
       access: 'public',
       operations: {
         update: op(TokenBody, async ({ fields, req }) => {

@@ -296,13 +296,15 @@ function renderEvents() {
  * `nodes` (sorted by API address, undefined without a token or on a refusal) each say `active`.
  */
 function haView(leader, sealed, members) {
-  const l = leader && leader.body;
-  if (!leader || leader.status !== 200 || !l) {
+  // A sealed node with HA answers sys/leader 500 'Vault is sealed', as Vault: HA is enabled, sealed.
+  const sealedHa = leader && leader.status === 500 && leader.body && Array.isArray(leader.body.errors) && leader.body.errors.includes('Vault is sealed');
+  const l = sealedHa ? { ha_enabled: true, is_self: false } : leader && leader.body;
+  if (!sealedHa && (!leader || leader.status !== 200 || !l)) {
     const why = !leader || leader.status === 0 ? `unreachable${leader && leader.error ? `: ${leader.error}` : ''}` : `status ${leader.status}`;
     return { enabled: false, note: `sys/leader: ${why}` };
   }
   if (l.ha_enabled !== true) return { enabled: false, note: 'HA is not enabled on this node: it is a cluster of one (storage "postgresql" with ha_enabled = "true" enables it).' };
-  const mode = sealed ? 'sealed' : l.is_self === true ? 'active' : 'standby';
+  const mode = sealed || sealedHa ? 'sealed' : l.is_self === true ? 'active' : 'standby';
   const view = {
     enabled: true,
     mode,
