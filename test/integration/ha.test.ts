@@ -97,7 +97,8 @@ describe('HA on PostgreSQL', () => {
     expect(redirect.status).toBe(307);
     expect(redirect.headers.get('location')).toBe(`${active.apiAddr}/v1/secret/data/app`);
 
-    expect((await a.call('GET', 'sys/health', undefined, { token: null })).status).toBe(473);
+    // A standby serves reads (473) once it has seen the replication state, soon after it is a standby.
+    await eventually(async () => expect((await a.call('GET', 'sys/health', undefined, { token: null })).status).toBe(473), { timeoutMs: 5_000 });
     // Vault's: standbyok alone does not make a performance standby 200, perfstandbyok does.
     expect((await a.call('GET', 'sys/health?standbyok=true', undefined, { token: null })).status).toBe(473);
     const ok = await a.call('GET', 'sys/health?perfstandbyok=true', undefined, { token: null });
