@@ -1,6 +1,6 @@
 /**
  * HA failover benchmark (issue 19 item 6): a three-node HA cluster on one private PostgreSQL 15
- * (test/support/postgres.ts), real processes on 127.0.0.1, `ha_lease_ttl = "2s"`, in one run.
+ * (startHaCluster, test/harness/ha.ts), real processes on 127.0.0.1, `ha_lease_ttl = "2s"`, in one run.
  * Build first (`npm run bench` does).
  *
  *   npm run build && node scripts/bench-failover.mjs [--takeovers 12] [--sigterms 5] [--step-downs 5] [--samples 500]
@@ -60,8 +60,8 @@ import { wrkAvailable, wrkGet } from './bench-wrk.mjs';
 import '@swc-node/register/esm-register';
 
 // The typed house (test/harness, test/support) through swc: registered before it is imported.
-const { createHarness, freePorts, initAndUnseal, mainJs, mountKv2, startFixedNode, unsealWith, vault } = await import('../test/harness/index.js');
-const { postgresAvailable, startPostgres } = await import('../test/support/postgres.js');
+const { createHarness, fixedNodeOptions, mainJs, mountKv2, startHaCluster, vault } = await import('../test/harness/index.js');
+const { postgresAvailable } = await import('../test/support/postgres.js');
 
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const NAMES = ['a', 'b', 'c'];
@@ -86,22 +86,15 @@ export async function benchFailover({ takeovers = 12, sigterms = 5, stepDowns = 
   const loadStart = os.loadavg();
   const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-bench-failover-'));
   const h = createHarness();
-  let pg;
   let ok = false;
   try {
-    pg = await startPostgres();
-    const ports = await freePorts(NAMES.length * 2);
-    const spec = Object.fromEntries(NAMES.map((n, i) => [n, { apiPort: ports[2 * i], clusterPort: ports[2 * i + 1], postgresql: { connectionUrl: pg.url, haEnabled: true, haLeaseTtl: LEASE_TTL } }]));
-    const addr = Object.fromEntries(NAMES.map((n) => [n, `http://127.0.0.1:${spec[n].apiPort}`]));
-    const nodes = {};
-    const start = async (name) => (nodes[name] = await startFixedNode(h, scratch, name, spec[name]));
-
     note(`failover bench: 3 HA nodes on PostgreSQL (ha_lease_ttl ${LEASE_TTL})...`);
-    await start('a');
-    const init = await initAndUnseal(addr.a, { shares: 3, threshold: 2 });
-    const token = init.rootToken;
-    await Promise.all(['b', 'c'].map(start));
-    for (const n of ['b', 'c']) await unsealWith(addr[n], init.keys);
+    // The house's HA topology (test/harness/ha.ts) on this script's layout: node NAME's home,
+    // log and license under the scratch dir, on fixed ports, so a restarted node keeps its addresses.
+    const c = await startHaCluster(h, { leaseTtl: LEASE_TTL, init: { shares: 3, threshold: 2 }, node: (i, ports) => fixedNodeOptions(scratch, NAMES[i], ports) });
+    const token = c.rootToken;
+    const nodes = Object.fromEntries(NAMES.map((n, i) => [n, c.nodes[i]]));
+    const addr = Object.fromEntries(NAMES.map((n) => [n, nodes[n].apiAddr]));
     let active = await waitSteady(addr, nodes);
     await mountKv2(addr[active], token);
 
@@ -129,8 +122,7 @@ export async function benchFailover({ takeovers = 12, sigterms = 5, stepDowns = 
         note(`  ${kind} #${rounds[kind].length} of ${active}: leader seen ${r.leaderSeenMs.toFixed(0)} ms, first accepted write ${r.firstWriteMs.toFixed(0)} ms (new active ${r.newActive})`);
         if (kind !== 'stepDown') {
           await nodes[active].exited;
-          await start(active);
-          await unsealWith(addr[active], init.keys);
+          nodes[active] = await c.restart(nodes[active]);
         }
       }
       active = await waitSteady(addr, nodes);
@@ -160,7 +152,6 @@ export async function benchFailover({ takeovers = 12, sigterms = 5, stepDowns = 
     return result;
   } finally {
     await h.cleanup().catch(() => undefined);
-    await pg?.stop().catch(() => undefined);
     if (ok && !process.env.BENCH_TRACE) await rm(scratch, { recursive: true, force: true });
     else note(`failover bench: node logs kept in ${scratch}`);
   }

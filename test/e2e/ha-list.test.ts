@@ -1,6 +1,6 @@
 /**
  * The LIST method through an HA standby (issue 26 item 3): two nodes on one private PostgreSQL,
- * real processes. A client's `LIST` reaches a node as GET plus that process's own random marker
+ * real processes (test/harness/ha.ts). A client's `LIST` reaches a node as GET plus that process's own random marker
  * (src/http/list-method.ts); a standby relays it to the active node as an explicit LIST, so every
  * LIST route answers through the standby what the active node answers itself: KV v1 and v2
  * (metadata/, nested, in a namespace), the ACL policies (both paths), child namespaces, userpass
@@ -8,39 +8,19 @@
  * refused the same way). A client's own marker header, relayed or not, never makes a GET a LIST.
  */
 import { jest } from '@jest/globals';
-import { eventually, initAndUnseal, must, unseal, useHarness, vault, type StartedNode, type VaultHttp } from '../harness/index.js';
-import { usePostgres } from '../support/postgres.js';
+import { must, startHaCluster, useHarness, type VaultHttp } from '../harness/index.js';
 
 jest.setTimeout(180_000);
 
 const h = useHarness();
-const postgres = usePostgres();
 
 let active: VaultHttp;
 let standby: VaultHttp;
 
-/** The node whose sys/leader says is_self, and one that says it is not. */
-async function roles(nodes: readonly StartedNode[]): Promise<{ active: StartedNode; standby: StartedNode }> {
-  return eventually(
-    async () => {
-      const self: boolean[] = [];
-      for (const n of nodes) self.push((await vault(n.apiAddr).get('sys/leader')).body?.is_self === true);
-      expect(self.filter(Boolean)).toHaveLength(1);
-      return { active: nodes[self.indexOf(true)]!, standby: nodes[self.indexOf(false)]! };
-    },
-    { timeoutMs: 20_000, intervalMs: 50 },
-  );
-}
-
 beforeAll(async () => {
-  const connectionUrl = await postgres().createDatabase('ha_list');
-  const postgresql = { connectionUrl, haEnabled: true, haLeaseTtl: '2s' };
-  const nodes = await Promise.all([0, 1].map(() => h.startNode({ postgresql, readyTimeoutMs: 60_000 })));
-  const init = await initAndUnseal(nodes[0]!.apiAddr, { shares: 1, threshold: 1 });
-  await unseal(nodes[1]!.apiAddr, init.keys[0]!);
-  const r = await roles(nodes);
-  active = vault(r.active.apiAddr, init.rootToken);
-  standby = vault(r.standby.apiAddr, init.rootToken);
+  const c = await startHaCluster(h, { nodes: 2 });
+  active = (await c.active()).vault();
+  standby = (await c.standbys())[0]!.vault();
 
   const a = active;
   await must(a.post('sys/mounts/secret', { type: 'kv', options: { version: '2' } }));

@@ -1,6 +1,6 @@
 /**
  * One tenant's long keys on an HA cluster on PostgreSQL (issue 26 item 9), on real processes: two
- * nodes with `ha_enabled` (lease 2 s) on a private PostgreSQL. A namespace tenant with a token for
+ * nodes with `ha_enabled` (lease 2 s) on a private PostgreSQL (test/harness/ha.ts). A namespace tenant with a token for
  * its own KV mount writes a 3,000-byte and a 9,000-byte key once a second while four writers (three
  * through the active node, one relayed by the standby) write ordinary keys: the long keys are
  * answered 400 with Vault's "put failed due to key being too large", every other write 200, the
@@ -10,26 +10,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { jest } from '@jest/globals';
-import { eventually, initAndUnseal, mountKv2, unseal, useHarness, vault, type StartedNode } from '../harness/index.js';
-import { sqlRows, usePostgres } from '../support/postgres.js';
+import { eventually, startHaCluster, useHarness, vault } from '../harness/index.js';
 
 jest.setTimeout(180_000);
 
 const h = useHarness();
-const postgres = usePostgres();
-
-/** The node every node agrees is active (sys/leader). */
-async function activeOf(nodes: readonly StartedNode[]): Promise<StartedNode> {
-  return eventually(
-    async () => {
-      const self: StartedNode[] = [];
-      for (const n of nodes) if ((await vault(n.apiAddr).get('sys/leader')).body?.is_self === true) self.push(n);
-      expect(self).toHaveLength(1);
-      return self[0] as StartedNode;
-    },
-    { timeoutMs: 30_000, intervalMs: 100 },
-  );
-}
 
 /** Writes distinct keys through `addr` until stopped; counts the statuses it was answered. */
 function writer(addr: string, token: string, name: string) {
@@ -54,17 +39,12 @@ function writer(addr: string, token: string, name: string) {
 const randomKey = (bytes: number): string => randomBytes(bytes).toString('base64url').slice(0, bytes);
 
 it('a tenant writing 3,000- and 9,000-byte keys once a second gets 400s; nobody else sees a 503 and the epoch never moves', async () => {
-  const url = await postgres().createDatabase('long_keys');
-  const postgresql = { connectionUrl: url, haEnabled: true, haLeaseTtl: '2s' };
-  const nodes = await Promise.all([0, 1].map(() => h.startNode({ postgresql, readyTimeoutMs: 60_000 })));
-  const init = await initAndUnseal(nodes[0]!.apiAddr, { shares: 1, threshold: 1 });
-  for (const n of nodes.slice(1)) await unseal(n.apiAddr, init.keys[0]!);
-  const active = await activeOf(nodes);
-  const standby = nodes.find((n) => n !== active) as StartedNode;
-  await mountKv2(active.apiAddr, init.rootToken);
+  const c = await startHaCluster(h, { nodes: 2, mountKv2: true });
+  const active = await c.active();
+  const [standby] = (await c.standbys()) as [typeof active];
 
   // The tenant: a namespace, its own KV mount, and a token whose policy grants only that mount.
-  const root = vault(active.apiAddr, init.rootToken);
+  const root = vault(active.apiAddr, c.rootToken);
   const ns = { headers: { 'X-Vault-Namespace': 'tenant' } };
   expect((await root.post('sys/namespaces/tenant', {})).status).toBeLessThan(300);
   expect((await root.post('sys/mounts/kv', { type: 'kv-v2' }, ns)).status).toBe(204);
@@ -74,13 +54,12 @@ it('a tenant writing 3,000- and 9,000-byte keys once a second gets 400s; nobody 
   const tenant = vault(active.apiAddr, created.body.auth.client_token as string);
   await eventually(async () => expect((await tenant.put('kv/data/ok', { data: { v: 1 } }, ns)).status).toBe(200), { timeoutMs: 10_000 });
 
-  const epochOf = async (): Promise<string | undefined> => (await sqlRows<{ epoch: string }>(url, 'SELECT epoch::text AS epoch FROM vault_ha_locks'))[0]?.epoch;
-  const epochBefore = await epochOf();
+  const epochBefore = await c.epoch();
   const writers = [
-    writer(active.apiAddr, init.rootToken, 'a'),
-    writer(active.apiAddr, init.rootToken, 'b'),
-    writer(active.apiAddr, init.rootToken, 'c'),
-    writer(standby.apiAddr, init.rootToken, 'relayed'),
+    writer(active.apiAddr, c.rootToken, 'a'),
+    writer(active.apiAddr, c.rootToken, 'b'),
+    writer(active.apiAddr, c.rootToken, 'c'),
+    writer(standby.apiAddr, c.rootToken, 'relayed'),
   ];
   const longStatuses: Array<{ bytes: number; status: number; error: string }> = [];
   for (let second = 0; second < 6; second++) {
@@ -102,8 +81,8 @@ it('a tenant writing 3,000- and 9,000-byte keys once a second gets 400s; nobody 
     expect([...w.statuses.keys()]).toEqual([200]);
     expect(w.statuses.get(200)).toBeGreaterThan(5);
   }
-  expect(await epochOf()).toBe(epochBefore);
-  expect(await activeOf(nodes)).toBe(active);
+  expect(await c.epoch()).toBe(epochBefore);
+  expect(await c.active()).toBe(active);
   expect((await vault(active.apiAddr).get('sys/health')).status).toBe(200);
   // The tenant's ordinary writes still work.
   expect((await tenant.put('kv/data/after', { data: { v: 2 } }, ns)).status).toBe(200);

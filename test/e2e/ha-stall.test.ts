@@ -1,6 +1,6 @@
 /**
  * HA under event-loop stalls (issue 26 item 5), on real processes: three nodes on one private
- * PostgreSQL, lease 2 s, both cores saturated by two busy processes. The active node's main thread
+ * PostgreSQL, lease 2 s (test/harness/ha.ts), both cores saturated by two busy processes. The active node's main thread
  * is blocked from inside (a preloaded SIGUSR2 handler that busy-waits, as a long GC pause would):
  * - 1.2 s, three times: no leadership change (same epoch, same active node, no mode change in its
  *   log), and it writes on afterwards. The lease keeper's thread renewed meanwhile.
@@ -12,22 +12,18 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jest } from '@jest/globals';
-import { eventually, initAndUnseal, mountKv2, unseal, useHarness, vault, type StartedNode } from '../harness/index.js';
-import { activeOf, expectAllPresent, walEpochs, writer } from '../support/ha-load.js';
-import { sqlRows, usePostgres } from '../support/postgres.js';
+import { eventually, startHaCluster, useHarness, vault, type StartedNode } from '../harness/index.js';
+import { expectAllPresent, walEpochs, writer } from '../support/ha-load.js';
 
 jest.setTimeout(180_000);
 
 const h = useHarness();
-const postgres = usePostgres();
 const preload = fileURLToPath(new URL('../support/stall-on-signal.mjs', import.meta.url));
 
 const busy: ChildProcess[] = [];
 afterAll(() => {
   for (const b of busy) b.kill('SIGKILL');
 });
-
-const epochOf = async (url: string): Promise<number> => Number((await sqlRows<{ epoch: string }>(url, 'SELECT epoch::text AS epoch FROM vault_ha_locks'))[0]?.epoch);
 
 /** Blocks `n`'s main thread for `ms`; resolves once it answers HTTP again. */
 async function stall(n: StartedNode, file: string, ms: number): Promise<void> {
@@ -41,28 +37,23 @@ async function stall(n: StartedNode, file: string, ms: number): Promise<void> {
 }
 
 test('a stall shorter than the lease costs no step-down; one past it costs a takeover with no commit by the old node', async () => {
-  const url = await postgres().createDatabase('ha_stall');
   const stallFile = join(await h.tempDir('stall-'), 'ms');
-  const postgresql = { connectionUrl: url, haEnabled: true, haLeaseTtl: '2s' };
-  const nodes = await Promise.all([0, 1, 2].map(() => h.startNode({ postgresql, readyTimeoutMs: 60_000, nodeArgs: ['--import', preload], env: { TESSERA_TEST_STALL_FILE: stallFile } })));
-  const init = await initAndUnseal(nodes[0]!.apiAddr, { shares: 1, threshold: 1 });
-  for (const n of nodes.slice(1)) await unseal(n.apiAddr, init.keys[0]!);
-  const root = init.rootToken;
-  const active = await activeOf(nodes);
-  await mountKv2(active.apiAddr, root);
+  const c = await startHaCluster(h, { mountKv2: true, node: { nodeArgs: ['--import', preload], env: { TESSERA_TEST_STALL_FILE: stallFile } } });
+  const { nodes, rootToken: root, url } = c;
+  const active = await c.active();
   // Both cores busy for the rest of the test.
   for (let i = 0; i < 2; i++) busy.push(spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
 
   // Three stalls of 1.2 s: nothing changes.
-  const epoch = await epochOf(url);
+  const epoch = await c.epoch();
   const modeLines = (): number => active.stdoutLines.filter((l) => l.includes('HA mode changed')).length;
   const modesBefore = modeLines();
   for (let i = 0; i < 3; i++) {
     await stall(active, stallFile, 1_200);
     expect((await vault(active.apiAddr, root).put(`secret/data/after-stall-${i}`, { data: { i } })).status).toBe(200);
   }
-  expect(await epochOf(url)).toBe(epoch);
-  expect(await activeOf(nodes)).toBe(active);
+  expect(await c.epoch()).toBe(epoch);
+  expect(await c.active()).toBe(active);
   expect(modeLines()).toBe(modesBefore);
 
   // A stall of 4 s: the others take over while it is blocked; it commits nothing afterwards.
@@ -71,7 +62,7 @@ test('a stall shorter than the lease costs no step-down; one past it costs a tak
   const old = writer(active.apiAddr, root, 'through-old');
   await eventually(() => expect(Math.min(through.acked.size, old.acked.size)).toBeGreaterThan(10), { timeoutMs: 30_000, intervalMs: 20 });
   const long = stall(active, stallFile, 4_000);
-  const next = await activeOf(others);
+  await c.active({ among: others });
   const atTakeover = await walEpochs(url);
   await long;
   const oldBefore = old.acked.size;
@@ -82,8 +73,7 @@ test('a stall shorter than the lease costs no step-down; one past it costs a tak
   expect(epochs.length).toBeGreaterThan(atTakeover.length);
   for (let i = 1; i < epochs.length; i++) expect(epochs[i]).toBeGreaterThanOrEqual(epochs[i - 1]!);
   expect(new Set(epochs).size).toBeGreaterThanOrEqual(2);
-  const leader = await activeOf(nodes);
+  const leader = await c.active();
   expect(leader).not.toBe(active);
   for (const w of [through, old]) await expectAllPresent(leader.apiAddr, root, w.acked);
-  void next;
 });

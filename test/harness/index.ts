@@ -9,6 +9,7 @@
  *   const node = await h.startNode({ init: true });
  *   await node.vault().get('sys/mounts');
  *   const { primary, dr: [east] } = await startCluster(h, { dr: ['east'] });
+ *   const ha = await startHaCluster(h, { nodes: 3, mountKv2: true }); // HA on PostgreSQL (ha.ts)
  */
 export { eventually, EventuallyTimeout, waitUntil, type EventuallyOptions } from './eventually.js';
 export {
@@ -40,6 +41,7 @@ export {
   type StartedNode,
   type StartOptions,
 } from './harness.js';
+export { startHaCluster, type ActiveOptions, type HaCluster, type HaNode, type HaPorts, type HaSpec, type InProcessHaNode, type InProcessHaSpec } from './ha.js';
 export { joinSecondary, startCluster, type Cluster, type ClusterSoFar, type ClusterSpec, type PathsFilter, type SecondarySpec } from './cluster.js';
 export { metricSample, must, rawRequest, vault, type Body, type RawReply, type RawRequest, type Reply, type RequestOptions, type SendOptions, type VaultHttp, type VaultOptions } from './http.js';
 export { mainJs, NodeStartError, repoRoot, runCli, spawnNode, type CliOptions, type ExitInfo, type NodeProcess, type Readiness, type SpawnOptions } from './process.js';

@@ -9,10 +9,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { repoRoot } from '../harness/index.js';
+import { repoRoot, startHaCluster, useHarness } from '../harness/index.js';
 import { eventually } from '../harness/eventually.js';
-import { startTestNode, type TestNode } from '../support/in-process.js';
-import { startPostgres, type TestPostgres } from '../support/postgres.js';
 
 interface Reply { status: number; body?: unknown; error?: string }
 type HaView = { enabled: boolean; mode?: string; active?: string; cluster?: string; since?: string; note?: string; nodes?: { api: string; active: boolean; host: string; lastEcho: string | null }[] };
@@ -59,16 +57,10 @@ describe('haView (app.js)', () => {
 });
 
 describe('the HA section in a browser', () => {
-  let server: TestPostgres;
+  const h = useHarness();
   let browser: Browser | undefined;
-  const nodes: TestNode[] = [];
-  beforeAll(async () => {
-    server = await startPostgres();
-  }, 60_000);
   afterAll(async () => {
     await browser?.close();
-    for (const n of nodes.splice(0).reverse()) await n.stop();
-    await server?.stop();
   });
 
   /** What the page's HA section shows. */
@@ -81,17 +73,10 @@ describe('the HA section in a browser', () => {
   }));
 
   it('shows the mode and the active node without a token, and every node with one', async () => {
-    const postgresql = { connectionUrl: await server.createDatabase('ha_dashboard'), haEnabled: true };
-    const first = await startTestNode({ postgresql });
-    nodes.push(first);
-    const second = await startTestNode({ postgresql, initialize: false });
-    nodes.push(second);
-    for (const key of first.unsealKeys.slice(0, 2)) expect((await second.call('PUT', 'sys/unseal', { key }, { token: null })).status).toBe(200);
-    const [active, standby] = await eventually(async () => {
-      const self = await Promise.all([first, second].map(async (n) => (await n.call('GET', 'sys/leader', undefined, { token: null })).body.is_self === true));
-      expect(self.filter(Boolean)).toHaveLength(1);
-      return self[0] ? [first, second] : [second, first];
-    }, { timeoutMs: 15_000 });
+    // Two in-process nodes on a private PostgreSQL (test/harness/ha.ts), stopped by the harness's cleanup.
+    const c = await startHaCluster(h, { inProcess: true, nodes: 2 });
+    const active = await c.active();
+    const [standby] = await c.standbys();
 
     browser = await puppeteer.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--headless=new'] });
     const page = await browser.newPage();
@@ -104,7 +89,7 @@ describe('the HA section in a browser', () => {
       expect(v.note).toContain('Give a token');
     }, { timeoutMs: 15_000, intervalMs: 250 });
 
-    await page.type('#token', first.rootToken);
+    await page.type('#token', c.rootToken);
     await page.click('#token-form button[type="submit"]');
     const expected = [[active!.apiAddr, 'active'], [standby!.apiAddr, 'standby']].sort((a, b) => (a[0]! < b[0]! ? -1 : 1));
     await eventually(async () => expect((await haSection(page)).rows).toEqual(expected), { timeoutMs: 15_000, intervalMs: 250 });

@@ -1,6 +1,6 @@
 /**
  * Issue 19 item 4, the operator's side of HA: the CLI, in process, against three in-process nodes
- * on one private PostgreSQL with `ha_enabled`. `tessera status` shows HA Mode active on the active
+ * on one private PostgreSQL with `ha_enabled` (test/harness/ha.ts), one cluster for both HA cases. `tessera status` shows HA Mode active on the active
  * node and standby (with the Active Node Address) on the others, `tessera operator members` lists
  * every node with exactly one active, `tessera operator step-down` moves the active role (sys/leader
  * polled with a deadline), and each node's metrics say its role. A node without HA says so too.
@@ -14,10 +14,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli, type CliRun } from '../../src/cli/testing/run-cli.js';
 import { eventually } from '../harness/eventually.js';
-import { repoRoot } from '../harness/index.js';
+import { repoRoot, startHaCluster, useHarness, type HaCluster, type InProcessHaNode } from '../harness/index.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 import { usePostgres } from '../support/postgres.js';
 
+const h = useHarness();
 const postgres = usePostgres();
 
 const nodes: TestNode[] = [];
@@ -25,38 +26,14 @@ afterEach(async () => {
   for (const n of nodes.splice(0).reverse()) await n.stop();
 });
 
-/** Three nodes on database `db`: the first initialised, all unsealed (as test/integration/ha.test.ts). */
-async function cluster(db: string): Promise<TestNode[]> {
-  const postgresql = { connectionUrl: await postgres().createDatabase(db), haEnabled: true };
-  const first = await startTestNode({ postgresql });
-  nodes.push(first);
-  const all = [first];
-  for (let i = 0; i < 2; i++) {
-    const n = await startTestNode({ postgresql, initialize: false });
-    nodes.push(n);
-    n.rootToken = first.rootToken;
-    n.unsealKeys = first.unsealKeys;
-    for (const key of first.unsealKeys.slice(0, 2)) expect((await n.call('PUT', 'sys/unseal', { key }, { token: null })).status).toBe(200);
-    all.push(n);
-  }
-  return all;
-}
+/** Three nodes on one database (test/harness/ha.ts), shared by the HA cases: each leaves them all up, one active. */
+let ha: HaCluster<InProcessHaNode>;
+beforeAll(async () => {
+  ha = await startHaCluster(h, { inProcess: true, postgres: postgres(), database: 'ha_cli' });
+});
 
-/** The one node whose sys/leader says is_self, once the others name it as leader. */
-async function activeOf(all: readonly TestNode[], not?: TestNode): Promise<TestNode> {
-  return eventually(
-    async () => {
-      const leaders = await Promise.all(all.map(async (n) => (await n.call('GET', 'sys/leader', undefined, { token: null })).body));
-      const self = all.filter((_, i) => leaders[i].is_self === true);
-      expect(self).toHaveLength(1);
-      const active = self[0] as TestNode;
-      expect(active).not.toBe(not);
-      for (const [i, l] of leaders.entries()) if (all[i] !== active) expect(l).toMatchObject({ is_self: false, leader_address: active.apiAddr });
-      return active;
-    },
-    { timeoutMs: 15_000 },
-  );
-}
+/** The one node whose sys/leader says is_self, once the others name it as leader (other than `not`). */
+const activeOf = (all: readonly TestNode[], not?: TestNode): Promise<TestNode> => ha.active({ among: all as InProcessHaNode[], ...(not !== undefined ? { not: not as InProcessHaNode } : {}) });
 
 const cli = (n: TestNode, argv: string[], token = n.rootToken): Promise<CliRun> => runCli(argv, { env: { TESSERA_ADDR: n.apiAddr, TESSERA_TOKEN: token, HOME: n.dataDir } });
 
@@ -153,7 +130,7 @@ async function members(n: TestNode): Promise<string[][]> {
 
 describe('the CLI and metrics on an HA cluster', () => {
   it('status, operator members and metrics show which node is active, on every node', async () => {
-    const all = await cluster('ha_cli_view');
+    const all: TestNode[] = ha.nodes;
     const active = await activeOf(all);
     for (const n of all) await eventually(() => expectRole(n, n === active ? 'active' : 'standby', active), { timeoutMs: 10_000 });
 
@@ -198,7 +175,7 @@ describe('the CLI and metrics on an HA cluster', () => {
   });
 
   it('operator step-down moves the active role, and status and metrics follow', async () => {
-    const all = await cluster('ha_cli_step_down');
+    const all: TestNode[] = ha.nodes;
     const first = await activeOf(all);
     const standby = all.find((n) => n !== first)!;
     const epochBefore = (await haMetrics(first)).get('tessera_ha_epoch')!;

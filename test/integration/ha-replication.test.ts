@@ -9,12 +9,15 @@
 import { jest } from '@jest/globals';
 import { joinSecondary } from '../harness/cluster.js';
 import { eventually } from '../harness/eventually.js';
+import { startHaCluster, type HaCluster, type InProcessHaNode } from '../harness/ha.js';
+import { useHarness } from '../harness/harness.js';
 import { inSync, replStatus, type Kind } from '../support/dr.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 import { usePostgres } from '../support/postgres.js';
 
 jest.setTimeout(120_000);
 
+const h = useHarness();
 const postgres = usePostgres();
 
 const nodes: TestNode[] = [];
@@ -22,17 +25,20 @@ afterEach(async () => {
   for (const n of nodes.splice(0).reverse()) await n.stop();
 });
 
-/** Two HA nodes on database `db`: the first initialised and unsealed, the second started sealed. */
-async function pair(db: string): Promise<[TestNode, TestNode]> {
-  const url = await postgres().createDatabase(db);
+let current: HaCluster<InProcessHaNode> | undefined;
+afterEach(async () => {
+  await current?.close();
+  current = undefined;
+});
+
+/** Two HA nodes on database `db` (test/harness/ha.ts): the first initialised and unsealed, so active; the second unsealed unless `sealed`. */
+async function pair(db: string, sealed = false): Promise<[TestNode, TestNode]> {
   // A 5 s lease: both nodes and jest share one event loop here, and a stall of the 2 s default
   // under a loaded CI machine can fail the new node's activation (it then backs off while the old
   // one, polite in its cooldown, takes the free row back). Hand-overs do not wait for the lease.
-  const postgresql = { connectionUrl: url, haEnabled: true, haLeaseTtlMs: 5_000 };
-  const a = await startTestNode({ postgresql });
-  const b = await startTestNode({ postgresql, initialize: false });
-  nodes.push(a, b);
-  return [a, b];
+  current = await startHaCluster(h, { inProcess: true, nodes: 2, leaseTtlMs: 5_000, postgres: postgres(), database: db, unseal: sealed ? 'first' : 'all' });
+  const a = await current.active({ agreed: !sealed });
+  return [a, current.nodes.find((n) => n !== a)!];
 }
 
 async function unseal(n: TestNode, keys: readonly string[], rootToken: string): Promise<void> {
@@ -56,8 +62,6 @@ function merkleEvents(n: TestNode, kind: Kind): number {
 describe('replication follows the active node', () => {
   it('a primary cluster fails over: its DR and performance secondaries stream from the new active node without a Merkle sync', async () => {
     const [a, b] = await pair('ha_primary');
-    await waitActive(a);
-    await unseal(b, a.unsealKeys, a.rootToken);
     const dr = await startTestNode();
     const perf = await startTestNode();
     nodes.push(dr, perf);
@@ -94,7 +98,7 @@ describe('replication follows the active node', () => {
     nodes.push(p);
     expect((await p.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
     for (let i = 0; i < 5; i++) await p.call('PUT', `secret/data/k${i}`, { data: { i } });
-    const [s1, s2] = await pair('ha_dr_secondary');
+    const [s1, s2] = await pair('ha_dr_secondary', true);
     await waitActive(s1);
     await joinSecondary(p, s1, 'dr-ha', 'dr');
     // After activation the secondary cluster is sealed by the primary's keys: its standby unseals with them.

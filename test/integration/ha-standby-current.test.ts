@@ -4,48 +4,31 @@
  * a standby, with no wait; a mount disabled on the active node is gone from the standby's table at
  * the standby's next token check; standby health shows the replication modes and cluster id the
  * active node holds; and after PostgreSQL restarts, a standby is a healthy standby again within a
- * lease period. Two in-process nodes on one private PostgreSQL with `ha_enabled`.
+ * lease period. Two in-process nodes on one private PostgreSQL with `ha_enabled` (test/harness/ha.ts).
  */
 import { eventually } from '../harness/eventually.js';
-import { startTestNode, type TestNode } from '../support/in-process.js';
+import { startHaCluster, type HaCluster, type InProcessHaNode } from '../harness/ha.js';
+import { useHarness } from '../harness/harness.js';
 import { usePostgres } from '../support/postgres.js';
 
+type TestNode = InProcessHaNode;
+
+const h = useHarness();
 const postgres = usePostgres();
 
 /** The lock row's lifetime (the default `ha_lease_ttl`). */
 const LEASE_MS = 2000;
 
-let all: TestNode[] = [];
+let c: HaCluster<TestNode>;
 
 beforeAll(async () => {
-  const url = await postgres().createDatabase('ha_standby_current');
-  const postgresql = { connectionUrl: url, haEnabled: true };
-  const first = await startTestNode({ postgresql });
-  const second = await startTestNode({ postgresql, initialize: false });
-  all = [first, second];
-  second.rootToken = first.rootToken;
-  second.unsealKeys = first.unsealKeys;
-  for (const key of first.unsealKeys.slice(0, 2)) expect((await second.call('PUT', 'sys/unseal', { key }, { token: null })).status).toBe(200);
-});
-
-afterAll(async () => {
-  for (const n of all.reverse()) await n.stop();
+  c = await startHaCluster(h, { inProcess: true, nodes: 2, postgres: postgres(), database: 'ha_standby_current' });
 });
 
 /** The active node and the standby, once the standby names the active one as leader. */
 async function roles(): Promise<{ active: TestNode; standby: TestNode }> {
-  return eventually(
-    async () => {
-      const leaders = await Promise.all(all.map(async (n) => (await n.call('GET', 'sys/leader', undefined, { token: null })).body));
-      const i = leaders.findIndex((l) => l.is_self === true);
-      expect(i).toBeGreaterThanOrEqual(0);
-      const active = all[i]!;
-      const standby = all[1 - i]!;
-      expect(leaders[1 - i]).toMatchObject({ is_self: false, leader_address: active.apiAddr });
-      return { active, standby };
-    },
-    { timeoutMs: 15_000 },
-  );
+  const active = await c.active();
+  return { active, standby: c.nodes.find((n) => n !== active)! };
 }
 
 const GRANT = 'path "sys/seal" { capabilities = ["update", "sudo"] }\npath "sys/metrics" { capabilities = ["read"] }';

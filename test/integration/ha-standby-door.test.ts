@@ -23,24 +23,29 @@ import { joinSecondary } from '../harness/cluster.js';
 import { activateSecondary, enablePrimary, freePorts, waitInSync } from '../harness/dr.js';
 import { eventually } from '../harness/eventually.js';
 import { replStatus, secondaryToken } from '../support/dr.js';
-import { startTestNode, type TestNode } from '../support/in-process.js';
+import { startHaCluster, type InProcessHaNode } from '../harness/ha.js';
+import { useHarness } from '../harness/harness.js';
+import { startTestNode, type TestNode as PlainNode } from '../support/in-process.js';
 import { usePostgres } from '../support/postgres.js';
+
+type TestNode = InProcessHaNode;
+const h = useHarness();
 
 jest.setTimeout(180_000);
 
 const postgres = usePostgres();
 
-const nodes: TestNode[] = [];
+const nodes: PlainNode[] = [];
 afterAll(async () => {
   for (const n of nodes.splice(0).reverse()) await n.stop();
 });
 
-async function isActive(n: TestNode): Promise<boolean> {
+async function isActive(n: PlainNode): Promise<boolean> {
   return (await n.call('GET', 'sys/leader', undefined, { token: null })).body.is_self === true;
 }
 
 /** The secondary's client material, as its role record holds it. */
-async function secondaryTls(n: TestNode, kind: 'dr' | 'performance'): Promise<TlsMaterial> {
+async function secondaryTls(n: PlainNode, kind: 'dr' | 'performance'): Promise<TlsMaterial> {
   const rec = await loadRecord(n.node.core.store(), kind);
   if (!('secondary' in rec) || rec.secondary === null) throw new Error(`no ${kind} secondary material`);
   const s = rec.secondary;
@@ -61,8 +66,8 @@ async function outcome(call: () => Promise<unknown>): Promise<{ reason: string; 
 describe('an HA standby on its cluster port', () => {
   let a: TestNode;
   let b: TestNode;
-  let dr: TestNode;
-  let perf: TestNode;
+  let dr: PlainNode;
+  let perf: PlainNode;
   let addrA: string;
   let addrB: string;
   const lines: Record<string, unknown>[] = [];
@@ -77,18 +82,13 @@ describe('an HA standby on its cluster port', () => {
   });
 
   beforeAll(async () => {
-    const url = await postgres().createDatabase('ha_door');
-    const postgresql = { connectionUrl: url, haEnabled: true };
-    const [pa, pb] = await freePorts(2);
-    addrA = `127.0.0.1:${pa}`;
-    addrB = `127.0.0.1:${pb}`;
-    a = await startTestNode({ postgresql, clusterAddr: addrA });
-    nodes.push(a);
-    await eventually(async () => expect(await isActive(a)).toBe(true), { timeoutMs: 15_000 });
-    b = await startTestNode({ postgresql, clusterAddr: addrB, initialize: false });
-    nodes.push(b);
-    for (const key of a.unsealKeys.slice(0, 2)) expect((await b.call('PUT', 'sys/unseal', { key }, { token: null })).status).toBe(200);
-    b.rootToken = a.rootToken;
+    // Two HA nodes on fixed cluster addresses (test/harness/ha.ts): a is the active one, b the standby.
+    const addrs = (await freePorts(2)).map((p) => `127.0.0.1:${p}`);
+    const c = await startHaCluster(h, { inProcess: true, nodes: 2, postgres: postgres(), database: 'ha_door', node: (i) => ({ clusterAddr: addrs[i]! }) });
+    a = await c.active();
+    [b] = (await c.standbys()) as [TestNode];
+    addrA = addrs[a.index]!;
+    addrB = addrs[b.index]!;
     expect(await isActive(b)).toBe(false);
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
     dr = await startTestNode({ logger });

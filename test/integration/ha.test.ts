@@ -1,6 +1,6 @@
 /**
  * HA inside a cluster (issue 19): three in-process nodes on one private PostgreSQL with
- * `ha_enabled`. Exactly one is active; standbys relay every request to it over the cluster port
+ * `ha_enabled` (test/harness/ha.ts), a database per case. Exactly one is active; standbys relay every request to it over the cluster port
  * and answer as it did (307 with X-Vault-No-Request-Forwarding), health says 473 on a (performance) standby,
  * sys/leader and sys/ha-status name the active node, sys/step-down and a stopped active node hand
  * over to a standby, and the lock row deleted behind the nodes' backs fences the active node's
@@ -11,56 +11,31 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { metricSample, vault } from '../harness/http.js';
 import { eventually } from '../harness/eventually.js';
-import { startTestNode, type TestNode } from '../support/in-process.js';
+import { startHaCluster, type HaCluster, type InProcessHaNode } from '../harness/ha.js';
+import { useHarness } from '../harness/harness.js';
 import { sqlRows, usePostgres } from '../support/postgres.js';
 
+type TestNode = InProcessHaNode;
+
+const h = useHarness();
 const postgres = usePostgres();
 
-const nodes: TestNode[] = [];
+let current: HaCluster<TestNode> | undefined;
 afterEach(async () => {
-  for (const n of nodes.splice(0).reverse()) await n.stop();
+  await current?.close();
+  current = undefined;
 });
 
-/** Three nodes on database `db`: the first initialised, all unsealed. */
-async function cluster(db: string): Promise<{ url: string; all: TestNode[] }> {
-  const url = await postgres().createDatabase(db);
-  const postgresql = { connectionUrl: url, haEnabled: true };
-  const first = await startTestNode({ postgresql });
-  nodes.push(first);
-  const all = [first];
-  for (let i = 0; i < 2; i++) {
-    const n = await startTestNode({ postgresql, initialize: false });
-    nodes.push(n);
-    n.rootToken = first.rootToken;
-    n.unsealKeys = first.unsealKeys;
-    for (const key of first.unsealKeys.slice(0, 2)) expect((await n.call('PUT', 'sys/unseal', { key }, { token: null })).status).toBe(200);
-    all.push(n);
-  }
-  return { url, all };
-}
-
-/** The one node whose sys/leader says is_self, once the others name it as leader. */
-async function activeOf(all: readonly TestNode[], not?: TestNode): Promise<TestNode> {
-  return eventually(
-    async () => {
-      const leaders = await Promise.all(all.map(async (n) => (await n.call('GET', 'sys/leader', undefined, { token: null })).body));
-      const self = all.filter((_, i) => leaders[i].is_self === true);
-      expect(self).toHaveLength(1);
-      const active = self[0] as TestNode;
-      expect(active).not.toBe(not);
-      for (const [i, l] of leaders.entries()) {
-        if (all[i] !== active) expect(l).toMatchObject({ ha_enabled: true, is_self: false, leader_address: active.apiAddr });
-      }
-      return active;
-    },
-    { timeoutMs: 15_000 },
-  );
+/** Three nodes on database `db` (test/harness/ha.ts): the first initialised, all unsealed. */
+async function cluster(db: string): Promise<{ url: string; all: TestNode[]; c: HaCluster<TestNode> }> {
+  current = await startHaCluster(h, { inProcess: true, postgres: postgres(), database: db });
+  return { url: current.url, all: [...current.nodes], c: current };
 }
 
 describe('HA on PostgreSQL', () => {
   it('redirects and names in sys/leader only the address the active node states over the cluster port, never the lock row\'s (issue 26 item 8)', async () => {
-    const { url, all } = await cluster('ha_row_tamper');
-    const active = await activeOf(all);
+    const { url, all, c } = await cluster('ha_row_tamper');
+    const active = await c.active();
     const standby = all.find((n) => n !== active) as TestNode;
     const evil = 'http://evil.invalid:8200';
     // Something that is not a member listens at the cluster address the row is changed to.
@@ -99,8 +74,8 @@ describe('HA on PostgreSQL', () => {
   });
 
   it('has one active node; standbys relay to it, answer 307 on request, and say 473 in health (performance standbys)', async () => {
-    const { all } = await cluster('ha_basic');
-    const active = await activeOf(all);
+    const { all, c } = await cluster('ha_basic');
+    const active = await c.active();
     const [a, b] = all.filter((n) => n !== active) as [TestNode, TestNode];
 
     // A standby relays a mount, a write and a read: the active node ran them.
@@ -122,7 +97,8 @@ describe('HA on PostgreSQL', () => {
     expect(redirect.status).toBe(307);
     expect(redirect.headers.get('location')).toBe(`${active.apiAddr}/v1/secret/data/app`);
 
-    expect((await a.call('GET', 'sys/health', undefined, { token: null })).status).toBe(473);
+    // A standby serves reads (473) once it has seen the replication state, soon after it is a standby.
+    await eventually(async () => expect((await a.call('GET', 'sys/health', undefined, { token: null })).status).toBe(473), { timeoutMs: 5_000 });
     // Vault's: standbyok alone does not make a performance standby 200, perfstandbyok does.
     expect((await a.call('GET', 'sys/health?standbyok=true', undefined, { token: null })).status).toBe(473);
     const ok = await a.call('GET', 'sys/health?perfstandbyok=true', undefined, { token: null });
@@ -154,21 +130,21 @@ describe('HA on PostgreSQL', () => {
   });
 
   it('hands over on sys/step-down and when the active node stops, with every acknowledged write kept', async () => {
-    const { all } = await cluster('ha_handover');
-    const first = await activeOf(all);
+    const { all, c } = await cluster('ha_handover');
+    const first = await c.active();
     expect((await first.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
     for (let i = 0; i < 10; i++) expect((await first.call('PUT', `secret/data/k${i}`, { data: { i } })).status).toBe(200);
 
     // Step-down through a standby: relayed to the active node, which gives up the lease.
     const standby = all.find((n) => n !== first) as TestNode;
     expect((await standby.call('PUT', 'sys/step-down', {})).status).toBe(204);
-    const second = await activeOf(all, first);
+    const second = await c.active({ not: first });
     for (let i = 10; i < 20; i++) expect((await first.call('PUT', `secret/data/k${i}`, { data: { i } })).status).toBe(200);
 
     // The active node stops (as on SIGTERM): it releases the lease and another takes over.
     await second.stop();
     const rest = all.filter((n) => n !== second);
-    const third = await activeOf(rest, second);
+    const third = await c.active({ among: rest, not: second });
     for (let i = 20; i < 30; i++) expect((await third.call('PUT', `secret/data/k${i}`, { data: { i } })).status).toBe(200);
     for (const n of rest) {
       for (const i of [0, 9, 10, 19, 20, 29]) expect((await n.call('GET', `secret/data/k${i}`)).body.data.data).toEqual({ i });
@@ -176,8 +152,8 @@ describe('HA on PostgreSQL', () => {
   });
 
   it('fences the active node when the lock row is deleted behind its back, and a node takes over', async () => {
-    const { url, all } = await cluster('ha_row_deleted');
-    const first = await activeOf(all);
+    const { url, c } = await cluster('ha_row_deleted');
+    const first = await c.active();
     expect((await first.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
     const [before] = await sqlRows<{ epoch: string }>(url, 'SELECT epoch::text AS epoch FROM vault_ha_locks');
     await sqlRows(url, 'DELETE FROM vault_ha_locks');
@@ -192,7 +168,7 @@ describe('HA on PostgreSQL', () => {
         expect(JSON.stringify(r.body)).toMatch(/nothing was written|not active|not found/);
       }
     }
-    const now = await activeOf(all);
+    const now = await c.active();
     const [after] = await sqlRows<{ epoch: string }>(url, 'SELECT epoch::text AS epoch FROM vault_ha_locks');
     expect(Number(after?.epoch)).toBeGreaterThan(Number(before?.epoch));
     expect((await now.call('PUT', 'secret/data/after', { data: { ok: true } })).status).toBe(200);

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { decodeEntry } from '../../src/core/wal.js';
 import { Keys } from '../../src/storage/keyspace.js';
-import { eventually, vault, type StartedNode } from '../harness/index.js';
+import { vault } from '../harness/index.js';
 
 /** The epoch of every WAL entry in the database, in index order. */
 export async function walEpochs(url: string): Promise<number[]> {
@@ -60,21 +60,4 @@ export async function expectAllPresent(addr: string, root: string, acked: Readon
     if (r.body?.data?.data?.v !== value) lost.push(`${key}: ${r.status}`);
   }
   expect(lost).toEqual([]);
-}
-
-/** The one node of `nodes` whose sys/leader says is_self, other than `not` (ask only nodes that can answer). */
-export async function activeOf(nodes: readonly StartedNode[], not?: StartedNode): Promise<StartedNode> {
-  return eventually(
-    async () => {
-      const self: StartedNode[] = [];
-      for (const n of nodes) {
-        const r = await vault(n.apiAddr).get('sys/leader');
-        if (r.body?.is_self === true) self.push(n);
-      }
-      expect(self).toHaveLength(1);
-      expect(self[0]).not.toBe(not);
-      return self[0] as StartedNode;
-    },
-    { timeoutMs: 20_000, intervalMs: 50 },
-  );
 }
