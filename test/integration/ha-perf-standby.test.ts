@@ -11,57 +11,40 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from '../harness/eventually.js';
-import { startTestNode, type TestNode } from '../support/in-process.js';
+import { startHaCluster, type HaCluster, type InProcessHaNode } from '../harness/ha.js';
+import { useHarness } from '../harness/harness.js';
 import { usePostgres } from '../support/postgres.js';
 
+type TestNode = InProcessHaNode;
+
+const h = useHarness();
 const postgres = usePostgres();
 
-let all: TestNode[] = [];
-const auditDirs = new Map<TestNode, string>();
+let c: HaCluster<TestNode>;
+let dirs: string[] = [];
 
 beforeAll(async () => {
-  const url = await postgres().createDatabase('ha_perf_standby');
+  dirs = [await mkdtemp(join(tmpdir(), 'perf-standby-a-')), await mkdtemp(join(tmpdir(), 'perf-standby-b-'))];
   // In-process nodes share jest's event loop: a longer lease than the default rides out its stalls.
-  const postgresql = { connectionUrl: url, haEnabled: true, haLeaseTtlMs: 5000 };
-  const dirs = [await mkdtemp(join(tmpdir(), 'perf-standby-a-')), await mkdtemp(join(tmpdir(), 'perf-standby-b-'))];
-  const first = await startTestNode({ postgresql, auditDir: dirs[0]! });
-  const second = await startTestNode({ postgresql, initialize: false, auditDir: dirs[1]! });
-  all = [first, second];
-  auditDirs.set(first, dirs[0]!);
-  auditDirs.set(second, dirs[1]!);
-  second.rootToken = first.rootToken;
-  second.unsealKeys = first.unsealKeys;
-  for (const key of first.unsealKeys.slice(0, 2)) expect((await second.call('PUT', 'sys/unseal', { key }, { token: null })).status).toBe(200);
+  c = await startHaCluster(h, { inProcess: true, nodes: 2, postgres: postgres(), database: 'ha_perf_standby', leaseTtlMs: 5000, mountKv2: true, node: (i) => ({ auditDir: dirs[i]! }) });
   const { active } = await roles();
-  expect((await active.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
   expect((await active.call('PUT', 'sys/audit/file', { type: 'file', options: { file_path: 'audit.log' } })).status).toBe(204);
   expect((await active.call('POST', 'secret/data/warm', { data: { v: 0 } })).status).toBe(200);
 }, 60_000);
 
 afterAll(async () => {
-  for (const n of all.reverse()) await n.stop();
-  for (const d of auditDirs.values()) await rm(d, { recursive: true, force: true });
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-/** The active node and the standby, once the standby names the active one as leader and serves reads. */
+/** The active node and the standby. */
 async function roles(): Promise<{ active: TestNode; standby: TestNode }> {
-  return eventually(
-    async () => {
-      const leaders = await Promise.all(all.map(async (n) => (await n.call('GET', 'sys/leader', undefined, { token: null })).body));
-      const i = leaders.findIndex((l) => l.is_self === true);
-      expect(i).toBeGreaterThanOrEqual(0);
-      const active = all[i]!;
-      const standby = all[1 - i]!;
-      expect(leaders[1 - i]).toMatchObject({ is_self: false, leader_address: active.apiAddr });
-      return { active, standby };
-    },
-    { timeoutMs: 20_000 },
-  );
+  const active = await c.active();
+  return { active, standby: c.nodes.find((n) => n !== active)! };
 }
 
 /** The audit file's response entries for `path` (namespace-relative) on one node. */
 async function answered(node: TestNode, path: string, operation: string): Promise<number> {
-  const text = await readFile(join(auditDirs.get(node)!, 'audit.log'), 'utf8').catch(() => '');
+  const text = await readFile(join(dirs[node.index]!, 'audit.log'), 'utf8').catch(() => '');
   return text
     .split('\n')
     .filter((l) => l !== '')
