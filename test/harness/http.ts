@@ -72,6 +72,9 @@ export interface VaultOptions {
 }
 
 /** `path` is relative to /v1/ (no leading slash needed); a `?query` in it is sent as the query. */
+/** How long `vault()` waits for an answer: Vault's client default (VAULT_CLIENT_TIMEOUT). */
+const REQUEST_DEADLINE_MS = 60_000;
+
 export function vault(apiAddr: string, token?: string, options: VaultOptions = {}): VaultHttp {
   const overAgent = async (agent: http.Agent, method: string, path: string, query: Record<string, string>, headers: Record<string, string>, body: string | Uint8Array | undefined): Promise<Reply> => {
     const qs = new URLSearchParams(query).toString();
@@ -98,7 +101,10 @@ export function vault(apiAddr: string, token?: string, options: VaultOptions = {
     // An absolute API path, so a Vault path that starts with v1 (a mount named v1) stays one.
     const apiPath = `/v1/${(q < 0 ? path : path.slice(0, q)).replace(/^\/+/, '')}`;
     if (options.agent !== undefined) return { ...(await overAgent(options.agent, method, apiPath, { ...query, ...opts.query }, headers, body)), request: `${method} ${path} on ${apiAddr}` };
-    const res = await exchange({ addr: apiAddr, token }, { method, path: apiPath, query: { ...query, ...opts.query }, headers, body });
+    // A deadline, as rawRequest's: a request a node never answers fails naming itself rather
+    // than holding the test until jest's timeout.
+    const fetchImpl: typeof fetch = (url, init) => fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_DEADLINE_MS) });
+    const res = await exchange({ addr: apiAddr, token, fetchImpl }, { method, path: apiPath, query: { ...query, ...opts.query }, headers, body });
     return { status: res.status, body: parse(res.text), text: res.text, headers: res.headers, request: `${method} ${path} on ${apiAddr}` };
   };
   return {
