@@ -1,7 +1,9 @@
 /**
  * What an HA standby does with a client's request (WIRE.md §9): the few paths about this node
- * itself (health, seal status, unseal, seal, init, leader, metrics) it answers; every other one it
- * relays to the active node over the cluster port and answers what the active node answered. With
+ * itself (health, seal status, unseal, seal, init, leader, metrics) it answers; as a performance
+ * standby it answers reads too, once its read barrier says it is current (standby-reads.ts), and
+ * relays them when it cannot tell; every other request it relays to the active node over the
+ * cluster port and answers what the active node answered. With a non-empty
  * `X-Vault-No-Request-Forwarding` it answers 307 to the active node's api_addr instead; with no
  * active node known, 503 in Vault's words.
  *
