@@ -72,7 +72,7 @@ export interface VaultOptions {
 }
 
 /** `path` is relative to /v1/ (no leading slash needed); a `?query` in it is sent as the query. */
-/** How long `vault()` waits for an answer: Vault's client default (VAULT_CLIENT_TIMEOUT). */
+/** How long `vault()` waits for an answer: the Vault client's default timeout. */
 const REQUEST_DEADLINE_MS = 60_000;
 
 export function vault(apiAddr: string, token?: string, options: VaultOptions = {}): VaultHttp {
