@@ -10,7 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
@@ -87,7 +87,13 @@ beforeAll(async () => {
 test('a node whose cluster port is taken releases the lease and backs off, saying why; another node is active within a lease', async () => {
   const [a, b, s] = nodes as [StartedNode, StartedNode, StartedNode];
   // s is sealed, so its cluster port is free: take it.
-  const squatter: Server = createServer();
+  // It accepts and never answers; nodes that dial the lock row's cluster address (relays, the
+  // leader check) connect to it. close() waits for every connection to end: they are destroyed.
+  const held = new Set<Socket>();
+  const squatter: Server = createServer((c) => {
+    held.add(c);
+    c.on('close', () => held.delete(c));
+  });
   await new Promise<void>((resolve) => squatter.listen(ports.cluster, '127.0.0.1', resolve));
   try {
     // a alone is unsealed (it was initialised there), so it is active; seal it: no node competes.
@@ -122,7 +128,9 @@ test('a node whose cluster port is taken releases the lease and backs off, sayin
     expect(await isSelf(s)).toBe(false);
     expect((await vault(s.apiAddr, root).put('secret/data/after-port', { data: { v: 'ok' } })).status).toBe(200);
   } finally {
-    await new Promise((resolve) => squatter.close(resolve));
+    const closed = new Promise((resolve) => squatter.close(resolve));
+    for (const c of held) c.destroy();
+    await closed;
     await unseal(a.apiAddr, keys[0]!);
   }
 });
