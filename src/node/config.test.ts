@@ -121,8 +121,15 @@ replication { wal_max_entries = 100000  wal_max_bytes = 268435456 }   # our addi
       replication: { walMaxEntries: 100000, walMaxBytes: 268435456 },
       leases: { maxTtl: 768 * 3600, defaultTtl: 768 * 3600 },
       auditDir: undefined,
+      disablePerformanceStandby: false,
       warnings: [],
     });
+  });
+
+  it('reads disable_performance_standby (Vault\'s key: HA standbys relay reads too)', () => {
+    expect(parseConfigText(`${minimal}disable_performance_standby = true\n`, 'p.hcl').disablePerformanceStandby).toBe(true);
+    expect(parseConfigText(`${minimal}disable_performance_standby = "false"\n`, 'p.hcl').disablePerformanceStandby).toBe(false);
+    expect(parseConfigText(minimal, 'p.hcl').warnings).toEqual([]);
   });
 
   it('reads audit_dir (absolute only)', () => {
