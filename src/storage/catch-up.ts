@@ -17,7 +17,7 @@
  * subpage a later entry touches is computed again from storage, and activation verifies.
  */
 import { HASH_LEN, PAGE_BYTES, emptyTree, leafHash, locate, pageHash, subtreeRoot, TREES, xorInto, type Tree, type TreeState } from '../core/merkle.js';
-import { decodeEntry, decodeMeta, storedHash, type WalOp } from '../core/wal.js';
+import { decodeEntry, decodeMeta, storedHash } from '../core/wal.js';
 import type { ReadView } from './backend.js';
 import { Keys, classify, treeOf } from './keyspace.js';
 import { decodeDirty, readLeaves, type DirtyPages, type Trees } from './merkle-store.js';
@@ -52,8 +52,6 @@ export interface CaughtUp extends LoadedState {
   readonly entries: number;
   /** Subpages computed again from their leaves. */
   readonly subpages: number;
-  /** Each entry read, as its data ops, in WAL order (what a standby's read cache takes). */
-  readonly ops: ReadonlyArray<readonly WalOp[]>;
 }
 
 /**
@@ -74,14 +72,12 @@ export async function catchUp(view: ReadView, prev: LoadedState): Promise<Caught
   /** Per tree, page -> the subpages written since `prev`. */
   const touched = { 1: new Map<number, Set<number>>(), 2: new Map<number, Set<number>>() };
   const appended: TailItem[] = [];
-  const ops: Array<readonly WalOp[]> = [];
   if (from < meta.last) {
     let expect = from + 1n;
     for await (const [key, record] of view.iterate({ gte: Keys.wal(expect), lte: Keys.wal(meta.last) })) {
       if (Keys.walIndexOf(key) !== expect) return undefined;
       const entry = decodeEntry(record);
       appended.push({ index: expect, size: record.length, hash: storedHash(record) });
-      ops.push(entry.ops);
       for (const op of entry.ops) {
         const tree = treeOf(classify(op.key));
         if (tree === undefined) continue;
@@ -123,5 +119,5 @@ export async function catchUp(view: ReadView, prev: LoadedState): Promise<Caught
   }
   // Which stored page records are older than the pages (memory is current either way).
   const dirty = decodeDirty(await view.get(Keys.dirtyPages));
-  return { tail: WalTail.extended(prev.tail, meta, appended), trees, dirty, verified, entries: appended.length, subpages, ops };
+  return { tail: WalTail.extended(prev.tail, meta, appended), trees, dirty, verified, entries: appended.length, subpages };
 }
