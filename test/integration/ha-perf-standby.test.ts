@@ -117,6 +117,27 @@ describe('a performance standby answers reads itself, as current as the active n
     expect((await standby.call('GET', 'fresh/data/x')).status).toBe(404);
   });
 
+  it('holds the namespace boundary on what it answers itself: a namespace token gets what the active node gives it', async () => {
+    const { active, standby } = await roles();
+    expect((await active.call('POST', 'sys/namespaces/tenant')).status).toBeLessThan(300);
+    const ns = { 'X-Vault-Namespace': 'tenant' };
+    const created = await active.call('POST', 'auth/token/create', { policies: ['default'] }, { headers: ns });
+    expect(created.status).toBe(200);
+    const token = String(created.body.auth.client_token);
+    await servedHere(standby, 'secret/data/warm');
+    for (const [method, path, body] of [
+      ['GET', 'secret/data/warm', undefined],
+      ['LIST', 'secret/metadata/', undefined],
+      ['POST', 'auth/token/lookup', { token: active.rootToken }],
+      ['GET', 'sys/mounts', undefined],
+    ] as const) {
+      const there = await active.call(method, path, body, { token });
+      const here = await standby.call(method, path, body, { token });
+      expect({ path, status: here.status }).toEqual({ path, status: there.status });
+      expect({ path, status: here.status }).toEqual({ path, status: 403 });
+    }
+  });
+
   it('relays a read that turns out to write: a counted token use is spent once per request, a wrapped answer is stored', async () => {
     const { active, standby } = await roles();
     expect((await active.call('PUT', 'sys/policies/acl/counted', { policy: 'path "secret/data/c" { capabilities = ["read"] }' })).status).toBe(204);
