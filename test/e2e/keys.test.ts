@@ -34,8 +34,11 @@ async function restart(n: StartedNode, keys: readonly string[], wrong?: readonly
   return reopen(n.dataDir, keys, wrong);
 }
 
+/** A restart opens a node full of the writers' data: on a loaded CI machine that took over the 20 s default once. */
+const RESTART_READY_MS = 60_000;
+
 async function reopen(dataDir: string, keys: readonly string[], wrong?: readonly string[]): Promise<StartedNode> {
-  const again = await h.startNode({ dataDir });
+  const again = await h.startNode({ dataDir, readyTimeoutMs: RESTART_READY_MS });
   if (wrong !== undefined) {
     let last: { status: number; body: any } | undefined;
     for (const key of wrong) last = await vault(again.apiAddr).put('sys/unseal', { key });
@@ -48,7 +51,7 @@ async function reopen(dataDir: string, keys: readonly string[], wrong?: readonly
 
 /** Whichever share set unseals the node at `dataDir`: 'old' or 'new' (never both, never neither). */
 async function unsealsWith(dataDir: string, old: readonly string[], fresh: readonly string[]): Promise<{ node: StartedNode; set: 'old' | 'new' }> {
-  const node = await h.startNode({ dataDir });
+  const node = await h.startNode({ dataDir, readyTimeoutMs: RESTART_READY_MS });
   const v = vault(node.apiAddr);
   const attempt = async (keys: readonly string[]): Promise<boolean> => {
     for (const key of keys) {
