@@ -84,7 +84,7 @@ describe('an HA standby on its cluster port', () => {
   beforeAll(async () => {
     // Two HA nodes on fixed cluster addresses (test/harness/ha.ts): a is the active one, b the standby.
     const addrs = (await freePorts(2)).map((p) => `127.0.0.1:${p}`);
-    const c = await startHaCluster(h, { inProcess: true, nodes: 2, postgres: postgres(), database: 'ha_door', node: (i) => ({ clusterAddr: addrs[i]! }) });
+    const c = await startHaCluster(h, { inProcess: true, nodes: 2, postgres: postgres(), database: 'ha_door', leaseTtlMs: 5000, node: (i) => ({ clusterAddr: addrs[i]! }) });
     a = await c.active();
     [b] = (await c.standbys()) as [TestNode];
     addrA = addrs[a.index]!;
