@@ -17,14 +17,18 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { StandbyWriteRefused, Unavailable } from '../core/errors.js';
 import { clockSkewMs, heartbeatHealth, type EchoClocks } from '../core/ha/heartbeat.js';
 import { leaseOptions, type LeaseOptions } from '../core/ha/lease.js';
+import { HeldReadLease } from '../core/ha/read-lease.js';
 import { VERSION } from '../core/version.js';
 import { realClock } from '../ha/clock.js';
 import { HaController } from '../ha/controller.js';
 import { LeaseKeeper } from '../ha/lease-keeper.js';
+import { ReadLeaseClient } from '../ha/read-lease-client.js';
+import { ReadLeaseServer } from '../ha/read-lease-server.js';
 import { StandbyRelay } from '../ha/standby.js';
 import { ensureHaTls, loadHaTls } from '../ha/tls.js';
 import { LEADER_PROBE, VerifiedLeader } from '../ha/verified-leader.js';
@@ -36,17 +40,24 @@ import type { StorageEngine } from '../storage/engine.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
 import type { FenceState, LeaseCandidate, LeaseMember } from '../core/ha/lease-store.js';
 import { openPostgresLease, type PostgresLeaseStore } from '../storage/postgres-lease.js';
-import { connectHa, type ClusterServer } from '../transport/grpc/index.js';
+import { connectHa, type ClusterServer, type HaClient } from '../transport/grpc/index.js';
 import { cachesDeriveFrom, type VaultCore } from '../vault/core.js';
 import { StandbyReads } from '../ha/standby-reads.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
 import { HaDoor } from './ha-door.js';
+import type { HaGaugeSource } from './ha-metrics.js';
 
 /**
  * How often a standby brings its engine up to the active node's writes (engine.follow): what is
  * left to read on becoming active is at most this much of writes.
  */
 const FOLLOW_MS = 500;
+
+/** The longest read lease the active node grants a performance standby (ms; half the lock row's lifetime when shorter). */
+const READ_LEASE_MS = 1000;
+
+/** A monotonic clock for read leases (only their lengths matter, never the time of day). */
+const mono = (): number => performance.now();
 
 /** Members that have not echoed for this long drop out of sys/ha-status. */
 const MEMBER_MAX_AGE_MS = 15_000;
@@ -71,6 +82,9 @@ export interface HaFence {
   /** This node's configured redundancy zone ('' when none). */
   readonly redundancyZone: string;
   bind(state: () => FenceState, fenced: (epoch: number) => void): void;
+  /** The data backend's hook after every committed batch (the read leases' push); bound by wireHa. */
+  readonly afterBatch: () => Promise<void> | undefined;
+  bindAfterBatch(after: () => Promise<void> | undefined): void;
 }
 
 export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log: Logger): Promise<HaFence> {
@@ -100,7 +114,12 @@ export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log
   // Until the controller binds: not competing, so only writes while no node is active (init).
   let state: () => FenceState = () => ({ mode: 'sealed' });
   let fenced: (epoch: number) => void = () => undefined;
+  let afterBatch: () => Promise<void> | undefined = () => undefined;
   return {
+    afterBatch: () => afterBatch(),
+    bindAfterBatch(a) {
+      afterBatch = a;
+    },
     lease,
     keeper,
     async close() {
@@ -127,6 +146,8 @@ export function nodeIdOf(host: string, apiAddr: string, clusterAddr: string): st
 
 export interface NodeHa {
   readonly controller: HaController;
+  /** What the HA metrics read (ha-metrics.ts). */
+  readonly gauges: HaGaugeSource;
   readonly relay: StandbyRelay;
   readonly facts: HaFacts;
   /** Every member's cluster address, this node's first: what secondaries are told to try. */
@@ -171,6 +192,16 @@ export function wireHa(o: WireHaOptions): NodeHa {
   };
   const standbyRefusal = (): Error => new StandbyWriteRefused('this node is an HA standby and writes nothing itself: nothing was written (send the request to the active node, or let a standby relay it)');
   let serving: { close(): Promise<void> } | undefined;
+  // Read leases (src/core/ha/read-lease.ts): as the active node, granted to performance standbys
+  // and told of every commit before it is acknowledged; as a standby, held while fresh.
+  const leaseMaxMs = Math.min(READ_LEASE_MS, Math.floor(o.fence.ttlMs / 2));
+  const leases: ReadLeaseServer = new ReadLeaseServer({ maxMs: leaseMaxMs, now: mono, deadlineInMs: (): number | undefined => controller.activeForMs() });
+  o.fence.bindAfterBatch(() => leases.published());
+  const haRegistration = (tls: { server: Parameters<ClusterServer['serveHa']>[0]['tls'] }): Parameters<ClusterServer['serveHa']>[0] => ({
+    tls: tls.server,
+    forward: (req) => execute(req),
+    readLease: (stream) => leases.accept(stream),
+  });
   // A standby answers secondaries on its cluster port with where the active node is (ha-door.ts).
   const door = new HaDoor({
     address: o.clusterAddr,
@@ -193,6 +224,8 @@ export function wireHa(o: WireHaOptions): NodeHa {
     memberMaxAgeMs: MEMBER_MAX_AGE_MS,
     ...(o.fence.keeper !== undefined ? { keeper: o.fence.keeper } : {}),
     lease: leaseTimings(o.fence.ttlMs),
+    // No standby may still count on a read lease from this node once another can take over.
+    beforeRelease: (): Promise<void> => leases.revokeAll(),
     role: {
       start: async () => {
         const ms: Record<string, number> = {};
@@ -219,7 +252,8 @@ export function wireHa(o: WireHaOptions): NodeHa {
         lap('replication');
         const listener = o.clusterListener();
         if (listener === undefined) throw new Unavailable('the cluster listener is not available');
-        serving = await listener.serveHa({ tls: tls.server, forward: (req) => execute(req) });
+        leases.open();
+        serving = await listener.serveHa(haRegistration(tls));
         lap('forwarding');
         o.log.info({ ms, loaded }, 'HA: active role started');
       },
@@ -227,6 +261,8 @@ export function wireHa(o: WireHaOptions): NodeHa {
         // A sealed node is not a standby: it writes only what the sealed fence lets through.
         if (controller.view().mode !== 'sealed') o.engine.standby(standbyRefusal);
         serving = undefined;
+        // Revoked over the streams before stopping replication closes the cluster port under them.
+        await leases.revokeAll();
         await o.unit.stop().catch((e: unknown) => o.log.error({ err: e }, 'HA: stopping replication failed'));
         door.resume();
       },
@@ -343,7 +379,25 @@ export function wireHa(o: WireHaOptions): NodeHa {
 
   // A performance standby answers reads itself once current (standby-reads.ts): its engine
   // follows the shared database and its caches are read again when what it follows names them.
-  const reads = new StandbyReads({ follow: () => o.engine.followReads(), reloadCaches: () => o.core.reload(), cachesDeriveFrom });
+  const held = new HeldReadLease();
+  const reads = new StandbyReads({ follow: () => o.engine.followReads(), reloadCaches: () => o.core.reload(), cachesDeriveFrom, lease: { held, now: mono } });
+  let leaseConn: { readonly address: string; readonly client: HaClient } | undefined;
+  const leaseClient = new ReadLeaseClient({
+    held,
+    target: () => (servesReads() ? controller.view().leaderRow?.clusterAddr : undefined),
+    open: async (address) => {
+      const tls = await loadHaTls(o.core.store());
+      if (tls === undefined) return undefined;
+      if (leaseConn?.address !== address) {
+        leaseConn?.client.close();
+        leaseConn = { address, client: connectHa({ address, tls: tls.client }) };
+      }
+      return leaseConn.client.readLease();
+    },
+    now: mono,
+    everyMs: Math.max(50, Math.floor(leaseMaxMs / 4)),
+    log: o.log.child({ ha: true }),
+  });
 
   // A standby keeps its engine near the active node's writes, so becoming active reads little,
   // and reads the replication state the active node keeps (sys/health shows it).
@@ -389,7 +443,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
       const listener = o.clusterListener();
       if (!controller.isActive() || listener === undefined) return;
       // Replaces the registration served with the certificates that went.
-      serving = await listener.serveHa({ tls: tls.server, forward: (req) => execute(req) });
+      serving = await listener.serveHa(haRegistration(tls));
       o.log.info('HA: the cluster\'s HA certificates were made again (the store was replaced) and are served');
     })()
       .catch((e: unknown) => o.log.warn({ err: (e as Error).message }, 'HA: could not make the HA certificates again'))
@@ -398,6 +452,12 @@ export function wireHa(o: WireHaOptions): NodeHa {
 
   return {
     controller,
+    gauges: {
+      view: () => controller.view(),
+      isActive: () => controller.isActive(),
+      leaseOptions: controller.leaseOptions,
+      readLeases: () => ({ granted: leases.leasedCount(), heldMs: held.remainingMs(mono()), follows: reads.follows }),
+    },
     relay,
     facts,
     clusterAddrs: () => [o.clusterAddr, ...controller.knownMembers().map((m) => m.clusterAddr).filter((a) => a !== o.clusterAddr)],
@@ -406,6 +466,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     standbyReplication: () => (isStandby() ? replicationSeen : undefined),
     start: () => {
       controller.start();
+      leaseClient.start();
       followTimer = setInterval(() => {
         follow();
         keepHaTls();
@@ -414,10 +475,13 @@ export function wireHa(o: WireHaOptions): NodeHa {
     },
     async stop() {
       clearInterval(followTimer);
+      leaseClient.stop();
+      leaseConn?.client.close();
       await following;
       await controller.stop();
       await door.close();
       relay.close();
+      leases.close();
     },
   };
 }

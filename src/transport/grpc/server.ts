@@ -29,7 +29,8 @@ import { CallSink } from './sink.js';
 import { SniServerCredentials } from './sni-credentials.js';
 import { callStatus, statusOf, type CallStatus } from './status.js';
 import type * as wire from './wire.js';
-import { haWire, loadHa, type HaHttpReply, type HaHttpRequest } from './ha.js';
+import type { LeaseDown, LeaseUp } from '../../core/ha/read-lease.js';
+import { haWire, leaseDuplex, leaseWire, loadHa, type HaHttpReply, type HaHttpRequest, type LeaseDuplex } from './ha.js';
 
 /** The kind name the HA registration takes among the replication kinds. */
 const HA_KIND = 'ha';
@@ -58,6 +59,13 @@ export interface KindRegistration {
   readonly service: PrimaryService;
 }
 
+/** What the active node serves to its standbys (proto/ha.proto): `forward` runs relayed requests, `readLease` takes each read-lease stream. */
+export interface HaRegistration {
+  readonly tls: TlsMaterial;
+  readonly forward: (req: HaHttpRequest) => Promise<HaHttpReply>;
+  readonly readLease?: (stream: LeaseDuplex<LeaseUp, LeaseDown>) => void;
+}
+
 export interface ClusterServer {
   /**
    * Adds (or replaces) one kind; the first one starts the listener. The returned handle's close()
@@ -68,7 +76,7 @@ export interface ClusterServer {
    * Serves HA forwarding (proto/ha.proto) beside the kinds, under its own server name and CA: a
    * standby of this cluster relays client requests; `forward` runs them. Closed like a kind.
    */
-  serveHa(registration: { tls: TlsMaterial; forward: (req: HaHttpRequest) => Promise<HaHttpReply> }): Promise<ReplicationServer>;
+  serveHa(registration: HaRegistration): Promise<ReplicationServer>;
   /** Removes every kind and stops the listener. */
   close(): Promise<void>;
 }
@@ -292,7 +300,21 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
   };
 
   let haForward: ((req: HaHttpRequest) => Promise<HaHttpReply>) | undefined;
+  let haReadLease: HaRegistration['readLease'];
+  /** Whether the caller's certificate is one of this cluster's HA certificates. */
+  const haCaller = (call: Pick<grpc.ServerUnaryCall<unknown, unknown>, 'getAuthContext'>): boolean => {
+    const cert = call.getAuthContext().sslPeerCertificate;
+    return cert?.raw !== undefined && issuerOf(cert.raw, fingerprintOf(cert.raw))?.kind === HA_KIND;
+  };
   const haHandlers: grpc.UntypedServiceImplementation = {
+    ReadLease: (call: grpc.ServerDuplexStream<Parameters<typeof leaseWire.fromUp>[0], ReturnType<typeof leaseWire.down>>) => {
+      const take = haReadLease;
+      if (!haCaller(call) || take === undefined) {
+        call.emit('error', { code: grpc.status.PERMISSION_DENIED, details: 'this certificate may not hold a read lease on this node' });
+        return;
+      }
+      take(leaseDuplex<LeaseUp, LeaseDown, Parameters<typeof leaseWire.fromUp>[0], ReturnType<typeof leaseWire.down>>(call, leaseWire.fromUp, leaseWire.down));
+    },
     Forward: (call: grpc.ServerUnaryCall<Parameters<typeof haWire.fromRequest>[0], ReturnType<typeof haWire.reply>>, callback: grpc.sendUnaryData<ReturnType<typeof haWire.reply>>) => {
       void (async () => {
         const cert = call.getAuthContext().sslPeerCertificate;
@@ -388,14 +410,18 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
 
   return {
     serve,
-    serveHa: async ({ tls, forward }) => {
+    serveHa: async ({ tls, forward, readLease }) => {
       haForward = forward;
+      haReadLease = readLease;
       const handle = await serve({ kind: HA_KIND, tls, service: refuseReplication });
       return {
         ...handle,
         close: async () => {
           await handle.close();
-          if (!kinds.has(HA_KIND)) haForward = undefined;
+          if (!kinds.has(HA_KIND)) {
+            haForward = undefined;
+            haReadLease = undefined;
+          }
         },
       };
     },
@@ -403,6 +429,7 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
       serially(async () => {
         for (const served of [...kinds.values()]) await remove(served);
         haForward = undefined;
+        haReadLease = undefined;
       }),
   };
 }
