@@ -24,7 +24,7 @@ import { KEYRING_RECORD_KEY, SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
 import type { Backend } from '../storage/backend.js';
 import { openLevelBackend } from '../storage/leveldb.js';
-import { openPostgresBackend, redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
+import { openPostgresBackend, redactConnectionUrl } from '../storage/postgres.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
 import { connectPrimary, createClusterServer, type ClusterServer } from '../transport/grpc/index.js';
 import { openHaFence, wireHa, type HaFence, type NodeHa } from './ha.js';
