@@ -61,6 +61,8 @@ export interface InProcessHaSpec extends HaSpecBase {
   readonly node?: (i: number) => InProcessOptions;
   /** The lease (ms); the node's default (2 s) unless given. In-process nodes share jest's event loop. */
   readonly leaseTtlMs?: number;
+  /** The `redundancy_zone` of node `i`; none unless given. */
+  readonly redundancyZone?: (i: number) => string | undefined;
 }
 
 /** A process node of an HA topology: its index, fixed cluster address, SIGSTOP and SIGCONT. */
@@ -188,7 +190,8 @@ async function inProcessCluster(h: Harness, spec: InProcessHaSpec, count: number
   const postgresql = { connectionUrl: url, haEnabled: true, ...(spec.leaseTtlMs !== undefined ? { haLeaseTtlMs: spec.leaseTtlMs } : {}) };
   const stopped = new Set<InProcessHaNode>();
   const boot = async (i: number, dir?: string): Promise<InProcessHaNode> => {
-    const n = await h.startNode({ ...spec.node?.(i), inProcess: true, postgresql, ...(i === 0 && dir === undefined ? {} : { initialize: false }), ...(dir !== undefined ? { dir } : {}) });
+    const zone = spec.redundancyZone?.(i);
+    const n = await h.startNode({ ...spec.node?.(i), inProcess: true, postgresql: zone === undefined ? postgresql : { ...postgresql, redundancyZone: zone }, ...(i === 0 && dir === undefined ? {} : { initialize: false }), ...(dir !== undefined ? { dir } : {}) });
     // `stop()` keeps the home, so that `restart` starts the node on it again.
     const stop = n.stop.bind(n);
     return Object.assign(n, { index: i, stop: async () => (stopped.add(n as InProcessHaNode), stop({ keepDir: true })) }) as InProcessHaNode;
