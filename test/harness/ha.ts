@@ -40,6 +40,8 @@ interface HaSpecBase {
   readonly mountKv2?: boolean;
   /** 'first': only the initialised node is unsealed (it is the active node); the test unseals the rest. */
   readonly unseal?: 'all' | 'first';
+  /** The nodes' connection URL made from the database's (e.g. with a password in it); `url` stays the database's. */
+  readonly connectionUrl?: (url: string) => string;
 }
 
 export interface HaSpec extends HaSpecBase {
@@ -147,7 +149,7 @@ type Stops = Array<() => Promise<unknown>>;
 
 async function processCluster(h: Harness, spec: HaSpec, count: number, postgres: TestPostgres, url: string, stops: Stops, close: () => Promise<void>): Promise<HaCluster<HaNode>> {
   const free = await freePorts(2 * count);
-  const postgresql = { connectionUrl: url, haEnabled: true, haLeaseTtl: spec.leaseTtl ?? '2s' };
+  const postgresql = { connectionUrl: spec.connectionUrl?.(url) ?? url, haEnabled: true, haLeaseTtl: spec.leaseTtl ?? '2s' };
   const options: StartOptions[] = [];
   for (let i = 0; i < count; i++) {
     const ports = { apiPort: free[2 * i]!, clusterPort: free[2 * i + 1]! };
@@ -187,7 +189,7 @@ async function processCluster(h: Harness, spec: HaSpec, count: number, postgres:
 }
 
 async function inProcessCluster(h: Harness, spec: InProcessHaSpec, count: number, postgres: TestPostgres, url: string, stops: Stops, close: () => Promise<void>): Promise<HaCluster<InProcessHaNode>> {
-  const postgresql = { connectionUrl: url, haEnabled: true, ...(spec.leaseTtlMs !== undefined ? { haLeaseTtlMs: spec.leaseTtlMs } : {}) };
+  const postgresql = { connectionUrl: spec.connectionUrl?.(url) ?? url, haEnabled: true, ...(spec.leaseTtlMs !== undefined ? { haLeaseTtlMs: spec.leaseTtlMs } : {}) };
   const stopped = new Set<InProcessHaNode>();
   const boot = async (i: number, dir?: string): Promise<InProcessHaNode> => {
     const zone = spec.redundancyZone?.(i);
