@@ -16,6 +16,8 @@
  *   const next = await c.stepDown();               // PUT sys/step-down on the active node; another is active
  *   await c.epoch();                               // the lock row's epoch
  *   const ip = await startHaCluster(h, { inProcess: true, nodes: 2 });   // in this jest process
+ *   startHaCluster(h, { inProcess: true, redundancyZone: (i) => (i === 0 ? 'zone-a' : undefined) });
+ *   startHaCluster(h, { connectionUrl: (url) => withPassword(url) });   // the nodes' URL; c.url stays the database's
  */
 import { freePorts } from './dr.js';
 import { eventually } from './eventually.js';
