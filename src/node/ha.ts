@@ -36,7 +36,9 @@ import type { HaFacts, HaNodeInfo } from '../http/routes/ha.js';
 import { ZERO_TIME } from '../http/routes/ha.js';
 import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
 import { recordedModes, standbyRegistrations, type RecordedModes, type ReplicationUnit } from '../replication/index.js';
+import type { BatchOp } from '../storage/backend.js';
 import type { StorageEngine } from '../storage/engine.js';
+import { pushedWal } from '../storage/read-follow.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
 import type { FenceState, LeaseCandidate, LeaseMember } from '../core/ha/lease-store.js';
 import { openPostgresLease, type PostgresLeaseStore } from '../storage/postgres-lease.js';
@@ -83,8 +85,8 @@ export interface HaFence {
   readonly redundancyZone: string;
   bind(state: () => FenceState, fenced: (epoch: number) => void): void;
   /** The data backend's hook after every committed batch (the read leases' push); bound by wireHa. */
-  readonly afterBatch: () => Promise<void> | undefined;
-  bindAfterBatch(after: () => Promise<void> | undefined): void;
+  readonly afterBatch: (ops: readonly BatchOp[]) => Promise<void> | undefined;
+  bindAfterBatch(after: (ops: readonly BatchOp[]) => Promise<void> | undefined): void;
 }
 
 export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log: Logger): Promise<HaFence> {
@@ -114,9 +116,9 @@ export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log
   // Until the controller binds: not competing, so only writes while no node is active (init).
   let state: () => FenceState = () => ({ mode: 'sealed' });
   let fenced: (epoch: number) => void = () => undefined;
-  let afterBatch: () => Promise<void> | undefined = () => undefined;
+  let afterBatch: (ops: readonly BatchOp[]) => Promise<void> | undefined = () => undefined;
   return {
-    afterBatch: () => afterBatch(),
+    afterBatch: (ops) => afterBatch(ops),
     bindAfterBatch(a) {
       afterBatch = a;
     },
@@ -196,7 +198,8 @@ export function wireHa(o: WireHaOptions): NodeHa {
   // and told of every commit before it is acknowledged; as a standby, held while fresh.
   const leaseMaxMs = Math.min(READ_LEASE_MS, Math.floor(o.fence.ttlMs / 2));
   const leases: ReadLeaseServer = new ReadLeaseServer({ maxMs: leaseMaxMs, now: mono, deadlineInMs: (): number | undefined => controller.activeForMs() });
-  o.fence.bindAfterBatch(() => leases.published());
+  // The batch's WAL entries go with its count when they can (read-follow.ts pushedWal).
+  o.fence.bindAfterBatch((ops) => leases.published(() => pushedWal(ops)));
   const haRegistration = (tls: { server: Parameters<ClusterServer['serveHa']>[0]['tls'] }): Parameters<ClusterServer['serveHa']>[0] => ({
     tls: tls.server,
     forward: (req) => execute(req),
@@ -380,10 +383,17 @@ export function wireHa(o: WireHaOptions): NodeHa {
   // A performance standby answers reads itself once current (standby-reads.ts): its engine
   // follows the shared database and its caches are read again when what it follows names them.
   const held = new HeldReadLease();
-  const reads = new StandbyReads({ follow: () => o.engine.followReads(), reloadCaches: () => o.core.reload(), cachesDeriveFrom, lease: { held, now: mono } });
+  const reads = new StandbyReads({
+    follow: () => o.engine.followReads(),
+    takePushed: (wal) => o.engine.applyPushed(wal),
+    reloadCaches: () => o.core.reload(),
+    cachesDeriveFrom,
+    lease: { held, now: mono },
+  });
   let leaseConn: { readonly address: string; readonly client: HaClient } | undefined;
   const leaseClient = new ReadLeaseClient({
     held,
+    take: (wal) => reads.takePushed(wal),
     target: () => (servesReads() ? controller.view().leaderRow?.clusterAddr : undefined),
     open: async (address) => {
       const tls = await loadHaTls(o.core.store());
