@@ -66,8 +66,8 @@ export class ReadLeaseServer {
    * `entries` gives the batch's WAL entries to push with its count (asked only when someone is leased).
    */
   published(entries?: () => PushedWal | undefined): Promise<void> | undefined {
-    const seq = this.ledger.publish();
     const now = this.o.now();
+    const seq = this.ledger.publish(now);
     if (!this.ledger.anyLeased(now)) return undefined;
     const wal = entries?.();
     const push: LeaseDown = wal === undefined ? { type: 'push', seq } : { type: 'push', seq, wal };

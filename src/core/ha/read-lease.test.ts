@@ -93,8 +93,8 @@ describe('GrantLedger: what the active node promised and waits for', () => {
 
   it('a grant carries the push count, so a standby learns of commits it was not told of', () => {
     const l = new GrantLedger({ maxMs: 1000 });
-    l.publish();
-    l.publish();
+    l.publish(0);
+    l.publish(0);
     expect(l.grant('a', 1, 0, 5000)).toMatchObject({ seq: 2 });
   });
 
@@ -102,7 +102,7 @@ describe('GrantLedger: what the active node promised and waits for', () => {
     const l = new GrantLedger({ maxMs: 1000 });
     l.grant('a', 1, 0, 5000);
     l.grant('b', 1, 500, 5000);
-    const seq = l.publish();
+    const seq = l.publish(100);
     expect(l.waitingOn(seq, 100).map((w) => w.id).sort()).toEqual(['a', 'b']);
     l.acked('a', seq);
     expect(l.waitingOn(seq, 100)).toEqual([{ id: 'b', until: 1500 }]);
@@ -124,6 +124,30 @@ describe('GrantLedger: what the active node promised and waits for', () => {
   it('no standby leased: nothing to wait for', () => {
     const l = new GrantLedger({ maxMs: 1000 });
     expect(l.anyLeased(0)).toBe(false);
-    expect(l.waitingOn(l.publish(), 0)).toEqual([]);
+    expect(l.waitingOn(l.publish(0), 0)).toEqual([]);
+  });
+
+  it('a standby that keeps asking but never acknowledges a push is not kept leased past maxMs after it', () => {
+    const l = new GrantLedger({ maxMs: 1000 });
+    l.grant('a', 1, 0, 5000);
+    const seq = l.publish(100);
+    // Asks go on; the push stays unacknowledged.
+    expect(l.grant('a', 2, 600, 5000)).toMatchObject({ durationMs: 500 });
+    expect(l.grant('a', 3, 1000, 5000)).toMatchObject({ durationMs: 100 });
+    expect(l.grant('a', 4, 1100, 5000)).toBeUndefined();
+    expect(l.waitingOn(seq, 1099)).toEqual([{ id: 'a', until: 1100 }]);
+    expect(l.waitingOn(seq, 1100)).toEqual([]);
+    // Acknowledged at last: leased in full again.
+    l.acked('a', seq);
+    expect(l.grant('a', 5, 1200, 5000)).toMatchObject({ durationMs: 1000 });
+  });
+
+  it('an acknowledged push leaves nothing pending: renewals run in full', () => {
+    const l = new GrantLedger({ maxMs: 1000 });
+    l.grant('a', 1, 0, 5000);
+    for (let t = 100; t < 5000; t += 100) {
+      l.acked('a', l.publish(t));
+      expect(l.grant('a', t, t, 5000)).toMatchObject({ durationMs: 1000 });
+    }
   });
 });

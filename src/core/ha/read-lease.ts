@@ -17,6 +17,8 @@
  * - `durationMs` never passes the active node's own lease deadline (lease.ts `deadlineOf`): once
  *   another node can take over, no standby still holds a lease from this one. Stepping down
  *   revokes every lease (or waits for it to end) before the lock row is released.
+ * - A standby that keeps asking but does not acknowledge a push is granted nothing that reaches
+ *   past `maxMs` after that push: a commit never waits longer than one lease for any standby.
  * - A grant carries the active node's push count: commits it made while the standby held no lease
  *   (not pushed to it) make the standby follow before its first answer under the new lease. A new
  *   stream (another active node, or a reconnection) starts with nothing followed.
@@ -27,7 +29,7 @@
  *
  *   const ledger = new GrantLedger({ maxMs: 1000 });  // the active node's side
  *   const grant = ledger.grant(id, now, deadlineIn);  // undefined: no lease given
- *   const seq = ledger.publish();                     // then wait for ledger.waitingOn(seq, now)
+ *   const seq = ledger.publish(now);                  // then wait for ledger.waitingOn(seq, now)
  */
 
 /** A standby counts its lease this much shorter than granted, for clock rates that differ. */
@@ -116,6 +118,9 @@ export class HeldReadLease {
 interface Leased {
   until: number;
   acked: number;
+  /** The last count pushed to it, and when the oldest push it has not acknowledged went out. */
+  pushed: number;
+  pendingSince: number | undefined;
 }
 
 /** The active node's record of the leases it granted and the pushes each standby acknowledged. */
@@ -132,22 +137,33 @@ export class GrantLedger {
    */
   grant(id: string, ask: number, now: number, deadlineInMs: number | undefined): LeaseDown | undefined {
     if (this.closed || deadlineInMs === undefined) return undefined;
-    const durationMs = Math.floor(Math.min(this.o.maxMs, deadlineInMs));
+    const l = this.leases.get(id) ?? { until: 0, acked: 0, pushed: 0, pendingSince: undefined };
+    // A standby that asks but does not acknowledge a push is not kept leased past maxMs from that
+    // push: the commit waiting for it goes on then, whatever the standby asks meanwhile.
+    const cap = l.pendingSince === undefined ? Number.POSITIVE_INFINITY : l.pendingSince + this.o.maxMs - now;
+    const durationMs = Math.floor(Math.min(this.o.maxMs, deadlineInMs, cap));
     if (durationMs <= 0) return undefined;
-    const l = this.leases.get(id) ?? { until: 0, acked: 0 };
     l.until = Math.max(l.until, now + durationMs);
     this.leases.set(id, l);
     return { type: 'grant', ask, durationMs, seq: this.seq };
   }
 
-  /** A batch is durable: its push count, to send to every leased standby. */
-  publish(): number {
-    return ++this.seq;
+  /** A batch is durable: its push count, to send to every standby leased at `now`. */
+  publish(now: number): number {
+    const seq = ++this.seq;
+    for (const l of this.leases.values()) {
+      if (l.until <= now) continue;
+      if (l.acked >= l.pushed) l.pendingSince = now;
+      l.pushed = seq;
+    }
+    return seq;
   }
 
   acked(id: string, seq: number): void {
     const l = this.leases.get(id);
-    if (l !== undefined) l.acked = Math.max(l.acked, seq);
+    if (l === undefined) return;
+    l.acked = Math.max(l.acked, seq);
+    if (l.acked >= l.pushed) l.pendingSince = undefined;
   }
 
   /** A standby acknowledged a revoke: it holds no lease now. */
