@@ -1,0 +1,200 @@
+/**
+ * HA as one unit: the lease (the controller over the fence's lease store), the active role
+ * (active-role.ts), the cluster port in both roles (the active role's HA forwarding, the
+ * standby's door: door.ts), the relay of a standby's requests (standby.ts) with the verified
+ * leader, the standby's follow and reads (standby-follow.ts) and the facts the HTTP routes show
+ * (facts.ts). The node builds it from the ports of ports.ts and steps aside.
+ *
+ *   const ha = createHaUnit({ fence, engine, vault, replication, clusterListener, listenDoor, execute, apiAddr, clusterAddr, log, now, performanceStandby });
+ *   lifecycle.subscribe(ha.controller.sealObserver);
+ *   startHttp({ ..., standby: ha.relay });
+ *   await ha.claim();
+ *   ha.start();                                  // once the API address is known
+ *   await ha.stop();
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { LeaseCandidate } from '../core/ha/lease-store.js';
+import type { LeaseOptions } from '../core/ha/lease.js';
+import { VERSION } from '../core/version.js';
+import type { HaFacts } from '../http/routes/ha.js';
+import type { RawReply, RawRequest } from '../http/standby.js';
+import { standbyRegistrations, type RecordedModes, type TlsMaterial } from '../replication/index.js';
+import { ActiveRole, standbyRefusal } from './active-role.js';
+import { realClock } from './clock.js';
+import { HaController } from './controller.js';
+import { HaDoor } from './door.js';
+import { haFacts, MEMBER_MAX_AGE_MS } from './facts.js';
+import type { DoorListen, HaClusterListener, HaEngine, HaFence, HaReplication, HaVault, RelayExecutor } from './ports.js';
+import { StandbyFollow } from './standby-follow.js';
+import { StandbyRelay, type RelayClient } from './standby.js';
+import { loadHaTls } from './tls.js';
+import { LEADER_PROBE, VerifiedLeader } from './verified-leader.js';
+
+/**
+ * How often a standby brings its engine up to the active node's writes (engine.follow): what is
+ * left to read on becoming active is at most this much of writes.
+ */
+const FOLLOW_MS = 500;
+
+/** The lease timings for a lock-row lifetime (ms): renew at a quarter, retry at an eighth, stop a quarter early. */
+export function leaseTimings(ttlMs: number): Partial<LeaseOptions> {
+  // A polite attempt (step-down cooldown) waits a retry and a half, so a standby's next attempt
+  // comes first; a failed activation backs off one lease first.
+  const retryMs = Math.floor(ttlMs / 8);
+  return { ttlMs, renewMs: Math.floor(ttlMs / 4), retryMs, marginMs: Math.floor(ttlMs / 4), graceMs: Math.floor(retryMs * 1.5), backoffMs: ttlMs };
+}
+
+/** A stable id for this node: its host and addresses (so a restart is the same member). */
+export function nodeIdOf(host: string, apiAddr: string, clusterAddr: string): string {
+  return `${host}-${createHash('sha256').update(`${apiAddr}|${clusterAddr}`).digest('hex').slice(0, 10)}`;
+}
+
+export interface HaUnit {
+  readonly controller: HaController;
+  readonly relay: StandbyRelay;
+  readonly facts: HaFacts;
+  /** Every member's cluster address, this node's first: what secondaries are told to try. */
+  clusterAddrs(): readonly string[];
+  /**
+   * On a standby, the replication modes and cluster id the active node keeps in storage (read on
+   * every follow); undefined on the active node, a sealed one, or before the first read.
+   */
+  standbyReplication(): RecordedModes | undefined;
+  /** Runs a request a standby relayed (the active node's side of HA forwarding). */
+  execute(req: RawRequest): Promise<RawReply>;
+  /** Takes this node's identity in the member table before it competes; rejects (IdentityTaken) while another live process holds it. */
+  claim(): Promise<void>;
+  /** Starts the timers; call once the API address is known. */
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export interface HaUnitOptions {
+  readonly fence: HaFence;
+  readonly engine: HaEngine;
+  readonly vault: HaVault;
+  readonly replication: HaReplication;
+  /** The cluster listener of the replication unit's current run (the one HA forwarding joins). */
+  readonly clusterListener: () => HaClusterListener | undefined;
+  /** The standby's own listener on the cluster port. */
+  readonly listenDoor: DoorListen;
+  /** Connects a standby's relay to the active node's cluster port. */
+  readonly connect: (o: { address: string; tls: TlsMaterial }) => RelayClient;
+  readonly apiAddr: () => string;
+  readonly clusterAddr: string;
+  readonly execute: () => RelayExecutor | undefined;
+  readonly log: Logger;
+  readonly now: () => number;
+  /** Standbys answer reads themselves (config `disable_performance_standby` false). */
+  readonly performanceStandby: boolean;
+}
+
+export function createHaUnit(o: HaUnitOptions): HaUnit {
+  const host = hostname();
+  // This process among any others that share its node id (the same host and addresses).
+  const instance = randomBytes(8).toString('hex');
+  const me = (): LeaseCandidate => {
+    const apiAddr = o.apiAddr();
+    return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION, instance, redundancyZone: o.fence.redundancyZone };
+  };
+  // A standby answers secondaries on its cluster port with where the active node is (door.ts).
+  const door = new HaDoor({
+    address: o.clusterAddr,
+    log: o.log.child({ ha: true }),
+    listen: o.listenDoor,
+    registrations: () =>
+      standbyRegistrations({
+        store: () => o.vault.store(),
+        activeClusterAddr: () => {
+          const v = controller.view();
+          return v.mode === 'active' ? undefined : v.leaderRow?.clusterAddr;
+        },
+        now: o.now,
+      }),
+  });
+  const role = new ActiveRole({
+    ha: () => controller,
+    door,
+    engine: o.engine,
+    vault: o.vault,
+    replication: o.replication,
+    clusterListener: o.clusterListener,
+    execute: o.execute,
+    log: o.log,
+    now: o.now,
+  });
+  const controller: HaController = new HaController({
+    store: o.fence.lease,
+    me,
+    log: o.log.child({ ha: true }),
+    clock: realClock(o.now),
+    memberMaxAgeMs: MEMBER_MAX_AGE_MS,
+    ...(o.fence.keeper !== undefined ? { keeper: o.fence.keeper } : {}),
+    lease: leaseTimings(o.fence.ttlMs),
+    role,
+  });
+  o.fence.bind(() => controller.fenceState(), controller.fenced);
+  // A commit whose outcome PostgreSQL left unknown fails the engine closed: step down, and the
+  // next activation (once the database answers) reloads and clears it.
+  o.engine.onFailure((f) => controller.storageFailed(f.message));
+  // Standby and cooldown write nothing; sealed writes only what the sealed fence lets through (init).
+  controller.onChange((v) => {
+    if (v.mode === 'standby' || v.mode === 'cooldown') o.engine.standby(standbyRefusal);
+    else if (v.mode === 'sealed') o.engine.standby(undefined);
+    door.want(v.mode === 'standby' || v.mode === 'cooldown');
+  });
+
+  const follow = new StandbyFollow({ ha: controller, engine: o.engine, vault: o.vault, log: o.log, performanceStandby: o.performanceStandby });
+  const relay: StandbyRelay = new StandbyRelay({
+    relayTarget: () => {
+      const v = controller.view();
+      if (v.mode === 'sealed') return undefined;
+      if (v.mode === 'active') return controller.isActive() ? undefined : { starting: () => controller.untilServing(30_000) };
+      return { leader: v.leaderRow === undefined ? undefined : { apiAddr: v.leaderRow.apiAddr, clusterAddr: v.leaderRow.clusterAddr } };
+    },
+    // Not a DR secondary's standby (it answers no reads), and only once the replication state is known.
+    servesReads: () => follow.servesReads(),
+    current: () => follow.current(),
+    findLeader: async () => {
+      const row = await o.fence.lease.leader();
+      return row === undefined || row.holder === me().holder ? undefined : { apiAddr: row.apiAddr, clusterAddr: row.clusterAddr };
+    },
+    waitForLeaderMs: o.fence.ttlMs + 1000,
+    loadTls: () => loadHaTls(o.vault.store()),
+    connect: o.connect,
+    verifiedApiAddr: async (clusterAddr: string): Promise<string | undefined> => leaders.known(clusterAddr) ?? (await leaders.verify(clusterAddr)),
+  });
+  // Redirects and sys/leader name only the address the active node states over the cluster port.
+  const leaders: VerifiedLeader = new VerifiedLeader({ ask: (clusterAddr: string) => relay.ask(clusterAddr, LEADER_PROBE) });
+  controller.onChange((v) => {
+    if (v.mode !== 'active' && v.leaderRow !== undefined) void leaders.verify(v.leaderRow.clusterAddr);
+  });
+
+  const facts = haFacts({ controller, leaders, follow, me, apiAddr: o.apiAddr, clusterAddr: o.clusterAddr, now: o.now });
+  let stopTimer: (() => void) | undefined;
+  return {
+    controller,
+    relay,
+    facts,
+    clusterAddrs: () => [o.clusterAddr, ...controller.knownMembers().map((m) => m.clusterAddr).filter((a) => a !== o.clusterAddr)],
+    execute: (req) => role.execute(req),
+    claim: () => controller.claim(),
+    standbyReplication: () => follow.replication(),
+    start: () => {
+      controller.start();
+      stopTimer = realClock().every(FOLLOW_MS, () => {
+        follow.follow();
+        role.keepTls();
+      });
+    },
+    async stop() {
+      stopTimer?.();
+      await follow.settled();
+      await controller.stop();
+      await door.close();
+      relay.close();
+    },
+  };
+}
