@@ -5,7 +5,7 @@
  * HTTP executor that runs a relayed request. The node hands finished objects in; nothing of
  * src/node runs on a request's path.
  *
- *   const ha = createHaUnit({ fence, engine, vault: core, replication: unit, clusterListener, listenDoor, execute, ... });
+ *   const ha = createHaUnit({ fence, engine, vault: core, cachesDeriveFrom, replication: unit, clusterListener, listenDoor, connect, ... });
  */
 import type { StorageFailed } from '../core/errors.js';
 import type { FenceState, LeaseStore } from '../core/ha/lease-store.js';
@@ -46,8 +46,6 @@ export interface HaVault {
   reopen(): Promise<void>;
   /** Reads the caches again (a standby whose follow named a key they derive from). */
   reload(): Promise<void>;
-  /** Whether the caches derive from a storage key. */
-  cachesDeriveFrom(key: string): boolean;
 }
 
 /** The replication unit: run only while this node is the active node. */

@@ -4,7 +4,7 @@
  * standby it answers reads itself once current (standby-reads.ts): its engine follows the shared
  * database and its caches are read again when what it follows names them.
  *
- *   const follow = new StandbyFollow({ ha: () => controller, engine, vault, log, performanceStandby: true });
+ *   const follow = new StandbyFollow({ ha: controller, engine, vault, cachesDeriveFrom, log, performanceStandby: true });
  *   setInterval(() => follow.follow(), FOLLOW_MS);
  *   follow.servesReads();        // a performance standby, current enough to answer reads
  *   await follow.current();      // the read barrier
@@ -20,6 +20,8 @@ export interface StandbyFollowOptions {
   readonly ha: { view(): HaView; onChange(listener: (view: HaView) => void): () => void };
   readonly engine: HaEngine;
   readonly vault: HaVault;
+  /** Whether the vault's caches derive from a storage key. */
+  readonly cachesDeriveFrom: (key: string) => boolean;
   readonly log: Logger;
   /** Standbys answer reads themselves (config `disable_performance_standby` false). */
   readonly performanceStandby: boolean;
@@ -31,7 +33,7 @@ export class StandbyFollow {
   private readonly reads: StandbyReads;
 
   constructor(private readonly o: StandbyFollowOptions) {
-    this.reads = new StandbyReads({ follow: () => o.engine.followReads(), reloadCaches: () => o.vault.reload(), cachesDeriveFrom: (key) => o.vault.cachesDeriveFrom(key) });
+    this.reads = new StandbyReads({ follow: () => o.engine.followReads(), reloadCaches: () => o.vault.reload(), cachesDeriveFrom: o.cachesDeriveFrom });
     o.ha.onChange(() => {
       if (!this.isStandby()) {
         this.replicationSeen = undefined;

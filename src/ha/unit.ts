@@ -5,11 +5,11 @@
  * leader, the standby's follow and reads (standby-follow.ts) and the facts the HTTP routes show
  * (facts.ts). The node builds it from the ports of ports.ts and steps aside.
  *
- *   const ha = createHaUnit({ fence, engine, vault, replication, clusterListener, listenDoor, execute, apiAddr, clusterAddr, log, now, performanceStandby });
+ *   const ha = createHaUnit({ fence, engine, vault, cachesDeriveFrom, replication, clusterListener, listenDoor, connect, clusterAddr, log, now, performanceStandby });
  *   lifecycle.subscribe(ha.controller.sealObserver);
- *   startHttp({ ..., standby: ha.relay });
- *   await ha.claim();
- *   ha.start();                                  // once the API address is known
+ *   const http = await startHttp({ ..., standby: ha.relay });
+ *   await ha.claim(http.url);                    // this node's identity, once its API address is known
+ *   ha.start(http.execute);                      // compete, follow, run what standbys relay
  *   await ha.stop();
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -64,10 +64,13 @@ export interface HaUnit {
   standbyReplication(): RecordedModes | undefined;
   /** Runs a request a standby relayed (the active node's side of HA forwarding). */
   execute(req: RawRequest): Promise<RawReply>;
-  /** Takes this node's identity in the member table before it competes; rejects (IdentityTaken) while another live process holds it. */
-  claim(): Promise<void>;
-  /** Starts the timers; call once the API address is known. */
-  start(): void;
+  /**
+   * Takes this node's identity (its API address `apiAddr`) in the member table before it
+   * competes; rejects (IdentityTaken) while another live process holds it.
+   */
+  claim(apiAddr: string): Promise<void>;
+  /** Starts the timers; `execute` runs the requests standbys relay here while this node is active. */
+  start(execute: RelayExecutor): void;
   stop(): Promise<void>;
 }
 
@@ -75,6 +78,8 @@ export interface HaUnitOptions {
   readonly fence: HaFence;
   readonly engine: HaEngine;
   readonly vault: HaVault;
+  /** Whether the vault's caches derive from a storage key (a standby reads them again when its follow names one). */
+  readonly cachesDeriveFrom: (key: string) => boolean;
   readonly replication: HaReplication;
   /** The cluster listener of the replication unit's current run (the one HA forwarding joins). */
   readonly clusterListener: () => HaClusterListener | undefined;
@@ -82,9 +87,7 @@ export interface HaUnitOptions {
   readonly listenDoor: DoorListen;
   /** Connects a standby's relay to the active node's cluster port. */
   readonly connect: (o: { address: string; tls: TlsMaterial }) => RelayClient;
-  readonly apiAddr: () => string;
   readonly clusterAddr: string;
-  readonly execute: () => RelayExecutor | undefined;
   readonly log: Logger;
   readonly now: () => number;
   /** Standbys answer reads themselves (config `disable_performance_standby` false). */
@@ -95,8 +98,10 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
   const host = hostname();
   // This process among any others that share its node id (the same host and addresses).
   const instance = randomBytes(8).toString('hex');
+  // What claim() and start() hand over: the API address, and the HTTP layer's executor.
+  let apiAddr = '';
+  let run: RelayExecutor | undefined;
   const me = (): LeaseCandidate => {
-    const apiAddr = o.apiAddr();
     return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION, instance, redundancyZone: o.fence.redundancyZone };
   };
   // A standby answers secondaries on its cluster port with where the active node is (door.ts).
@@ -121,7 +126,7 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
     vault: o.vault,
     replication: o.replication,
     clusterListener: o.clusterListener,
-    execute: o.execute,
+    execute: () => run,
     log: o.log,
     now: o.now,
   });
@@ -146,7 +151,7 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
     door.want(v.mode === 'standby' || v.mode === 'cooldown');
   });
 
-  const follow = new StandbyFollow({ ha: controller, engine: o.engine, vault: o.vault, log: o.log, performanceStandby: o.performanceStandby });
+  const follow = new StandbyFollow({ ha: controller, engine: o.engine, vault: o.vault, cachesDeriveFrom: o.cachesDeriveFrom, log: o.log, performanceStandby: o.performanceStandby });
   const relay: StandbyRelay = new StandbyRelay({
     relayTarget: () => {
       const v = controller.view();
@@ -172,7 +177,7 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
     if (v.mode !== 'active' && v.leaderRow !== undefined) void leaders.verify(v.leaderRow.clusterAddr);
   });
 
-  const facts = haFacts({ controller, leaders, follow, me, apiAddr: o.apiAddr, clusterAddr: o.clusterAddr, now: o.now });
+  const facts = haFacts({ controller, leaders, follow, me, apiAddr: () => apiAddr, clusterAddr: o.clusterAddr, now: o.now });
   let stopTimer: (() => void) | undefined;
   return {
     controller,
@@ -180,9 +185,13 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
     facts,
     clusterAddrs: () => [o.clusterAddr, ...controller.knownMembers().map((m) => m.clusterAddr).filter((a) => a !== o.clusterAddr)],
     execute: (req) => role.execute(req),
-    claim: () => controller.claim(),
+    claim: (at) => {
+      apiAddr = at;
+      return controller.claim();
+    },
     standbyReplication: () => follow.replication(),
-    start: () => {
+    start: (execute) => {
+      run = execute;
       controller.start();
       stopTimer = realClock().every(FOLLOW_MS, () => {
         follow.follow();

@@ -8,11 +8,12 @@
  *   ...
  *   const ha = wireHa({ fence, engine, core, unit, ... });   // the HA unit (src/ha/index.ts)
  *   lifecycle.subscribe(ha.controller.sealObserver);
- *   ha.start();                                              // once the API listener is up
+ *   await ha.claim(http.url);
+ *   ha.start(http.execute);                                  // once the API listener is up
  */
 import type { Logger } from 'pino';
 import { leaseOptions } from '../core/ha/lease.js';
-import { createHaUnit, LeaseKeeper, leaseTimings, type HaFence as UnitFence, type HaUnit, type RelayExecutor } from '../ha/index.js';
+import { createHaUnit, LeaseKeeper, leaseTimings, type HaFence as UnitFence, type HaUnit } from '../ha/index.js';
 import type { ReplicationUnit } from '../replication/index.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
@@ -84,9 +85,7 @@ export interface WireHaOptions {
   readonly unit: ReplicationUnit;
   /** The cluster listener of the unit's current run (the one HA forwarding joins). */
   readonly clusterListener: () => ClusterServer | undefined;
-  readonly apiAddr: () => string;
   readonly clusterAddr: string;
-  readonly execute: () => RelayExecutor | undefined;
   readonly log: Logger;
   readonly now: () => number;
   /** Standbys answer reads themselves (config `disable_performance_standby` false). */
@@ -95,19 +94,17 @@ export interface WireHaOptions {
 
 /** The HA unit over this node's parts: the core as HA's vault port, the gRPC cluster transport. */
 export function wireHa(o: WireHaOptions): NodeHa {
-  const core = o.core;
   return createHaUnit({
     fence: o.fence,
     engine: o.engine,
-    vault: { store: () => core.store(), reopen: () => core.reopen(), reload: () => core.reload(), cachesDeriveFrom },
+    vault: o.core,
+    cachesDeriveFrom,
     replication: o.unit,
     clusterListener: o.clusterListener,
     // Every call the standby's door gets is refused at once: a short grace keeps an active role's start from waiting on it.
     listenDoor: (address) => createClusterServer({ address, log: o.log, closeGraceMs: 200 }),
-    connect: (c) => connectHa(c),
-    apiAddr: o.apiAddr,
+    connect: connectHa,
     clusterAddr: o.clusterAddr,
-    execute: o.execute,
     log: o.log,
     now: o.now,
     performanceStandby: o.performanceStandby,
