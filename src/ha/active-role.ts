@@ -12,17 +12,17 @@
  *   await role.execute(relayedRequest);   // the active node's side of HA forwarding
  */
 import type { Logger } from 'pino';
-import { StandbyWriteRefused, Unavailable } from '../core/errors.js';
-import { errorRaw, type RawReply, type RawRequest } from '../http/standby.js';
+import { RelayFailed, StandbyWriteRefused, Unavailable } from '../core/errors.js';
 import type { ActiveRole as Role, HaView } from './controller.js';
 import type { HaDoor } from './door.js';
-import type { HaClusterListener, HaEngine, HaReplication, HaVault, RelayExecutor, Served } from './ports.js';
+import type { HaClusterListener, HaEngine, HaReplication, HaVault, RawReply, RawRequest, RelayExecutor, Served } from './ports.js';
 import { ensureHaTls, loadHaTls } from './tls.js';
 
 export interface ActiveRoleOptions {
   /** The controller (made after the role: it takes the role). */
   readonly ha: () => { view(): HaView; isActive(): boolean };
-  readonly door: HaDoor;
+  /** The standby's door on the cluster port (door.ts): held while the role runs. */
+  readonly door: Pick<HaDoor, 'hold' | 'resume'>;
   readonly engine: HaEngine;
   readonly vault: HaVault;
   readonly replication: HaReplication;
@@ -83,11 +83,18 @@ export class ActiveRole implements Role {
     o.door.resume();
   }
 
-  /** Runs a request a standby relayed (the active node's side of HA forwarding). */
+  /**
+   * Runs a request a standby relayed (the active node's side of HA forwarding), only while this
+   * node is the active node: else the standby gets RelayFailed's 503 as the HTTP layer renders it.
+   */
   async execute(req: RawRequest): Promise<RawReply> {
+    const notActive = (): RelayFailed => new RelayFailed('not_written', 'this node is no longer the active node: nothing was run (retry through any node)');
     const run = this.o.execute();
-    if (!this.o.ha().isActive() || run === undefined) return errorRaw(503, 'this node is no longer the active node: nothing was run (retry through any node)');
-    return run(req);
+    // The HTTP executor is handed over before the controller starts (unit.ts): never missing while active.
+    if (run === undefined) throw notActive();
+    return run(req, () => {
+      if (!this.o.ha().isActive()) throw notActive();
+    });
   }
 
   /**

@@ -7,9 +7,8 @@
  */
 import { clockSkewMs, heartbeatHealth, type EchoClocks } from '../core/ha/heartbeat.js';
 import type { LeaseCandidate, LeaseMember } from '../core/ha/lease-store.js';
-import type { HaFacts, HaNodeInfo } from '../http/routes/ha.js';
-import { ZERO_TIME } from '../http/routes/ha.js';
 import type { HaController } from './controller.js';
+import { ZERO_TIME, type HaFacts, type HaNodeInfo } from './ports.js';
 import type { StandbyFollow } from './standby-follow.js';
 import type { VerifiedLeader } from './verified-leader.js';
 
