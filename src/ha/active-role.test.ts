@@ -91,7 +91,7 @@ function fixture(): Fixture {
   };
   f.listener = {
     serveHa: async (r) => {
-      calls.push(`serveHa ${r.tls.serverName}`);
+      calls.push(`serveHa ${r.tls.serverName} ${Object.keys(r.handlers).join(',')}`);
       return { close: async () => void calls.push('serveHa.close') };
     },
   };
@@ -116,7 +116,7 @@ describe('the active role', () => {
   it('starts in order: door, reload, writes, epoch, caches, certificates, replication, forwarding', async () => {
     const f = fixture();
     await f.role.start();
-    expect(f.calls).toEqual(['door.hold', 'engine.reload', 'engine.writes', 'engine.epoch 5', 'vault.reopen', 'replication.start', 'serveHa ha.tessera.cluster']);
+    expect(f.calls).toEqual(['door.hold', 'engine.reload', 'engine.writes', 'engine.epoch 5', 'vault.reopen', 'replication.start', 'serveHa ha.tessera.cluster forward']);
     // The certificates standbys relay with were made before forwarding was served.
     expect(await loadHaTls(f.store)).toBeDefined();
   });
@@ -162,7 +162,7 @@ describe('the active role', () => {
     f.calls.length = 0;
     f.role.keepTls();
     for (let i = 0; i < 200 && f.calls.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(f.calls).toEqual(['serveHa ha.tessera.cluster']);
+    expect(f.calls).toEqual(['serveHa ha.tessera.cluster forward']);
     const after = (await loadHaTls(f.store))?.server.caPem;
     expect(after).toBeDefined();
     expect(after).not.toBe(before);

@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import { RelayFailed, StandbyWriteRefused, Unavailable } from '../core/errors.js';
 import type { ActiveRole as Role, HaView } from './controller.js';
 import type { HaDoor } from './door.js';
-import type { HaClusterListener, HaEngine, HaReplication, HaVault, RawReply, RawRequest, RelayExecutor, Served } from './ports.js';
+import type { HaClusterListener, HaEngine, HaHandlers, HaReplication, HaVault, RawReply, RawRequest, RelayExecutor, Served } from './ports.js';
 import { ensureHaTls, loadHaTls } from './tls.js';
 
 export interface ActiveRoleOptions {
@@ -40,6 +40,9 @@ export const standbyRefusal = (): Error => new StandbyWriteRefused('this node is
 export class ActiveRole implements Role {
   private serving: Served | undefined;
   private renewingTls: Promise<unknown> | undefined;
+
+  /** What the active node serves its standbys on the cluster port. */
+  private readonly handlers: HaHandlers = { forward: (req) => this.execute(req) };
 
   constructor(private readonly o: ActiveRoleOptions) {}
 
@@ -69,7 +72,7 @@ export class ActiveRole implements Role {
     lap('replication');
     const listener = o.clusterListener();
     if (listener === undefined) throw new Unavailable('the cluster listener is not available');
-    this.serving = await listener.serveHa({ tls: tls.server, forward: (req) => this.execute(req) });
+    this.serving = await listener.serveHa({ tls: tls.server, handlers: this.handlers });
     lap('forwarding');
     o.log.info({ ms, loaded }, 'HA: active role started');
   }
@@ -111,7 +114,7 @@ export class ActiveRole implements Role {
       const listener = o.clusterListener();
       if (!o.ha().isActive() || listener === undefined) return;
       // Replaces the registration served with the certificates that went.
-      this.serving = await listener.serveHa({ tls: tls.server, forward: (req) => this.execute(req) });
+      this.serving = await listener.serveHa({ tls: tls.server, handlers: this.handlers });
       o.log.info('HA: the cluster\'s HA certificates were made again (the store was replaced) and are served');
     })()
       .catch((e: unknown) => o.log.warn({ err: (e as Error).message }, 'HA: could not make the HA certificates again'))

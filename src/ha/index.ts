@@ -8,7 +8,7 @@
  *   ha.start();
  */
 export { createHaUnit, leaseTimings, nodeIdOf, type HaUnit, type HaUnitOptions } from './unit.js';
-export type { DoorListen, HaClusterListener, HaEngine, HaFence, HaReplication, HaVault, RelayExecutor, Served } from './ports.js';
+export type { DoorListen, HaClusterListener, HaEngine, HaFence, HaHandlers, HaReplication, HaVault, RelayExecutor, Served } from './ports.js';
 export { ZERO_TIME, type HaEchoFacts, type HaFacts, type HaNodeInfo, type RawReply, type RawRequest } from './ports.js';
 export { HaController, IdentityTaken, type HaView } from './controller.js';
 export { LeaseKeeper } from './lease-keeper.js';

@@ -59,9 +59,18 @@ export interface Served {
   close(): Promise<void>;
 }
 
-/** The active role's cluster listener (the replication unit's current one): HA forwarding joins it. */
+/** One handler per RPC of the HA service (proto/ha.proto) the active node serves its standbys. */
+export interface HaHandlers {
+  /** Runs a request a standby relayed and answers its bytes. */
+  readonly forward: (req: RawRequest) => Promise<RawReply>;
+}
+
+/**
+ * The active role's cluster listener (the replication unit's current one): the HA service joins
+ * it under its own server name and CA, and close() of what it answers removes that alone.
+ */
 export interface HaClusterListener {
-  serveHa(registration: { tls: TlsMaterial; forward: (req: RawRequest) => Promise<RawReply> }): Promise<Served>;
+  serveHa(registration: { tls: TlsMaterial; handlers: HaHandlers }): Promise<Served>;
 }
 
 /** Makes the standby's own listener on the cluster port (the door: door.ts). */
