@@ -102,7 +102,7 @@ export function wireHa(o: WireHaOptions): NodeHa {
     replication: o.unit,
     clusterListener: o.clusterListener,
     // Every call the standby's door gets is refused at once: a short grace keeps an active role's start from waiting on it.
-    listenDoor: (address) => createClusterServer({ address, log: o.log, closeGraceMs: 200 }),
+    listenDoor: (address) => createClusterServer({ address, log: o.log.child({ ha: true }), closeGraceMs: 200 }),
     connect: connectHa,
     clusterAddr: o.clusterAddr,
     log: o.log,
