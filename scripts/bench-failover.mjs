@@ -102,6 +102,7 @@ export async function benchFailover({ takeovers = 12, sigterms = 5, stepDowns = 
     const forwarding = await forwardingRatio({ direct: addr[active], relayed: addr[NAMES.find((n) => n !== active)], token, samples });
     note('failover bench: read throughput, one node and all three (wrk)...');
     const reads = wrkAvailable() ? await readThroughput({ addrs: [addr[active], ...NAMES.filter((n) => n !== active).map((n) => addr[n])], token }) : undefined;
+    for (const n of NAMES) note(`failover bench: node ${n}${n === active ? ' (active)' : ''}: ${(await readLeaseMetrics(addr[n], token)).join(', ')}`);
 
     const load = startWriters({ addrs: NAMES.map((n) => addr[n]), token });
     const rounds = { sigkill: [], sigterm: [], stepDown: [] };
@@ -155,6 +156,13 @@ export async function benchFailover({ takeovers = 12, sigterms = 5, stepDowns = 
     if (ok && !process.env.BENCH_TRACE) await rm(scratch, { recursive: true, force: true });
     else note(`failover bench: node logs kept in ${scratch}`);
   }
+}
+
+/** The read-lease samples of a node's metrics (src/node/ha-metrics.ts): whether standbys answered without following. */
+async function readLeaseMetrics(apiAddr, token) {
+  const r = await fetch(`${apiAddr}/v1/sys/metrics?format=prometheus`, { headers: { 'x-vault-token': token } }).catch(() => undefined);
+  const text = r?.ok === true ? await r.text() : '';
+  return text.split('\n').filter((l) => /^tessera_ha_(read_lease|standby_follows)/.test(l));
 }
 
 /** GET sys/leader (no token) on `apiAddr`; undefined when it does not answer 200. */

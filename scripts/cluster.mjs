@@ -30,8 +30,10 @@
  * (mode 0600) holds addresses, pids, the root token and the unseal keys; node logs go to
  * .tessera-cluster/<node>.log. SIGINT/SIGTERM stop every node.
  *
- * A first run (no primary data yet) builds the topology with the tests' topology builder
- * (startCluster, test/harness/cluster.ts) on the fixed layout; later runs resume step by step.
+ * A first run (no primary data yet) builds the topology with the tests' topology builders on the
+ * fixed layout (startCluster, test/harness/cluster.ts; with --ha the primary cluster is the HA
+ * topology, startHaCluster in test/harness/ha.ts, and the secondaries join it through
+ * joinSecondary); later runs resume step by step.
  * Every step is the tests' typed house (test/harness: the node starter, config and license
  * writers, HTTP client, activation, generate-root, waits), loaded through @swc-node/register.
  */
@@ -43,8 +45,8 @@ import '@swc-node/register/esm-register';
 
 const { startPostgres } = await import('../test/support/postgres.js');
 const {
-  activateSecondary, asFixedNode, createHarness, DR, enablePrimary, eventually, fixedNodeOptions, generateRoot, initAndUnseal, mainJs, mountKv2,
-  must, PERF, replStatus, repoRoot, secondaryToken, startCluster, startFixedNode, unsealWith, vault, waitStreaming,
+  activateSecondary, asFixedNode, createHarness, DR, enablePrimary, eventually, fixedNodeOptions, generateRoot, initAndUnseal, joinSecondary, mainJs, mountKv2,
+  must, PERF, replStatus, repoRoot, secondaryToken, startCluster, startFixedNode, startHaCluster, unsealWith, vault, waitStreaming,
 } = await import('../test/harness/index.js');
 
 const drStatus = (apiAddr) => replStatus(apiAddr, 'dr');
@@ -116,9 +118,10 @@ async function main() {
     // As root the server runs as `postgres`, which must reach DIR/postgres: DIR searchable only.
     if (process.getuid?.() === 0) await chmod(dir, 0o711);
     pg = await startPostgres({ dir: join(dir, 'postgres'), port: base + 30 });
-    state.postgresql = { url: pg.url, port: pg.port, dir: join(dir, 'postgres'), log: join(dir, 'postgres', 'server.log') };
+    // `url` is the nodes' database: the HA topology makes it on a first run; later runs use the one saved.
+    state.postgresql = { url: pg.fresh ? undefined : (state.postgresql?.url ?? pg.url), port: pg.port, dir: join(dir, 'postgres'), log: join(dir, 'postgres', 'server.log') };
   }
-  const postgresql = pg && { postgresql: { connectionUrl: pg.url, haEnabled: true, haLeaseTtl: '2s' } };
+  const postgresql = pg && { postgresql: { connectionUrl: state.postgresql.url, haEnabled: true, haLeaseTtl: '2s' } };
   const layout = {
     primary: { apiPort: base, clusterPort: base + 1, ...postgresql },
     ...(ha ? { 'primary-2': { apiPort: base + 2, clusterPort: base + 3, ...postgresql }, 'primary-3': { apiPort: base + 4, clusterPort: base + 5, ...postgresql } } : {}),
@@ -149,39 +152,49 @@ async function main() {
   try {
     const replication = { walMaxEntries: 100_000, walMaxBytes: 268_435_456 };
     if (ha ? pg.fresh : !existsSync(join(dir, 'primary', 'data'))) {
-      // First run: the topology builder (test/harness/cluster.ts) on the fixed layout. The state
-      // is saved once every node is initialised (before replication is enabled), and again once
-      // both secondaries are activated and in sync; a run that dies in between resumes below.
+      // First run: the topology builders on the fixed layout. The state is saved once every node
+      // is initialised (before replication is enabled), and again once both secondaries are
+      // activated and in sync; a run that dies in between resumes below.
       const opts = (name) => fixedNodeOptions(dir, name, { ...layout[name], replication });
-      const cluster = await startCluster(harness, {
-        primary: await opts('primary'),
-        primaryInit: { shares: 5, threshold: 3 },
-        // HA: secret/ is mounted in beforeEnable, once the primary is the active node.
-        mountKv2: !ha,
-        dr: [{ id: 'dr-secondary', node: await opts('secondary') }],
-        performance: [{ id: 'perf-secondary', node: await opts('performance') }],
-        beforeEnable: async (c) => {
-          for (const [name, n] of [['primary', c.primary], ['secondary', c.dr[0]], ['performance', c.performance[0]]]) nodes[name] = asFixedNode(n, dir, name, layout[name].clusterPort);
-          state.base_port = base;
-          const keys = [...c.primary.unsealKeys];
-          if (ha) {
-            // The primary is the cluster's only unsealed node: it takes the lock row. Then the
-            // standbys, unsealed with the same keys.
-            await waitActive([c.primary.apiAddr]);
-            await mountKv2(c.primary.apiAddr, c.primary.rootToken);
-            for (const name of standbys) {
-              nodes[name] = await startFixedNode(harness, dir, name, { ...layout[name], replication });
-              await unsealWith(nodes[name].apiAddr, keys);
-            }
-          }
-          Object.assign(state, { root_token: c.primary.rootToken, unseal_keys: keys, unseal_keys_b64: keys.map((k) => Buffer.from(k, 'hex').toString('base64')), threshold: 3 });
-          state.secondary_bootstrap = { root_token: c.dr[0].rootToken, unseal_key: c.dr[0].unsealKeys[0], note: 'used only until DR activation replaces this seal' };
-          state.performance_bootstrap = { root_token: c.performance[0].rootToken, unseal_key: c.performance[0].unsealKeys[0], note: 'used only until performance activation replaces this seal and its tokens' };
-          await save();
-        },
-      });
+      const bootstrap = (c) => {
+        const keys = [...c.unsealKeys];
+        Object.assign(state, { root_token: c.rootToken, unseal_keys: keys, unseal_keys_b64: keys.map((k) => Buffer.from(k, 'hex').toString('base64')), threshold: 3 });
+        state.secondary_bootstrap = { root_token: nodes.secondary.rootToken, unseal_key: nodes.secondary.unsealKeys[0], note: 'used only until DR activation replaces this seal' };
+        state.performance_bootstrap = { root_token: nodes.performance.rootToken, unseal_key: nodes.performance.unsealKeys[0], note: 'used only until performance activation replaces this seal and its tokens' };
+        state.base_port = base;
+        return save();
+      };
+      if (ha) {
+        // The primary cluster is the house's HA topology (test/harness/ha.ts): every node
+        // unsealed, secret/ mounted through the active one; the secondaries, started beside it,
+        // join that node through the one activation path (test/harness/cluster.ts).
+        const names = ['primary', ...standbys];
+        const [c, dr, perf] = await Promise.all([
+          startHaCluster(harness, { postgres: pg, leaseTtl: '2s', init: { shares: 5, threshold: 3 }, mountKv2: true, node: (i) => opts(names[i]) }),
+          ...['secondary', 'performance'].map(async (name) => harness.startNode({ ...(await opts(name)), init: true })),
+        ]);
+        state.postgresql.url = c.url;
+        names.forEach((name, i) => { nodes[name] = asFixedNode(c.nodes[i], dir, name, layout[name].clusterPort); });
+        for (const [name, n] of [['secondary', dr], ['performance', perf]]) nodes[name] = asFixedNode(n, dir, name, layout[name].clusterPort);
+        await bootstrap(c);
+        const active = await c.active();
+        await joinSecondary(active, nodes.secondary, 'dr-secondary', 'dr');
+        await joinSecondary(active, nodes.performance, 'perf-secondary', 'performance');
+      } else {
+        await startCluster(harness, {
+          primary: await opts('primary'),
+          primaryInit: { shares: 5, threshold: 3 },
+          mountKv2: true,
+          dr: [{ id: 'dr-secondary', node: await opts('secondary') }],
+          performance: [{ id: 'perf-secondary', node: await opts('performance') }],
+          beforeEnable: async (c) => {
+            for (const [name, n] of [['primary', c.primary], ['secondary', c.dr[0]], ['performance', c.performance[0]]]) nodes[name] = asFixedNode(n, dir, name, layout[name].clusterPort);
+            await bootstrap(c.primary);
+          },
+        });
+      }
       Object.assign(state, { activated: true, dr_secondary_id: 'dr-secondary' });
-      Object.assign(state, { performance_activated: true, performance_secondary_id: 'perf-secondary', performance_root_token: cluster.performance[0].rootToken });
+      Object.assign(state, { performance_activated: true, performance_secondary_id: 'perf-secondary', performance_root_token: nodes.performance.rootToken });
       await save();
     } else {
       // Later runs on the same data: start the nodes again, unseal, and finish whatever a run
@@ -275,7 +288,7 @@ async function main() {
     const prim = Object.keys(haRoles).find((k) => haRoles[k] === 'active') ?? Object.keys(modes).find((k) => modes[k] === 'primary') ?? 'primary';
     console.log([
       ha
-        ? `Tessera cluster is up (a primary cluster of three HA nodes on PostgreSQL ${pg.url}, a DR secondary, a performance secondary):`
+        ? `Tessera cluster is up (a primary cluster of three HA nodes on PostgreSQL ${state.postgresql.url}, a DR secondary, a performance secondary):`
         : 'Tessera cluster is up (primary, DR secondary, performance secondary):',
       ...roles,
       '',

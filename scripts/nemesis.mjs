@@ -26,10 +26,11 @@
  * code is 1 on any violation. Node data and logs are in a temp dir, removed on success unless --keep.
  *
  * `--topology ha` (HaTopology): a primary cluster of three HA nodes a1-a3 on one private
- * PostgreSQL 15 (test/support/postgres.ts, `ha_lease_ttl` 2 s), a DR secondary cluster of two,
- * b1 and b2, on another, and a performance secondary c on LevelDB (filter allow secret/); the
- * secondaries follow the primary cluster's active node by themselves (no proxies). Clients write
- * and read through each of a1-a3 (a standby relays to the active node) and through c. Faults
+ * PostgreSQL 15 (the house's HA topology, startHaCluster in test/harness/ha.ts, `ha_lease_ttl`
+ * 2 s), a DR secondary cluster of two, b1 and b2, on another, and a performance secondary c on
+ * LevelDB (filter allow secret/); the secondaries follow the primary cluster's active node by
+ * themselves (no proxies). Clients write and read through each of a1-a3 (a standby relays to the
+ * active node) and through c. Faults
  * (HA_FAULTS), each from the steady state (one active node per cluster, both secondaries
  * streaming): SIGKILL + restart + unseal of a cluster's active node, SIGSTOP past its lease and
  * SIGCONT, its event loop blocked for less than its lease (SIGUSR2 to a preloaded test handler,
@@ -54,12 +55,12 @@ import { parseArgs } from 'node:util';
 import '@swc-node/register/esm-register';
 
 const {
-  asFixedNode, createHarness, drOperationToken, drStatus, fixedNodeOptions, freePorts, mainJs, must, mountKv2, NodeStartError, replStatus, repoRoot, runCli,
-  startCluster, startFixedNode, unsealWith, vault, waitStreaming, waitUntil,
+  asFixedNode, createHarness, drOperationToken, drStatus, fixedNodeOptions, freePorts, joinSecondary, mainJs, must, mountKv2, NodeStartError, replStatus, repoRoot, runCli,
+  startCluster, startFixedNode, startHaCluster, unsealWith, vault, waitStreaming, waitUntil,
 } = await import('../test/harness/index.js');
 const { checkHistory, FAULTS, faultSchedule, HA_FAULTS, prng, tally } = await import('../test/harness/nemesis-check.js');
 const { startTcpProxy } = await import('../test/support/tcp-proxy.js');
-const { postgresAvailable, startPostgres } = await import('../test/support/postgres.js');
+const { postgresAvailable } = await import('../test/support/postgres.js');
 
 const DR = 'sys/replication/dr';
 const PERF = 'sys/replication/performance';
@@ -267,7 +268,8 @@ class HaTopology {
     return {
       ...this.ports[n], readyTimeoutMs: 60_000,
       replication: { walMaxEntries: cluster === undefined ? 100_000 : this.walMax, walMaxBytes: 268_435_456 },
-      ...(cluster ? { postgresql: { connectionUrl: this.pg[cluster].url, haEnabled: true, haLeaseTtl: HA_LEASE_TTL } } : {}),
+      // The HA topology gives the first start's storage itself; a restart is on the same database.
+      ...(cluster && this.pg[cluster] ? { postgresql: { connectionUrl: this.pg[cluster].url, haEnabled: true, haLeaseTtl: HA_LEASE_TTL } } : {}),
       // SIGUSR2 blocks the node's event loop for the ms in its stall file (the active-stall fault).
       ...(cluster ? { nodeArgs: ['--import', STALL_PRELOAD], env: { TESSERA_TEST_STALL_FILE: this.stallFile(n) } } : {}),
     };
@@ -277,30 +279,34 @@ class HaTopology {
 
   async start() {
     if (!postgresAvailable()) throw new Error('the HA topology needs PostgreSQL 15 (/usr/lib/postgresql/15/bin): apt-get install -y postgresql-15');
-    [this.pg.primary, this.pg.dr] = await Promise.all([startPostgres(), startPostgres()]);
     const names = [...HA_CLUSTERS.primary, ...HA_CLUSTERS.dr, 'c'];
     const ports = await freePorts(2 * names.length);
     names.forEach((n, i) => { this.ports[n] = { apiPort: ports[2 * i], clusterPort: ports[2 * i + 1] }; });
     const opts = (n) => fixedNodeOptions(this.dir, n, this.options(n));
-    const cluster = await startCluster(this.harness, {
-      primary: await opts('a1'),
-      primaryInit: { shares: 3, threshold: 2 },
-      dr: [{ id: 'nemesis-b', node: await opts('b1') }],
-      performance: [{ id: 'nemesis-c', node: await opts('c'), filter: filterBody(this.filterOf('c')) }],
-      // a1 is its cluster's only unsealed node, so it takes the lease; then its standbys, unsealed with its keys.
-      beforeEnable: async ({ primary }) => {
-        this.keys = primary.unsealKeys;
-        await this.settle('primary', ['a1']);
-        for (const m of MOUNTS) await mountKv2(primary.apiAddr, primary.rootToken, m);
-        await Promise.all(['a2', 'a3'].map((n) => this.restart(n)));
-      },
-    });
-    Object.assign(this.nodes, { a1: cluster.primary, b1: cluster.dr[0], c: cluster.performance[0] });
-    for (const n of ['a1', 'b1', 'c']) this.nodes[n] = asFixedNode(this.nodes[n], this.dir, n, this.ports[n].clusterPort);
-    this.root = cluster.primary.rootToken;
-    this.tokens.c = cluster.performance[0].rootToken;
+    // Each cluster is the house's HA topology (test/harness/ha.ts) on a private PostgreSQL and the
+    // names' fixed layout: a1-a3 every one unsealed (3 shares, threshold 2); b1 alone unsealed
+    // (its own one share) until its activation gives the cluster the primary's seal.
+    const haCluster = (cluster, spec) => startHaCluster(this.harness, { nodes: HA_CLUSTERS[cluster].length, leaseTtl: HA_LEASE_TTL, node: (i) => opts(HA_CLUSTERS[cluster][i]), ...spec });
+    const [primary, dr, c] = await Promise.all([
+      haCluster('primary', { init: { shares: 3, threshold: 2 } }),
+      haCluster('dr', { unseal: 'first' }),
+      opts('c').then((o) => this.harness.startNode({ ...o, init: true })),
+    ]);
+    this.pg = { primary: primary.postgres, dr: dr.postgres };
+    HA_CLUSTERS.primary.forEach((n, i) => { this.nodes[n] = asFixedNode(primary.nodes[i], this.dir, n, this.ports[n].clusterPort); });
+    HA_CLUSTERS.dr.forEach((n, i) => { this.nodes[n] = asFixedNode(dr.nodes[i], this.dir, n, this.ports[n].clusterPort); });
+    this.nodes.c = asFixedNode(c, this.dir, 'c', this.ports.c.clusterPort);
+    this.keys = primary.unsealKeys;
+    this.root = primary.rootToken;
+    const active = await primary.active();
+    this.active.primary = HA_CLUSTERS.primary[active.index];
+    for (const m of MOUNTS) await mountKv2(active.apiAddr, this.root, m);
+    // The one activation path (test/harness/cluster.ts): b1, then c with its filter.
+    await joinSecondary(active, this.nodes.b1, 'nemesis-b', 'dr');
+    await joinSecondary(active, this.nodes.c, 'nemesis-c', 'performance', 20_000, filterBody(this.filterOf('c')));
+    this.tokens.c = this.nodes.c.rootToken;
     // b2 joins its cluster; both secondaries know every primary node before the first fault.
-    await Promise.all([this.restart('b2'), ...[this.dr, 'c'].map((n) =>
+    await Promise.all([unsealWith(this.api('b2'), this.keys), ...[this.dr, 'c'].map((n) =>
       waitUntil(`${n} to know the primary cluster's three nodes`, async () => ((await replStatus(this.api(n), this.kindOf(n))).known_primary_cluster_addrs?.length === 3 ? true : undefined), { timeoutMs: 60_000, intervalMs: 200 }))]);
   }
 

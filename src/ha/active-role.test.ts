@@ -1,8 +1,9 @@
 /**
  * The active role's order with hand-written fakes of the ports it declares (ports.ts): starting
  * holds the door before anything binds the cluster port, reloads before opening writes, opens
- * writes under a new epoch before the caches and replication, and serves HA forwarding last;
- * stopping refuses writes before replication stops and gives the port back after. A relayed
+ * writes under a new epoch before the caches and replication, and opens the read leases and
+ * serves the HA service last; stopping refuses writes and revokes the read leases before
+ * replication stops, and gives the port back after. A relayed
  * request runs through the real HTTP executor, which renders the role's refusal.
  */
 import { pino } from 'pino';
@@ -101,6 +102,11 @@ function fixture(): Fixture {
       hold: async () => void calls.push('door.hold'),
       resume: () => void calls.push('door.resume'),
     },
+    leases: {
+      open: () => void calls.push('leases.open'),
+      revokeAll: async () => void calls.push('leases.revoke'),
+      accept: () => void calls.push('leases.accept'),
+    },
     engine,
     vault,
     replication,
@@ -113,10 +119,10 @@ function fixture(): Fixture {
 }
 
 describe('the active role', () => {
-  it('starts in order: door, reload, writes, epoch, caches, certificates, replication, forwarding', async () => {
+  it('starts in order: door, reload, writes, epoch, caches, certificates, replication, read leases, HA service', async () => {
     const f = fixture();
     await f.role.start();
-    expect(f.calls).toEqual(['door.hold', 'engine.reload', 'engine.writes', 'engine.epoch 5', 'vault.reopen', 'replication.start', 'serveHa ha.tessera.cluster forward']);
+    expect(f.calls).toEqual(['door.hold', 'engine.reload', 'engine.writes', 'engine.epoch 5', 'vault.reopen', 'replication.start', 'leases.open', 'serveHa ha.tessera.cluster forward,readLease']);
     // The certificates standbys relay with were made before forwarding was served.
     expect(await loadHaTls(f.store)).toBeDefined();
   });
@@ -128,18 +134,18 @@ describe('the active role', () => {
     expect(f.calls.at(-1)).toBe('replication.start');
   });
 
-  it('stops in order: writes refused, replication stopped, door resumed; a sealed node is not made a standby', async () => {
+  it('stops in order: writes refused, read leases revoked, replication stopped, door resumed; a sealed node is not made a standby', async () => {
     const f = fixture();
     await f.role.start();
     f.calls.length = 0;
     f.mode = 'standby';
     await f.role.stop();
-    expect(f.calls).toEqual(['engine.refuses', 'replication.stop', 'door.resume']);
+    expect(f.calls).toEqual(['engine.refuses', 'leases.revoke', 'replication.stop', 'door.resume']);
 
     f.calls.length = 0;
     f.mode = 'sealed';
     await f.role.stop();
-    expect(f.calls).toEqual(['replication.stop', 'door.resume']);
+    expect(f.calls).toEqual(['leases.revoke', 'replication.stop', 'door.resume']);
   });
 
   it('stops without throwing when replication fails to stop, and still gives the port back', async () => {
@@ -147,7 +153,7 @@ describe('the active role', () => {
     f.failReplicationStop = true;
     f.mode = 'cooldown';
     await expect(f.role.stop()).resolves.toBeUndefined();
-    expect(f.calls).toEqual(['engine.refuses', 'replication.stop', 'door.resume']);
+    expect(f.calls).toEqual(['engine.refuses', 'leases.revoke', 'replication.stop', 'door.resume']);
   });
 
   it('makes the HA certificates again and serves them when a wipe took them, only while active and serving', async () => {
@@ -162,7 +168,7 @@ describe('the active role', () => {
     f.calls.length = 0;
     f.role.keepTls();
     for (let i = 0; i < 200 && f.calls.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(f.calls).toEqual(['serveHa ha.tessera.cluster forward']);
+    expect(f.calls).toEqual(['serveHa ha.tessera.cluster forward,readLease']);
     const after = (await loadHaTls(f.store))?.server.caPem;
     expect(after).toBeDefined();
     expect(after).not.toBe(before);

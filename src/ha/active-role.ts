@@ -2,11 +2,11 @@
  * The active role of an HA node, what the controller starts on winning the lease and stops on
  * losing it: reload what the previous active node wrote (engine and vault caches), open writes
  * under the new epoch (the engine's term grows: the first fenced commit), make sure the cluster's
- * HA certificates exist, start replication, serve HA forwarding on the cluster port. Stopping
- * refuses writes first, then stops replication (which closes the cluster port), then gives the
- * port back to the standby's door (door.ts).
+ * HA certificates exist, start replication, open the read leases and serve the HA service on the
+ * cluster port. Stopping refuses writes first, revokes the read leases, then stops replication
+ * (which closes the cluster port), then gives the port back to the standby's door (door.ts).
  *
- *   const role = new ActiveRole({ ha: () => controller, door, engine, vault, replication, clusterListener, execute, log, now });
+ *   const role = new ActiveRole({ ha: () => controller, door, leases, engine, vault, replication, clusterListener, execute, log, now });
  *   new HaController({ ..., role });
  *   role.keepTls();                       // on the follow timer: certificates made again if a wipe took them
  *   await role.execute(relayedRequest);   // the active node's side of HA forwarding
@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import { RelayFailed, StandbyWriteRefused, Unavailable } from '../core/errors.js';
 import type { ActiveRole as Role, HaView } from './controller.js';
 import type { HaDoor } from './door.js';
+import type { ReadLeaseServer } from './read-lease-server.js';
 import type { HaClusterListener, HaEngine, HaHandlers, HaReplication, HaVault, RawReply, RawRequest, RelayExecutor, Served } from './ports.js';
 import { ensureHaTls, loadHaTls } from './tls.js';
 
@@ -23,6 +24,8 @@ export interface ActiveRoleOptions {
   readonly ha: () => { view(): HaView; isActive(): boolean };
   /** The standby's door on the cluster port (door.ts): held while the role runs. */
   readonly door: Pick<HaDoor, 'hold' | 'resume'>;
+  /** The read leases this node grants its performance standbys while active (read-lease-server.ts). */
+  readonly leases: Pick<ReadLeaseServer, 'open' | 'revokeAll' | 'accept'>;
   readonly engine: HaEngine;
   readonly vault: HaVault;
   readonly replication: HaReplication;
@@ -42,7 +45,7 @@ export class ActiveRole implements Role {
   private renewingTls: Promise<unknown> | undefined;
 
   /** What the active node serves its standbys on the cluster port. */
-  private readonly handlers: HaHandlers = { forward: (req) => this.execute(req) };
+  private readonly handlers: HaHandlers = { forward: (req) => this.execute(req), readLease: (stream) => this.o.leases.accept(stream) };
 
   constructor(private readonly o: ActiveRoleOptions) {}
 
@@ -72,6 +75,7 @@ export class ActiveRole implements Role {
     lap('replication');
     const listener = o.clusterListener();
     if (listener === undefined) throw new Unavailable('the cluster listener is not available');
+    o.leases.open();
     this.serving = await listener.serveHa({ tls: tls.server, handlers: this.handlers });
     lap('forwarding');
     o.log.info({ ms, loaded }, 'HA: active role started');
@@ -82,6 +86,8 @@ export class ActiveRole implements Role {
     // A sealed node is not a standby: it writes only what the sealed fence lets through.
     if (o.ha().view().mode !== 'sealed') o.engine.standby(standbyRefusal);
     this.serving = undefined;
+    // Revoked over the streams before stopping replication closes the cluster port under them.
+    await o.leases.revokeAll();
     await o.replication.stop().catch((e: unknown) => o.log.error({ err: e }, 'HA: stopping replication failed'));
     o.door.resume();
   }

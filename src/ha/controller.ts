@@ -16,7 +16,7 @@
  */
 import type { Logger } from 'pino';
 import { Internal } from '../core/errors.js';
-import { initialState, leadership, leaseOptions, step, type Effect, type Event, type Leader, type LeaseOptions, type Leadership, type State, type StopReason } from '../core/ha/lease.js';
+import { deadlineOf, initialState, leadership, leaseOptions, step, type Effect, type Event, type Leader, type LeaseOptions, type Leadership, type State, type StopReason } from '../core/ha/lease.js';
 import type { FenceState, LeaseCandidate, LeaseMember, LeaseRow, LeaseStore } from '../core/ha/lease-store.js';
 import { realClock, type Clock } from './clock.js';
 
@@ -45,6 +45,11 @@ export interface HaControllerOptions {
   readonly memberMaxAgeMs?: number;
   /** Renews the lease from another thread while this one stalls (lease-keeper.ts); none: this thread alone. */
   readonly keeper?: LeaseKeeping;
+  /**
+   * Runs before this node releases the lock row (stepping down, sealing, stopping): what must end
+   * before another node may take over (the standbys' read leases, read-lease-server.ts). Must not throw.
+   */
+  readonly beforeRelease?: () => Promise<void>;
 }
 
 /** What the controller needs of the lease keeper (lease-keeper.ts). */
@@ -258,6 +263,15 @@ export class HaController {
     return this.serving && this.state.mode === 'active';
   }
 
+  /**
+   * How long (ms) this node surely stays the active node, by its own clock: until its lease's
+   * deadline (lease.ts deadlineOf); undefined when it does not serve as the active node.
+   */
+  activeForMs(): number | undefined {
+    if (!this.isActive() || this.state.mode !== 'active') return undefined;
+    return deadlineOf(this.state) - this.clock.now();
+  }
+
   view(): HaView {
     const l = leadership(this.state, this.clock.now());
     return { ...l, enabled: true, leaderRow: this.state.mode === 'active' ? this.ownRow() : this.leaderRow, epoch: this.state.epoch };
@@ -390,6 +404,7 @@ export class HaController {
         // At once, beside the role's stop: writes refuse already (the fence was cleared), a commit
         // in flight holds the row FOR SHARE so the release waits for it, and the fence refuses
         // every commit once the row's lease has ended. The next node need not wait for the stop.
+        await this.o.beforeRelease?.();
         await this.o.store.release(this.o.me().holder, effect.epoch).catch((e: unknown) => {
           this.o.log.warn({ err: (e as Error).message }, 'HA: releasing the lock row failed; it expires by itself');
         });

@@ -7,8 +7,8 @@
  *   const ha = createHaUnit({ fence, engine, vault, replication, clusterListener, listenDoor, connect, execute, ... });
  *   ha.start();
  */
-export { createHaUnit, leaseTimings, nodeIdOf, type HaUnit, type HaUnitOptions } from './unit.js';
-export type { DoorListen, HaClusterListener, HaEngine, HaFence, HaHandlers, HaReplication, HaVault, RelayExecutor, Served } from './ports.js';
+export { createHaUnit, leaseTimings, nodeIdOf, type HaConnection, type HaUnit, type HaUnitOptions } from './unit.js';
+export type { DoorListen, HaClusterListener, HaEngine, HaFence, HaGauges, HaHandlers, HaReplication, HaVault, RelayExecutor, Served } from './ports.js';
 export { ZERO_TIME, type HaEchoFacts, type HaFacts, type HaNodeInfo, type RawReply, type RawRequest } from './ports.js';
 export { HaController, IdentityTaken, type HaView } from './controller.js';
 export { LeaseKeeper } from './lease-keeper.js';

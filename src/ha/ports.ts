@@ -14,6 +14,7 @@ import type { ClusterListener, TlsMaterial } from '../replication/index.js';
 import type { Followed, ReloadResult } from '../storage/engine.js';
 import type { Store } from '../storage/store.js';
 import type { LeaseKeeping } from './controller.js';
+import type { LeaseStream } from './read-lease-server.js';
 
 /** The lease store and the guard the data backend runs in every batch; the unit binds it to its controller. */
 export interface HaFence {
@@ -24,6 +25,8 @@ export interface HaFence {
   /** This node's configured redundancy zone ('' when none). */
   readonly redundancyZone: string;
   bind(state: () => FenceState, fenced: (epoch: number) => void): void;
+  /** What the data backend runs after every committed batch, before the batch resolves (the read leases' push). */
+  bindAfterBatch(after: () => Promise<void> | undefined): void;
 }
 
 /** What HA does with the storage engine: fence it to the role, follow the active node, reload on taking over. */
@@ -48,6 +51,15 @@ export interface HaVault {
   reload(): Promise<void>;
 }
 
+/** What the node's HA metrics read (src/node/ha-metrics.ts `HaGaugeSource`). */
+export interface HaGauges {
+  view(): { readonly mode: string; readonly leaseAgeMs: number | null; readonly epoch: number; readonly leaderRow?: { readonly epoch: number } | undefined };
+  isActive(): boolean;
+  readonly leaseOptions: { readonly ttlMs: number };
+  /** Read leases (src/core/ha/read-lease.ts): granted as the active node, held as a standby, and the standby's follows. */
+  readLeases(): { readonly granted: number; readonly heldMs: number; readonly follows: number };
+}
+
 /** The replication unit: run only while this node is the active node. */
 export interface HaReplication {
   start(): Promise<void>;
@@ -63,6 +75,8 @@ export interface Served {
 export interface HaHandlers {
   /** Runs a request a standby relayed and answers its bytes. */
   readonly forward: (req: RawRequest) => Promise<RawReply>;
+  /** Takes a performance standby's read-lease stream (read-lease-server.ts). */
+  readonly readLease: (stream: LeaseStream) => void;
 }
 
 /**

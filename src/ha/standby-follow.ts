@@ -10,6 +10,7 @@
  *   await follow.current();      // the read barrier
  */
 import type { Logger } from 'pino';
+import type { HeldReadLease } from '../core/ha/read-lease.js';
 import { recordedModes, type RecordedModes } from '../replication/index.js';
 import type { HaView } from './controller.js';
 import type { HaEngine, HaVault } from './ports.js';
@@ -25,6 +26,8 @@ export interface StandbyFollowOptions {
   readonly log: Logger;
   /** Standbys answer reads themselves (config `disable_performance_standby` false). */
   readonly performanceStandby: boolean;
+  /** The read lease from the active node, with its monotonic clock (standby-reads.ts). */
+  readonly lease?: { readonly held: HeldReadLease; readonly now: () => number };
 }
 
 export class StandbyFollow {
@@ -33,7 +36,7 @@ export class StandbyFollow {
   private readonly reads: StandbyReads;
 
   constructor(private readonly o: StandbyFollowOptions) {
-    this.reads = new StandbyReads({ follow: () => o.engine.followReads(), reloadCaches: () => o.vault.reload(), cachesDeriveFrom: o.cachesDeriveFrom });
+    this.reads = new StandbyReads({ follow: () => o.engine.followReads(), reloadCaches: () => o.vault.reload(), cachesDeriveFrom: o.cachesDeriveFrom, ...(o.lease !== undefined ? { lease: o.lease } : {}) });
     o.ha.onChange(() => {
       if (!this.isStandby()) {
         this.replicationSeen = undefined;
@@ -54,6 +57,11 @@ export class StandbyFollow {
   servesReads(): boolean {
     const seen = this.replicationSeen;
     return this.o.performanceStandby && this.isStandby() && seen !== undefined && seen.dr !== 'secondary' && this.o.engine.failure() === undefined;
+  }
+
+  /** Follows the read barrier began (metrics: a fresh read lease makes none). */
+  follows(): number {
+    return this.reads.follows;
   }
 
   /** The read barrier (standby-reads.ts). */

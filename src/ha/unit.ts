@@ -1,8 +1,9 @@
 /**
  * HA as one unit: the lease (the controller over the fence's lease store), the active role
- * (active-role.ts), the cluster port in both roles (the active role's HA forwarding, the
+ * (active-role.ts), the cluster port in both roles (the active role's HA service, the
  * standby's door: door.ts), the relay of a standby's requests (standby.ts) with the verified
- * leader, the standby's follow and reads (standby-follow.ts) and the facts the HTTP routes show
+ * leader, the read leases (read-lease-server.ts as the active node, read-lease-client.ts as a
+ * standby), the standby's follow and reads (standby-follow.ts) and the facts the HTTP routes show
  * (facts.ts). The node builds it from the ports of ports.ts and steps aside.
  *
  *   const ha = createHaUnit({ fence, engine, vault, cachesDeriveFrom, replication, clusterListener, listenDoor, connect, clusterAddr, log, now, performanceStandby });
@@ -14,9 +15,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { LeaseCandidate } from '../core/ha/lease-store.js';
 import type { LeaseOptions } from '../core/ha/lease.js';
+import { HeldReadLease } from '../core/ha/read-lease.js';
 import { VERSION } from '../core/version.js';
 import { standbyRegistrations, type RecordedModes, type TlsMaterial } from '../replication/index.js';
 import { ActiveRole, standbyRefusal } from './active-role.js';
@@ -24,7 +27,9 @@ import { realClock } from './clock.js';
 import { HaController } from './controller.js';
 import { HaDoor } from './door.js';
 import { haFacts, MEMBER_MAX_AGE_MS } from './facts.js';
-import type { DoorListen, HaClusterListener, HaEngine, HaFacts, HaFence, HaReplication, HaVault, RawReply, RawRequest, RelayExecutor } from './ports.js';
+import type { DoorListen, HaClusterListener, HaEngine, HaFacts, HaFence, HaGauges, HaReplication, HaVault, RawReply, RawRequest, RelayExecutor } from './ports.js';
+import { ReadLeaseClient, type LeaseChannel } from './read-lease-client.js';
+import { ReadLeaseServer } from './read-lease-server.js';
 import { StandbyFollow } from './standby-follow.js';
 import { StandbyRelay, type RelayClient } from './standby.js';
 import { loadHaTls } from './tls.js';
@@ -35,6 +40,12 @@ import { LEADER_PROBE, VerifiedLeader } from './verified-leader.js';
  * left to read on becoming active is at most this much of writes.
  */
 const FOLLOW_MS = 500;
+
+/** The longest read lease the active node grants a performance standby (ms; half the lock row's lifetime when shorter). */
+const READ_LEASE_MS = 1000;
+
+/** A monotonic clock for read leases (only their lengths matter, never the time of day). */
+const mono = (): number => performance.now();
 
 /** The lease timings for a lock-row lifetime (ms): renew at a quarter, retry at an eighth, stop a quarter early. */
 export function leaseTimings(ttlMs: number): Partial<LeaseOptions> {
@@ -49,8 +60,15 @@ export function nodeIdOf(host: string, apiAddr: string, clusterAddr: string): st
   return `${host}-${createHash('sha256').update(`${apiAddr}|${clusterAddr}`).digest('hex').slice(0, 10)}`;
 }
 
+/** A connection to the active node's cluster port: the relay's requests and the read-lease stream. */
+export interface HaConnection extends RelayClient {
+  readLease(): LeaseChannel;
+}
+
 export interface HaUnit {
   readonly controller: HaController;
+  /** What the HA metrics read. */
+  readonly gauges: HaGauges;
   readonly relay: StandbyRelay;
   readonly facts: HaFacts;
   /** Every member's cluster address, this node's first: what secondaries are told to try. */
@@ -84,7 +102,7 @@ export interface HaUnitOptions {
   /** The standby's own listener on the cluster port. */
   readonly listenDoor: DoorListen;
   /** Connects a standby's relay to the active node's cluster port. */
-  readonly connect: (o: { address: string; tls: TlsMaterial }) => RelayClient;
+  readonly connect: (o: { address: string; tls: TlsMaterial }) => HaConnection;
   readonly clusterAddr: string;
   readonly log: Logger;
   readonly now: () => number;
@@ -102,6 +120,11 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
   const me = (): LeaseCandidate => {
     return { holder: nodeIdOf(host, apiAddr, o.clusterAddr), hostname: host, apiAddr, clusterAddr: o.clusterAddr, version: VERSION, instance, redundancyZone: o.fence.redundancyZone };
   };
+  // Read leases (src/core/ha/read-lease.ts): as the active node, granted to performance standbys
+  // and told of every commit before it is acknowledged; as a standby, held while fresh.
+  const leaseMaxMs = Math.min(READ_LEASE_MS, Math.floor(o.fence.ttlMs / 2));
+  const leases: ReadLeaseServer = new ReadLeaseServer({ maxMs: leaseMaxMs, now: mono, deadlineInMs: (): number | undefined => controller.activeForMs() });
+  o.fence.bindAfterBatch(() => leases.published());
   // A standby answers secondaries on its cluster port with where the active node is (door.ts).
   const door = new HaDoor({
     address: o.clusterAddr,
@@ -120,6 +143,7 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
   const role = new ActiveRole({
     ha: () => controller,
     door,
+    leases,
     engine: o.engine,
     vault: o.vault,
     replication: o.replication,
@@ -136,6 +160,8 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
     memberMaxAgeMs: MEMBER_MAX_AGE_MS,
     ...(o.fence.keeper !== undefined ? { keeper: o.fence.keeper } : {}),
     lease: leaseTimings(o.fence.ttlMs),
+    // No standby may still count on a read lease from this node once another can take over.
+    beforeRelease: (): Promise<void> => leases.revokeAll(),
     role,
   });
   o.fence.bind(() => controller.fenceState(), controller.fenced);
@@ -149,7 +175,25 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
     door.want(v.mode === 'standby' || v.mode === 'cooldown');
   });
 
-  const follow = new StandbyFollow({ ha: controller, engine: o.engine, vault: o.vault, cachesDeriveFrom: o.cachesDeriveFrom, log: o.log, performanceStandby: o.performanceStandby });
+  const held = new HeldReadLease();
+  const follow = new StandbyFollow({ ha: controller, engine: o.engine, vault: o.vault, cachesDeriveFrom: o.cachesDeriveFrom, log: o.log, performanceStandby: o.performanceStandby, lease: { held, now: mono } });
+  let leaseConn: { readonly address: string; readonly client: HaConnection } | undefined;
+  const leaseClient = new ReadLeaseClient({
+    held,
+    target: () => (follow.servesReads() ? controller.view().leaderRow?.clusterAddr : undefined),
+    open: async (address) => {
+      const tls = await loadHaTls(o.vault.store());
+      if (tls === undefined) return undefined;
+      if (leaseConn?.address !== address) {
+        leaseConn?.client.close();
+        leaseConn = { address, client: o.connect({ address, tls: tls.client }) };
+      }
+      return leaseConn.client.readLease();
+    },
+    now: mono,
+    everyMs: Math.max(50, Math.floor(leaseMaxMs / 4)),
+    log: o.log.child({ ha: true }),
+  });
   const relay: StandbyRelay = new StandbyRelay({
     relayTarget: () => {
       const v = controller.view();
@@ -179,6 +223,12 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
   let stopTimer: (() => void) | undefined;
   return {
     controller,
+    gauges: {
+      view: () => controller.view(),
+      isActive: () => controller.isActive(),
+      leaseOptions: controller.leaseOptions,
+      readLeases: () => ({ granted: leases.leasedCount(), heldMs: held.remainingMs(mono()), follows: follow.follows() }),
+    },
     relay,
     facts,
     clusterAddrs: () => [o.clusterAddr, ...controller.knownMembers().map((m) => m.clusterAddr).filter((a) => a !== o.clusterAddr)],
@@ -191,6 +241,7 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
     start: (execute) => {
       run = execute;
       controller.start();
+      leaseClient.start();
       stopTimer = realClock().every(FOLLOW_MS, () => {
         follow.follow();
         role.keepTls();
@@ -198,10 +249,13 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
     },
     async stop() {
       stopTimer?.();
+      leaseClient.stop();
+      leaseConn?.client.close();
       await follow.settled();
       await controller.stop();
       await door.close();
       relay.close();
+      leases.close();
     },
   };
 }

@@ -29,6 +29,8 @@ export interface HaFence extends UnitFence {
   /** Closes the keeper and the lease store. */
   close(): Promise<void>;
   readonly guard: BatchGuard;
+  /** The data backend's hook after every committed batch (the read leases' push); the unit binds it. */
+  readonly afterBatch: () => Promise<void> | undefined;
 }
 
 export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log: Logger): Promise<HaFence> {
@@ -58,7 +60,12 @@ export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log
   // Until the controller binds: not competing, so only writes while no node is active (init).
   let state: Parameters<UnitFence['bind']>[0] = () => ({ mode: 'sealed' });
   let fenced: (epoch: number) => void = () => undefined;
+  let afterBatch: () => Promise<void> | undefined = () => undefined;
   return {
+    afterBatch: () => afterBatch(),
+    bindAfterBatch(a) {
+      afterBatch = a;
+    },
     lease,
     keeper,
     async close() {

@@ -24,7 +24,7 @@ import { KEYRING_RECORD_KEY, SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
 import type { Backend } from '../storage/backend.js';
 import { openLevelBackend } from '../storage/leveldb.js';
-import { openPostgresBackend, redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
+import { openPostgresBackend, redactConnectionUrl } from '../storage/postgres.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
 import { connectPrimary, createClusterServer, type ClusterServer } from '../transport/grpc/index.js';
 import { openHaFence, wireHa, type HaFence, type NodeHa } from './ha.js';
@@ -105,14 +105,14 @@ interface Storage {
  * line a retry); a bad URL, a refused login or a missing database fail at once, the error naming
  * where the URL came from. Logs and errors name the connection URL with its password redacted.
  */
-async function openBackend(config: NodeConfig, log: Logger, guard: BatchGuard | undefined): Promise<Backend> {
+async function openBackend(config: NodeConfig, log: Logger, fence: Pick<HaFence, 'guard' | 'afterBatch'> | undefined): Promise<Backend> {
   const pgc = config.postgresql;
   if (pgc === undefined) return openLevelBackend({ path: config.storagePath });
   const where = { connection_url: redactConnectionUrl(pgc.connectionUrl), table: pgc.table };
   const backend = await openPostgresBackend({
     connectionUrl: pgc.connectionUrl,
     table: pgc.table,
-    ...(guard !== undefined ? { guard } : {}),
+    ...(fence !== undefined ? { guard: fence.guard, afterBatch: fence.afterBatch } : {}),
     urlSource: pgc.connectionUrlSource ?? 'storage "postgresql" connection_url',
     ...(pgc.maxConnectRetries !== undefined ? { maxConnectRetries: pgc.maxConnectRetries } : {}),
     onConnectRetry: (r) => log.warn({ ...where, attempt: r.attempt, retry_in_ms: r.delayMs, err: r.reason }, 'PostgreSQL unreachable; retrying'),
@@ -132,7 +132,7 @@ async function openStorage(config: NodeConfig, now: () => number, log: Logger): 
   const fence = pgc?.haEnabled === true ? await openHaFence(pgc, log) : undefined;
   let backend: Backend;
   try {
-    backend = await openBackend(config, log, fence?.guard);
+    backend = await openBackend(config, log, fence);
   } catch (e) {
     await fence?.close();
     throw e;
@@ -295,7 +295,7 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
       ? undefined
       : wireHa({ fence: storage.fence, engine, core, unit: replication, clusterListener: () => listener.current, clusterAddr, log, now, performanceStandby: config.disablePerformanceStandby !== true });
   if (ha !== undefined) lifecycle.subscribe(ha.controller.sealObserver);
-  metrics.bindHa(ha?.controller);
+  metrics.bindHa(ha?.gauges);
   const facts = {
     clusterName: () => 'tessera',
     // A standby shows what the active node keeps in storage (its own unit runs only when active).

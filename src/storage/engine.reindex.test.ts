@@ -1,6 +1,6 @@
 /**
  * A reindex runs beside writes (issue 26 item 12), on LevelDB in a temp dir and on a private
- * PostgreSQL 15: 100,000 keys on PostgreSQL (30,000 on LevelDB), some leaves damaged, and 8 writers
+ * PostgreSQL 15: 40,000 keys on PostgreSQL (15,000 on LevelDB), some leaves damaged, and 8 writers
  * updating, deleting and adding keys while it runs: writes go on throughout (no commit waits a
  * quarter of the reindex's length; before, every write waited for the whole reindex), and
  * afterwards the index is clean and its root is the one computed from the data alone. The wait is
@@ -39,9 +39,9 @@ afterAll(async () => {
 });
 
 /** PostgreSQL (its reindex was the one that stopped writes) gets more keys than LevelDB. */
-const PG_KEYS = Number(process.env.REINDEX_TEST_KEYS ?? 100_000);
+const PG_KEYS = Number(process.env.REINDEX_TEST_KEYS ?? 40_000);
 describe.each([
-  ['leveldb', 30_000],
+  ['leveldb', 15_000],
   ['postgresql', PG_KEYS],
 ] as Array<['leveldb' | 'postgresql', number]>)('a reindex on %s of %i keys', (engine, KEYS) => {
   let backend: Backend;

@@ -128,6 +128,12 @@ export interface PostgresBackendOptions {
   /** The data table; a plain identifier (letters, digits, _). Default vault_kv_store. */
   readonly table?: string;
   readonly guard?: BatchGuard;
+  /**
+   * Runs after every batch PostgreSQL committed, before the batch resolves (HA: the active node
+   * tells its leased standbys of the commit, src/ha/read-lease-server.ts). Undefined or a
+   * resolved result: nothing to wait for.
+   */
+  readonly afterBatch?: () => Promise<void> | undefined;
   /** Pooled connections (default 16): batches, live iterations and open snapshots each hold one. */
   readonly maxConnections?: number;
   /** Rows per page of `iterate` (default PAGE_ROWS). */
@@ -563,6 +569,7 @@ class PostgresBackend extends PgView implements Backend {
     shared: Shared,
     q: string,
     private readonly guard: BatchGuard | undefined,
+    private readonly afterBatch: (() => Promise<void> | undefined) | undefined,
   ) {
     super(shared, q);
   }
@@ -648,7 +655,13 @@ class PostgresBackend extends PgView implements Backend {
     }
   }
 
-  async batch(ops: readonly BatchOp[], _options: { sync: boolean }): Promise<void> {
+  async batch(ops: readonly BatchOp[], options: { sync: boolean }): Promise<void> {
+    await this.commit(ops, options);
+    const after = ops.length === 0 ? undefined : this.afterBatch?.();
+    if (after !== undefined) await after;
+  }
+
+  private async commit(ops: readonly BatchOp[], _options: { sync: boolean }): Promise<void> {
     this.shared.ensureOpen();
     if (ops.length === 0) return;
     // Last op per key wins (a batch may put and then delete one key).
@@ -858,7 +871,7 @@ export async function openPostgresBackend(opts: PostgresBackendOptions): Promise
       client = await shared.connect();
       await ensureSchema(client, table, q);
       shared.release(client);
-      return new PostgresBackend(shared, q, opts.guard);
+      return new PostgresBackend(shared, q, opts.guard, opts.afterBatch);
     } catch (e) {
       if (client !== undefined) shared.release(client, e);
       throw e;

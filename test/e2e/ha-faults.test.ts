@@ -9,6 +9,9 @@
  *   never go back), and two writers (one through the old active node, one through a standby)
  *   each find every acknowledged write present, and their counters end at their last acknowledged
  *   value (a late write of the old node would have put an older one back).
+ * - SIGSTOP of a standby holding a read lease: the active node's writes go on once the lease
+ *   ends; resumed, the standby answers every write made meanwhile (it follows first).
+ * - A step-down: every standby answers the new active node's first write at once.
  * - Every node killed and started again together: one becomes active, nothing acknowledged is lost.
  * - PostgreSQL stopped under writers and started again: writes answer 503 (never 500), sys/health
  *   says why, and the nodes write again without a restart, every acknowledged write present.
@@ -71,6 +74,48 @@ test('SIGSTOP of the active node past its lease: the old node commits nothing af
   const v = vault(leader.apiAddr, c.rootToken);
   expect((await v.get('secret/data/through-old/counter')).body.data.data.n).toBe(a.last());
   expect((await v.get('secret/data/through-standby/counter')).body.data.data.n).toBe(b.last());
+});
+
+/** One unlabelled sample of a node's own metrics. */
+async function metric(n: HaNode, name: string): Promise<number> {
+  const r = await vault(n.apiAddr, c.rootToken).get('sys/metrics?format=prometheus');
+  expect(r.status).toBe(200);
+  const line = r.text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? NaN : Number(line.split(' ')[1]);
+}
+
+test('SIGSTOP of a standby holding a read lease: writes go on once its lease ends; resumed, it answers every write made meanwhile', async () => {
+  const active = await c.active();
+  const standby = c.nodes.find((n) => n !== active)!;
+  const va = vault(active.apiAddr, c.rootToken);
+  const vs = vault(standby.apiAddr, c.rootToken);
+  await eventually(async () => expect(await metric(standby, 'tessera_ha_read_lease_seconds')).toBeGreaterThan(0));
+  expect((await va.put('secret/data/leased', { data: { n: 0 } })).status).toBe(200);
+  expect((await vs.get('secret/data/leased')).body.data.data.n).toBe(0);
+  standby.pause();
+  try {
+    // The active node waits for the stopped standby's acknowledgement only until its lease ends
+    // (at most 1 s): it never waits for the standby to come back.
+    for (let n = 1; n <= 5; n++) expect((await va.put('secret/data/leased', { data: { n } })).status).toBe(200);
+  } finally {
+    standby.resume();
+  }
+  // Its lease lapsed while it was stopped: it follows before it answers, never the value it held.
+  const r = await vs.get('secret/data/leased');
+  expect({ status: r.status, n: r.body?.data?.data?.n }).toEqual({ status: 200, n: 5 });
+  expect((await va.put('secret/data/leased', { data: { n: 6 } })).status).toBe(200);
+  expect((await vs.get('secret/data/leased')).body.data.data.n).toBe(6);
+});
+
+test('a step-down: every standby answers the new active node\'s first write at once', async () => {
+  const old = await c.active();
+  const next = await c.stepDown();
+  expect(next).not.toBe(old);
+  expect((await vault(next.apiAddr, c.rootToken).put('secret/data/after-step-down', { data: { by: next.index } })).status).toBe(200);
+  for (const n of c.nodes.filter((x) => x !== next)) {
+    const r = await vault(n.apiAddr, c.rootToken).get('secret/data/after-step-down');
+    expect({ node: n.index, status: r.status, by: r.body?.data?.data?.by }).toEqual({ node: n.index, status: 200, by: next.index });
+  }
 });
 
 test('every node killed and started again together: one becomes active and nothing acknowledged is lost', async () => {

@@ -1,6 +1,6 @@
 /**
  * HA under mistakes on real processes (issue 26 items 1, 2, 6): one cluster of three nodes on one
- * private PostgreSQL (lease 2 s), shared by the cases in order.
+ * private PostgreSQL (lease 2 s, test/harness/ha.ts), shared by the cases in order.
  * - A node whose cluster port is taken wins the lease (it is the only unsealed node): it releases
  *   the row and backs off, saying why in its log and in sys/ha-status; a node unsealed then is
  *   active within one lease period and a retry (before: it re-took its own row forever).
@@ -14,78 +14,34 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
-import pg from 'pg';
-import { eventually, initAndUnseal, mainJs, mountKv2, unseal, useHarness, vault, type StartedNode } from '../harness/index.js';
-import { usePostgres } from '../support/postgres.js';
+import { eventually, mainJs, startHaCluster, unseal, useHarness, vault, type HaCluster, type HaNode } from '../harness/index.js';
 
 jest.setTimeout(240_000);
 
 const h = useHarness();
-const postgres = usePostgres();
 
-/** A port free now on 127.0.0.1. */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
-
-async function isSelf(n: StartedNode): Promise<boolean> {
+async function isSelf(n: HaNode): Promise<boolean> {
   const r = await vault(n.apiAddr).get('sys/leader').catch(() => undefined);
   return r?.body?.is_self === true;
 }
 
-async function activeOf(nodes: readonly StartedNode[]): Promise<StartedNode> {
-  return eventually(
-    async () => {
-      const self: StartedNode[] = [];
-      for (const n of nodes) if (await isSelf(n)) self.push(n);
-      expect(self).toHaveLength(1);
-      return self[0] as StartedNode;
-    },
-    { timeoutMs: 20_000, intervalMs: 50 },
-  );
-}
-
-async function lockEpoch(url: string): Promise<number> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    const r = await c.query<{ epoch: string }>("SELECT epoch::text AS epoch FROM vault_ha_locks WHERE ha_key = 'leader'");
-    return Number(r.rows[0]?.epoch ?? 0);
-  } finally {
-    await c.end();
-  }
-}
-
-const ports = { api: 0, cluster: 0 };
-let url = '';
-let nodes: StartedNode[] = [];
+let c: HaCluster<HaNode>;
+let nodes: HaNode[] = [];
 let keys: readonly string[] = [];
 let root = '';
 
+/** The one node that says it is active (sealed nodes, or one backing off, need not name it). */
+const activeOf = (among: readonly HaNode[]): Promise<HaNode> => c.active({ among, agreed: false, timeoutMs: 20_000 });
+
 beforeAll(async () => {
-  url = await postgres().createDatabase('ha_mistakes');
-  ports.api = await freePort();
-  ports.cluster = await freePort();
-  const postgresql = { connectionUrl: url, haEnabled: true, haLeaseTtl: '2s' };
-  // The third node's addresses are fixed: its cluster port is taken in the first case, and its
-  // addresses are duplicated in the second.
-  nodes = await Promise.all([
-    h.startNode({ postgresql, readyTimeoutMs: 60_000 }),
-    h.startNode({ postgresql, readyTimeoutMs: 60_000 }),
-    h.startNode({ postgresql, readyTimeoutMs: 60_000, apiPort: ports.api, clusterAddr: `127.0.0.1:${ports.cluster}` }),
-  ]);
-  const init = await initAndUnseal(nodes[0]!.apiAddr, { shares: 1, threshold: 1 });
-  keys = init.keys;
-  root = init.rootToken;
-  await mountKv2(nodes[0]!.apiAddr, root);
+  // Only the initialised node is unsealed; the third node's addresses are fixed (every node's
+  // are): its cluster port is taken in the first case, and its addresses are duplicated in the second.
+  c = await startHaCluster(h, { unseal: 'first', mountKv2: true, database: 'ha_mistakes' });
+  ({ nodes, unsealKeys: keys, rootToken: root } = c);
 }, 120_000);
 
 test('a node whose cluster port is taken releases the lease and backs off, saying why; another node is active within a lease', async () => {
-  const [a, b, s] = nodes as [StartedNode, StartedNode, StartedNode];
+  const [a, b, s] = nodes as [HaNode, HaNode, HaNode];
   // s is sealed, so its cluster port is free: take it.
   // It accepts and never answers; nodes that dial the lock row's cluster address (relays, the
   // leader check) connect to it. close() waits for every connection to end: they are destroyed.
@@ -94,7 +50,7 @@ test('a node whose cluster port is taken releases the lease and backs off, sayin
     held.add(c);
     c.on('close', () => held.delete(c));
   });
-  await new Promise<void>((resolve) => squatter.listen(ports.cluster, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => squatter.once('error', reject).listen(Number(s.clusterAddr.split(':')[1]), '127.0.0.1', resolve));
   try {
     // a alone is unsealed (it was initialised there), so it is active; seal it: no node competes.
     await activeOf([a, b, s]);
@@ -136,9 +92,9 @@ test('a node whose cluster port is taken releases the lease and backs off, sayin
 });
 
 test('a second process with a live node\'s addresses refuses to start, naming it; the cluster keeps its active node and epoch', async () => {
-  const [, , s] = nodes as [StartedNode, StartedNode, StartedNode];
+  const [, , s] = nodes as [HaNode, HaNode, HaNode];
   const active = await activeOf(nodes);
-  const epoch = await lockEpoch(url);
+  const epoch = await c.epoch();
   // The same config file as s (its api_addr, cluster_addr and database), in a process of its own.
   const home = await mkdtemp(join(tmpdir(), 'tessera-dup-'));
   const config = join(home, 'config.hcl');
@@ -152,10 +108,10 @@ test('a second process with a live node\'s addresses refuses to start, naming it
   expect(code).not.toBe(0);
   expect(output).toMatch(/another live node of this HA cluster has this node's identity/);
   expect(output).toContain(`api_addr ${s.apiAddr}`);
-  expect(output).toContain(`cluster_addr 127.0.0.1:${ports.cluster}`);
+  expect(output).toContain(`cluster_addr ${s.clusterAddr}`);
   expect(output).toMatch(/last echo \d{4}-/);
   expect(await activeOf(nodes)).toBe(active);
-  expect(await lockEpoch(url)).toBe(epoch);
+  expect(await c.epoch()).toBe(epoch);
 });
 
 test('a step-down storm: after each step-down another node is active soon (median under 1 s, none past 4 s)', async () => {

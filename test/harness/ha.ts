@@ -16,6 +16,8 @@
  *   const next = await c.stepDown();               // PUT sys/step-down on the active node; another is active
  *   await c.epoch();                               // the lock row's epoch
  *   const ip = await startHaCluster(h, { inProcess: true, nodes: 2 });   // in this jest process
+ *   startHaCluster(h, { inProcess: true, redundancyZone: (i) => (i === 0 ? 'zone-a' : undefined) });
+ *   startHaCluster(h, { connectionUrl: (url) => withPassword(url) });   // the nodes' URL; c.url stays the database's
  */
 import { freePorts } from './dr.js';
 import { eventually } from './eventually.js';
@@ -40,6 +42,8 @@ interface HaSpecBase {
   readonly mountKv2?: boolean;
   /** 'first': only the initialised node is unsealed (it is the active node); the test unseals the rest. */
   readonly unseal?: 'all' | 'first';
+  /** The nodes' connection URL made from the database's (e.g. with a password in it); `url` stays the database's. */
+  readonly connectionUrl?: (url: string) => string;
 }
 
 export interface HaSpec extends HaSpecBase {
@@ -61,6 +65,8 @@ export interface InProcessHaSpec extends HaSpecBase {
   readonly node?: (i: number) => InProcessOptions;
   /** The lease (ms); the node's default (2 s) unless given. In-process nodes share jest's event loop. */
   readonly leaseTtlMs?: number;
+  /** The `redundancy_zone` of node `i`; none unless given. */
+  readonly redundancyZone?: (i: number) => string | undefined;
 }
 
 /** A process node of an HA topology: its index, fixed cluster address, SIGSTOP and SIGCONT. */
@@ -145,7 +151,7 @@ type Stops = Array<() => Promise<unknown>>;
 
 async function processCluster(h: Harness, spec: HaSpec, count: number, postgres: TestPostgres, url: string, stops: Stops, close: () => Promise<void>): Promise<HaCluster<HaNode>> {
   const free = await freePorts(2 * count);
-  const postgresql = { connectionUrl: url, haEnabled: true, haLeaseTtl: spec.leaseTtl ?? '2s' };
+  const postgresql = { connectionUrl: spec.connectionUrl?.(url) ?? url, haEnabled: true, haLeaseTtl: spec.leaseTtl ?? '2s' };
   const options: StartOptions[] = [];
   for (let i = 0; i < count; i++) {
     const ports = { apiPort: free[2 * i]!, clusterPort: free[2 * i + 1]! };
@@ -185,10 +191,11 @@ async function processCluster(h: Harness, spec: HaSpec, count: number, postgres:
 }
 
 async function inProcessCluster(h: Harness, spec: InProcessHaSpec, count: number, postgres: TestPostgres, url: string, stops: Stops, close: () => Promise<void>): Promise<HaCluster<InProcessHaNode>> {
-  const postgresql = { connectionUrl: url, haEnabled: true, ...(spec.leaseTtlMs !== undefined ? { haLeaseTtlMs: spec.leaseTtlMs } : {}) };
+  const postgresql = { connectionUrl: spec.connectionUrl?.(url) ?? url, haEnabled: true, ...(spec.leaseTtlMs !== undefined ? { haLeaseTtlMs: spec.leaseTtlMs } : {}) };
   const stopped = new Set<InProcessHaNode>();
   const boot = async (i: number, dir?: string): Promise<InProcessHaNode> => {
-    const n = await h.startNode({ ...spec.node?.(i), inProcess: true, postgresql, ...(i === 0 && dir === undefined ? {} : { initialize: false }), ...(dir !== undefined ? { dir } : {}) });
+    const zone = spec.redundancyZone?.(i);
+    const n = await h.startNode({ ...spec.node?.(i), inProcess: true, postgresql: zone === undefined ? postgresql : { ...postgresql, redundancyZone: zone }, ...(i === 0 && dir === undefined ? {} : { initialize: false }), ...(dir !== undefined ? { dir } : {}) });
     // `stop()` keeps the home, so that `restart` starts the node on it again.
     const stop = n.stop.bind(n);
     return Object.assign(n, { index: i, stop: async () => (stopped.add(n as InProcessHaNode), stop({ keepDir: true })) }) as InProcessHaNode;

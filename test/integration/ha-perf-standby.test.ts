@@ -5,7 +5,9 @@
  * standby, a revoked token is refused at once, a policy or mount change is in force at once; a
  * read that turns out to write (a token's counted use, a wrapped answer) is relayed whole; writes
  * are relayed as before. Two in-process nodes on one private PostgreSQL with `ha_enabled`, each
- * with its own audit directory and one file audit device enabled through the active node.
+ * with its own audit directory and one file audit device enabled through the active node. While
+ * the standby holds a read lease from the active node it answers without reading the database at
+ * all, and each write the active node acknowledged makes it follow once (src/core/ha/read-lease.ts).
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -64,7 +66,41 @@ async function servedHere(standby: TestNode, path: string): Promise<void> {
   );
 }
 
+/** One unlabelled sample of a node's own metrics (sys/metrics is answered locally by a standby). */
+async function metric(n: TestNode, name: string): Promise<number> {
+  const r = await n.call('GET', 'sys/metrics?format=prometheus');
+  expect(r.status).toBe(200);
+  const line = r.text.split('\n').find((l) => l.startsWith(`${name} `));
+  if (line === undefined) throw new Error(`${name} has no sample`);
+  return Number(line.split(' ')[1]);
+}
+
 describe('a performance standby answers reads itself, as current as the active node', () => {
+  it('answers from its read lease without reading the database, and follows once for each write the active node acknowledged', async () => {
+    const { active, standby } = await roles();
+    await servedHere(standby, 'secret/data/warm');
+    // The standby holds a lease from the active node, and the active node counts it.
+    await eventually(async () => {
+      expect(await metric(standby, 'tessera_ha_read_lease_seconds')).toBeGreaterThan(0);
+      expect(await metric(active, 'tessera_ha_read_leases')).toBe(1);
+    });
+    expect((await active.call('POST', 'secret/data/leased', { data: { v: 0 } })).status).toBe(200);
+    expect((await standby.call('GET', 'secret/data/leased')).status).toBe(200);
+    // Reads with no write between them: none reads the database (the lease renews meanwhile).
+    // A lapse of the lease (a stall of the shared event loop) may add a follow; 50 reads would make 50.
+    const quiet = await metric(standby, 'tessera_ha_standby_follows_total');
+    for (let i = 0; i < 50; i++) expect((await standby.call('GET', 'secret/data/leased')).status).toBe(200);
+    expect((await metric(standby, 'tessera_ha_standby_follows_total')) - quiet).toBeLessThan(10);
+    // Each acknowledged write was pushed to the standby before its answer: the next read follows and sees it.
+    const before = await metric(standby, 'tessera_ha_standby_follows_total');
+    for (let i = 1; i <= 10; i++) {
+      expect((await active.call('POST', 'secret/data/leased', { data: { v: i } })).status).toBe(200);
+      const r = await standby.call('GET', 'secret/data/leased');
+      expect({ i, v: r.body?.data?.data?.v }).toEqual({ i, v: i });
+    }
+    expect((await metric(standby, 'tessera_ha_standby_follows_total')) - before).toBeGreaterThanOrEqual(10);
+  });
+
   it('reads a write the active node acknowledged at once, and a write relayed through itself at once, answering both itself', async () => {
     const { active, standby } = await roles();
     await servedHere(standby, 'secret/data/warm');

@@ -1,7 +1,7 @@
 /**
  * Vault's HA surface, field for field (issue 28 item 2), on two in-process nodes sharing a private
- * PostgreSQL with `ha_enabled`; the second node's clock runs SKEW_MS (3 s) ahead. sys/ha-status carries
- * Vault's per-node fields with the values the members measured (the clock skew through the
+ * PostgreSQL with `ha_enabled` (startHaCluster, test/harness/ha.ts); the second node's clock runs
+ * SKEW_MS (3 s) ahead. sys/ha-status carries Vault's per-node fields with the values the members measured (the clock skew through the
  * database's clock, an echo's duration while the member table is locked); sys/health answers 474
  * while a standby's echoes go unanswered (the member table locked past three echo intervals) and
  * 473 on a performance standby (the HA fact, set here); sys/leader shows `last_wal` 0 on a
@@ -12,17 +12,22 @@
 import http from 'node:http';
 import pg from 'pg';
 import { eventually } from '../harness/eventually.js';
+import { startHaCluster, type HaCluster, type InProcessHaNode } from '../harness/ha.js';
+import { useHarness, type InProcessNode } from '../harness/harness.js';
 import { vault } from '../harness/http.js';
 import { runHvac } from '../harness/hvac.js';
-import { startTestNode, type TestNode } from '../support/in-process.js';
 import { usePostgres } from '../support/postgres.js';
 
+type TestNode = InProcessHaNode;
+
+const h = useHarness();
 const postgres = usePostgres();
 const SKEW_MS = 3000;
 /** How far a measured skew may be off: the two echoes' trips to the database differ (jest's loop is busy under load). */
 const SKEW_SLACK_MS = 1000;
 
-const nodes: TestNode[] = [];
+let c: HaCluster<TestNode>;
+let nodes: TestNode[];
 let url: string;
 let active: TestNode;
 let standby: TestNode;
@@ -30,37 +35,22 @@ let standby: TestNode;
 let standbyAhead: number;
 
 beforeAll(async () => {
-  url = await postgres().createDatabase('ha_surface');
   // A 4 s lease: its statements time out at 2 s, so an echo waits out a member table locked ~1 s.
-  const postgresql = { connectionUrl: url, haEnabled: true, haLeaseTtlMs: 4000 };
   // Plain standbys (429): the 473 of a performance standby is forced per case through the fact,
-  // and shown by default in ha-perf-standby.test.ts.
-  const first = await startTestNode({ postgresql: { ...postgresql, redundancyZone: 'zone-a' }, disablePerformanceStandby: true });
-  nodes.push(first);
-  const second = await startTestNode({ postgresql, initialize: false, now: () => Date.now() + SKEW_MS, disablePerformanceStandby: true });
-  nodes.push(second);
-  second.rootToken = first.rootToken;
-  second.unsealKeys = first.unsealKeys;
-  for (const key of first.unsealKeys.slice(0, 2)) expect((await second.call('PUT', 'sys/unseal', { key }, { token: null })).status).toBe(200);
-  await eventually(
-    async () => {
-      const [a, b] = await Promise.all([first, second].map(async (n) => (await n.call('GET', 'sys/leader', undefined, { token: null })).body));
-      expect([a.is_self, b.is_self].filter((s) => s === true)).toHaveLength(1);
-      active = a.is_self === true ? first : second;
-      standby = active === first ? second : first;
-      expect((await standby.call('GET', 'sys/leader', undefined, { token: null })).body.leader_address).toBe(active.apiAddr);
-    },
-    { timeoutMs: 15_000 },
-  );
-  standbyAhead = standby === second ? SKEW_MS : -SKEW_MS;
+  // and shown by default in ha-perf-standby.test.ts. The first node is in zone-a; the second's
+  // clock runs SKEW_MS ahead.
+  c = await startHaCluster(h, {
+    inProcess: true, nodes: 2, postgres: postgres(), database: 'ha_surface', leaseTtlMs: 4000, redundancyZone: (i) => (i === 0 ? 'zone-a' : undefined),
+    node: (i) => ({ disablePerformanceStandby: true, ...(i === 1 ? { now: () => Date.now() + SKEW_MS } : {}) }),
+  });
+  ({ nodes, url } = c);
+  active = await c.active();
+  [standby] = (await c.standbys()) as [TestNode];
+  standbyAhead = standby === nodes[1] ? SKEW_MS : -SKEW_MS;
   // A write, so the active node's last WAL index is above 0.
   expect((await active.call('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } })).status).toBe(204);
   expect((await active.call('PUT', 'secret/data/surface', { data: { a: 1 } })).status).toBe(200);
 }, 60_000);
-
-afterAll(async () => {
-  for (const n of nodes.splice(0).reverse()) await n.stop();
-});
 
 /** Holds an exclusive lock on the member table (every echo waits, then times out) until `release`. */
 async function lockMembers(): Promise<{ echoesWaiting(): Promise<number>; release(): Promise<void> }> {
@@ -205,8 +195,7 @@ describe('sys/leader', () => {
   });
 
   it('answers 500 \'Vault is sealed\' on an uninitialised node with HA, as Vault\'s Leader', async () => {
-    const fresh = await startTestNode({ postgresql: { connectionUrl: await postgres().createDatabase('ha_surface_uninit'), haEnabled: true }, initialize: false });
-    nodes.push(fresh);
+    const fresh: InProcessNode = await h.startNode({ inProcess: true, postgresql: { connectionUrl: await postgres().createDatabase('ha_surface_uninit'), haEnabled: true }, initialize: false });
     const r = await fresh.call('GET', 'sys/leader', undefined, { token: null });
     expect(r.status).toBe(500);
     expect(r.body).toEqual({ errors: ['Vault is sealed'] });

@@ -10,9 +10,12 @@ import pino from 'pino';
 import { joinSecondary } from '../harness/cluster.js';
 import { inSync } from '../support/dr.js';
 import { eventually } from '../harness/eventually.js';
+import { startHaCluster, type InProcessHaNode } from '../harness/ha.js';
+import { useHarness } from '../harness/harness.js';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 import { startPostgres, type TestPostgres } from '../support/postgres.js';
 
+const h = useHarness();
 let server: TestPostgres;
 beforeAll(async () => {
   server = await startPostgres();
@@ -33,8 +36,10 @@ async function rowCount(url: string, table: string): Promise<number> {
 
 describe('a node on PostgreSQL', () => {
   const nodes: TestNode[] = [];
+  const onStop: Array<() => Promise<void>> = [];
   afterEach(async () => {
     for (const n of nodes.splice(0).reverse()) await n.stop();
+    for (const stop of onStop.splice(0)) await stop();
   });
 
   it('initialises, serves KV v2, seals and unseals, and keeps its data across a restart', async () => {
@@ -80,11 +85,12 @@ describe('a node on PostgreSQL', () => {
         done();
       },
     });
-    const url = await server.createDatabase('node_ha');
     // Trust auth: the server never asks for this password, so it only tests what is logged.
-    const withPassword = url.replace('postgres://tessera@', 'postgres://tessera:pg-s3cret-pw@');
-    const n = await startTestNode({ postgresql: { connectionUrl: withPassword, haEnabled: true }, logger: pino({ level: 'info' }, sink) });
-    nodes.push(n);
+    const withPassword = (url: string): string => url.replace('postgres://tessera@', 'postgres://tessera:pg-s3cret-pw@');
+    const c = await startHaCluster(h, { inProcess: true, nodes: 1, postgres: server, database: 'node_ha', connectionUrl: withPassword, node: () => ({ logger: pino({ level: 'info' }, sink) }) });
+    const [n] = c.nodes as [InProcessHaNode];
+    onStop.push(() => c.close());
+    expect(await c.active()).toBe(n);
     await eventually(async () => expect((await n.call('GET', 'sys/health', undefined, { token: null })).status).toBe(200), { timeoutMs: 10_000 });
     expect((await n.call('GET', 'sys/leader', undefined, { token: null })).body).toMatchObject({ ha_enabled: true, is_self: true, leader_address: n.apiAddr });
     const log = lines.join('');

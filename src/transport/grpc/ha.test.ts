@@ -6,7 +6,8 @@
  * replication kind. Real gRPC with mTLS on 127.0.0.1.
  */
 import { InvalidRequest } from '../../core/errors.js';
-import type { HaHttpRequest } from './ha.js';
+import type { LeaseDown, LeaseUp } from '../../core/ha/read-lease.js';
+import type { HaHttpRequest, LeaseDuplex } from './ha.js';
 import { ChannelError, connectHa, connectPrimary, createClusterServer, type ClusterServer } from './index.js';
 import { FakePrimary, makePki, type Pki } from './testing/fixtures.js';
 
@@ -19,6 +20,8 @@ let ha: Pki;
 let cluster: ClusterServer;
 let drFake: FakePrimary;
 let forwarded: HaHttpRequest[];
+/** The read-lease streams the server accepted, and what each received. */
+let leaseStreams: Array<{ stream: LeaseDuplex<LeaseUp, LeaseDown>; got: LeaseUp[] }>;
 let address: string;
 const closers: (() => void)[] = [];
 
@@ -30,6 +33,7 @@ beforeEach(async () => {
   cluster = createClusterServer({ address: '127.0.0.1:0', closeGraceMs: 300 });
   drFake = new FakePrimary();
   forwarded = [];
+  leaseStreams = [];
   address = (await cluster.serve({ kind: 'dr', tls: dr.serverTls, service: drFake })).address;
   await cluster.serveHa({
     tls: ha.serverTls,
@@ -37,6 +41,16 @@ beforeEach(async () => {
       forward: async (r) => {
         forwarded.push(r);
         return { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"ok":true}') };
+      },
+      readLease: (stream) => {
+        const entry = { stream, got: [] as LeaseUp[] };
+        leaseStreams.push(entry);
+        // An echo server: an ask is granted, an ack answered with the next push.
+        stream.onMessage((m) => {
+          entry.got.push(m);
+          if (m.type === 'ask') stream.send({ type: 'grant', ask: m.ask, durationMs: 1000, seq: 7 });
+          if (m.type === 'ack') stream.send({ type: 'revoke' });
+        });
       },
     },
   });
@@ -86,6 +100,51 @@ test('an HA certificate cannot make a replication call', async () => {
   const e = await refused(client.ping('standby'));
   expect(e.reason).toBe('permission_denied');
   expect(drFake.calls).toEqual([]);
+});
+
+/** What a client's read-lease stream received, and a wait for its `n`th message or its end. */
+function inbox(stream: LeaseDuplex<LeaseDown, LeaseUp>): { got: LeaseDown[]; ended: Promise<string>; until(n: number): Promise<void> } {
+  const got: LeaseDown[] = [];
+  const waiters: Array<() => void> = [];
+  stream.onMessage((m) => {
+    got.push(m);
+    for (const w of waiters.splice(0)) w();
+  });
+  const ended = new Promise<string>((resolve) => stream.onEnd(resolve));
+  const until = async (n: number): Promise<void> => {
+    while (got.length < n) await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), ended]);
+  };
+  return { got, ended, until };
+}
+
+test('a standby of the cluster holds a read-lease stream: asks, grants, pushes, acks and revokes cross it as sent', async () => {
+  const stream = haClient(ha.clientTls('standby')).readLease();
+  const box = inbox(stream);
+  stream.send({ type: 'ask', ask: 3 });
+  await box.until(1);
+  leaseStreams[0]!.stream.send({ type: 'push', seq: 9_000_000_001 });
+  await box.until(2);
+  stream.send({ type: 'ack', seq: 9_000_000_001 });
+  await box.until(3);
+  expect(box.got).toEqual([
+    { type: 'grant', ask: 3, durationMs: 1000, seq: 7 },
+    { type: 'push', seq: 9_000_000_001 },
+    { type: 'revoke' },
+  ]);
+  expect(leaseStreams[0]!.got).toEqual([
+    { type: 'ask', ask: 3 },
+    { type: 'ack', seq: 9_000_000_001 },
+  ]);
+  stream.close();
+});
+
+test("a DR secondary's certificate admitted under its own kind cannot open a read lease", async () => {
+  const stream = haClient(dr.clientTls('dr-east')).readLease();
+  const box = inbox(stream);
+  stream.send({ type: 'ask', ask: 1 });
+  expect(await box.ended).toMatch(/read lease|PERMISSION_DENIED/i);
+  expect(box.got).toEqual([]);
+  expect(leaseStreams).toEqual([]);
 });
 
 test('the HA service is its own registration: it alone keeps the port, and leaves without touching the kinds', async () => {

@@ -10,6 +10,7 @@
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import type { LeaseDown, LeaseUp } from '../../core/ha/read-lease.js';
 import { ChannelError, ChannelReason } from '../../replication/index.js';
 import type { TlsMaterial } from '../../replication/index.js';
 import { MAX_MESSAGE_BYTES, type Unary } from './proto.js';
@@ -49,8 +50,88 @@ interface WireResponse {
   body: Buffer;
 }
 
+interface WireLeaseUp {
+  kind?: 'ask' | 'ack' | 'revoked';
+  ask?: string | number;
+  ack?: string | number;
+  revoked?: boolean;
+}
+interface WireLeaseDown {
+  kind?: 'grant' | 'push' | 'revoke';
+  grant?: { ask: string | number; durationMs: number; seq: string | number } | null;
+  push?: string | number;
+  revoke?: boolean;
+}
+
 interface HaRawClient extends grpc.Client {
   Forward: Unary<WireRequest, WireResponse>;
+  ReadLease(): grpc.ClientDuplexStream<WireLeaseUp, WireLeaseDown>;
+}
+
+/** A read-lease stream, either end (src/ha/read-lease-server.ts and read-lease-client.ts). */
+export interface LeaseDuplex<In, Out> {
+  send(m: Out): void;
+  onMessage(fn: (m: In) => void): void;
+  /** Once, when the stream ended, failed or was cancelled. */
+  onEnd(fn: (why: string) => void): void;
+  end(): void;
+  close(): void;
+}
+
+export const leaseWire = {
+  up: (m: LeaseUp): WireLeaseUp => (m.type === 'ask' ? { ask: m.ask } : m.type === 'ack' ? { ack: m.seq } : { revoked: true }),
+  fromUp: (w: WireLeaseUp): LeaseUp | undefined =>
+    w.kind === 'ask' ? { type: 'ask', ask: Number(w.ask) } : w.kind === 'ack' ? { type: 'ack', seq: Number(w.ack) } : w.kind === 'revoked' ? { type: 'revoked' } : undefined,
+  down: (m: LeaseDown): WireLeaseDown =>
+    m.type === 'grant' ? { grant: { ask: m.ask, durationMs: m.durationMs, seq: m.seq } } : m.type === 'push' ? { push: m.seq } : { revoke: true },
+  fromDown: (w: WireLeaseDown): LeaseDown | undefined =>
+    w.kind === 'grant' && w.grant
+      ? { type: 'grant', ask: Number(w.grant.ask), durationMs: w.grant.durationMs, seq: Number(w.grant.seq) }
+      : w.kind === 'push'
+        ? { type: 'push', seq: Number(w.push) }
+        : w.kind === 'revoke'
+          ? { type: 'revoke' }
+          : undefined,
+};
+
+/** Either end of a gRPC duplex call as a LeaseDuplex; messages of no known kind are dropped. */
+export function leaseDuplex<In, Out, WIn, WOut>(
+  call: grpc.ClientDuplexStream<WOut, WIn> | grpc.ServerDuplexStream<WIn, WOut>,
+  fromWire: (w: WIn) => In | undefined,
+  toWire: (m: Out) => WOut,
+): LeaseDuplex<In, Out> {
+  let ended = false;
+  const enders: Array<(why: string) => void> = [];
+  const finish = (why: string): void => {
+    if (ended) return;
+    ended = true;
+    for (const f of enders) f(why);
+  };
+  call.on('error', (e: Error) => finish(e.message));
+  call.on('end', () => finish('ended'));
+  call.on('close', () => finish('closed'));
+  call.on('cancelled', () => finish('cancelled'));
+  const stop = (): void => {
+    if ('cancel' in call) call.cancel();
+    else call.end();
+  };
+  return {
+    send(m) {
+      if (!ended) call.write(toWire(m));
+    },
+    onMessage(fn) {
+      call.on('data', (w: WIn) => {
+        const m = fromWire(w);
+        if (m !== undefined) fn(m);
+      });
+    },
+    onEnd(fn) {
+      if (ended) fn('ended');
+      else enders.push(fn);
+    },
+    end: stop,
+    close: stop,
+  };
 }
 
 export function loadHa(): { definition: grpc.ServiceDefinition; Client: grpc.ServiceClientConstructor } {
@@ -84,6 +165,8 @@ export interface HaClient {
    * a call in flight (it then rejects as cancelled: the outcome is unknown).
    */
   forward(req: HaHttpRequest, deadlineMs: number, signal?: AbortSignal): Promise<HaHttpReply>;
+  /** A read-lease stream to the active node (fails by ending when the node is not reachable). */
+  readLease(): LeaseDuplex<LeaseDown, LeaseUp>;
   close(): void;
 }
 
@@ -132,6 +215,9 @@ export function connectHa(opts: { address: string; tls: TlsMaterial }): HaClient
         const cancel = (): void => call.cancel();
         signal?.addEventListener('abort', cancel);
       });
+    },
+    readLease() {
+      return leaseDuplex<LeaseDown, LeaseUp, WireLeaseDown, WireLeaseUp>(raw.ReadLease(), leaseWire.fromDown, leaseWire.up);
     },
     close() {
       raw.close();
