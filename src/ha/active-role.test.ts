@@ -59,6 +59,7 @@ function fixture(): Fixture {
     },
     follow: async () => undefined,
     followReads: async (): Promise<Followed> => ({ entries: 0, known: true, keys: [] }),
+    applyPushed: () => undefined,
     standby: (refusal) => calls.push(refusal === undefined ? 'engine.writes' : 'engine.refuses'),
     epoch: () => epoch,
     setEpoch: async (e) => {

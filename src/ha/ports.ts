@@ -11,7 +11,8 @@
 import type { StorageFailed } from '../core/errors.js';
 import type { FenceState, LeaseStore } from '../core/ha/lease-store.js';
 import type { ClusterListener, TlsMaterial } from '../replication/index.js';
-import type { Followed, ReloadResult } from '../storage/engine.js';
+import type { BatchOp } from '../storage/backend.js';
+import type { Followed, PushedWal, ReloadResult } from '../storage/engine.js';
 import type { Store } from '../storage/store.js';
 import type { LeaseKeeping } from './controller.js';
 import type { LeaseStream } from './read-lease-server.js';
@@ -25,8 +26,8 @@ export interface HaFence {
   /** This node's configured redundancy zone ('' when none). */
   readonly redundancyZone: string;
   bind(state: () => FenceState, fenced: (epoch: number) => void): void;
-  /** What the data backend runs after every committed batch, before the batch resolves (the read leases' push). */
-  bindAfterBatch(after: () => Promise<void> | undefined): void;
+  /** What the data backend runs after every committed batch, with its ops, before the batch resolves (the read leases' push). */
+  bindAfterBatch(after: (ops: readonly BatchOp[]) => Promise<void> | undefined): void;
 }
 
 /** What HA does with the storage engine: fence it to the role, follow the active node, reload on taking over. */
@@ -34,6 +35,8 @@ export interface HaEngine {
   reload(): Promise<ReloadResult>;
   follow(): Promise<ReloadResult | undefined>;
   followReads(): Promise<Followed>;
+  /** Takes WAL entries the active node pushed into the read cache, when they follow what was followed (never beside followReads). */
+  applyPushed(wal: PushedWal): Followed | undefined;
   /** A refusal every write gets while this node is a standby; undefined writes again. */
   standby(refusal: (() => Error) | undefined): void;
   epoch(): number;

@@ -7,7 +7,7 @@
  *   client.start();  ...  client.stop();
  */
 import type { Logger } from 'pino';
-import type { HeldReadLease, LeaseDown, LeaseUp } from '../core/ha/read-lease.js';
+import type { HeldReadLease, LeaseDown, LeaseUp, PushedWal } from '../core/ha/read-lease.js';
 
 /** A stream to the active node as the transport opens it. */
 export interface LeaseChannel {
@@ -20,6 +20,11 @@ export interface LeaseChannel {
 
 export interface ReadLeaseClientOptions {
   readonly held: HeldReadLease;
+  /**
+   * Takes a push's WAL entries into the standby's cache (standby-reads.ts takePushed); true when it
+   * did, so the push counts as followed. Called only when every earlier push was followed.
+   */
+  readonly take?: (wal: PushedWal) => boolean;
   /** The active node's cluster address while this node should hold a lease (a performance standby), else undefined. */
   readonly target: () => string | undefined;
   /** Opens a stream to a cluster address; undefined when it cannot now (no HA certificates yet). */
@@ -94,7 +99,10 @@ export class ReadLeaseClient {
   private received(stream: NonNullable<ReadLeaseClient['stream']>, m: LeaseDown): void {
     if (this.stream !== stream) return;
     if (m.type === 'push') {
+      const before = this.o.held.followBegins();
       this.o.held.pushed(m.seq, stream);
+      // Taken before the ack: once the active node acknowledges the write, this standby holds it.
+      if (m.wal !== undefined && this.o.held.covers(before, stream) && this.o.take?.(m.wal) === true) this.o.held.followed({ stream, seq: m.seq });
       stream.channel.send({ type: 'ack', seq: m.seq });
     } else if (m.type === 'grant') {
       const askedAt = this.asked.get(m.ask);

@@ -10,7 +10,7 @@
  *   await leases.revokeAll();                          // before the lock row is released
  */
 import { randomBytes } from 'node:crypto';
-import { GrantLedger, type LeaseDown, type LeaseUp } from '../core/ha/read-lease.js';
+import { GrantLedger, type LeaseDown, type LeaseUp, type PushedWal } from '../core/ha/read-lease.js';
 
 /** One standby's stream as the transport hands it over. */
 export interface LeaseStream {
@@ -63,12 +63,15 @@ export class ReadLeaseServer {
   /**
    * A batch committed: undefined when no standby holds a lease (nothing to wait for), else
    * resolves once every leased standby acknowledged it or its lease ended. Never rejects.
+   * `entries` gives the batch's WAL entries to push with its count (asked only when someone is leased).
    */
-  published(): Promise<void> | undefined {
+  published(entries?: () => PushedWal | undefined): Promise<void> | undefined {
     const seq = this.ledger.publish();
     const now = this.o.now();
     if (!this.ledger.anyLeased(now)) return undefined;
-    for (const { id } of this.ledger.waitingOn(seq, now)) this.streams.get(id)?.send({ type: 'push', seq });
+    const wal = entries?.();
+    const push: LeaseDown = wal === undefined ? { type: 'push', seq } : { type: 'push', seq, wal };
+    for (const { id } of this.ledger.waitingOn(seq, now)) this.streams.get(id)?.send(push);
     return this.until(() => this.ledger.waitingOn(seq, this.o.now()));
   }
 

@@ -36,6 +36,7 @@ function fixture(performanceStandby = true) {
       calls.push('followReads');
       return { entries: 0, known: true, keys: [] };
     },
+    applyPushed: () => undefined,
     standby: () => undefined,
     epoch: () => 1,
     setEpoch: async () => undefined,

@@ -10,7 +10,7 @@
  *   await follow.current();      // the read barrier
  */
 import type { Logger } from 'pino';
-import type { HeldReadLease } from '../core/ha/read-lease.js';
+import type { HeldReadLease, PushedWal } from '../core/ha/read-lease.js';
 import { recordedModes, type RecordedModes } from '../replication/index.js';
 import type { HaView } from './controller.js';
 import type { HaEngine, HaVault } from './ports.js';
@@ -36,7 +36,13 @@ export class StandbyFollow {
   private readonly reads: StandbyReads;
 
   constructor(private readonly o: StandbyFollowOptions) {
-    this.reads = new StandbyReads({ follow: () => o.engine.followReads(), reloadCaches: () => o.vault.reload(), cachesDeriveFrom: o.cachesDeriveFrom, ...(o.lease !== undefined ? { lease: o.lease } : {}) });
+    this.reads = new StandbyReads({
+      follow: () => o.engine.followReads(),
+      takePushed: (wal) => o.engine.applyPushed(wal),
+      reloadCaches: () => o.vault.reload(),
+      cachesDeriveFrom: o.cachesDeriveFrom,
+      ...(o.lease !== undefined ? { lease: o.lease } : {}),
+    });
     o.ha.onChange(() => {
       if (!this.isStandby()) {
         this.replicationSeen = undefined;
@@ -62,6 +68,11 @@ export class StandbyFollow {
   /** Follows the read barrier began (metrics: a fresh read lease makes none). */
   follows(): number {
     return this.reads.follows;
+  }
+
+  /** Takes the WAL entries a read-lease push carried, when they follow what this standby followed (standby-reads.ts). */
+  takePushed(wal: PushedWal): boolean {
+    return this.reads.takePushed(wal);
   }
 
   /** The read barrier (standby-reads.ts). */

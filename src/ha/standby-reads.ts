@@ -11,13 +11,15 @@
  *   await reads.current();   // then answer from memory; rejects when storage could not be read
  */
 import type { HeldReadLease } from '../core/ha/read-lease.js';
-import type { Followed } from '../storage/engine.js';
+import type { Followed, PushedWal } from '../storage/engine.js';
 
 const CURRENT: Promise<void> = Promise.resolve();
 
 export interface StandbyReadsOptions {
   /** Brings the engine's read cache up to the database (engine.followReads). */
   readonly follow: () => Promise<Followed>;
+  /** Takes WAL entries the active node pushed into the engine's read cache (engine.applyPushed). */
+  readonly takePushed?: (wal: PushedWal) => Followed | undefined;
   /** Reads the core's caches (policies, mounts, namespaces, keyring, audit devices) again. */
   readonly reloadCaches: () => Promise<void>;
   /** Whether those caches derive from a storage key. */
@@ -53,6 +55,27 @@ export class StandbyReads {
       () => this.next(),
     );
     return this.queued;
+  }
+
+  /**
+   * A push's entries, taken as a follow would take them when nothing else runs: true when they
+   * were and no cache derives from them (the push then counts as followed); false leaves it to a
+   * follow. Never beside a follow (the follow's range read may predate the entries).
+   */
+  takePushed(wal: PushedWal): boolean {
+    if (this.running !== undefined || this.stale || this.o.takePushed === undefined) return false;
+    let taken: Followed | undefined;
+    try {
+      taken = this.o.takePushed(wal);
+    } catch {
+      return false;
+    }
+    if (taken === undefined) return false;
+    if (taken.keys.some(this.o.cachesDeriveFrom)) {
+      this.stale = true;
+      return false;
+    }
+    return true;
   }
 
   /** The next answer must not come from caches read before now (this node was active, or sealed). */

@@ -21,6 +21,7 @@ import type { LeaseCandidate } from '../core/ha/lease-store.js';
 import type { LeaseOptions } from '../core/ha/lease.js';
 import { HeldReadLease } from '../core/ha/read-lease.js';
 import { VERSION } from '../core/version.js';
+import { pushedWal } from '../storage/read-follow.js';
 import { standbyRegistrations, type RecordedModes, type TlsMaterial } from '../replication/index.js';
 import { ActiveRole, standbyRefusal } from './active-role.js';
 import { realClock } from './clock.js';
@@ -124,7 +125,8 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
   // and told of every commit before it is acknowledged; as a standby, held while fresh.
   const leaseMaxMs = Math.min(READ_LEASE_MS, Math.floor(o.fence.ttlMs / 2));
   const leases: ReadLeaseServer = new ReadLeaseServer({ maxMs: leaseMaxMs, now: mono, deadlineInMs: (): number | undefined => controller.activeForMs() });
-  o.fence.bindAfterBatch(() => leases.published());
+  // The batch's WAL entries go with its count when they can (read-follow.ts pushedWal).
+  o.fence.bindAfterBatch((ops) => leases.published(() => pushedWal(ops)));
   // A standby answers secondaries on its cluster port with where the active node is (door.ts).
   const door = new HaDoor({
     address: o.clusterAddr,
@@ -180,6 +182,7 @@ export function createHaUnit(o: HaUnitOptions): HaUnit {
   let leaseConn: { readonly address: string; readonly client: HaConnection } | undefined;
   const leaseClient = new ReadLeaseClient({
     held,
+    take: (wal) => follow.takePushed(wal),
     target: () => (follow.servesReads() ? controller.view().leaderRow?.clusterAddr : undefined),
     open: async (address) => {
       const tls = await loadHaTls(o.vault.store());

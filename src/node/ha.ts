@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import { leaseOptions } from '../core/ha/lease.js';
 import { createHaUnit, LeaseKeeper, leaseTimings, type HaFence as UnitFence, type HaUnit } from '../ha/index.js';
 import type { ReplicationUnit } from '../replication/index.js';
+import type { BatchOp } from '../storage/backend.js';
 import type { StorageEngine } from '../storage/engine.js';
 import { redactConnectionUrl, type BatchGuard } from '../storage/postgres.js';
 import { openPostgresLease, type PostgresLeaseStore } from '../storage/postgres-lease.js';
@@ -30,7 +31,7 @@ export interface HaFence extends UnitFence {
   close(): Promise<void>;
   readonly guard: BatchGuard;
   /** The data backend's hook after every committed batch (the read leases' push); the unit binds it. */
-  readonly afterBatch: () => Promise<void> | undefined;
+  readonly afterBatch: (ops: readonly BatchOp[]) => Promise<void> | undefined;
 }
 
 export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log: Logger): Promise<HaFence> {
@@ -60,9 +61,9 @@ export async function openHaFence(pg: Omit<PostgresqlStorageConfig, 'type'>, log
   // Until the controller binds: not competing, so only writes while no node is active (init).
   let state: Parameters<UnitFence['bind']>[0] = () => ({ mode: 'sealed' });
   let fenced: (epoch: number) => void = () => undefined;
-  let afterBatch: () => Promise<void> | undefined = () => undefined;
+  let afterBatch: (ops: readonly BatchOp[]) => Promise<void> | undefined = () => undefined;
   return {
-    afterBatch: () => afterBatch(),
+    afterBatch: (ops) => afterBatch(ops),
     bindAfterBatch(a) {
       afterBatch = a;
     },

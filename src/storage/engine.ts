@@ -45,7 +45,7 @@ import { PinnedSnapshot, readValue, treeHashes, type MerkleView } from './merkle
 import { ReadCache } from './read-cache.js';
 import { HOLD_BYTES_FACTOR, WalHolds, type WalHold } from './wal-holds.js';
 import { catchUp, type LoadedState } from './catch-up.js';
-import { ReadFollower, type Followed } from './read-follow.js';
+import { ReadFollower, type Followed, type PushedWal } from './read-follow.js';
 import { WalTail, type TailPlan, type WalBounds } from './wal-tail.js';
 import { WriteGate } from './write-gate.js';
 
@@ -69,7 +69,7 @@ export interface RecordWatch {
 }
 
 /** How reload() or follow() brought memory up to storage: from the entries since (and the subpages they touched), or by loading everything. */
-export type { Followed } from './read-follow.js';
+export type { Followed, PushedWal } from './read-follow.js';
 export type ReloadResult = { readonly from: 'catch-up'; readonly entries: number; readonly subpages: number; readonly verified?: boolean } | { readonly from: 'full load' };
 
 
@@ -346,6 +346,15 @@ export class StorageEngine implements RawStore, MerkleView {
   followReads(): Promise<Followed> {
     this.jobs.assertOpen();
     return this.reads.follow();
+  }
+
+  /**
+   * HA standby: takes WAL entries the active node pushed into the read cache when they follow on
+   * from the last followed (read-follow.ts applyPushed); undefined when they do not. Never beside followReads().
+   */
+  applyPushed(wal: PushedWal): Followed | undefined {
+    this.jobs.assertOpen();
+    return this.reads.applyPushed(wal);
   }
 
   private loaded(): LoadedState {

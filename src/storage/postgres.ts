@@ -133,7 +133,7 @@ export interface PostgresBackendOptions {
    * tells its leased standbys of the commit, src/ha/read-lease-server.ts). Undefined or a
    * resolved result: nothing to wait for.
    */
-  readonly afterBatch?: () => Promise<void> | undefined;
+  readonly afterBatch?: (ops: readonly BatchOp[]) => Promise<void> | undefined;
   /** Pooled connections (default 16): batches, live iterations and open snapshots each hold one. */
   readonly maxConnections?: number;
   /** Rows per page of `iterate` (default PAGE_ROWS). */
@@ -569,7 +569,7 @@ class PostgresBackend extends PgView implements Backend {
     shared: Shared,
     q: string,
     private readonly guard: BatchGuard | undefined,
-    private readonly afterBatch: (() => Promise<void> | undefined) | undefined,
+    private readonly afterBatch: ((ops: readonly BatchOp[]) => Promise<void> | undefined) | undefined,
   ) {
     super(shared, q);
   }
@@ -657,7 +657,7 @@ class PostgresBackend extends PgView implements Backend {
 
   async batch(ops: readonly BatchOp[], options: { sync: boolean }): Promise<void> {
     await this.commit(ops, options);
-    const after = ops.length === 0 ? undefined : this.afterBatch?.();
+    const after = ops.length === 0 ? undefined : this.afterBatch?.(ops);
     if (after !== undefined) await after;
   }
 

@@ -7,6 +7,9 @@
 import { testCipher } from './engine.fixtures.js';
 import { StorageEngine, type EngineOptions } from './engine.js';
 import { MemoryBackend } from './memory.js';
+import type { BatchOp } from './backend.js';
+import { Keys } from './keyspace.js';
+import { pushedWal, PUSH_MAX_BYTES } from './read-follow.js';
 import type { Op } from './store.js';
 
 const cipher = testCipher(Buffer.alloc(32, 5));
@@ -83,4 +86,67 @@ it('starts over when the engine becomes a standby again (its cache held what it 
   expect(await standby.followReads()).toMatchObject({ known: false });
   expect(await read('kv/seed')).toBe('0');
   await writer.close();
+});
+
+describe('a push of the entries a batch wrote (pushedWal, applyPushed): the standby takes them with no read of storage', () => {
+  /** A shared store that keeps the last batch's ops, as the active node's afterBatch hook sees them. */
+  class Recording extends MemoryBackend {
+    last: readonly BatchOp[] = [];
+    override async batch(ops: readonly BatchOp[], o: { sync: boolean }): Promise<void> {
+      this.last = [...ops];
+      return super.batch(ops, o);
+    }
+  }
+
+  async function recordedPair(): Promise<{ backend: Recording; writer: StorageEngine; standby: StorageEngine; read: (key: string) => Promise<string | undefined> }> {
+    const backend = new Recording();
+    const writer = await StorageEngine.open(backend, OPTS);
+    await writer.secure(cipher).commit([put('kv/seed', '0')]);
+    const standby = await StorageEngine.open(backend, OPTS);
+    standby.standby(() => new Error('a standby writes nothing'));
+    const s = standby.secure(cipher);
+    return { backend, writer, standby, read: async (key) => (await s.get(key))?.toString() };
+  }
+
+  it('takes entries that follow on from the last followed into the cache; the next follow finds nothing more', async () => {
+    const { backend, writer, standby, read } = await recordedPair();
+    const w = writer.secure(cipher);
+    await standby.followReads();
+    expect(await read('kv/a')).toBeUndefined(); // cached: absent
+    await w.commit([put('kv/a', '1')]);
+    const wal = pushedWal(backend.last);
+    expect(wal).toMatchObject({ first: wal!.last, records: [expect.any(Buffer)] });
+    expect(standby.applyPushed(wal!)).toEqual({ entries: 1, keys: ['kv/a'], known: true });
+    expect(await read('kv/a')).toBe('1');
+    expect(await standby.followReads()).toEqual({ entries: 0, keys: [], known: true });
+    await writer.close();
+  });
+
+  it('refuses entries after a gap (a push it did not take), leaving them to a follow', async () => {
+    const { backend, writer, standby, read } = await recordedPair();
+    const w = writer.secure(cipher);
+    await standby.followReads();
+    await read('kv/a');
+    await w.commit([put('kv/a', '1')]);
+    await w.commit([put('kv/a', '2')]);
+    expect(standby.applyPushed(pushedWal(backend.last)!)).toBeUndefined();
+    expect(await read('kv/a')).toBeUndefined(); // nothing taken: the cache waits for the follow
+    expect(await standby.followReads()).toMatchObject({ entries: 2, known: true });
+    expect(await read('kv/a')).toBe('2');
+    await writer.close();
+  });
+
+  it('pushes no entries for a batch that moves the install mark, or that weighs more than PUSH_MAX_BYTES', async () => {
+    const { backend, writer } = await recordedPair();
+    const w = writer.secure(cipher);
+    await w.commit([put('kv/big', 'x'.repeat(PUSH_MAX_BYTES + 1))]);
+    expect(pushedWal(backend.last)).toBeUndefined();
+    await w.commit([put('kv/small', 'x')]);
+    const ops = backend.last;
+    expect(pushedWal(ops)).toBeDefined();
+    expect(pushedWal([...ops, { type: 'put', key: Keys.installMark, value: Buffer.from('m') }])).toBeUndefined();
+    // An entry missing from the run the meta ends at: not consecutive.
+    expect(pushedWal(ops.filter((op) => !op.key.startsWith(Keys.walPrefix)))).toBeUndefined();
+    await writer.close();
+  });
 });

@@ -10,8 +10,9 @@
  *   const reads = new ReadFollower(backend, cache);
  *   const f = await reads.follow();   // f.known ? f.keys changed : anything may have
  */
+import type { PushedWal } from '../core/ha/read-lease.js';
 import { decodeEntry, decodeMeta } from '../core/wal.js';
-import type { ReadView } from './backend.js';
+import type { BatchOp, ReadView } from './backend.js';
 import { Keys } from './keyspace.js';
 import type { ReadCache } from './read-cache.js';
 
@@ -28,6 +29,38 @@ export interface Followed {
 
 const ABSENT: Buffer = Buffer.alloc(0);
 
+export type { PushedWal };
+
+/** Batches whose entries weigh more are pushed as a count only (the standby reads them). */
+export const PUSH_MAX_BYTES = 256 << 10;
+
+/**
+ * The entries of a batch the active node committed, when a standby can take them as they are: the
+ * batch moved no install mark (an install or a wipe changes keys no entry names), its entries are
+ * consecutive and end at the WAL meta's new last index, and they weigh at most PUSH_MAX_BYTES.
+ */
+export function pushedWal(ops: readonly BatchOp[]): PushedWal | undefined {
+  const entries: Array<[bigint, Buffer]> = [];
+  let last: bigint | undefined;
+  let bytes = 0;
+  for (const op of ops) {
+    if (op.key === Keys.installMark) return undefined;
+    if (op.type !== 'put') continue;
+    if (op.key === Keys.walMeta) last = decodeMeta(op.value).last;
+    else if (op.key.startsWith(Keys.walPrefix)) {
+      bytes += op.value.length;
+      if (bytes > PUSH_MAX_BYTES) return undefined;
+      entries.push([Keys.walIndexOf(op.key), op.value]);
+    }
+  }
+  if (entries.length === 0 || last === undefined) return undefined;
+  entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const first = entries[0]![0];
+  for (let i = 0; i < entries.length; i++) if (entries[i]![0] !== first + BigInt(i)) return undefined;
+  if (first + BigInt(entries.length) - 1n !== last) return undefined;
+  return { first, last, records: entries.map((e) => e[1]) };
+}
+
 export class ReadFollower {
   /** The last WAL index whose entry the cache took, and the install mark then. */
   private seen: { readonly index: bigint; readonly mark: Buffer } | undefined;
@@ -40,6 +73,24 @@ export class ReadFollower {
   /** The next follow starts over: the cache holds values this follower never saw written. */
   forget(): void {
     this.seen = undefined;
+  }
+
+  /**
+   * Takes the entries the active node pushed when they follow on from the last one taken (the
+   * same install mark: the pusher sends none across a mark's move); undefined when they do not
+   * (a follow() sorts it out). The caller never runs this beside a follow().
+   */
+  applyPushed(wal: PushedWal): Followed | undefined {
+    const seen = this.seen;
+    if (seen === undefined || wal.first !== seen.index + 1n || wal.last !== wal.first + BigInt(wal.records.length) - 1n) return undefined;
+    const ops = wal.records.map((r) => decodeEntry(r).ops);
+    const keys: string[] = [];
+    for (const entry of ops) {
+      this.cache.applied(entry);
+      for (const op of entry) keys.push(op.key);
+    }
+    this.seen = { index: wal.last, mark: seen.mark };
+    return { entries: ops.length, keys, known: true };
   }
 
   async follow(): Promise<Followed> {

@@ -33,10 +33,21 @@
 /** A standby counts its lease this much shorter than granted, for clock rates that differ. */
 export const LEASE_DRIFT = 0.1;
 
+/**
+ * The WAL entries one committed batch wrote, in index order, as the active node pushes them with
+ * the batch's count (src/storage/read-follow.ts pushedWal), so a standby that followed everything
+ * before takes them into its cache with no round trip: `first` .. `last` with every record.
+ */
+export interface PushedWal {
+  readonly first: bigint;
+  readonly last: bigint;
+  readonly records: readonly Buffer[];
+}
+
 /** What the active node sends a standby. */
 export type LeaseDown =
   | { readonly type: 'grant'; readonly ask: number; readonly durationMs: number; readonly seq: number }
-  | { readonly type: 'push'; readonly seq: number }
+  | { readonly type: 'push'; readonly seq: number; readonly wal?: PushedWal }
   | { readonly type: 'revoke' };
 
 /** What a standby sends the active node. */
@@ -80,6 +91,11 @@ export class HeldReadLease {
   /** What a follow that begins now covers; hand it to followed() once the follow succeeded. */
   followBegins(): { readonly stream: unknown; readonly seq: number } {
     return { stream: this.stream, seq: this.known };
+  }
+
+  /** Whether every push up to `mark` (taken on `stream`) has been followed. */
+  covers(mark: { readonly stream: unknown; readonly seq: number }, stream: unknown): boolean {
+    return mark.stream === stream && this.stream === stream && this.covered >= mark.seq;
   }
 
   followed(mark: { readonly stream: unknown; readonly seq: number }): void {

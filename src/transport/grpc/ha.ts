@@ -59,7 +59,7 @@ interface WireLeaseUp {
 interface WireLeaseDown {
   kind?: 'grant' | 'push' | 'revoke';
   grant?: { ask: string | number; durationMs: number; seq: string | number } | null;
-  push?: string | number;
+  push?: { seq: string | number; wal?: { first: string | number; last: string | number; records: Buffer[] } | null } | null;
   revoke?: boolean;
 }
 
@@ -83,12 +83,16 @@ export const leaseWire = {
   fromUp: (w: WireLeaseUp): LeaseUp | undefined =>
     w.kind === 'ask' ? { type: 'ask', ask: Number(w.ask) } : w.kind === 'ack' ? { type: 'ack', seq: Number(w.ack) } : w.kind === 'revoked' ? { type: 'revoked' } : undefined,
   down: (m: LeaseDown): WireLeaseDown =>
-    m.type === 'grant' ? { grant: { ask: m.ask, durationMs: m.durationMs, seq: m.seq } } : m.type === 'push' ? { push: m.seq } : { revoke: true },
+    m.type === 'grant'
+      ? { grant: { ask: m.ask, durationMs: m.durationMs, seq: m.seq } }
+      : m.type === 'push'
+        ? { push: { seq: m.seq, ...(m.wal !== undefined ? { wal: { first: m.wal.first.toString(), last: m.wal.last.toString(), records: [...m.wal.records] } } : {}) } }
+        : { revoke: true },
   fromDown: (w: WireLeaseDown): LeaseDown | undefined =>
     w.kind === 'grant' && w.grant
       ? { type: 'grant', ask: Number(w.grant.ask), durationMs: w.grant.durationMs, seq: Number(w.grant.seq) }
-      : w.kind === 'push'
-        ? { type: 'push', seq: Number(w.push) }
+      : w.kind === 'push' && w.push
+        ? { type: 'push', seq: Number(w.push.seq), ...(w.push.wal ? { wal: { first: BigInt(w.push.wal.first), last: BigInt(w.push.wal.last), records: w.push.wal.records.map((r) => Buffer.from(r)) } } : {}) }
         : w.kind === 'revoke'
           ? { type: 'revoke' }
           : undefined,
