@@ -85,6 +85,20 @@ module.exports = {
       to: { path: '^src/replication/', pathNot: '^src/replication/index[.]ts$' },
     },
     {
+      name: 'ha-front-door',
+      comment: 'Outside src/ha/, HA is imported only through its index.ts (its test fakes in src/ha/testing/ excepted).',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/ha/' },
+      to: { path: '^src/ha/', pathNot: '^src/ha/(index[.]ts$|testing/)' },
+    },
+    {
+      name: 'ha-never-http-or-node',
+      comment: 'HA declares what the HTTP layer gets of it (ha/ports.ts) and what it needs of the node; the node composes the two.',
+      severity: 'error',
+      from: { path: '^src/ha/' },
+      to: { path: '^src/(http|node)/' },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       from: {},

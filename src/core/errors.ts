@@ -131,6 +131,43 @@ export class StorageFailed extends TesseraError {
     super(ErrorCode.storageFailed, message, options);
   }
 }
+/** Vault's words when an HA standby knows of no active node (http/handler.go). */
+export const NO_ACTIVE_NODE = 'local node not active but active cluster node not found';
+
+/**
+ * 503 from an HA standby: no active node is known, or the one known cannot be reached or did not
+ * confirm it is active; nothing was sent to it. The message opens with Vault's words
+ * (NO_ACTIVE_NODE) and says why.
+ */
+export class NoActiveNode extends TesseraError {
+  constructor(message: string = NO_ACTIVE_NODE) {
+    super(ErrorCode.unavailable, message);
+  }
+}
+/**
+ * 503: a request an HA standby relayed did not get the active node's answer. `outcome` says
+ * whether it is known that nothing was written (the active node refused it, or this node changed
+ * role before sending it) or the outcome is unknown (sent, and the answer was lost); the message
+ * says the same to the client.
+ */
+export class RelayFailed extends TesseraError {
+  constructor(
+    readonly outcome: 'not_written' | 'unknown',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(ErrorCode.unavailable, message, options);
+  }
+}
+/**
+ * 503: an HA standby could not bring itself up to the shared database before answering a request
+ * itself that must not be answered stale (a token-checked local path); nothing was done.
+ */
+export class StandbyNotCurrent extends TesseraError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.unavailable, message, options);
+  }
+}
 /** 413: request body larger than the configured limit. */
 export class PayloadTooLarge extends TesseraError {
   constructor(message = 'request body too large') {

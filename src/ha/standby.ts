@@ -10,9 +10,10 @@
  *   const gate = new StandbyRelay({ ha, loadTls: () => loadHaTls(core.store()), connect: connectHa });
  *   startHttp({ ..., standby: gate });
  */
+import { NO_ACTIVE_NODE, NoActiveNode, RelayFailed, StandbyNotCurrent } from '../core/errors.js';
 import { ChannelError, ChannelReason } from '../replication/index.js';
 import type { TlsMaterial } from '../replication/index.js';
-import { errorRaw, type RawReply, type RawRequest, type StandbyGate } from '../http/standby.js';
+import type { RawReply, RawRequest } from './ports.js';
 import type { HaTls } from './tls.js';
 
 /** Paths (after /v1/) a standby answers itself: they are about this node. */
@@ -20,9 +21,6 @@ const LOCAL = new Set(['sys/health', 'sys/seal-status', 'sys/unseal', 'sys/seal'
 
 /** Of those, the ones a token authorizes: answered only once the standby is current (a revoked token is refused). */
 const LOCAL_WITH_TOKEN = new Set(['sys/seal', 'sys/metrics']);
-
-/** Vault's answer when no active node is known (http/handler.go). */
-export const NO_ACTIVE = 'local node not active but active cluster node not found';
 
 type Leader = { readonly apiAddr: string; readonly clusterAddr: string };
 
@@ -84,7 +82,12 @@ function pathOf(url: string): string {
   return path.replace(/^\/v1\//, '').replace(/\/+$/, '');
 }
 
-export class StandbyRelay implements StandbyGate {
+/**
+ * What the HTTP layer's standby gate calls (src/http/standby.ts declares it). A reply is what the
+ * active node answered (or a 307); a request this relay cannot carry rejects with a typed error
+ * (NoActiveNode, RelayFailed, StandbyNotCurrent: 503 in the HTTP error table).
+ */
+export class StandbyRelay {
   private tls: HaTls | undefined;
   private client: { address: string; relay: RelayClient } | undefined;
 
@@ -97,7 +100,14 @@ export class StandbyRelay implements StandbyGate {
     const target = this.o.relayTarget();
     if (target === undefined) return undefined;
     if ('starting' in target) return this.whenStarted(target.starting);
-    if (LOCAL.has(path)) return this.o.current().then(() => undefined, (e: unknown) => errorRaw(503, `${stale(e)}; nothing was done: retry`));
+    if (LOCAL.has(path)) {
+      return this.o.current().then(
+        () => undefined,
+        (e: unknown) => {
+          throw new StandbyNotCurrent(`${stale(e)}; nothing was done: retry`, { cause: e });
+        },
+      );
+    }
     // A read this standby cannot answer current goes to the active node instead (never stale).
     if (this.o.servesReads() && local()) return this.o.current().then(() => undefined, () => this.answer(target.leader, req));
     return this.answer(target.leader, req);
@@ -106,26 +116,28 @@ export class StandbyRelay implements StandbyGate {
   /** Relays `req` to the active node (or answers it here, if this node has become the active node meanwhile). */
   async relay(req: RawRequest): Promise<RawReply> {
     const target = this.o.relayTarget();
-    if (target === undefined) return errorRaw(503, 'this node stopped being a standby while it answered the request; nothing was written: retry');
+    if (target === undefined) throw new RelayFailed('not_written', 'this node stopped being a standby while it answered the request; nothing was written: retry');
     const reply = 'starting' in target ? await this.whenStarted(target.starting) : await this.answer(target.leader, req);
-    return reply ?? errorRaw(503, 'this node became the active node while it answered the request; nothing was written: retry');
+    if (reply === undefined) throw new RelayFailed('not_written', 'this node became the active node while it answered the request; nothing was written: retry');
+    return reply;
   }
 
   /** This node won the lease and is loading: it answers itself once it serves. */
   private async whenStarted(starting: () => Promise<boolean>): Promise<RawReply | undefined> {
-    return (await starting()) ? undefined : errorRaw(503, `${NO_ACTIVE}: this node was becoming the active node and stopped; retry`);
+    if (await starting()) return undefined;
+    throw new NoActiveNode(`${NO_ACTIVE_NODE}: this node was becoming the active node and stopped; retry`);
   }
 
   private async answer(known: Leader | undefined, req: RawRequest): Promise<RawReply | undefined> {
     // During a takeover no node is active for a moment: wait for one rather than fail at once.
     const leader = known ?? (await this.waitForLeader());
     if (leader === SELF) return undefined;
-    if (typeof leader === 'string') return errorRaw(503, leader);
+    if (typeof leader === 'string') throw new NoActiveNode(leader);
     // Vault tests the header with Header.Get(...) != "" (http/handler.go): any value but an empty one redirects.
     if (noForwarding(req.headers['x-vault-no-request-forwarding'])) {
       const apiAddr = await this.o.verifiedApiAddr(leader.clusterAddr);
       if (apiAddr === undefined) {
-        return errorRaw(503, `${NO_ACTIVE}: the node at ${leader.clusterAddr} did not confirm over the cluster port that it is the active node, so this standby does not redirect (nothing was sent)`);
+        throw new NoActiveNode(`${NO_ACTIVE_NODE}: the node at ${leader.clusterAddr} did not confirm over the cluster port that it is the active node, so this standby does not redirect (nothing was sent)`);
       }
       return { status: 307, headers: { location: `${apiAddr.replace(/\/+$/, '')}${req.url}` }, body: Buffer.alloc(0) };
     }
@@ -135,9 +147,10 @@ export class StandbyRelay implements StandbyGate {
     // left): nothing was sent, so wait for the next active node and relay once more.
     const next = await this.waitForLeader(leader.clusterAddr);
     if (next === SELF) return undefined;
-    if (typeof next === 'string') return errorRaw(503, `${next} (the active node at ${leader.clusterAddr} is not reachable; nothing was sent to it, nothing was written)`);
+    if (typeof next === 'string') throw new NoActiveNode(`${next} (the active node at ${leader.clusterAddr} is not reachable; nothing was sent to it, nothing was written)`);
     const second = await this.relayTo(next.clusterAddr, req);
-    return second === NOT_SENT ? errorRaw(503, `${NO_ACTIVE} (the active node at ${next.clusterAddr} is not reachable; nothing was sent to it, nothing was written)`) : second;
+    if (second === NOT_SENT) throw new NoActiveNode(`${NO_ACTIVE_NODE} (the active node at ${next.clusterAddr} is not reachable; nothing was sent to it, nothing was written)`);
+    return second;
   }
 
   /**
@@ -150,7 +163,7 @@ export class StandbyRelay implements StandbyGate {
     for (;;) {
       const here = this.o.relayTarget();
       if (here === undefined) return SELF;
-      if ('starting' in here) return (await here.starting()) ? SELF : NO_ACTIVE;
+      if ('starting' in here) return (await here.starting()) ? SELF : NO_ACTIVE_NODE;
       let found: Leader | undefined;
       try {
         found = await this.o.findLeader();
@@ -159,12 +172,12 @@ export class StandbyRelay implements StandbyGate {
         problem = e instanceof Error ? e.message : String(e);
       }
       if (found !== undefined && found.clusterAddr !== not) return found;
-      if (Date.now() >= until) return problem === undefined ? NO_ACTIVE : `${NO_ACTIVE}: the HA lock in storage cannot be read (${problem})`;
+      if (Date.now() >= until) return problem === undefined ? NO_ACTIVE_NODE : `${NO_ACTIVE_NODE}: the HA lock in storage cannot be read (${problem})`;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 
-  /** Sends `req` to the node at `address` over the HA channel; undefined when it was not sent. */
+  /** Sends `req` to the node at `address` over the HA channel; undefined when it was not sent, rejects when its answer was lost. */
   async ask(address: string, req: RawRequest): Promise<RawReply | undefined> {
     const reply = await this.relayTo(address, req);
     return reply === NOT_SENT ? undefined : reply;
@@ -172,7 +185,7 @@ export class StandbyRelay implements StandbyGate {
 
   private async relayTo(address: string, req: RawRequest): Promise<RawReply | typeof NOT_SENT> {
     this.tls ??= await this.o.loadTls();
-    if (this.tls === undefined) return errorRaw(503, `${NO_ACTIVE}: no node of this cluster has been active yet`);
+    if (this.tls === undefined) throw new NoActiveNode(`${NO_ACTIVE_NODE}: no node of this cluster has been active yet`);
     if (this.client?.address !== address) {
       this.client?.relay.close();
       this.client = { address, relay: this.o.connect({ address, tls: this.tls.client }) };
@@ -201,13 +214,13 @@ export class StandbyRelay implements StandbyGate {
     } catch (e) {
       if (e instanceof ChannelError && e.reason === ChannelReason.notSent) return NOT_SENT;
       if (moved.signal.aborted) {
-        return errorRaw(503, `the active node at ${address} stopped answering and another node took over while the request was in flight; the outcome is unknown: read it back before retrying`);
+        throw new RelayFailed('unknown', `the active node at ${address} stopped answering and another node took over while the request was in flight; the outcome is unknown: read it back before retrying`, { cause: e });
       }
       if (e instanceof ChannelError && e.refused) {
-        return errorRaw(503, `the active node at ${address} refused the relayed request (${e.message}): nothing was written`);
+        throw new RelayFailed('not_written', `the active node at ${address} refused the relayed request (${e.message}): nothing was written`, { cause: e });
       }
       const why = e instanceof Error ? e.message : String(e);
-      return errorRaw(503, `the request was relayed to the active node at ${address} but its answer was lost (${why}); the outcome is unknown: read it back before retrying`);
+      throw new RelayFailed('unknown', `the request was relayed to the active node at ${address} but its answer was lost (${why}); the outcome is unknown: read it back before retrying`, { cause: e });
     } finally {
       clearInterval(watch);
     }

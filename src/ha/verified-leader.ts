@@ -12,7 +12,7 @@
  *   leaders.known('10.0.0.2:8201');          // the verified api_addr, or undefined (a check starts)
  *   await leaders.verify('10.0.0.2:8201');   // asks now (once at a time per address)
  */
-import type { RawReply, RawRequest } from '../http/standby.js';
+import type { RawReply, RawRequest } from './ports.js';
 
 /** What a standby sends the node at the row's cluster address: its own sys/leader. */
 export const LEADER_PROBE: RawRequest = { method: 'GET', url: '/v1/sys/leader', headers: {}, body: undefined, remoteAddress: 'ha-standby' };

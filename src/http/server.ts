@@ -24,7 +24,8 @@ import { dispatch, type Dispatched, type Services } from './dispatch.js';
 import { clientMethod, DEFAULT_TIMEOUTS, listAware, markResponded, type ConnectionTimeouts } from './list-method.js';
 import { toApiRequest } from './request.js';
 import type { Route } from './route.js';
-import { relayableHeaders, type RawReply, type RawRequest, type StandbyGate } from './standby.js';
+import type { RawReply, RawRequest } from '../ha/index.js';
+import { relayableHeaders, type StandbyGate } from './standby.js';
 import { servedByStandby } from './standby-serves.js';
 import { serveStatic, type StaticSite } from './static.js';
 import { errorReply } from './status.js';
@@ -55,9 +56,10 @@ export interface HttpServer {
   readonly port: number;
   /**
    * Runs a request a standby relayed, as if its client had sent it here, and answers its bytes.
-   * A streamed reply cannot be relayed: it answers 503 naming this node's address.
+   * A streamed reply cannot be relayed: it answers 503 naming this node's address. `admit` runs
+   * first; what it throws is answered as any error of the request, and nothing runs.
    */
-  execute(req: RawRequest): Promise<RawReply>;
+  execute(req: RawRequest, admit?: () => void): Promise<RawReply>;
   close(): Promise<void>;
 }
 
@@ -229,9 +231,10 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
   };
 
   /** A relayed request, run as if sent here; its reply as bytes. */
-  const execute = async (raw: RawRequest): Promise<RawReply> => {
+  const execute = async (raw: RawRequest, admit?: () => void): Promise<RawReply> => {
     let out: Dispatched;
     try {
+      admit?.();
       if (raw.body !== undefined && raw.body.length > limit) throw new PayloadTooLarge(`request body larger than ${limit} bytes`);
       const api = toApiRequest({ id: randomUUID(), method: raw.method, url: raw.url, headers: raw.headers, rawBody: raw.body, remoteAddress: raw.remoteAddress });
       out = await dispatch(opts.services, opts.routes, api);

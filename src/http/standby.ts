@@ -6,31 +6,17 @@
  *   const http = await startHttp({ ..., standby: gate });   // gate.divert(raw) or undefined: serve here
  *   const reply = await http.execute(raw);                  // the active node runs a relayed request
  */
+import type { RawReply, RawRequest } from '../ha/index.js';
 import { LIST_HEADER } from './list-method.js';
-
-export interface RawRequest {
-  /** As the client sent it: `LIST` for a LIST, whatever the socket's framer made of it. */
-  readonly method: string;
-  /** Path and query as the client sent them (`/v1/secret/data/a?version=2`). */
-  readonly url: string;
-  /** Lower-case names; hop-by-hop headers removed. */
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: Buffer | undefined;
-  readonly remoteAddress: string;
-}
-
-export interface RawReply {
-  readonly status: number;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: Buffer;
-}
 
 export interface StandbyGate {
   /**
-   * The reply from elsewhere (relayed, a 307 or a 503), or undefined when this node answers
+   * The reply from elsewhere (relayed, or a 307), or undefined when this node answers
    * itself (now, or once the promise resolves to undefined: it was just becoming active, or as a
    * performance standby it is now current). `local()` says whether a performance standby may
-   * answer the request itself (standby-serves.ts).
+   * answer the request itself (standby-serves.ts). Rejects with a typed error when the request
+   * can be neither relayed nor answered here (503 in the error table, saying whether anything was
+   * written).
    */
   divert(req: RawRequest, local: () => boolean): Promise<RawReply | undefined> | undefined;
   /**
@@ -55,10 +41,4 @@ export function relayableHeaders(headers: Readonly<Record<string, string | strin
     out[n] = Array.isArray(value) ? value.join(', ') : value;
   }
   return out;
-}
-
-/** A JSON error reply in Vault's shape. */
-export function errorRaw(status: number, message: string, extra: Readonly<Record<string, string>> = {}): RawReply {
-  const body = Buffer.from(JSON.stringify({ errors: [message] }));
-  return { status, headers: { 'content-type': 'application/json', ...extra }, body };
 }

@@ -290,11 +290,10 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
     config, clusterAddr, storage, seal, core, lifecycle, log, now, apiAddr: () => apiAddr, listener,
     ...(storage.fence !== undefined ? { clusterAddrs: () => ha?.clusterAddrs() ?? [clusterAddr] } : {}),
   });
-  let http: HttpServer | undefined;
   ha =
     storage.fence === undefined
       ? undefined
-      : wireHa({ fence: storage.fence, engine, core, unit: replication, clusterListener: () => listener.current, apiAddr: () => apiAddr, clusterAddr, execute: () => http?.execute, log, now, performanceStandby: config.disablePerformanceStandby !== true });
+      : wireHa({ fence: storage.fence, engine, core, unit: replication, clusterListener: () => listener.current, clusterAddr, log, now, performanceStandby: config.disablePerformanceStandby !== true });
   if (ha !== undefined) lifecycle.subscribe(ha.controller.sealObserver);
   metrics.bindHa(ha?.gauges);
   const facts = {
@@ -321,12 +320,12 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
   // HA: refuse to start while another live process has this node's identity (issue 26 item 2):
   // before listening when the API address is known, else as soon as it is.
   const concrete = apiAddr !== '' && !/:0$/.test(apiAddr);
-  if (concrete) await ha?.claim();
-  http = await listen(config, { services, routes, storage, log, ha });
+  if (concrete) await ha?.claim(apiAddr);
+  const http = await listen(config, { services, routes, storage, log, ha });
   if (apiAddr === '' || /:0$/.test(apiAddr)) apiAddr = http.url;
   log.info({ api_addr: http.url }, 'http listening');
-  if (!concrete) await ha?.claim();
-  ha?.start();
+  if (!concrete) await ha?.claim(apiAddr);
+  ha?.start(http.execute);
 
   // PostgreSQL without HA: a failed commit's outcome is settled by reading the database again, so
   // once it answers the node reloads and writes again (HA nodes do this by stepping down).

@@ -101,7 +101,7 @@ describe('an HA standby on its cluster port', () => {
   it('a secondary told only the standby\'s address reaches the active node through the standby\'s answer', async () => {
     // The address secondaries are told (and the token carries) is the standby's.
     await enablePrimary(a.apiAddr, a.rootToken, addrB, 'dr');
-    // The standby reads the kinds it answers for every 2 s (ha-door.ts).
+    // The standby reads the kinds it answers for every 2 s (src/ha/door.ts).
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     await activateSecondary(dr.apiAddr, dr.rootToken, await secondaryToken(a, 'dr-1'), 'dr');
     await waitInSync(a.apiAddr, dr.apiAddr, 30_000, 'dr');

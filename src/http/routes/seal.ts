@@ -8,7 +8,8 @@ import type { VaultCore } from '../../vault/core.js';
 import { boolish, empty, intish, stringList } from '../fields.js';
 import { bare, noContent } from '../reply.js';
 import { op, type Route } from '../route.js';
-import { LEADER_SEALED, leaderBody, type HaFacts } from './ha.js';
+import type { HaFacts } from '../../ha/index.js';
+import { LEADER_SEALED, leaderBody } from './ha.js';
 
 export interface NodeFacts {
   clusterName(): string;

@@ -2,8 +2,10 @@
  * HA forwarding on the cluster port, knocked on as an attacker would: only a certificate of the
  * cluster's HA CA reaches `forward`; a DR secondary's certificate is refused there (under the HA
  * server name at the handshake, under its own kind's name by the HaForward handler), and an HA
- * certificate cannot make a replication call. Real gRPC with mTLS on 127.0.0.1.
+ * certificate cannot make a replication call. The HA service is a registration of its own, not a
+ * replication kind. Real gRPC with mTLS on 127.0.0.1.
  */
+import { InvalidRequest } from '../../core/errors.js';
 import type { LeaseDown, LeaseUp } from '../../core/ha/read-lease.js';
 import type { HaHttpRequest, LeaseDuplex } from './ha.js';
 import { ChannelError, connectHa, connectPrimary, createClusterServer, type ClusterServer } from './index.js';
@@ -35,19 +37,21 @@ beforeEach(async () => {
   address = (await cluster.serve({ kind: 'dr', tls: dr.serverTls, service: drFake })).address;
   await cluster.serveHa({
     tls: ha.serverTls,
-    forward: async (r) => {
-      forwarded.push(r);
-      return { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"ok":true}') };
-    },
-    readLease: (stream) => {
-      const entry = { stream, got: [] as LeaseUp[] };
-      leaseStreams.push(entry);
-      // An echo server: an ask is granted, an ack answered with the next push.
-      stream.onMessage((m) => {
-        entry.got.push(m);
-        if (m.type === 'ask') stream.send({ type: 'grant', ask: m.ask, durationMs: 1000, seq: 7 });
-        if (m.type === 'ack') stream.send({ type: 'revoke' });
-      });
+    handlers: {
+      forward: async (r) => {
+        forwarded.push(r);
+        return { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"ok":true}') };
+      },
+      readLease: (stream) => {
+        const entry = { stream, got: [] as LeaseUp[] };
+        leaseStreams.push(entry);
+        // An echo server: an ask is granted, an ack answered with the next push.
+        stream.onMessage((m) => {
+          entry.got.push(m);
+          if (m.type === 'ask') stream.send({ type: 'grant', ask: m.ask, durationMs: 1000, seq: 7 });
+          if (m.type === 'ack') stream.send({ type: 'revoke' });
+        });
+      },
     },
   });
 });
@@ -141,4 +145,29 @@ test("a DR secondary's certificate admitted under its own kind cannot open a rea
   expect(await box.ended).toMatch(/read lease|PERMISSION_DENIED/i);
   expect(box.got).toEqual([]);
   expect(leaseStreams).toEqual([]);
+});
+
+test('the HA service is its own registration: it alone keeps the port, and leaves without touching the kinds', async () => {
+  await cluster.close();
+  cluster = createClusterServer({ address: '127.0.0.1:0', closeGraceMs: 300 });
+  const echo = { forward: async () => ({ status: 204, headers: {}, body: Buffer.alloc(0) }) };
+  const alone = await cluster.serveHa({ tls: ha.serverTls, handlers: echo });
+  address = alone.address;
+  expect((await haClient(ha.clientTls('standby')).forward(req, 5_000)).status).toBe(204);
+  // A kind joins the port HA opened; HA leaves and the kind keeps serving on the same address.
+  const drServed = await cluster.serve({ kind: 'dr', tls: dr.serverTls, service: drFake });
+  expect(drServed.address).toBe(address);
+  await alone.close();
+  const e = await refused(haClient(ha.clientTls('standby')).forward(req, 3_000));
+  expect(['not_sent', 'unavailable']).toContain(e.reason);
+  const client = connectPrimary({ address, tls: dr.clientTls('dr-east'), defaultDeadlineMs: 3_000 });
+  closers.push(() => client.close());
+  await expect(client.ping('dr-east')).resolves.toBeDefined();
+});
+
+test('the HA service and a kind cannot claim the same server name', async () => {
+  await expect(cluster.serveHa({ tls: { ...ha.serverTls, serverName: DR_NAME }, handlers: { forward: async () => ({ status: 200, headers: {}, body: Buffer.alloc(0) }) } })).rejects.toBeInstanceOf(InvalidRequest);
+  await expect(cluster.serve({ kind: 'performance', tls: { ...dr.serverTls, serverName: HA_NAME }, service: drFake })).rejects.toBeInstanceOf(InvalidRequest);
+  // Neither refusal touched what was served.
+  expect((await haClient(ha.clientTls('standby')).forward(req, 5_000)).status).toBe(200);
 });

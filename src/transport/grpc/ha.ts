@@ -3,7 +3,7 @@
  * cluster server beside the replication kinds, under its own SNI name and CA), and a standby's
  * client relays a request to it.
  *
- *   await cluster.serveHa({ tls: haServerTls, forward: (req) => http.execute(req) });
+ *   await cluster.serveHa({ tls: haServerTls, handlers: { forward: (req) => http.execute(req) } });
  *   const client = connectHa({ address: leader.clusterAddr, tls: haClientTls });
  *   const reply = await client.forward(raw, 30_000);    // rejects with ChannelError
  */

@@ -12,5 +12,6 @@ export { createClusterServer, serveReplication, type ClusterServer, type Cluster
 export { SniServerCredentials } from './sni-credentials.js';
 export { connectPrimary, type ConnectOptions } from './client.js';
 export { connectHa, type HaClient, type HaHttpReply, type HaHttpRequest } from './ha.js';
+export type { HaHandlers, HaRegistration, HaServing } from './ha-service.js';
 export { ChannelError, ChannelReason } from '../../replication/index.js';
 export { MalformedMessage } from './codec.js';

@@ -7,14 +7,17 @@
  * `Peer` (DNS SAN = secondary id, SHA-256 fingerprint); the kind of the call is the registered
  * kind whose CA issued that (already verified) certificate, and every method, Ping included,
  * first passes that kind's `service.authorize(peer, call)`: a revoked id cannot even probe.
- * Open calls are keyed by (kind, secondary id).
+ * Open calls are keyed by (kind, secondary id). The HA service (ha-service.ts) is registered
+ * beside the kinds, not as one: its own server name, CA and handlers; its certificates reach
+ * only its handlers, and the kinds' certificates never reach them.
  *
  *   const cluster = createClusterServer({ address: '0.0.0.0:8201', log });
  *   const dr = await cluster.serve({ kind: 'dr', tls: drTls, service: drService });     // binds
  *   const perf = await cluster.serve({ kind: 'performance', tls: perfTls, service });  // same port
  *   dr.disconnect('dr-east');   // revoke-secondary: its open DR calls end with PERMISSION_DENIED
  *   await dr.close();           // DR handshakes fail from now on; performance keeps serving
- *   await perf.close();         // the last kind gone: the listener closes
+ *   const ha = await cluster.serveHa({ tls: haTls, handlers: { forward } });   // same port
+ *   await perf.close();         // the last registration gone (kinds and HA): the listener closes
  *
  * `serveReplication` is the one-kind form (tests, tools): one listener for one service.
  */
@@ -29,18 +32,8 @@ import { CallSink } from './sink.js';
 import { SniServerCredentials } from './sni-credentials.js';
 import { callStatus, statusOf, type CallStatus } from './status.js';
 import type * as wire from './wire.js';
-import type { LeaseDown, LeaseUp } from '../../core/ha/read-lease.js';
-import { haWire, leaseDuplex, leaseWire, loadHa, type HaHttpReply, type HaHttpRequest, type LeaseDuplex } from './ha.js';
-
-/** The kind name the HA registration takes among the replication kinds. */
-const HA_KIND = 'ha';
-
-/** What an HA certificate may do among the replication calls: nothing (authorize refuses first). */
-const refuseReplication = new Proxy({} as PrimaryService, {
-  get: () => () => {
-    throw new PermissionDenied('an HA certificate cannot make replication calls');
-  },
-});
+import { loadHa } from './ha.js';
+import { haServiceHandlers, type HaHandlers, type HaRegistration, type HaServing } from './ha-service.js';
 
 export interface ClusterServerOptions {
   /** host:port; port 0 picks a free one when the first kind starts the listener. */
@@ -59,13 +52,6 @@ export interface KindRegistration {
   readonly service: PrimaryService;
 }
 
-/** What the active node serves to its standbys (proto/ha.proto): `forward` runs relayed requests, `readLease` takes each read-lease stream. */
-export interface HaRegistration {
-  readonly tls: TlsMaterial;
-  readonly forward: (req: HaHttpRequest) => Promise<HaHttpReply>;
-  readonly readLease?: (stream: LeaseDuplex<LeaseUp, LeaseDown>) => void;
-}
-
 export interface ClusterServer {
   /**
    * Adds (or replaces) one kind; the first one starts the listener. The returned handle's close()
@@ -73,10 +59,11 @@ export interface ClusterServer {
    */
   serve(registration: KindRegistration): Promise<ReplicationServer>;
   /**
-   * Serves HA forwarding (proto/ha.proto) beside the kinds, under its own server name and CA: a
-   * standby of this cluster relays client requests; `forward` runs them. Closed like a kind.
+   * Serves (or replaces) the HA service (proto/ha.proto, ha-service.ts) beside the kinds, under
+   * its own server name and CA: only certificates of that CA reach its handlers, and they make no
+   * replication call. It keeps the listener running as a kind does; its close() removes it alone.
    */
-  serveHa(registration: HaRegistration): Promise<ReplicationServer>;
+  serveHa(registration: HaRegistration): Promise<HaServing>;
   /** Removes every kind and stops the listener. */
   close(): Promise<void>;
 }
@@ -121,6 +108,16 @@ interface Served {
   readonly open: Map<string, Set<OpenCall>>;
 }
 
+/** The HA service being served. */
+interface HaServed {
+  readonly serverName: string;
+  readonly handlers: HaHandlers;
+  readonly ca: X509Certificate;
+}
+
+/** Who claims a server name for the HA service (kinds claim theirs by kind name). */
+const HA_OWNER = 'HA forwarding';
+
 const shuttingDown = (): CallStatus => callStatus(grpc.status.UNAVAILABLE, 'replication server is shutting down');
 
 /** One listener, one service: what a single-kind caller (tests, tools) needs. */
@@ -135,10 +132,11 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
   const { log } = opts;
   const credentials = new SniServerCredentials();
   const kinds = new Map<string, Served>();
+  let ha: HaServed | undefined;
   /** The registration each admitted peer was admitted under (the service methods route by it). */
   const admitted = new WeakMap<Peer, Served>();
-  /** Certificate fingerprint -> the kind whose CA issued it (cleared whenever kinds change). */
-  const issuers = new Map<string, Served | null>();
+  /** Certificate fingerprint -> the kind (or the HA service) whose CA issued it (cleared whenever they change). */
+  const issuers = new Map<string, Served | HaServed | null>();
   let running: { server: grpc.Server; address: string } | undefined;
   /** Start, stop, add and remove run one at a time, in order. */
   let lifecycle: Promise<unknown> = Promise.resolve();
@@ -155,13 +153,13 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
    * The TLS layer verified the certificate against the CA of the kind its SNI named; that CA is
    * the one that issued it. Checked once per certificate (parse and signature), then cached.
    */
-  const issuerOf = (raw: Buffer, fingerprint: string): Served | undefined => {
+  const issuerOf = (raw: Buffer, fingerprint: string): Served | HaServed | undefined => {
     const known = issuers.get(fingerprint);
     if (known !== undefined) return known ?? undefined;
-    let found: Served | null = null;
+    let found: Served | HaServed | null = null;
     try {
       const cert = new X509Certificate(raw);
-      for (const served of kinds.values()) {
+      for (const served of [...kinds.values(), ...(ha !== undefined ? [ha] : [])]) {
         if (cert.checkIssued(served.ca) && cert.verify(served.ca.publicKey)) found = served;
       }
     } catch {
@@ -187,7 +185,7 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
 
   /** Who is calling and for which kind; throws PermissionDenied (or Unavailable) before any work. */
   const admit = (call: CallContext, kind: ClusterCall): Peer => {
-    if (kinds.size === 0) throw new Unavailable('replication server is shutting down');
+    if (kinds.size === 0 && ha === undefined) throw new Unavailable('replication server is shutting down');
     const cert = call.getAuthContext().sslPeerCertificate;
     if (!cert?.raw) throw new PermissionDenied('a client certificate is required');
     // Node has parsed the certificate already; re-parsing the DER per call would cost far more.
@@ -201,7 +199,8 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
     const fingerprint = fingerprintOf(cert.raw);
     // A connection made under a kind that has since been removed (or whose CA changed).
     const served = issuerOf(cert.raw, fingerprint);
-    if (!served) throw new Unavailable('this cluster no longer serves the replication set of this certificate');
+    if (served !== undefined && served === ha) throw new PermissionDenied('an HA certificate cannot make replication calls');
+    if (!served || !('kind' in served)) throw new Unavailable('this cluster no longer serves the replication set of this certificate');
     const peer: Peer = { secondaryId, fingerprint, address: call.getPeer() };
     admitted.set(peer, served);
     served.service.authorize(peer, kind);
@@ -299,35 +298,15 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
     },
   };
 
-  let haForward: ((req: HaHttpRequest) => Promise<HaHttpReply>) | undefined;
-  let haReadLease: HaRegistration['readLease'];
-  /** Whether the caller's certificate is one of this cluster's HA certificates. */
-  const haCaller = (call: Pick<grpc.ServerUnaryCall<unknown, unknown>, 'getAuthContext'>): boolean => {
+  /** The HA service's handlers for a caller whose certificate the HA registration's CA issued. */
+  const admitHa = (call: Pick<CallContext, 'getAuthContext'>): HaHandlers => {
     const cert = call.getAuthContext().sslPeerCertificate;
-    return cert?.raw !== undefined && issuerOf(cert.raw, fingerprintOf(cert.raw))?.kind === HA_KIND;
+    if (!cert?.raw) throw new PermissionDenied('a client certificate is required');
+    const served = ha;
+    if (served === undefined || issuerOf(cert.raw, fingerprintOf(cert.raw)) !== served) throw new PermissionDenied('this certificate may not relay requests to this node');
+    return served.handlers;
   };
-  const haHandlers: grpc.UntypedServiceImplementation = {
-    ReadLease: (call: grpc.ServerDuplexStream<Parameters<typeof leaseWire.fromUp>[0], ReturnType<typeof leaseWire.down>>) => {
-      const take = haReadLease;
-      if (!haCaller(call) || take === undefined) {
-        call.emit('error', { code: grpc.status.PERMISSION_DENIED, details: 'this certificate may not hold a read lease on this node' });
-        return;
-      }
-      take(leaseDuplex<LeaseUp, LeaseDown, Parameters<typeof leaseWire.fromUp>[0], ReturnType<typeof leaseWire.down>>(call, leaseWire.fromUp, leaseWire.down));
-    },
-    Forward: (call: grpc.ServerUnaryCall<Parameters<typeof haWire.fromRequest>[0], ReturnType<typeof haWire.reply>>, callback: grpc.sendUnaryData<ReturnType<typeof haWire.reply>>) => {
-      void (async () => {
-        const cert = call.getAuthContext().sslPeerCertificate;
-        if (!cert?.raw) throw new PermissionDenied('a client certificate is required');
-        const served = issuerOf(cert.raw, fingerprintOf(cert.raw));
-        if (served?.kind !== HA_KIND || haForward === undefined) throw new PermissionDenied('this certificate may not relay requests to this node');
-        return haWire.reply(await haForward(haWire.fromRequest(call.request)));
-      })().then(
-        (res) => callback(null, res),
-        (e: unknown) => callback(toStatus(e)),
-      );
-    },
-  };
+  const haHandlers = haServiceHandlers(admitHa, toStatus);
 
   const cutAll = (calls: Iterable<OpenCall>, status: CallStatus): void => {
     for (const call of [...calls]) call.cut(status);
@@ -361,6 +340,14 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
       });
     });
 
+  /** Stops the listener once neither a kind nor the HA service is served. */
+  const stopIfIdle = async (): Promise<void> => {
+    if (kinds.size > 0 || ha !== undefined || !running) return;
+    const { server } = running;
+    running = undefined;
+    await stop(server);
+  };
+
   /** Removes one kind: its handshakes fail from now on and its open calls end. */
   const remove = async (served: Served): Promise<void> => {
     if (kinds.get(served.kind) !== served) return;
@@ -368,36 +355,54 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
     credentials.delete(served.serverName);
     issuers.clear();
     cutAll([...served.open.values()].flatMap((calls) => [...calls]), shuttingDown());
-    if (kinds.size > 0 || !running) return;
-    const { server } = running;
-    running = undefined;
-    await stop(server);
+    await stopIfIdle();
+  };
+
+  /** Removes the HA service: its handshakes fail from now on. */
+  const removeHa = async (served: HaServed): Promise<void> => {
+    if (ha !== served) return;
+    ha = undefined;
+    credentials.delete(served.serverName);
+    issuers.clear();
+    await stopIfIdle();
+  };
+
+  /** Starts the listener if nothing runs it yet; `undo` takes back the registration when it cannot. */
+  const ensureRunning = async (undo: () => void): Promise<string> => {
+    if (!running) {
+      try {
+        running = await start();
+      } catch (e) {
+        undo();
+        throw e;
+      }
+    }
+    return running.address;
+  };
+
+  /** A server name is one registration's: a kind's or the HA service's. */
+  const claimName = (serverName: string, by: string): void => {
+    const name = serverName.toLowerCase();
+    for (const other of kinds.values()) {
+      if (other.kind !== by && other.serverName.toLowerCase() === name) throw new InvalidRequest(`the cluster port already serves "${serverName}" for ${other.kind} replication`);
+    }
+    if (by !== HA_OWNER && ha?.serverName.toLowerCase() === name) throw new InvalidRequest(`the cluster port already serves "${serverName}" for HA forwarding`);
   };
 
   const serve = (registration: KindRegistration): Promise<ReplicationServer> =>
       serially(async () => {
         const { kind, tls } = registration;
-        for (const other of kinds.values()) {
-          if (other.kind !== kind && other.serverName.toLowerCase() === tls.serverName.toLowerCase()) {
-            throw new InvalidRequest(`the cluster port already serves "${tls.serverName}" for ${other.kind} replication`);
-          }
-        }
+        claimName(tls.serverName, kind);
         const previous = kinds.get(kind);
         if (previous) await remove(previous);
         const served: Served = { kind, serverName: tls.serverName, service: registration.service, ca: new X509Certificate(tls.caPem), open: new Map() };
         credentials.set(tls.serverName, tls);
         kinds.set(kind, served);
         issuers.clear();
-        if (!running) {
-          try {
-            running = await start();
-          } catch (e) {
-            kinds.delete(kind);
-            credentials.delete(tls.serverName);
-            throw e;
-          }
-        }
-        const address = running.address;
+        const address = await ensureRunning(() => {
+          kinds.delete(kind);
+          credentials.delete(tls.serverName);
+        });
         return {
           address,
           disconnect(secondaryId) {
@@ -410,26 +415,24 @@ export function createClusterServer(opts: ClusterServerOptions): ClusterServer {
 
   return {
     serve,
-    serveHa: async ({ tls, forward, readLease }) => {
-      haForward = forward;
-      haReadLease = readLease;
-      const handle = await serve({ kind: HA_KIND, tls, service: refuseReplication });
-      return {
-        ...handle,
-        close: async () => {
-          await handle.close();
-          if (!kinds.has(HA_KIND)) {
-            haForward = undefined;
-            haReadLease = undefined;
-          }
-        },
-      };
-    },
+    serveHa: ({ tls, handlers }) =>
+      serially(async () => {
+        claimName(tls.serverName, HA_OWNER);
+        if (ha !== undefined) await removeHa(ha);
+        const served: HaServed = { serverName: tls.serverName, handlers, ca: new X509Certificate(tls.caPem) };
+        credentials.set(tls.serverName, tls);
+        ha = served;
+        issuers.clear();
+        const address = await ensureRunning(() => {
+          ha = undefined;
+          credentials.delete(tls.serverName);
+        });
+        return { address, close: () => serially(() => removeHa(served)) };
+      }),
     close: () =>
       serially(async () => {
+        if (ha !== undefined) await removeHa(ha);
         for (const served of [...kinds.values()]) await remove(served);
-        haForward = undefined;
-        haReadLease = undefined;
       }),
   };
 }

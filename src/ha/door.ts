@@ -7,20 +7,22 @@
  * serve HA forwarding: a relay's handshake under the HA server name fails, so the relaying
  * standby reads "not sent" and tries the active node it looks up next, as before.
  *
- *   const door = new HaDoor({ address: clusterAddr, registrations, log });
+ *   const door = new HaDoor({ address: clusterAddr, registrations, listen, log });
  *   door.want(true);            // standby or cooldown
  *   await door.hold();          // the active role starts: closed, and kept closed
  *   door.resume();              // the active role stopped: open again if wanted
  *   await door.close();         // the node stops
  */
 import type { Logger } from 'pino';
-import type { DoorRegistration, ReplicationServer } from '../replication/index.js';
-import { createClusterServer, type ClusterServer } from '../transport/grpc/index.js';
+import type { ClusterListener, DoorRegistration, ReplicationServer } from '../replication/index.js';
+import type { DoorListen } from './ports.js';
 
 export interface HaDoorOptions {
   /** host:port: this node's cluster address (the active role binds it too). */
   readonly address: string;
   readonly registrations: () => Promise<DoorRegistration[]>;
+  /** Makes a listener on `address` (one that refuses at once: a short close grace). */
+  readonly listen: DoorListen;
   readonly log: Logger;
   /** How often the kinds served are read again. Default 2000 ms. */
   readonly refreshMs?: number;
@@ -30,7 +32,7 @@ export class HaDoor {
   private wanted = false;
   private held = false;
   private closed = false;
-  private server: ClusterServer | undefined;
+  private server: ClusterListener | undefined;
   private readonly served = new Map<string, { version: string; handle: ReplicationServer }>();
   private chain: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
@@ -74,8 +76,7 @@ export class HaDoor {
   }
 
   private async refresh(): Promise<void> {
-    // Every call here is refused at once: a short grace keeps an active role's start from waiting on it.
-    this.server ??= createClusterServer({ address: this.o.address, log: this.o.log, closeGraceMs: 200 });
+    this.server ??= this.o.listen(this.o.address);
     if (this.timer === undefined) {
       this.timer = setInterval(() => void this.settle(), this.o.refreshMs ?? 2_000);
       this.timer.unref();

@@ -1,9 +1,9 @@
 import pino from 'pino';
 import { ChannelError, NotActiveNode, type PrimaryService } from '../replication/index.js';
-import { connectPrimary, serveReplication } from '../transport/grpc/index.js';
+import { connectPrimary, createClusterServer, serveReplication } from '../transport/grpc/index.js';
 import { makePki, type Pki } from '../transport/grpc/testing/fixtures.js';
-import { freeClusterAddr } from './free-port.js';
-import { HaDoor } from './ha-door.js';
+import { freeClusterAddr } from '../node/free-port.js';
+import { HaDoor } from './door.js';
 
 const log = pino({ level: 'silent' });
 
@@ -43,6 +43,7 @@ describe('the HA standby door on the cluster port', () => {
     const door = new HaDoor({
       address,
       log,
+      listen: (a) => createClusterServer({ address: a, log, closeGraceMs: 200 }),
       refreshMs: 100,
       registrations: async () => [{ kind: 'dr', tls: pki.serverTls, service: refusing('10.0.0.1:8201'), version }],
     });
