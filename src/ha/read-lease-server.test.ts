@@ -54,6 +54,21 @@ describe('ReadLeaseServer: a commit resolves only once every leased standby hear
     expect(await settled(commit)).toBe(true);
   });
 
+  it('a standby leased while a commit waits does not hold that commit, however often it renews', async () => {
+    const s = server();
+    const a = standby();
+    const b = standby();
+    s.accept(a.stream);
+    s.accept(b.stream);
+    a.say({ type: 'ask', ask: 1 });
+    const commit = s.published();
+    b.say({ type: 'ask', ask: 1 });
+    expect(b.sent).toEqual([{ type: 'grant', ask: 1, durationMs: 60_000, seq: 1 }]);
+    a.say({ type: 'ack', seq: 1 });
+    b.say({ type: 'ask', ask: 2 });
+    expect(await settled(commit)).toBe(true);
+  });
+
   it('a standby that went silent holds the commit until its lease ended, not longer', async () => {
     const s = server(200);
     const sb = standby();

@@ -121,6 +121,20 @@ describe('GrantLedger: what the active node promised and waits for', () => {
     expect(l.leased(1200)).toEqual([]);
   });
 
+  it('a standby leased after a push was sent is not waited for (it never got the push; its grant carries the count)', () => {
+    const l = new GrantLedger({ maxMs: 1000 });
+    l.grant('a', 1, 0, 5000);
+    const seq = l.publish(100);
+    expect(l.grant('b', 1, 150, 5000)).toMatchObject({ seq });
+    expect(l.waitingOn(seq, 200)).toEqual([{ id: 'a', until: 1000 }]);
+    l.acked('a', seq);
+    expect(l.waitingOn(seq, 200)).toEqual([]);
+    // b's renewals never hold that commit; the next one it is pushed, it acknowledges.
+    expect(l.grant('b', 2, 400, 5000)).toMatchObject({ durationMs: 1000 });
+    const next = l.publish(500);
+    expect(l.waitingOn(next, 600).map((w) => w.id).sort()).toEqual(['a', 'b']);
+  });
+
   it('no standby leased: nothing to wait for', () => {
     const l = new GrantLedger({ maxMs: 1000 });
     expect(l.anyLeased(0)).toBe(false);

@@ -179,7 +179,9 @@ export class GrantLedger {
     const out: Array<{ id: string; until: number }> = [];
     for (const [id, l] of this.leases) {
       if (l.until <= now) this.leases.delete(id);
-      else if (l.acked < seq) out.push({ id, until: l.until });
+      // Only a standby that was pushed `seq` acknowledges it: one leased since learned of it
+      // from its grant's count, and never acknowledges it.
+      else if (l.pushed >= seq && l.acked < seq) out.push({ id, until: l.until });
     }
     return out;
   }
@@ -204,6 +206,11 @@ export class GrantLedger {
 
   /** Every standby still leased at `now`, with its lease's end. */
   leased(now: number): Array<{ readonly id: string; readonly until: number }> {
-    return this.waitingOn(Number.POSITIVE_INFINITY, now);
+    const out: Array<{ id: string; until: number }> = [];
+    for (const [id, l] of this.leases) {
+      if (l.until <= now) this.leases.delete(id);
+      else out.push({ id, until: l.until });
+    }
+    return out;
   }
 }
