@@ -18,7 +18,7 @@
  */
 import { jest } from '@jest/globals';
 import { eventually, startHaCluster, useHarness, vault, type HaCluster, type HaNode } from '../harness/index.js';
-import { expectAllPresent, walEpochs, writer } from '../support/ha-load.js';
+import { expectAllPresent, stopAllWriters, walEpochs, writer } from '../support/ha-load.js';
 
 jest.setTimeout(180_000);
 
@@ -28,6 +28,9 @@ let c: HaCluster<HaNode>;
 beforeAll(async () => {
   c = await startHaCluster(h, { mountKv2: true });
 }, 120_000);
+
+// A case that failed before stopping its writers leaves them to this.
+afterEach(stopAllWriters);
 
 test('kill -9 of the active node under 16 writers: a standby takes over, no acknowledged write is lost', async () => {
   const first = await c.active();

@@ -13,11 +13,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jest } from '@jest/globals';
 import { eventually, startHaCluster, useHarness, vault, type StartedNode } from '../harness/index.js';
-import { expectAllPresent, walEpochs, writer } from '../support/ha-load.js';
+import { expectAllPresent, stopAllWriters, walEpochs, writer } from '../support/ha-load.js';
 
 jest.setTimeout(180_000);
 
 const h = useHarness();
+// A case that failed before stopping its writers leaves them to this.
+afterEach(stopAllWriters);
 const preload = fileURLToPath(new URL('../support/stall-on-signal.mjs', import.meta.url));
 
 const busy: ChildProcess[] = [];

@@ -20,6 +20,17 @@ export async function walEpochs(url: string): Promise<number[]> {
 }
 
 /** A writer of distinct keys and one counter through `addr`, until `stop()`. */
+/** Every writer not yet stopped: a case that fails before its own stop() leaves them to stopAllWriters(). */
+const live = new Set<{ stop(): Promise<void> }>();
+
+/**
+ * Stops every writer still running (afterEach): a writer a failed case left looping would keep
+ * jest from exiting, and its failure would show as a hang.
+ */
+export async function stopAllWriters(): Promise<void> {
+  await Promise.all([...live].map((w) => w.stop()));
+}
+
 export function writer(addr: string, root: string, name: string) {
   const v = vault(addr, root);
   const acked = new Map<string, string>();
@@ -41,15 +52,18 @@ export function writer(addr: string, root: string, name: string) {
       }
     }
   })();
-  return {
+  const handle = {
     acked,
     statuses,
     last: () => last,
     async stop() {
       stopping = true;
       await run;
+      live.delete(handle);
     },
   };
+  live.add(handle);
+  return handle;
 }
 
 export async function expectAllPresent(addr: string, root: string, acked: ReadonlyMap<string, string>): Promise<void> {
