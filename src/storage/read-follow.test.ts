@@ -16,14 +16,17 @@ const cipher = testCipher(Buffer.alloc(32, 5));
 const put = (key: string, value: string): Op => ({ type: 'put', key, value: Buffer.from(value) });
 const OPTS: EngineOptions = { walMaxEntries: 1000, walMaxBytes: 1 << 30 };
 
-async function pair(opts: EngineOptions = OPTS): Promise<{ writer: StorageEngine; standby: StorageEngine; read: (key: string) => Promise<string | undefined> }> {
-  const backend = new MemoryBackend();
+/** An active writer and a standby on one store (`backend`, a fresh in-memory one by default). */
+async function pair<B extends MemoryBackend = MemoryBackend>(
+  opts: EngineOptions = OPTS,
+  backend: B = new MemoryBackend() as B,
+): Promise<{ backend: B; writer: StorageEngine; standby: StorageEngine; read: (key: string) => Promise<string | undefined> }> {
   const writer = await StorageEngine.open(backend, opts);
   await writer.secure(cipher).commit([put('kv/seed', '0')]);
   const standby = await StorageEngine.open(backend, opts);
   standby.standby(() => new Error('a standby writes nothing'));
   const s = standby.secure(cipher);
-  return { writer, standby, read: async (key) => (await s.get(key))?.toString() };
+  return { backend, writer, standby, read: async (key) => (await s.get(key))?.toString() };
 }
 
 /** The ciphertext `value` is stored as under `key` (what a Merkle sync installs). */
@@ -98,15 +101,7 @@ describe('a push of the entries a batch wrote (pushedWal, applyPushed): the stan
     }
   }
 
-  async function recordedPair(): Promise<{ backend: Recording; writer: StorageEngine; standby: StorageEngine; read: (key: string) => Promise<string | undefined> }> {
-    const backend = new Recording();
-    const writer = await StorageEngine.open(backend, OPTS);
-    await writer.secure(cipher).commit([put('kv/seed', '0')]);
-    const standby = await StorageEngine.open(backend, OPTS);
-    standby.standby(() => new Error('a standby writes nothing'));
-    const s = standby.secure(cipher);
-    return { backend, writer, standby, read: async (key) => (await s.get(key))?.toString() };
-  }
+  const recordedPair = () => pair(OPTS, new Recording());
 
   it('takes entries that follow on from the last followed into the cache; the next follow finds nothing more', async () => {
     const { backend, writer, standby, read } = await recordedPair();
