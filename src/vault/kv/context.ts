@@ -1,7 +1,8 @@
 /**
  * What every KV v2 handler receives, and the reads they share.
  *
- *   const meta = await loadMetadata(ctx, 'app/db');   // undefined when the key was never written
+ *   const meta = await loadMetadata(ctx, 'app/db');   // a copy to change; undefined when the key was never written
+ *   const view = await viewMetadata(ctx, 'app/db');   // shared and frozen: to read only
  */
 import type { LogicalRequest, LogicalResponse } from '../logical.js';
 import { getDecoded, type Store } from '../../storage/store.js';
@@ -20,9 +21,18 @@ export interface KvContext {
 /** `path` is the secret's path (or list prefix), already stripped of `data/`, `metadata/`, ... */
 export type Handler = (ctx: KvContext, path: string, req: LogicalRequest) => Promise<LogicalResponse | null>;
 
+/**
+ * A key's metadata to read only: decrypted and decoded once per stored version (the barrier's
+ * memo), frozen and shared by every reader until the key is written again.
+ */
+export function viewMetadata(ctx: KvContext, path: string): Promise<Readonly<KeyMetadata> | undefined> {
+  return getDecoded(ctx.store, metaKey(path), decodeMetadata);
+}
+
+/** A key's metadata to change and write back: a private copy of the shared view. */
 export async function loadMetadata(ctx: KvContext, path: string): Promise<KeyMetadata | undefined> {
-  const raw = await ctx.store.get(metaKey(path));
-  return raw === undefined ? undefined : decodeMetadata(raw);
+  const meta = await viewMetadata(ctx, path);
+  return meta === undefined ? undefined : structuredClone(meta);
 }
 
 /** The mount's config, read on every write: decoded once per stored version, and frozen. */

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { Internal, InvalidRequest, NotFound } from '../../core/errors.js';
-import { type Handler, type KvContext, NotFoundWithData, loadConfig, loadMetadata, timestamp, withKeyLock } from './context.js';
+import { type Handler, type KvContext, NotFoundWithData, loadConfig, loadMetadata, timestamp, viewMetadata, withKeyLock } from './context.js';
 import { field, optional, parseFields } from './fields.js';
 import { metaKey, versionKey } from './layout.js';
 import { mergePatch } from './merge-patch.js';
@@ -23,6 +23,7 @@ import {
   versionView,
 } from './model.js';
 import { reached, rfc3339 } from './time.js';
+import { getDecoded } from '../../storage/store.js';
 
 const writeSchema = z.object({ data: optional(field.map), options: optional(field.map) });
 const readSchema = z.object({ version: optional(field.int) });
@@ -65,18 +66,18 @@ async function commitVersion(
 
 export const readData: Handler = async (ctx, path, req) => {
   const { version } = parseFields(readSchema, req.data);
-  const meta = await loadMetadata(ctx, path);
+  const meta = await viewMetadata(ctx, path);
   if (meta === undefined) throw new NotFound();
   const n = version !== undefined && version > 0 ? version : meta.current_version;
   const vm = meta.versions[String(n)];
   if (vm === undefined) throw new NotFound();
   const metadata = versionView(meta, n, vm);
   if (!isReadable(vm, ctx.now())) throw new NotFoundWithData({ data: null, metadata });
-  const raw = await ctx.store.get(versionKey(path, n));
+  const data = await getDecoded(ctx.store, versionKey(path, n), decodeSecretData);
   // Reads take no lock: data gone after the metadata said otherwise means a destroy or prune
   // committed in between, and answering as if the read came after it is correct.
-  if (raw === undefined) throw new NotFound();
-  return { data: { data: decodeSecretData(raw), metadata } };
+  if (data === undefined) throw new NotFound();
+  return { data: { data, metadata } };
 };
 
 export const writeData: Handler = async (ctx, path, req) => {

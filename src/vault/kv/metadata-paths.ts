@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { NotFound } from '../../core/errors.js';
 import type { Op } from '../../storage/store.js';
 import type { LogicalResponse } from '../logical.js';
-import { type Handler, loadConfig, loadMetadata, timestamp, withKeyLock } from './context.js';
+import { type Handler, loadConfig, loadMetadata, timestamp, viewMetadata, withKeyLock } from './context.js';
 import { checkCustomMetadata } from './custom-metadata.js';
 import { field, optional, parseFields } from './fields.js';
 import { META_PREFIX, metaKey, versionKey } from './layout.js';
@@ -37,7 +37,7 @@ function applyScalars(meta: KeyMetadata, fields: MetadataFields): void {
 const given = (f: MetadataFields): boolean => Object.values(f).some((v) => v !== undefined);
 
 export const readMetadata: Handler = async (ctx, path) => {
-  const meta = await loadMetadata(ctx, path);
+  const meta = await viewMetadata(ctx, path);
   if (meta === undefined) throw new NotFound();
   return { data: metadataView(meta) };
 };

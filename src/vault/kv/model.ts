@@ -76,8 +76,8 @@ function decode<T>(schema: z.ZodType<T>, raw: Buffer, what: string): T {
 
 export const decodeMetadata = (raw: Buffer): KeyMetadata => decode(keyMetadataSchema, raw, 'kv key metadata');
 export const decodeConfig = (raw: Buffer): KvConfig => decode(configSchema, raw, 'kv config');
-export const decodeSecretData = (raw: Buffer): Record<string, unknown> =>
-  decode(z.record(z.string(), z.unknown()), raw, 'kv secret data');
+const secretDataSchema = z.record(z.string(), z.unknown());
+export const decodeSecretData = (raw: Buffer): Record<string, unknown> => decode(secretDataSchema, raw, 'kv secret data');
 
 /**
  * When a version written at `created` is deleted automatically: after the smaller non-zero of the

@@ -1,0 +1,177 @@
+/**
+ * The hot path (issue 29): what a request costs Tessera on top of the HTTP shell, with a C load
+ * generator (Debian's `wrk`, one thread) for Tessera and the floor alike, so the Node client's
+ * cost is out of every ratio. Build first (`npm run bench` does).
+ *
+ *   node scripts/bench-hot.mjs [--seconds 3]       # prints a table, bench-results/bench-hot.json
+ *   node scripts/bench-hot.mjs --only read --connections 16 --profile-dir /tmp/p   # --cpu-prof on
+ *       Tessera's processes (floor, read or write), then: node scripts/profile.mjs /tmp/p/read/*.cpuprofile
+ *   import { benchHot } from './bench-hot.mjs'; const r = await benchHot({ seconds: 3 });
+ *
+ * Rows, each at 16 and 4 connections:
+ *   floor read   GET against the express no-op shell (bench-floor-server.mjs): Tessera's listener
+ *                with nothing behind it
+ *   floor write  PUT of the same 1 KiB JSON body against that shell
+ *   read         KV v2 GET of a 1 KiB secret on a dev node (LevelDB), with a non-root token whose
+ *                policy grants read (token, ACL, decrypt: the whole path), over 64 keys
+ *   write        durable KV v2 PUT of 1 KiB under distinct keys on a primary with a DR secondary
+ *                streaming (LevelDB, both real processes); CPU counts both processes
+ * CPU per request is each server process's user + system time (every thread, /proc) over the
+ * requests wrk counted; "own" is that minus the floor's CPU per request for the same method.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import { startDevNode } from './bench.mjs';
+import { cpuMs, table } from './bench-util.mjs';
+import { parseWrk, wrkAvailable } from './bench-wrk.mjs';
+import '@swc-node/register/esm-register';
+
+const { createHarness, fixedNodeOptions, freePorts, mainJs, must, startCluster, vault } = await import('../test/harness/index.js');
+
+const run = promisify(execFile);
+const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
+const floorJs = fileURLToPath(new URL('./bench-floor-server.mjs', import.meta.url));
+const VALUE_BYTES = 1024;
+const READ_KEYS = 64;
+const note = (s) => process.stderr.write(`${s}\n`);
+const value = randomBytes(VALUE_BYTES).toString('base64url').slice(0, VALUE_BYTES);
+const BODY = JSON.stringify({ data: { v: value } });
+
+const lua = (s) => JSON.stringify(s);
+/** A wrk script: GET over `keys` paths under `prefix`, or PUT of BODY under a distinct path per request. */
+function wrkScript({ method, token, prefix, keys }) {
+  const head = [`wrk.method = ${lua(method)}`, `wrk.headers["X-Vault-Token"] = ${lua(token)}`, 'local n = 0'];
+  if (method === 'GET') return [...head, `request = function()\n  n = n + 1\n  return wrk.format(nil, ${lua(prefix)} .. (n % ${keys}))\nend`].join('\n');
+  return [...head, 'wrk.headers["Content-Type"] = "application/json"', `local body = ${lua(BODY)}`,
+    `local tag = tostring(math.random(1, 1000000000))`,
+    `request = function()\n  n = n + 1\n  return wrk.format(nil, ${lua(prefix)} .. tag .. "-" .. n, nil, body)\nend`].join('\n');
+}
+
+/** One wrk run; `pids` are the server processes whose CPU it costs. */
+async function wrk({ url, script, connections, seconds, pids }) {
+  const dir = await mkdtemp(join(os.tmpdir(), 'tessera-hot-'));
+  try {
+    const file = join(dir, 's.lua');
+    await writeFile(file, script);
+    const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', file, url];
+    await run('wrk', ['-t1', `-c${connections}`, '-d1s', '-s', file, url]); // warm-up
+    const cpu0 = await Promise.all(pids.map(cpuMs));
+    const { stdout } = await run('wrk', args, { maxBuffer: 1 << 20 });
+    const cpu1 = await Promise.all(pids.map(cpuMs));
+    const r = parseWrk(stdout);
+    if (!(r.rps > 0) || r.non2xx > 0 || r.socketErrors > 0) throw new Error(`wrk against ${url}: ${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors:\n${stdout}`);
+    const ms = (re) => {
+      const m = re.exec(stdout);
+      if (!m) return NaN;
+      const k = { us: 0.001, ms: 1, s: 1000 }[m[2]];
+      return Number(m[1]) * k;
+    };
+    const perProcessUs = pids.map((_, i) => ((cpu1[i] - cpu0[i]) * 1000) / r.requests);
+    return { connections, rps: r.rps, requests: r.requests, cpuUs: perProcessUs.reduce((a, b) => a + b, 0), perProcessUs,
+      p50Ms: ms(/ 50%\s+([\d.]+)(us|ms|s)/), p99Ms: ms(/ 99%\s+([\d.]+)(us|ms|s)/) };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const POLICY = 'path "secret/data/hot/*" { capabilities = ["read", "create", "update"] }';
+/** A non-root token (policy `hot`): the ACL is on the path like any application's. */
+async function appToken(addr, root) {
+  const v = vault(addr, root);
+  await must(v.request('PUT', 'sys/policies/acl/hot', { body: { policy: POLICY } }), [204]);
+  const r = await must(v.request('POST', 'auth/token/create', { body: { policies: ['hot'], no_default_policy: true, ttl: '24h' } }), [200]);
+  return r.auth.client_token;
+}
+
+export async function benchHot({ seconds = 3, connections = [16, 4], only, profileDir } = {}) {
+  const wanted = (part) => only === undefined || only === part;
+  // --cpu-prof on Tessera's processes: one .cpuprofile each in `profileDir` (node scripts/profile.mjs F).
+  const nodeArgs = (name) => (profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, name)}`] : []);
+  if (!wrkAvailable()) throw new Error('wrk is missing: apt-get install wrk');
+  if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
+  const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-bench-hot-'));
+  const rows = [];
+  const measure = async (name, server, method, prefix, token = 'none') => {
+    for (const c of connections) {
+      note(`hot path: ${name}, ${c} connections, ${seconds} s...`);
+      const r = await wrk({ url: `${server.apiAddr}/v1/`, script: wrkScript({ method, token, prefix: `/v1/${prefix}`, keys: READ_KEYS }), connections: c, seconds, pids: server.pids });
+      rows.push({ name, method, ...r });
+    }
+  };
+  const h = createHarness();
+  try {
+    if (wanted('floor')) {
+    const floor = await startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: 'express' }, nodeArgs: nodeArgs('floor') });
+    try {
+      await measure('floor', { apiAddr: floor.apiAddr, pids: [floor.pid] }, 'GET', 'x/');
+      await measure('floor', { apiAddr: floor.apiAddr, pids: [floor.pid] }, 'PUT', 'x/');
+    } finally {
+      await floor.stop();
+    }
+    }
+    if (wanted('read')) {
+    const dev = await startDevNode(scratch, { nodeArgs: nodeArgs('read') });
+    try {
+      const token = await appToken(dev.apiAddr, dev.rootToken);
+      const v = vault(dev.apiAddr, token);
+      for (let i = 0; i < READ_KEYS; i++) await must(v.request('PUT', `secret/data/hot/r/${i}`, { raw: BODY, headers: { 'Content-Type': 'application/json' } }), [200]);
+      await measure('read', { apiAddr: dev.apiAddr, pids: [dev.pid] }, 'GET', 'secret/data/hot/r/', token);
+    } finally {
+      await dev.stop();
+    }
+    }
+    if (wanted('write')) {
+    const [pApi, pCluster, sApi, sCluster] = await freePorts(4);
+    const opts = async (name, apiPort, clusterPort) => ({ ...(await fixedNodeOptions(scratch, name, { apiPort, clusterPort })), nodeArgs: nodeArgs(name) });
+    const cluster = await startCluster(h, { primary: await opts('primary', pApi, pCluster), mountKv2: true, dr: [{ id: 'hot-dr', node: await opts('secondary', sApi, sCluster) }] });
+    const primary = cluster.primary;
+    const token = await appToken(primary.apiAddr, primary.rootToken);
+    await measure('write', { apiAddr: primary.apiAddr, pids: [primary.pid, cluster.dr[0].pid] }, 'PUT', 'secret/data/hot/w/', token);
+    if (profileDir) for (const n of [cluster.dr[0], primary]) await n.stop();
+    }
+  } finally {
+    await h.cleanup();
+    await rm(scratch, { recursive: true, force: true });
+  }
+  const floorOf = (method, c) => rows.find((r) => r.name === 'floor' && r.method === method && r.connections === c);
+  for (const r of rows) {
+    const f = floorOf(r.method, r.connections) ?? { rps: NaN, cpuUs: NaN };
+    r.ofFloor = r.rps / f.rps;
+    // Tessera's own CPU: both processes for a replicated write, less the one shell's cost.
+    r.ownCpuUs = r.cpuUs - f.cpuUs;
+  }
+  return { seconds, valueBytes: VALUE_BYTES, rows };
+}
+
+export function hotTable(r) {
+  const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+  return table(['hot path (wrk, 1 thread)', 'conns', 'req/s', 'of floor', 'p50 ms', 'p99 ms', 'server CPU us/req', 'own CPU us/req'],
+    r.rows.map((x) => [`${x.name} ${x.method}`, String(x.connections), f(x.rps), f(x.ofFloor, 2), f(x.p50Ms, 2), f(x.p99Ms, 2),
+      x.perProcessUs.length > 1 ? `${f(x.cpuUs)} (${x.perProcessUs.map((u) => f(u)).join(' + ')})` : f(x.cpuUs), x.name === 'floor' ? '' : f(x.ownCpuUs)]));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { values } = parseArgs({ options: { seconds: { type: 'string' }, only: { type: 'string' }, 'profile-dir': { type: 'string' }, connections: { type: 'string' } } });
+  const seconds = Number(values.seconds ?? process.env.BENCH_SECONDS ?? 3);
+  const load0 = os.loadavg();
+  const connections = (values.connections ?? '16,4').split(',').map(Number);
+  benchHot({ seconds, only: values.only, profileDir: values['profile-dir'], connections }).then(
+    async (r) => {
+      console.log(hotTable(r));
+      console.log(`load average: ${load0.map((x) => x.toFixed(2)).join(' ')} at start, ${os.loadavg().map((x) => x.toFixed(2)).join(' ')} at end`);
+      await mkdir(resultsDir, { recursive: true });
+      await writeFile(join(resultsDir, 'bench-hot.json'), `${JSON.stringify({ date: new Date().toISOString(), load: { start: load0, end: os.loadavg() }, ...r }, null, 2)}\n`);
+      process.exit(0);
+    },
+    (e) => {
+      console.error(e instanceof Error ? e.stack : e);
+      process.exit(1);
+    },
+  );
+}
