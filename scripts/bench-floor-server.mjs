@@ -44,6 +44,13 @@ if (mode === 'node') {
     s.setNoDelay(true);
     httpServer.emit('connection', listAware(s, DEFAULT_TIMEOUTS));
   });
+} else if (mode === 'express-plain') {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(handle);
+  listener = http.createServer(app);
+  listener.keepAliveTimeout = DEFAULT_TIMEOUTS.idleMs;
 } else {
   throw new Error(`unknown BENCH_FLOOR_MODE ${mode}`);
 }

@@ -9,7 +9,9 @@
  * <= 2x, lag p99 <= 10 ms under the 16-client load, idle ack -> visible p50 <= 1.5x, PSS <= 2x;
  * and issue 9's promote -> first write <= PostgreSQL's. Rows also give Tessera's writes as a
  * fraction of the express floor, and Tessera on its PostgreSQL engine against pgbench upserts on
- * the same server (bench-pg-engine.mjs) when that part ran.
+ * the same server (bench-pg-engine.mjs) when that part ran. The `wrk:` rows are issue 29's (the hot
+ * path, bench-hot.mjs): reads and replicated writes driven by wrk against Tessera and the express
+ * floor alike, as fractions of the floor, Tessera's own CPU per request, and the file audit device's cost.
  */
 import os from 'node:os';
 
@@ -30,7 +32,7 @@ const floorAt = (floor, shell, n) => floor?.find((x) => x.shell === shell && x.c
  * Rows of { figure, unit, pg, tessera, ratio, better, goal?, met? }; `pg` or `dr` may be undefined
  * (BENCH_NO_PG, BENCH_NO_DR), which leaves their cells NaN.
  */
-export function headlineRows({ pg, dr, ceiling, floor, pgEngine }) {
+export function headlineRows({ pg, dr, ceiling, floor, pgEngine, hot }) {
   const rows = [];
   // `goal.met(row)`: true, false, or undefined when a figure is missing.
   const row = (figure, unit, p, t, better, goal) => {
@@ -64,6 +66,24 @@ export function headlineRows({ pg, dr, ceiling, floor, pgEngine }) {
   // Tessera on storage "postgresql" against pgbench upserts on that server (bench-pg-engine.mjs).
   for (const e of pgEngine?.rows ?? []) {
     row(`storage "postgresql": Tessera writes/s vs pgbench upserts on the same server, ${e.clients} clients (no replica)`, 'writes/s', e.pgbenchUpsertsPerSec, e.tesseraWritesPerSec, 'higher');
+  }
+  // Issue 29 (the hot path): wrk against Tessera and the express floor (bench-hot.mjs).
+  const hotAt = (name, n) => hot?.rows.find((x) => x.name === name && x.connections === n);
+  const share = (figure, x, goal) => {
+    const r = { figure, unit: 'of floor', pg: NaN, tessera: x?.ofFloor ?? NaN, ratio: NaN, better: 'higher' };
+    if (goal !== undefined) Object.assign(r, { goal: `>= ${goal}x the express floor`, met: known(r.tessera) ? r.tessera >= goal : undefined });
+    rows.push(r);
+  };
+  for (const n of [16, 4]) share(`wrk: KV v2 read of 1 KiB (token, ACL, decrypt), ${n} connections`, hotAt('read', n), 0.6);
+  row('wrk: Tessera\'s own CPU per KV v2 read (server CPU minus the floor\'s), 16 connections', 'us', NaN, hotAt('read', 16)?.ownCpuUs, 'lower', atMost('<= 100 us', 100));
+  share('wrk: durable replicated 1 KiB write (DR secondary streaming), 16 connections', hotAt('write', 16), 0.4);
+  share('wrk: durable replicated 1 KiB write (DR secondary streaming), 4 connections', hotAt('write', 4), 0.3);
+  row('wrk: Tessera\'s own CPU per replicated write (primary + secondary minus the floor) vs PostgreSQL\'s whole replicated write, 16', 'us', cpu(pg, 16), hotAt('write', 16)?.ownCpuUs, 'lower', atMost('<= 2x PostgreSQL', 2 * (cpu(pg, 16) ?? NaN)));
+  for (const [name, label] of [['read, file audit', 'read'], ['write, file audit', 'write']]) {
+    for (const n of [16, 4]) {
+      const x = hotAt(name, n);
+      rows.push({ figure: `wrk: ${label} with a file audit device / without, ${n} connections`, unit: 'of unaudited', pg: NaN, tessera: x?.ofUnaudited ?? NaN, ratio: NaN, better: 'higher', goal: 'within 25% (>= 0.75x)', met: known(x?.ofUnaudited) ? x.ofUnaudited >= 0.75 : undefined });
+    }
   }
   const pl = pg?.lagUnderLoad;
   const tl = dr?.lagUnderLoad;
@@ -107,7 +127,7 @@ export function headlineNotes({ pg, dr, floor, cores = os.cpus().length }) {
 const fmt = (x, unit) => {
   if (!Number.isFinite(x)) return 'n/a';
   if (unit === 'ms') return x < 10 ? x.toFixed(2) : x.toFixed(1);
-  if (unit === 'of ceiling' || unit === 'of floor') return `${x.toFixed(x < 0.1 ? 3 : 2)}x`;
+  if (unit === 'of ceiling' || unit === 'of floor' || unit === 'of unaudited') return `${x.toFixed(x < 0.1 ? 3 : 2)}x`;
   return Math.round(x).toLocaleString('en-US');
 };
 

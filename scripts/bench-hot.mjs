@@ -14,6 +14,7 @@
  *   floor write  PUT of the same 1 KiB JSON body against that shell
  *   read         KV v2 GET of a 1 KiB secret on a dev node (LevelDB), with a non-root token whose
  *                policy grants read (token, ACL, decrypt: the whole path), over 64 keys
+ *   ..., file audit  the read and the write again with a file audit device enabled (Vault's `file`)
  *   write        durable KV v2 PUT of 1 KiB under distinct keys on a primary with a DR secondary
  *                streaming (LevelDB, both real processes); CPU counts both processes
  * CPU per request is each server process's user + system time (every thread, /proc) over the
@@ -22,14 +23,16 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { startDevNode } from './bench.mjs';
-import { cpuMs, table } from './bench-util.mjs';
+import { cpuMs, procStat, table } from './bench-util.mjs';
 import { parseWrk, wrkAvailable } from './bench-wrk.mjs';
+
+export { wrkAvailable };
 import '@swc-node/register/esm-register';
 
 const { createHarness, fixedNodeOptions, freePorts, mainJs, must, startCluster, vault } = await import('../test/harness/index.js');
@@ -42,6 +45,18 @@ const READ_KEYS = 64;
 const note = (s) => process.stderr.write(`${s}\n`);
 const value = randomBytes(VALUE_BYTES).toString('base64url').slice(0, VALUE_BYTES);
 const BODY = JSON.stringify({ data: { v: value } });
+
+/** CPU ms by thread name (summed over threads of one name) of process `pid`. */
+async function threadMs(pid) {
+  const out = new Map();
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+    const comm = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8').catch(() => '?')).trim();
+    const f = await procStat(`${pid}/task/${tid}`);
+    const name = tid === String(pid) ? 'main' : `${comm}:${tid}`;
+    if (f) out.set(name, (out.get(name) ?? 0) + (process.env.HOT_THREADS === 'sys' ? f.stimeMs : process.env.HOT_THREADS === 'user' ? f.utimeMs : f.utimeMs + f.stimeMs));
+  }
+  return out;
+}
 
 const lua = (s) => JSON.stringify(s);
 /** A wrk script: GET over `keys` paths under `prefix`, or PUT of BODY under a distinct path per request. */
@@ -62,9 +77,17 @@ async function wrk({ url, script, connections, seconds, pids }) {
     const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', file, url];
     await run('wrk', ['-t1', `-c${connections}`, '-d1s', '-s', file, url]); // warm-up
     const cpu0 = await Promise.all(pids.map(cpuMs));
+    const threads0 = process.env.HOT_THREADS ? await Promise.all(pids.map(threadMs)) : [];
     const { stdout } = await run('wrk', args, { maxBuffer: 1 << 20 });
     const cpu1 = await Promise.all(pids.map(cpuMs));
     const r = parseWrk(stdout);
+    if (process.env.HOT_THREADS) {
+      const threads1 = await Promise.all(pids.map(threadMs));
+      pids.forEach((pid, i) => {
+        const parts = [...threads1[i]].map(([name, ms]) => `${name} ${(((ms - (threads0[i].get(name) ?? 0)) * 1000) / r.requests).toFixed(0)}`);
+        note(`  pid ${pid} CPU us/request by thread: ${parts.join(', ')}`);
+      });
+    }
     if (!(r.rps > 0) || r.non2xx > 0 || r.socketErrors > 0) throw new Error(`wrk against ${url}: ${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors:\n${stdout}`);
     const ms = (re) => {
       const m = re.exec(stdout);
@@ -89,10 +112,16 @@ async function appToken(addr, root) {
   return r.auth.client_token;
 }
 
-export async function benchHot({ seconds = 3, connections = [16, 4], only, profileDir } = {}) {
+/** A file audit device (Vault's `file`, under the node's audit directory): every request is logged before and after it runs. */
+async function enableFileAudit(node) {
+  await must(vault(node.apiAddr, node.rootToken).request('PUT', 'sys/audit/file', { body: { type: 'file', options: { file_path: 'bench-hot.log' } } }), [204]);
+}
+
+export async function benchHot({ seconds = 3, connections = [16, 4], only, profileDir, audit = true } = {}) {
   const wanted = (part) => only === undefined || only === part;
   // --cpu-prof on Tessera's processes: one .cpuprofile each in `profileDir` (node scripts/profile.mjs F).
-  const nodeArgs = (name) => (profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, name)}`] : []);
+  const extra = process.env.HOT_NODE_ARGS ? process.env.HOT_NODE_ARGS.split(' ') : [];
+  const nodeArgs = (name) => [...extra, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, name)}`] : [])];
   if (!wrkAvailable()) throw new Error('wrk is missing: apt-get install wrk');
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
   const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-bench-hot-'));
@@ -107,7 +136,7 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
   const h = createHarness();
   try {
     if (wanted('floor')) {
-    const floor = await startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: 'express' }, nodeArgs: nodeArgs('floor') });
+    const floor = await startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: process.env.HOT_FLOOR_MODE ?? 'express' }, nodeArgs: nodeArgs('floor') });
     try {
       await measure('floor', { apiAddr: floor.apiAddr, pids: [floor.pid] }, 'GET', 'x/');
       await measure('floor', { apiAddr: floor.apiAddr, pids: [floor.pid] }, 'PUT', 'x/');
@@ -122,6 +151,10 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
       const v = vault(dev.apiAddr, token);
       for (let i = 0; i < READ_KEYS; i++) await must(v.request('PUT', `secret/data/hot/r/${i}`, { raw: BODY, headers: { 'Content-Type': 'application/json' } }), [200]);
       await measure('read', { apiAddr: dev.apiAddr, pids: [dev.pid] }, 'GET', 'secret/data/hot/r/', token);
+      if (audit) {
+        await enableFileAudit(dev);
+        await measure('read, file audit', { apiAddr: dev.apiAddr, pids: [dev.pid] }, 'GET', 'secret/data/hot/r/', token);
+      }
     } finally {
       await dev.stop();
     }
@@ -133,12 +166,19 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
     const primary = cluster.primary;
     const token = await appToken(primary.apiAddr, primary.rootToken);
     await measure('write', { apiAddr: primary.apiAddr, pids: [primary.pid, cluster.dr[0].pid] }, 'PUT', 'secret/data/hot/w/', token);
+    if (audit) {
+      await enableFileAudit(primary);
+      await measure('write, file audit', { apiAddr: primary.apiAddr, pids: [primary.pid, cluster.dr[0].pid] }, 'PUT', 'secret/data/hot/w/', token);
+    }
     if (profileDir) for (const n of [cluster.dr[0], primary]) await n.stop();
     }
   } finally {
     await h.cleanup();
     await rm(scratch, { recursive: true, force: true });
   }
+  // The same figure without an audit device, for the audited rows.
+  const plainOf = (r) => rows.find((x) => x.name === r.name.replace(', file audit', '') && x.connections === r.connections);
+  for (const r of rows) if (r.name.endsWith('file audit')) r.ofUnaudited = r.rps / (plainOf(r)?.rps ?? NaN);
   const floorOf = (method, c) => rows.find((r) => r.name === 'floor' && r.method === method && r.connections === c);
   for (const r of rows) {
     const f = floorOf(r.method, r.connections) ?? { rps: NaN, cpuUs: NaN };

@@ -13,6 +13,8 @@
  *                                                                  # vs pgbench upserts (bench-pg-engine.mjs)
  *   BENCH_NO_FLOOR=1 node scripts/bench.mjs                        # without the no-op HTTP floor
  *                                                                  # (bench-floor.mjs)
+ *   BENCH_NO_HOT=1 node scripts/bench.mjs                          # without the wrk hot-path part
+ *                                                                  # (bench-hot.mjs; skipped without wrk)
  *   BENCH_NO_FAILOVER=1 node scripts/bench.mjs                     # without the HA failover part
  *                                                                  # (bench-failover.mjs)
  *
@@ -200,15 +202,19 @@ async function main() {
   if (engineBench && pgEngine) console.log(`\n${engineBench.pgEngineTable(pgEngine)}`);
   // The HTTP floor: no-op servers under the same load generator (bench-floor.mjs).
   const floor = process.env.BENCH_NO_FLOOR ? undefined : await (await import('./bench-floor.mjs')).benchFloor({ seconds: SECONDS });
+  // The hot path with wrk (bench-hot.mjs): reads and replicated writes against the express floor.
+  const benchHotMod = process.env.BENCH_NO_HOT ? undefined : await import('./bench-hot.mjs');
+  const hot = benchHotMod && benchHotMod.wrkAvailable() ? await benchHotMod.benchHot({ seconds: SECONDS }) : undefined;
+  if (hot) console.log(`\n${benchHotMod.hotTable(hot)}`);
   // Throughput with the secondary streaming, lag, catch-up, promote: bench-results/bench-dr.json
   const dr = process.env.BENCH_NO_DR ? undefined : await (await import('./bench-dr.mjs')).benchDr({ seconds: SECONDS });
   const loadAvg = { start: loadAvgStart, end: os.loadavg() };
   const mc = machine();
-  const headline = headlineRows({ pg, dr, ceiling, floor, pgEngine });
+  const headline = headlineRows({ pg, dr, ceiling, floor, pgEngine, hot });
   const headlineOut = `\n${headlineText(headline, { machine: mc, loadAvg })}\n${headlineNotes({ pg, dr, floor }).join('\n')}`;
   const doc = {
     date: new Date().toISOString(),
-    command: `${['BENCH_SECONDS', 'BENCH_NO_DR', 'BENCH_NO_PG', 'BENCH_NO_PG_ENGINE', 'BENCH_PG_ENGINE_CLIENTS', 'BENCH_NO_PERF', 'BENCH_NO_FLOOR', 'BENCH_NO_FAILOVER', 'BENCH_DR_CATCHUP_WRITES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}node scripts/bench.mjs`,
+    command: `${['BENCH_SECONDS', 'BENCH_NO_DR', 'BENCH_NO_PG', 'BENCH_NO_PG_ENGINE', 'BENCH_PG_ENGINE_CLIENTS', 'BENCH_NO_PERF', 'BENCH_NO_FLOOR', 'BENCH_NO_FAILOVER', 'BENCH_NO_HOT', 'BENCH_DR_CATCHUP_WRITES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}node scripts/bench.mjs`,
     machine: mc,
     loadAvg,
     node: process.version,
@@ -220,6 +226,7 @@ async function main() {
     http: rows,
     leveldbCeiling: ceiling,
     httpFloor: floor,
+    hotPath: hot,
     postgres: pg,
     postgresEngine: pgEngine,
     tesseraDr: dr && { throughput: dr.throughput, lagIdle: dr.lagIdle, lagUnderLoad: dr.lagUnderLoad, promote: dr.promote, statusRoundTrip: dr.statusRoundTrip },
