@@ -42,6 +42,8 @@ const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const floorJs = fileURLToPath(new URL('./bench-floor-server.mjs', import.meta.url));
 const VALUE_BYTES = 1024;
 const READ_KEYS = 64;
+/** Seconds of load before each measured run (V8 is still compiling the hot path for the first seconds). */
+const WARMUP_S = Number(process.env.HOT_WARMUP_SECONDS ?? 3);
 const note = (s) => process.stderr.write(`${s}\n`);
 const value = randomBytes(VALUE_BYTES).toString('base64url').slice(0, VALUE_BYTES);
 const BODY = JSON.stringify({ data: { v: value } });
@@ -64,7 +66,8 @@ function wrkScript({ method, token, prefix, keys }) {
   const head = [`wrk.method = ${lua(method)}`, `wrk.headers["X-Vault-Token"] = ${lua(token)}`, 'local n = 0'];
   if (method === 'GET') return [...head, `request = function()\n  n = n + 1\n  return wrk.format(nil, ${lua(prefix)} .. (n % ${keys}))\nend`].join('\n');
   return [...head, 'wrk.headers["Content-Type"] = "application/json"', `local body = ${lua(BODY)}`,
-    `local tag = tostring(math.random(1, 1000000000))`,
+    // Distinct keys in every run (each wrk process would draw the same math.random sequence).
+    `local tag = ${lua(randomBytes(6).toString('hex'))}`,
     `request = function()\n  n = n + 1\n  return wrk.format(nil, ${lua(prefix)} .. tag .. "-" .. n, nil, body)\nend`].join('\n');
 }
 
@@ -73,9 +76,11 @@ async function wrk({ url, script, connections, seconds, pids }) {
   const dir = await mkdtemp(join(os.tmpdir(), 'tessera-hot-'));
   try {
     const file = join(dir, 's.lua');
-    await writeFile(file, script);
+    const warm = join(dir, 'w.lua');
+    await writeFile(file, script());
+    await writeFile(warm, script());
     const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', file, url];
-    await run('wrk', ['-t1', `-c${connections}`, '-d1s', '-s', file, url]); // warm-up
+    await run('wrk', ['-t1', `-c${connections}`, `-d${WARMUP_S}s`, '-s', warm, url]); // warm-up: V8 compiles the hot path meanwhile
     const cpu0 = await Promise.all(pids.map(cpuMs));
     const threads0 = process.env.HOT_THREADS ? await Promise.all(pids.map(threadMs)) : [];
     const { stdout } = await run('wrk', args, { maxBuffer: 1 << 20 });
@@ -129,7 +134,7 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
   const measure = async (name, server, method, prefix, token = 'none') => {
     for (const c of connections) {
       note(`hot path: ${name}, ${c} connections, ${seconds} s...`);
-      const r = await wrk({ url: `${server.apiAddr}/v1/`, script: wrkScript({ method, token, prefix: `/v1/${prefix}`, keys: READ_KEYS }), connections: c, seconds, pids: server.pids });
+      const r = await wrk({ url: `${server.apiAddr}/v1/`, script: () => wrkScript({ method, token, prefix: `/v1/${prefix}`, keys: READ_KEYS }), connections: c, seconds, pids: server.pids });
       rows.push({ name, method, ...r });
     }
   };
@@ -201,7 +206,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const seconds = Number(values.seconds ?? process.env.BENCH_SECONDS ?? 3);
   const load0 = os.loadavg();
   const connections = (values.connections ?? '16,4').split(',').map(Number);
-  benchHot({ seconds, only: values.only, profileDir: values['profile-dir'], connections }).then(
+  benchHot({ seconds, only: values.only, profileDir: values['profile-dir'], connections, audit: process.env.HOT_AUDIT !== '0' }).then(
     async (r) => {
       console.log(hotTable(r));
       console.log(`load average: ${load0.map((x) => x.toFixed(2)).join(' ')} at start, ${os.loadavg().map((x) => x.toFixed(2)).join(' ')} at end`);

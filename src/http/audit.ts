@@ -34,6 +34,7 @@ function authOf(c: Caller): AuditAuth {
     ttl: e.ttl,
     issueTime: e.creation_time,
     remainingUses: Math.max(0, e.num_uses),
+    tokenHash: e.hash,
   };
 }
 

@@ -22,6 +22,8 @@ export interface AuditAuth {
   readonly issueTime: number;
   /** Uses left after this one; 0 for an unlimited token. */
   readonly remainingUses: number;
+  /** SHA-256 of the client token (its stored key): names the token's hash in the memo below without the token. */
+  readonly tokenHash?: string;
 }
 
 /** One request as the audit trail names it. */
@@ -61,9 +63,51 @@ export interface FormatOptions {
 
 type Hasher = { readonly str: (s: string) => string; readonly acc: (s: string) => string; readonly data: (v: unknown) => unknown };
 
-function hasher(o: FormatOptions): Hasher {
+/**
+ * Hashes of one request's strings under one salt: its request and response entries name the
+ * client token and the accessor four times each, so each is hashed once. Lives as long as the
+ * request's AuditInput.
+ */
+const memos = new WeakMap<AuditInput, Map<string, Map<string, string>>>();
+
+function memoOf(i: AuditInput, salt: string): Map<string, string> {
+  let bySalt = memos.get(i);
+  if (bySalt === undefined) memos.set(i, (bySalt = new Map()));
+  let memo = bySalt.get(salt);
+  if (memo === undefined) bySalt.set(salt, (memo = new Map()));
+  return memo;
+}
+
+/**
+ * A client token's hash under a salt, across requests: keyed by the salt and the token's SHA-256
+ * (never by the token), bounded, oldest first out. A token used again is not hashed again.
+ */
+const tokenMemo = new Map<string, string>();
+const TOKEN_MEMO_MAX = 4096;
+
+function tokenHashed(salt: string, a: AuditAuth, str: (s: string) => string): string {
+  if (a.tokenHash === undefined || a.clientToken === '') return str(a.clientToken);
+  const key = `${salt}\0${a.tokenHash}`;
+  let h = tokenMemo.get(key);
+  if (h === undefined) {
+    h = str(a.clientToken);
+    if (tokenMemo.size >= TOKEN_MEMO_MAX) tokenMemo.delete(tokenMemo.keys().next().value as string);
+    tokenMemo.set(key, h);
+  }
+  return h;
+}
+
+function hasher(o: FormatOptions, i: AuditInput): Hasher {
   if (o.raw) return { str: (s) => s, acc: (s) => s, data: (v) => v };
-  const str = (s: string): string => (s === '' ? s : hashString(o.salt, s));
+  const memo = memoOf(i, o.salt);
+  const str = (s: string): string => {
+    if (s === '') return s;
+    let h = memo.get(s);
+    if (h === undefined) memo.set(s, (h = hashString(o.salt, s)));
+    return h;
+  };
+  // The caller's token, hashed once across requests; the request block's copy of it then hits `memo`.
+  if (i.auth !== undefined && i.auth.clientToken !== '' && !memo.has(i.auth.clientToken)) memo.set(i.auth.clientToken, tokenHashed(o.salt, i.auth, str));
   return { str, acc: o.hmacAccessor ? str : (s) => s, data: (v) => hashValues(o.salt, v) };
 }
 
@@ -102,7 +146,7 @@ function requestBlock(i: AuditInput, h: Hasher): Record<string, unknown> {
 
 /** `error`: why the request was refused before it ran (a denied token), '' otherwise. */
 export function requestEntry(i: AuditInput, o: FormatOptions, now: Date, error = ''): Record<string, unknown> {
-  const h = hasher(o);
+  const h = hasher(o, i);
   return { time: now.toISOString(), type: 'request', auth: authBlock(i.auth, h), request: requestBlock(i, h), error };
 }
 
@@ -115,7 +159,7 @@ function responseAuth(a: Record<string, unknown>, h: Hasher): Record<string, unk
 }
 
 export function responseEntry(i: AuditInput, r: AuditOutcome, o: FormatOptions, now: Date): Record<string, unknown> {
-  const h = hasher(o);
+  const h = hasher(o, i);
   const response: Record<string, unknown> = {
     ...(i.mount ? { mount_point: i.mount.point, mount_type: i.mount.type, mount_accessor: i.mount.accessor } : {}),
     ...(r.auth ? { auth: responseAuth(r.auth, h) } : {}),

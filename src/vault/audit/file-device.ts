@@ -117,6 +117,10 @@ export class FileDevice {
     return new FileDevice(o, o.target === 'stdout' || o.target === 'discard' ? undefined : await openFile(o));
   }
 
+  /** Lines waiting for the write in flight to finish, in order. */
+  private queue: { readonly bytes: Buffer; readonly done: (e?: unknown) => void }[] = [];
+  private writing = false;
+
   /** Appends one line; resolves once the write completed. Throws when it cannot be written. */
   async write(line: string): Promise<void> {
     const { target, prefix } = this.options;
@@ -126,6 +130,39 @@ export class FileDevice {
       await new Promise<void>((res, rej) => process.stdout.write(bytes, (e) => (e ? rej(e) : res())));
       return;
     }
+    await new Promise<void>((resolve, reject) => {
+      this.queue.push({ bytes, done: (e) => (e === undefined ? resolve() : reject(e)) });
+      if (!this.writing) void this.flush();
+    });
+  }
+
+  /**
+   * Writes the queued lines in order, all that queued during one write in the next (one system
+   * call for many concurrent requests, as a group commit); each caller resolves once the write
+   * holding its line completed, and every caller of a failed write gets its error.
+   */
+  private async flush(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue;
+        this.queue = [];
+        const bytes = batch.length === 1 ? (batch[0] as (typeof batch)[number]).bytes : Buffer.concat(batch.map((b) => b.bytes));
+        let error: unknown;
+        try {
+          await this.append(bytes);
+        } catch (e) {
+          error = e ?? new Error('audit write failed');
+        }
+        for (const b of batch) b.done(error);
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  /** One append, the file opened again once if it fails (moved, closed under us). */
+  private async append(bytes: Buffer): Promise<void> {
     try {
       this.fh ??= await openFile(this.options);
       await this.writeAll(this.fh, bytes);
