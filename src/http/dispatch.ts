@@ -144,13 +144,38 @@ async function render(services: Services, req: ApiRequest, fullPath: string, rep
 export function matchRoute(routes: readonly Route[], path: string): Match | undefined {
   const slash = path.indexOf('/');
   const first = slash === -1 ? path : path.slice(0, slash);
-  const candidates = routes.filter(({ pattern: p }) =>
-    p.startsWith(':') || p.startsWith('*') || (p.startsWith(first) && (p.length === first.length || p.charCodeAt(first.length) === SLASH)),
-  );
+  const index = routeIndex(routes);
+  const candidates = index.byFirst.get(first) ?? index.open;
   return candidates.length === 0 ? undefined : findRoute(candidates, path);
 }
 
-const SLASH = 0x2f;
+/**
+ * The routes by their pattern's first segment, each list in declaration order with the routes
+ * whose first segment is a parameter (`open`) merged in at their places: what the filter of every
+ * route by first segment gave, built once per routes array instead of once per request.
+ */
+interface RouteIndex {
+  readonly byFirst: ReadonlyMap<string, readonly Route[]>;
+  readonly open: readonly Route[];
+}
+
+const indexes = new WeakMap<readonly Route[], RouteIndex>();
+
+function routeIndex(routes: readonly Route[]): RouteIndex {
+  let index = indexes.get(routes);
+  if (index !== undefined) return index;
+  const firstOf = (r: Route): string => r.pattern.split('/')[0] ?? '';
+  const isOpen = (r: Route): boolean => r.pattern.startsWith(':') || r.pattern.startsWith('*');
+  const byFirst = new Map<string, Route[]>();
+  for (const r of routes) if (!isOpen(r) && !byFirst.has(firstOf(r))) byFirst.set(firstOf(r), []);
+  for (const r of routes) {
+    if (isOpen(r)) for (const list of byFirst.values()) list.push(r);
+    else byFirst.get(firstOf(r))?.push(r);
+  }
+  index = { byFirst, open: routes.filter(isOpen) };
+  indexes.set(routes, index);
+  return index;
+}
 
 /**
  * Who authorized a request. `client`: the client's token, checked here. `forwarded`: a

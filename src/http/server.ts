@@ -65,8 +65,13 @@ export interface HttpServer {
 
 /** A bounded label for metrics: the first two path segments, never a secret's name. */
 function routeLabel(url: string): string {
-  const path = url.split('?')[0] ?? '';
-  const segs = path.replace(/^\/v1\//, '').split('/').filter(Boolean);
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  const rest = path.startsWith('/v1/') ? path.slice(4) : path;
+  // The common case (no empty segment before the first or third): no split at all.
+  const first = rest.indexOf('/');
+  if (first > 0 && !rest.startsWith('sys/')) return rest.slice(0, first);
+  const segs = rest.split('/').filter(Boolean);
   return segs[0] === 'sys' ? segs.slice(0, 3).join('/') : (segs[0] ?? '');
 }
 
