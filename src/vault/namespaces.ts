@@ -82,6 +82,8 @@ export class Namespaces {
   /** Splits a request path into its namespace (header + longest existing prefix) and the rest. */
   resolve(headerNs: string, path: string): { namespace: string; path: string } {
     this.require(headerNs);
+    // A cluster without namespaces: no split, no candidate strings.
+    if (this.byPath.size === 0) return { namespace: headerNs, path };
     const segs = path.split('/');
     let best = { namespace: headerNs, path };
     for (let i = 1; i < segs.length; i++) {
