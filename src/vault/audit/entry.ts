@@ -79,20 +79,19 @@ function memoOf(i: AuditInput, salt: string): Map<string, string> {
 }
 
 /**
- * A client token's hash under a salt, across requests: keyed by the salt and the token's SHA-256
- * (never by the token), bounded, oldest first out. A token used again is not hashed again.
+ * The caller's token and accessor hashed under a salt, across requests: the token keyed by its
+ * SHA-256 (never by the token itself), the accessor by itself (stored in the clear as an index key
+ * already); bounded, oldest first out. A caller seen again is not hashed again.
  */
-const tokenMemo = new Map<string, string>();
-const TOKEN_MEMO_MAX = 4096;
+const callerMemo = new Map<string, string>();
+const CALLER_MEMO_MAX = 4096;
 
-function tokenHashed(salt: string, a: AuditAuth, str: (s: string) => string): string {
-  if (a.tokenHash === undefined || a.clientToken === '') return str(a.clientToken);
-  const key = `${salt}\0${a.tokenHash}`;
-  let h = tokenMemo.get(key);
+function remembered(key: string, hash: () => string): string {
+  let h = callerMemo.get(key);
   if (h === undefined) {
-    h = str(a.clientToken);
-    if (tokenMemo.size >= TOKEN_MEMO_MAX) tokenMemo.delete(tokenMemo.keys().next().value as string);
-    tokenMemo.set(key, h);
+    h = hash();
+    if (callerMemo.size >= CALLER_MEMO_MAX) callerMemo.delete(callerMemo.keys().next().value as string);
+    callerMemo.set(key, h);
   }
   return h;
 }
@@ -106,8 +105,14 @@ function hasher(o: FormatOptions, i: AuditInput): Hasher {
     if (h === undefined) memo.set(s, (h = hashString(o.salt, s)));
     return h;
   };
-  // The caller's token, hashed once across requests; the request block's copy of it then hits `memo`.
-  if (i.auth !== undefined && i.auth.clientToken !== '' && !memo.has(i.auth.clientToken)) memo.set(i.auth.clientToken, tokenHashed(o.salt, i.auth, str));
+  // The caller's token and accessor, hashed once across requests; every other mention hits `memo`.
+  const a = i.auth;
+  if (a !== undefined && a.clientToken !== '' && a.tokenHash !== undefined && !memo.has(a.clientToken)) {
+    memo.set(a.clientToken, remembered(`${o.salt}\0t\0${a.tokenHash}`, () => hashString(o.salt, a.clientToken)));
+  }
+  if (a !== undefined && a.accessor !== '' && !memo.has(a.accessor)) {
+    memo.set(a.accessor, remembered(`${o.salt}\0a\0${a.accessor}`, () => hashString(o.salt, a.accessor)));
+  }
   return { str, acc: o.hmacAccessor ? str : (s) => s, data: (v) => hashValues(o.salt, v) };
 }
 
