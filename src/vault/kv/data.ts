@@ -14,6 +14,7 @@ import { mergePatch } from './merge-patch.js';
 import {
   type KeyMetadata,
   type KvConfig,
+  type VersionMeta,
   addVersion,
   autoDeletionTime,
   decodeSecretData,
@@ -23,7 +24,7 @@ import {
   versionView,
 } from './model.js';
 import { reached, rfc3339 } from './time.js';
-import { getDecoded } from '../../storage/store.js';
+import { deepFreeze, getDecoded } from '../../storage/store.js';
 
 const writeSchema = z.object({ data: optional(field.map), options: optional(field.map) });
 const readSchema = z.object({ version: optional(field.int) });
@@ -64,6 +65,20 @@ async function commitVersion(
   return versionView(meta, meta.current_version, vm);
 }
 
+/**
+ * The `metadata` of a read of version `n`, built once per decoded version record and shared
+ * (frozen) while the record is: with the shared data, every part of a repeated read's answer is
+ * then a frozen object whose audit hashes are remembered (audit/hash.ts).
+ */
+const versionViews = new WeakMap<object, Readonly<Record<string, unknown>>>();
+
+function sharedVersionView(meta: Readonly<KeyMetadata>, n: number, vm: Readonly<VersionMeta>): Readonly<Record<string, unknown>> {
+  if (!Object.isFrozen(vm)) return versionView(meta, n, vm);
+  let view = versionViews.get(vm);
+  if (view === undefined) versionViews.set(vm, (view = deepFreeze(versionView(meta, n, vm))));
+  return view;
+}
+
 export const readData: Handler = async (ctx, path, req) => {
   const { version } = parseFields(readSchema, req.data);
   const meta = await viewMetadata(ctx, path);
@@ -71,7 +86,7 @@ export const readData: Handler = async (ctx, path, req) => {
   const n = version !== undefined && version > 0 ? version : meta.current_version;
   const vm = meta.versions[String(n)];
   if (vm === undefined) throw new NotFound();
-  const metadata = versionView(meta, n, vm);
+  const metadata = sharedVersionView(meta, n, vm);
   if (!isReadable(vm, ctx.now())) throw new NotFoundWithData({ data: null, metadata });
   const data = await getDecoded(ctx.store, versionKey(path, n), decodeSecretData);
   // Reads take no lock: data gone after the metadata said otherwise means a destroy or prune
