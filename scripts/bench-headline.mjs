@@ -76,6 +76,14 @@ export function headlineRows({ pg, dr, ceiling, floor, pgEngine, hot }) {
   };
   for (const n of [16, 4]) share(`wrk: KV v2 read of 1 KiB (token, ACL, decrypt), ${n} connections`, hotAt('read', n), 0.6);
   row('wrk: Tessera\'s own CPU per KV v2 read (server CPU minus the floor\'s), 16 connections', 'us', NaN, hotAt('read', 16)?.ownCpuUs, 'lower', atMost('<= 100 us', 100));
+  // The same reads on storage "postgresql" (bench-pg-engine.mjs), against the same floor.
+  const floorGet = (n) => hot?.rows.find((x) => x.name === 'floor' && x.method === 'GET' && x.connections === n);
+  for (const n of [16, 4]) {
+    const x = pgEngine?.reads?.find((r) => r.connections === n);
+    share(`wrk: KV v2 read on storage "postgresql", ${n} connections`, x && { ofFloor: x.rps / (floorGet(n)?.rps ?? NaN) }, 0.6);
+  }
+  const pgRead = pgEngine?.reads?.find((r) => r.connections === 16);
+  row('wrk: Tessera\'s own CPU per KV v2 read on storage "postgresql", 16 connections', 'us', NaN, pgRead && pgRead.cpuUs - (floorGet(16)?.cpuUs ?? NaN), 'lower', atMost('<= 100 us', 100));
   share('wrk: durable replicated 1 KiB write (DR secondary streaming), 16 connections', hotAt('write', 16), 0.4);
   share('wrk: durable replicated 1 KiB write (DR secondary streaming), 4 connections', hotAt('write', 4), 0.3);
   row('wrk: Tessera\'s own CPU per replicated write (primary + secondary minus the floor) vs PostgreSQL\'s whole replicated write, 16', 'us', cpu(pg, 16), hotAt('write', 16)?.ownCpuUs, 'lower', atMost('<= 2x PostgreSQL', 2 * (cpu(pg, 16) ?? NaN)));

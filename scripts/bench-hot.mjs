@@ -117,6 +117,28 @@ async function appToken(addr, root) {
   return r.auth.client_token;
 }
 
+/** The read rows' keys (KV v2 at secret/) and a token that may read them. */
+async function readKeys(node) {
+  const token = await appToken(node.apiAddr, node.rootToken);
+  const v = vault(node.apiAddr, token);
+  for (let i = 0; i < READ_KEYS; i++) await must(v.request('PUT', `secret/data/hot/r/${i}`, { raw: BODY, headers: { 'Content-Type': 'application/json' } }), [200]);
+  return token;
+}
+
+/**
+ * The read rows against a node already running (`{ apiAddr, rootToken, pid }`, KV v2 at secret/):
+ * bench-pg-engine.mjs measures Tessera on storage "postgresql" with it.
+ */
+export async function hotReads(node, { seconds = 3, connections = [16, 4] } = {}) {
+  const token = await readKeys(node);
+  const rows = [];
+  for (const c of connections) {
+    note(`hot path: read, ${c} connections, ${seconds} s...`);
+    rows.push({ name: 'read', method: 'GET', ...(await wrk({ url: `${node.apiAddr}/v1/`, script: () => wrkScript({ method: 'GET', token, prefix: '/v1/secret/data/hot/r/', keys: READ_KEYS }), connections: c, seconds, pids: [node.pid] })) });
+  }
+  return rows;
+}
+
 /** A file audit device (Vault's `file`, under the node's audit directory): every request is logged before and after it runs. */
 async function enableFileAudit(node) {
   await must(vault(node.apiAddr, node.rootToken).request('PUT', 'sys/audit/file', { body: { type: 'file', options: { file_path: 'bench-hot.log' } } }), [204]);
@@ -152,9 +174,7 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
     if (wanted('read')) {
     const dev = await startDevNode(scratch, { nodeArgs: nodeArgs('read') });
     try {
-      const token = await appToken(dev.apiAddr, dev.rootToken);
-      const v = vault(dev.apiAddr, token);
-      for (let i = 0; i < READ_KEYS; i++) await must(v.request('PUT', `secret/data/hot/r/${i}`, { raw: BODY, headers: { 'Content-Type': 'application/json' } }), [200]);
+      const token = await readKeys(dev);
       await measure('read', { apiAddr: dev.apiAddr, pids: [dev.pid] }, 'GET', 'secret/data/hot/r/', token);
       if (audit) {
         await enableFileAudit(dev);

@@ -103,11 +103,14 @@ export async function benchPgEngine({ seconds = 3, clients = [4, 16] } = {}) {
         ratio: writes.writesPerSec / upserts.writesPerSec,
       });
     }
+    // KV v2 reads with wrk on this engine (bench-hot.mjs): the hot path's read row, storage "postgresql".
+    const { hotReads, wrkAvailable } = await import('./bench-hot.mjs');
+    const reads = wrkAvailable() ? await hotReads(tessera, { seconds }) : undefined;
     const exit = await node.stop();
     node = undefined;
     if (exit.code !== 0) throw new Error(`the Tessera node exited with ${JSON.stringify(exit)} on SIGTERM`);
     ok = true;
-    return { version, settings: { fsync: 'on', synchronous_commit: 'on', standby: 'none' }, valueBytes: 1024, seconds, rows };
+    return { version, settings: { fsync: 'on', synchronous_commit: 'on', standby: 'none' }, valueBytes: 1024, seconds, rows, reads };
   } finally {
     for (const sig of ['SIGINT', 'SIGTERM']) process.off(sig, onSignal);
     await node?.kill();
