@@ -81,18 +81,32 @@ describe('ReadCache', () => {
     expect(cache.size).toBe(0);
   });
 
-  it('evicts the least recently used entries beyond its entry and byte limits, and skips large values', async () => {
+  it('evicts beyond its entry and byte limits, an entry read since it came in last (second chance), and skips large values', async () => {
     const cache = new ReadCache({ maxEntries: 2, maxBytes: 10, maxValueBytes: 6 });
     const src = source(new Map([['a', b('aaaa')], ['b', b('bbbb')], ['c', b('c')], ['big', b('1234567')]]));
     await cache.read('a', src.load('a'));
     await cache.read('b', src.load('b'));
-    await cache.read('a', src.load('a')); // a is now the most recent
-    await cache.read('c', src.load('c')); // over 2 entries: b goes
+    await cache.read('a', src.load('a')); // a is marked: it gets a second chance
+    await cache.read('c', src.load('c')); // over 2 entries: a moves to the end unmarked, b goes
     await cache.read('b', src.load('b'));
     expect(src.calls).toEqual(['a', 'b', 'c', 'b']);
     await cache.read('big', src.load('big'));
     await cache.read('big', src.load('big'));
     expect(src.calls.filter((k) => k === 'big')).toHaveLength(2);
     expect(cache.size).toBeLessThanOrEqual(2);
+  });
+
+  it('keeps a hot set that is read over and over while cold keys stream through', async () => {
+    const cache = new ReadCache({ maxEntries: 4, maxBytes: 1 << 20, maxValueBytes: 1 << 10 });
+    const data = new Map<string, Buffer>();
+    for (let i = 0; i < 100; i++) data.set(`k${i}`, b(`v${i}`));
+    const src = source(data);
+    for (let i = 0; i < 100; i++) {
+      await cache.read('k0', src.load('k0'));
+      await cache.read('k1', src.load('k1'));
+      await cache.read(`k${i + 2}`, src.load(`k${i + 2}`));
+    }
+    expect(src.calls.filter((k) => k === 'k0' || k === 'k1')).toEqual(['k0', 'k1']);
+    expect(cache.size).toBeLessThanOrEqual(4);
   });
 });

@@ -8,8 +8,10 @@
  *   const v = await cache.read(key, () => backend.get(Keys.value(key)));
  *   cache.applied(ops);        // inside the engine, once a batch is durable
  *
- * Absence is cached too. Entries are evicted least recently used first. Returned buffers are
- * shared with the cache: callers must not modify them.
+ * Absence is cached too. Eviction is second chance (CLOCK): a hit only marks its entry, and the
+ * entry oldest in the map is evicted unless marked, in which case it moves to the newest end
+ * unmarked (a hit costs no reordering: the hot path reads three entries per request). Returned
+ * buffers are shared with the cache: callers must not modify them.
  */
 import type { WalOp } from '../core/wal.js';
 
@@ -23,8 +25,8 @@ export interface ReadCacheLimits {
 const DEFAULT_LIMITS: ReadCacheLimits = { maxEntries: 8192, maxBytes: 16 << 20, maxValueBytes: 64 << 10 };
 
 export class ReadCache {
-  /** Map order is recency order: the first entry is the least recently used. null = absent. */
-  private readonly entries = new Map<string, Buffer | null>();
+  /** Map order is insertion (or second-chance) order. value null = absent. */
+  private readonly entries = new Map<string, { readonly value: Buffer | null; used: boolean }>();
   private bytes = 0;
   /** Bumped by every durable batch. */
   private generation = 0;
@@ -36,9 +38,8 @@ export class ReadCache {
   async read(key: string, load: () => Promise<Buffer | undefined>): Promise<Buffer | undefined> {
     const hit = this.entries.get(key);
     if (hit !== undefined) {
-      this.entries.delete(key);
-      this.entries.set(key, hit);
-      return hit ?? undefined;
+      hit.used = true;
+      return hit.value ?? undefined;
     }
     const generation = this.generation;
     const value = await load();
@@ -70,11 +71,16 @@ export class ReadCache {
   private set(key: string, value: Buffer | null): void {
     this.drop(key);
     if (value !== null && value.length > this.limits.maxValueBytes) return;
-    this.entries.set(key, value);
+    this.entries.set(key, { value, used: false });
     this.bytes += value?.length ?? 0;
-    for (const [k] of this.entries) {
+    // An entry moved to the end comes round again in this loop unmarked: it ends.
+    for (const [k, slot] of this.entries) {
       if (this.entries.size <= this.limits.maxEntries && this.bytes <= this.limits.maxBytes) break;
-      this.drop(k);
+      if (slot.used && k !== key) {
+        slot.used = false;
+        this.entries.delete(k);
+        this.entries.set(k, slot);
+      } else this.drop(k);
     }
   }
 
@@ -82,6 +88,6 @@ export class ReadCache {
     const old = this.entries.get(key);
     if (old === undefined) return;
     this.entries.delete(key);
-    this.bytes -= old?.length ?? 0;
+    this.bytes -= old.value?.length ?? 0;
   }
 }
