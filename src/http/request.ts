@@ -63,6 +63,9 @@ export function normaliseNamespace(raw: string | undefined): string {
 }
 
 function validateSegments(path: string, what: string): void {
+  // The common path: no empty, `.` or `..` segment can be in it (not empty, no `//`, no `.` at
+  // all, no slash at either end).
+  if (path !== '' && !path.startsWith('/') && !path.endsWith('/') && !path.includes('//') && !path.includes('.')) return;
   for (const seg of path.split('/')) {
     if (seg === '') throw new InvalidRequest(`invalid ${what}: empty path segment`);
     if (seg === '..' || seg === '.') throw new InvalidRequest(`invalid ${what}: relative segment "${seg}"`);
@@ -131,18 +134,20 @@ export function toApiRequest(raw: RawRequest): ApiRequest {
   const q = raw.url.indexOf('?');
   const rawPath = q === -1 ? raw.url : raw.url.slice(0, q);
   if (!rawPath.startsWith('/v1/')) throw new InvalidRequest('paths must start with /v1/');
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(rawPath.slice(4));
-  } catch {
-    throw new InvalidRequest('invalid percent-encoding in path');
+  let decoded = rawPath.slice(4);
+  if (decoded.includes('%')) {
+    try {
+      decoded = decodeURIComponent(decoded);
+    } catch {
+      throw new InvalidRequest('invalid percent-encoding in path');
+    }
   }
   const trailingSlash = decoded.endsWith('/');
-  const path = decoded.replace(/\/+$/, '');
+  const path = trailingSlash ? decoded.replace(/\/+$/, '') : decoded;
   if (path === '') throw new InvalidRequest('missing request path');
   validateSegments(path, 'path');
   const query: Record<string, string> = {};
-  for (const [k, v] of new URLSearchParams(q === -1 ? '' : raw.url.slice(q + 1))) query[k] = v;
+  if (q !== -1) for (const [k, v] of new URLSearchParams(raw.url.slice(q + 1))) query[k] = v;
 
   const method = raw.method.toUpperCase();
   let operation = METHOD_OPERATION[method];
