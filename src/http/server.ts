@@ -22,6 +22,7 @@ import { PayloadTooLarge, StandbyWriteRefused } from '../core/errors.js';
 import { answerClientError, trackRequest } from './client-error.js';
 import { dispatch, type Dispatched, type Services } from './dispatch.js';
 import { clientMethod, DEFAULT_TIMEOUTS, listAware, markResponded, type ConnectionTimeouts } from './list-method.js';
+import { replyJson } from './json.js';
 import { toApiRequest } from './request.js';
 import type { Route } from './route.js';
 import type { RawReply, RawRequest } from '../ha/index.js';
@@ -130,7 +131,7 @@ function send(res: http.ServerResponse, out: Dispatched): void {
   let body: string | Buffer;
   let type: string;
   if (out.contentType === undefined) {
-    body = JSON.stringify(out.body) ?? '';
+    body = replyJson(out.body) ?? '';
     type = JSON_TYPE;
   } else if (Buffer.isBuffer(out.body)) {
     body = out.body;
@@ -148,7 +149,7 @@ function send(res: http.ServerResponse, out: Dispatched): void {
 function bytesOf(out: Dispatched): RawReply {
   if (out.body === undefined || out.status === 204 || out.status === 304) return { status: out.status, headers: {}, body: Buffer.alloc(0) };
   if (out.contentType === undefined) {
-    return { status: out.status, headers: { 'content-type': JSON_TYPE }, body: Buffer.from(JSON.stringify(out.body) ?? '') };
+    return { status: out.status, headers: { 'content-type': JSON_TYPE }, body: Buffer.from(replyJson(out.body) ?? '') };
   }
   if (Buffer.isBuffer(out.body)) return { status: out.status, headers: { 'content-type': out.contentType }, body: out.body };
   const text = typeof out.body === 'string' ? out.body : JSON.stringify(out.body) ?? '';
