@@ -12,7 +12,9 @@ import {
   genesisGuard,
   sealEntry,
   sealRecord,
+  verifiedRecords,
   verifyChain,
+  type Guard,
   type WalEntry,
   type WalOp,
 } from './wal.js';
@@ -139,5 +141,26 @@ describe('verifyChain', () => {
     );
     const forked = { index: 1n, hash: Buffer.alloc(32, 9) };
     expect(() => verifyChain(forked, entries.slice(1))).toThrow(expect.objectContaining({ fault: ChainFault.mismatch, index: 2n }));
+    // A guard hash of another length matches nothing, as before the one-shot hashing.
+    expect(() => verifyChain({ index: 1n, hash: Buffer.alloc(31, 9) }, entries.slice(1))).toThrow(expect.objectContaining({ fault: ChainFault.mismatch, index: 2n }));
+    const short = { ...entries[0]!, hash: entries[0]!.hash.subarray(0, 31) };
+    expect(() => verifyChain(genesisGuard(), [short])).toThrow(expect.objectContaining({ fault: ChainFault.mismatch, index: 1n }));
+  });
+
+  it('verifiedRecords gives the stored record of each entry, as encodeEntry does (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(opArb, { maxLength: 4 }), { minLength: 1, maxLength: 5 }), (opsList) => {
+        const entries: WalEntry[] = [];
+        let prev: Guard = { index: 41n, hash: Buffer.alloc(32, 3) };
+        for (const ops of opsList) {
+          const e = sealEntry(prev.hash, { index: prev.index + 1n, epoch: 2, time: 5, ops });
+          entries.push(e);
+          prev = e;
+        }
+        const records = verifiedRecords({ index: 41n, hash: Buffer.alloc(32, 3) }, entries);
+        expect(records).toEqual(entries.map(encodeEntry));
+        expect(records.map(decodeEntry)).toEqual(entries);
+      }),
+    );
   });
 });

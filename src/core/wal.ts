@@ -9,7 +9,7 @@
  * and chains the same bytes. h(i) = SHA-256(h(i-1) || body(i)); the pair (i, h(i)) is a guard that
  * names one exact history. Index 0 with 32 zero bytes is the genesis guard.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { ErrorCode, TesseraError } from './errors.js';
 
 export type WalOp =
@@ -153,10 +153,12 @@ class Reader {
 const BODY_HEAD = 1 + 8 + 4 + 8 + 4;
 
 /**
- * The deterministic body bytes: version, index, epoch, time, ops (length-prefixed), followed by
- * `trailer` free bytes (zeroed) that the caller may fill. Sized first and written in place.
+ * The deterministic body bytes: version, index, epoch, time, ops (length-prefixed), after `lead`
+ * and followed by `trailer` free bytes (zeroed) that the caller may fill. Sized first and written
+ * in place: the chain hash then takes one one-shot SHA-256 over the previous hash in the lead and
+ * the body, without a Hash object or a second copy of the body.
  */
-function encodeBodyInto(e: WalBody, trailer: number): Buffer {
+function encodeBodyInto(e: WalBody, lead: number, trailer: number): Buffer {
   if (!Number.isSafeInteger(e.time) || e.time < 0) throw new RangeError(`bad WAL time ${e.time}`);
   if (e.index < 0n || e.index > U64_MAX) throw new RangeError(`not a u64: ${e.index}`);
   if (!Number.isInteger(e.epoch) || e.epoch < 0 || e.epoch > U32_MAX) throw new RangeError(`not a u32: ${e.epoch}`);
@@ -166,8 +168,8 @@ function encodeBodyInto(e: WalBody, trailer: number): Buffer {
   e.ops.forEach((op, i) => {
     size += 1 + 4 + (keyLens[i] ?? 0) + (op.type === 'put' ? 4 + op.value.length : 0);
   });
-  const buf = Buffer.allocUnsafe(size + trailer);
-  let at = buf.writeUInt8(ENTRY_VERSION, 0);
+  const buf = Buffer.allocUnsafe(lead + size + trailer);
+  let at = buf.writeUInt8(ENTRY_VERSION, lead);
   at = buf.writeBigUInt64BE(e.index, at);
   at = buf.writeUInt32BE(e.epoch, at);
   at = buf.writeBigUInt64BE(BigInt(e.time), at);
@@ -189,11 +191,19 @@ function encodeBodyInto(e: WalBody, trailer: number): Buffer {
 
 /** The deterministic body bytes: version, index, epoch, time, ops (length-prefixed). */
 export function encodeBody(e: WalBody): Buffer {
-  return encodeBodyInto(e, 0);
+  return encodeBodyInto(e, 0, 0);
+}
+
+/** SHA-256(prevHash || body) of a buffer laid out as HASH_LEN lead bytes, the body, `trailer` bytes. */
+function chainHashIn(prevHash: Uint8Array, buf: Buffer, trailer: number): Buffer {
+  // A guard's hash is always HASH_LEN bytes; any other length is hashed as given (it matches nothing).
+  if (prevHash.length !== HASH_LEN) return hash('sha256', Buffer.concat([prevHash, buf.subarray(HASH_LEN, buf.length - trailer)]), 'buffer');
+  buf.set(prevHash, 0);
+  return hash('sha256', buf.subarray(0, buf.length - trailer), 'buffer');
 }
 
 export function chainHash(prevHash: Uint8Array, body: WalBody): Buffer {
-  return createHash('sha256').update(prevHash).update(encodeBody(body)).digest();
+  return chainHashIn(prevHash, encodeBodyInto(body, HASH_LEN, 0), 0);
 }
 
 /** The entry that follows `prevHash`, with its chained hash. */
@@ -204,17 +214,17 @@ export function sealEntry(prevHash: Uint8Array, body: WalBody): WalEntry {
 /** Stored form: body || hash. */
 export function encodeEntry(e: WalEntry): Buffer {
   if (e.hash.length !== HASH_LEN) throw new RangeError('WAL hash must be 32 bytes');
-  const rec = encodeBodyInto(e, HASH_LEN);
+  const rec = encodeBodyInto(e, 0, HASH_LEN);
   e.hash.copy(rec, rec.length - HASH_LEN);
   return rec;
 }
 
 /** sealEntry and encodeEntry at once, encoding the body a single time (the commit path's form). */
 export function sealRecord(prevHash: Uint8Array, body: WalBody): { entry: WalEntry; record: Buffer } {
-  const record = encodeBodyInto(body, HASH_LEN);
-  const bodyEnd = record.length - HASH_LEN;
-  const hash = createHash('sha256').update(prevHash).update(record.subarray(0, bodyEnd)).digest();
-  hash.copy(record, bodyEnd);
+  const buf = encodeBodyInto(body, HASH_LEN, HASH_LEN);
+  const hash = chainHashIn(prevHash, buf, HASH_LEN);
+  const record = buf.subarray(HASH_LEN);
+  hash.copy(record, record.length - HASH_LEN);
   return { entry: { ...body, hash }, record };
 }
 
@@ -248,12 +258,27 @@ export function decodeEntry(rec: Buffer): WalEntry {
 
 /** Throws WalChainBroken unless `entries` continue `prev` one index at a time with valid hashes. */
 export function verifyChain(prev: Guard, entries: readonly WalEntry[]): void {
+  verifiedRecords(prev, entries);
+}
+
+/**
+ * verifyChain, returning each entry's stored form (body || hash) as encodeEntry would: a
+ * secondary checks and stores the entries it receives with one encoding of each body.
+ */
+export function verifiedRecords(prev: Guard, entries: readonly WalEntry[]): Buffer[] {
+  const records: Buffer[] = [];
   let at = prev;
   for (const e of entries) {
     if (e.index !== at.index + 1n) throw new WalChainBroken(ChainFault.gap, at.index + 1n);
-    if (!chainHash(at.hash, e).equals(e.hash)) throw new WalChainBroken(ChainFault.mismatch, e.index);
+    if (e.hash.length !== HASH_LEN) throw new WalChainBroken(ChainFault.mismatch, e.index);
+    const buf = encodeBodyInto(e, HASH_LEN, HASH_LEN);
+    if (!chainHashIn(at.hash, buf, HASH_LEN).equals(e.hash)) throw new WalChainBroken(ChainFault.mismatch, e.index);
+    const record = buf.subarray(HASH_LEN);
+    e.hash.copy(record, record.length - HASH_LEN);
+    records.push(record);
     at = e;
   }
+  return records;
 }
 
 /**

@@ -44,10 +44,10 @@ export interface FinishOptions {
 }
 
 /** The batch's ops (pages included or journalled per the flush policy) and the index state after it. */
-export function finishPlan(plan: BatchPlan, base: IndexState, o: FinishOptions): { ops: BatchOp[]; bytes: number; after: IndexState } {
+export function finishPlan(plan: BatchPlan, base: IndexState, o: FinishOptions): { ops: BatchOp[]; bytes: number; pages: number; after: IndexState } {
   const flush = o.time - base.lastFlush >= o.flushIntervalMs;
-  const { trees, ops, bytes, dirty } = plan.finish(base.dirty, flush);
-  return { ops, bytes, after: { trees, dirty, lastFlush: flush ? o.time : base.lastFlush, lastTxns: o.txns } };
+  const { trees, ops, bytes, dirty, pages } = plan.finish(base.dirty, flush);
+  return { ops, bytes, pages, after: { trees, dirty, lastFlush: flush ? o.time : base.lastFlush, lastTxns: o.txns } };
 }
 
 /** What planCommit builds on: the durable state. */
@@ -70,6 +70,8 @@ export interface PlannedCommit {
   /** Every op but the WAL tail's (retention deletes and meta), which go after them. */
   readonly ops: BatchOp[];
   readonly bytes: number;
+  /** Merkle page records among `ops` (0 when the batch only journals them): the flush metric. */
+  readonly pages: number;
   readonly after: IndexState;
   /** The last WAL guard once the batch is durable. */
   readonly guard: Guard;
@@ -100,8 +102,8 @@ export async function planCommit(view: ReadView, base: CommitBase, txns: readonl
     items.push({ index: entry.index, size: record.length, hash: entry.hash, entry });
     prev = entry;
   }
-  const { ops, bytes, after } = finishPlan(plan, base.index, { txns: txns.length, time: o.time, flushIntervalMs: o.flushIntervalMs });
-  return { plan, items, ops, bytes, after, guard: { index: prev.index, hash: prev.hash } };
+  const { ops, bytes, pages, after } = finishPlan(plan, base.index, { txns: txns.length, time: o.time, flushIntervalMs: o.flushIntervalMs });
+  return { plan, items, ops, bytes, pages, after, guard: { index: prev.index, hash: prev.hash } };
 }
 
 /** Bytes of keys and values, as the engine reports per batch. */
@@ -111,30 +113,25 @@ export function opBytes(ops: readonly BatchOp[]): number {
 
 /**
  * A plan applying entries that are already sealed (a secondary applying its primary's WAL, with
- * their stored records staged as they are) and then `extra` ops without WAL entries.
+ * their stored records staged as they are) and then `extra` ops without WAL entries. `records`,
+ * when given, are the entries' stored forms already encoded (verifiedRecords), one per entry.
  */
 export async function planEntries(
   view: ReadView,
   trees: Trees,
   entries: readonly WalEntry[],
   extra: readonly WalOp[],
+  records?: readonly Buffer[],
 ): Promise<{ plan: BatchPlan; items: TailItem[] }> {
   const plan = new BatchPlan(view, trees);
   await plan.prefetch([...entries.flatMap((e) => e.ops), ...extra].map((op) => op.key));
   const items: TailItem[] = [];
-  for (const e of entries) {
+  for (const [i, e] of entries.entries()) {
     for (const op of e.ops) await plan.data(op);
-    const record = encodeEntry(e);
+    const record = records?.[i] ?? encodeEntry(e);
     plan.raw({ type: 'put', key: Keys.wal(e.index), value: record });
     items.push({ index: e.index, size: record.length, hash: e.hash, entry: e });
   }
   for (const op of extra) await plan.data(op);
   return { plan, items };
-}
-
-/** Merkle page records a batch writes (0 when it only journals them): the flush metric. */
-export function countPageRecords(ops: readonly BatchOp[]): number {
-  let n = 0;
-  for (const op of ops) if (op.type === 'put' && (op.key.startsWith(Keys.pagePrefix(1)) || op.key.startsWith(Keys.pagePrefix(2)))) n++;
-  return n;
 }

@@ -29,13 +29,13 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidRequest, type StorageFailed } from '../core/errors.js';
 import type { CorruptionReport, Tree } from '../core/merkle.js';
-import { genesisGuard, verifyChain, type Guard, type WalEntry, type WalOp } from '../core/wal.js';
+import { genesisGuard, verifiedRecords, type Guard, type WalEntry, type WalOp } from '../core/wal.js';
 import { WriteRefused, type Backend, type BatchOp, type ReadView } from './backend.js';
 import { FaultGuard } from './fault-guard.js';
 import { BarrierStore, type RawStore, type SystemWrite, type ValueCipher } from './barrier.js';
 import { CommitListeners } from './commit-listeners.js';
 import { assertWithinContract } from './contract.js';
-import { countPageRecords, finishPlan, opBytes, planCommit, planEntries, type CommitTxn, type IndexState } from './commit-plan.js';
+import { finishPlan, opBytes, planCommit, planEntries, type CommitTxn, type IndexState } from './commit-plan.js';
 import type { EngineOptions, ReindexRequest } from './engine-options.js';
 import { JobChain } from './job-chain.js';
 import { KeyClass, Keys, assertClass, assertLogicalKey, classify, listChildren } from './keyspace.js';
@@ -236,7 +236,7 @@ export class StorageEngine implements RawStore, MerkleView {
     this.applied(planned.plan, planned.after, tailPlan);
     for (const t of txns) t.after?.();
     for (const t of txns) t.resolve();
-    this.opts.onBatch?.({ txns: txns.length, ops: ops.length, bytes: planned.bytes + opBytes(tailPlan?.ops ?? []), merklePages: countPageRecords(planned.ops) });
+    this.opts.onBatch?.({ txns: txns.length, ops: ops.length, bytes: planned.bytes + opBytes(tailPlan?.ops ?? []), merklePages: planned.pages });
   }
 
   private readonly walHolds = new WalHolds();
@@ -431,9 +431,9 @@ export class StorageEngine implements RawStore, MerkleView {
     assertClass(entries.flatMap((e) => e.ops), 'tree');
     assertClass(extraNodeOps, 'node');
     return this.jobs.runWrite(async () => {
-      verifyChain(this.tail.guard(), entries);
+      const records = verifiedRecords(this.tail.guard(), entries);
       if (entries.length === 0 && extraNodeOps.length === 0) return;
-      const { plan, items } = await planEntries(this.backend, this.index.trees, entries, extraNodeOps);
+      const { plan, items } = await planEntries(this.backend, this.index.trees, entries, extraNodeOps, records);
       const watched = this.plannedWatch(plan, entries.flatMap((e) => e.ops));
       const epoch = entries.at(-1)?.epoch ?? this.tail.meta.epoch;
       await this.write(plan, items.length > 0 ? this.tail.plan(items, this.bounds(), epoch) : undefined, entries.length, watched?.after);

@@ -203,17 +203,30 @@ function iteratorOptions(range: RangeOptions, snapshot: AbstractSnapshot | undef
   };
 }
 
+/**
+ * getSync's options for reads at `snapshot`, with the database's own encodings spelled out:
+ * abstract-level clones an options object that does not name them, on every read (about 5 µs of
+ * a ~1 µs LevelDB Get of an absent key, measured).
+ */
+function readOptions(snapshot: AbstractSnapshot): { snapshot: AbstractSnapshot; keyEncoding: 'utf8'; valueEncoding: 'buffer' } {
+  return { snapshot, keyEncoding: 'utf8', valueEncoding: 'buffer' };
+}
+
 class LevelView {
+  private readonly snapOptions: ReturnType<typeof readOptions> | undefined;
+
   constructor(
     protected readonly db: Db,
     readonly path: string,
     protected readonly counter: IteratorCounter,
     private readonly snap: AbstractSnapshot | undefined,
-  ) {}
+  ) {
+    this.snapOptions = snap === undefined ? undefined : readOptions(snap);
+  }
 
-  /** The snapshot point reads use: this view's own, if it is one. */
-  protected readSnapshot(): AbstractSnapshot | undefined {
-    return this.snap;
+  /** getSync's options for the snapshot point reads use: this view's own, if it is one. */
+  protected readSnapshot(): ReturnType<typeof readOptions> | undefined {
+    return this.snapOptions;
   }
 
   /**
@@ -227,8 +240,8 @@ class LevelView {
    */
   get(key: string): Promise<Buffer | undefined> {
     try {
-      const snapshot = this.readSnapshot();
-      return Promise.resolve(snapshot === undefined ? this.db.getSync(key) : this.db.getSync(key, { snapshot }));
+      const options = this.readSnapshot();
+      return Promise.resolve(options === undefined ? this.db.getSync(key) : this.db.getSync(key, options));
     } catch (e) {
       return Promise.reject(readError(`storage read failed in ${this.path}`, e));
     }
@@ -290,7 +303,7 @@ class LevelDbBackend extends LevelView implements LevelBackend {
    * milliseconds while it deletes files: one snapshot per write instead of one per read keeps
    * the event loop off it. Reads still see every batch completed before they were asked for.
    */
-  private live: AbstractSnapshot | undefined;
+  private live: ReturnType<typeof readOptions> | undefined;
   private readonly rawBatch: RawBatch | undefined;
 
   constructor(db: Db, path: string) {
@@ -298,8 +311,8 @@ class LevelDbBackend extends LevelView implements LevelBackend {
     this.rawBatch = rawBatchOf(db);
   }
 
-  protected override readSnapshot(): AbstractSnapshot {
-    this.live ??= this.db.snapshot();
+  protected override readSnapshot(): ReturnType<typeof readOptions> {
+    this.live ??= readOptions(this.db.snapshot());
     return this.live;
   }
 
@@ -307,7 +320,7 @@ class LevelDbBackend extends LevelView implements LevelBackend {
   private retireLive(): void {
     const old = this.live;
     this.live = undefined;
-    old?.close().catch(() => undefined);
+    old?.snapshot.close().catch(() => undefined);
   }
 
   async batch(ops: readonly BatchOp[], options: { sync: boolean }): Promise<void> {

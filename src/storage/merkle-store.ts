@@ -253,7 +253,7 @@ export class BatchPlan {
    * `flush`, so are the records of every page dirty before (`dirty`) or touched now, and the
    * journal goes; without, the touched pages join the journal. Returns the pages left dirty.
    */
-  finish(dirty: DirtyPages, flush: boolean): { trees: Trees; ops: BatchOp[]; bytes: number; dirty: DirtyPages } {
+  finish(dirty: DirtyPages, flush: boolean): { trees: Trees; ops: BatchOp[]; bytes: number; dirty: DirtyPages; pages: number } {
     const trees: Trees = { 1: this.updates[1].finish(), 2: this.updates[2].finish() };
     const ops = [...this.writes.values()];
     const next = { 1: new Set(dirty[1]), 2: new Set(dirty[2]) };
@@ -267,8 +267,11 @@ export class BatchPlan {
     }
     if (changed) ops.push({ type: 'put', key: Keys.compositeRoot, value: compositeOf(trees) });
     let left: DirtyPages = next;
+    let pages = 0;
     if (flush) {
+      const before = ops.length;
       ops.push(...pageOps(1, trees[1], next[1]), ...pageOps(2, trees[2], next[2]));
+      pages = ops.length - before;
       // The journal exists exactly when something was dirty before this batch.
       if (!isClean(dirty)) ops.push({ type: 'del', key: Keys.dirtyPages });
       left = noDirtyPages();
@@ -276,6 +279,6 @@ export class BatchPlan {
       ops.push({ type: 'put', key: Keys.dirtyPages, value: encodeDirty(next) });
     }
     const bytes = ops.reduce((n, op) => n + Buffer.byteLength(op.key) + (op.type === 'put' ? op.value.length : 0), 0);
-    return { trees, ops, bytes, dirty: left };
+    return { trees, ops, bytes, dirty: left, pages };
   }
 }
