@@ -8,6 +8,8 @@
  *   replyJson({ request_id: id, data: { data: frozenSecret } });   // as JSON.stringify(...)
  */
 
+import { deeplyFrozen } from '../core/frozen.js';
+
 /** The text of deeply frozen plain objects and arrays: frozen all the way down never changes. */
 const texts = new WeakMap<object, string>();
 /** Frozen objects found not to be frozen all the way down (or not plain): never remembered. */
@@ -19,10 +21,6 @@ function plain(v: object): boolean {
   return (proto === Object.prototype || proto === null) && typeof (v as { toJSON?: unknown }).toJSON !== 'function';
 }
 
-function deeplyFrozenPlain(v: unknown): boolean {
-  if (v === null || typeof v !== 'object') return true;
-  return Object.isFrozen(v) && plain(v) && Object.values(v).every(deeplyFrozenPlain);
-}
 
 /**
  * Objects are walked only near the top (an envelope, its `data`), where a frozen record sits; an
@@ -35,7 +33,7 @@ function walk(v: unknown, depth: number): string | undefined {
   if (Object.isFrozen(v) && !mutable.has(v)) {
     const known = texts.get(v);
     if (known !== undefined) return known;
-    if (deeplyFrozenPlain(v)) {
+    if (deeplyFrozen(v, plain)) {
       const text = JSON.stringify(v);
       texts.set(v, text);
       return text;

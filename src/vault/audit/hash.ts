@@ -7,6 +7,7 @@
  *   hashValues('4f1c...', { a: ['x', 1] })      // { a: ['hmac-sha256:...', 1] }
  */
 import { createHmac } from 'node:crypto';
+import { deeplyFrozen } from '../../core/frozen.js';
 import { deepFreeze } from '../../storage/store.js';
 
 export function hashString(salt: string, value: string): string {
@@ -42,8 +43,3 @@ export function hashValues(salt: string, value: unknown): unknown {
   return out;
 }
 
-/** Frozen all the way down: it can never change (a frozen object stays frozen). */
-function deeplyFrozen(v: unknown): boolean {
-  if (v === null || typeof v !== 'object') return true;
-  return Object.isFrozen(v) && Object.values(v).every(deeplyFrozen);
-}
