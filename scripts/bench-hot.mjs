@@ -23,13 +23,13 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { startDevNode } from './bench.mjs';
-import { cpuMs, procStat, table } from './bench-util.mjs';
+import { cpuMs, table, threadCpuMs } from './bench-util.mjs';
 import { parseWrk, wrkAvailable } from './bench-wrk.mjs';
 
 export { wrkAvailable };
@@ -47,18 +47,6 @@ const WARMUP_S = Number(process.env.HOT_WARMUP_SECONDS ?? 3);
 const note = (s) => process.stderr.write(`${s}\n`);
 const value = randomBytes(VALUE_BYTES).toString('base64url').slice(0, VALUE_BYTES);
 const BODY = JSON.stringify({ data: { v: value } });
-
-/** CPU ms by thread name (summed over threads of one name) of process `pid`. */
-async function threadMs(pid) {
-  const out = new Map();
-  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
-    const comm = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8').catch(() => '?')).trim();
-    const f = await procStat(`${pid}/task/${tid}`);
-    const name = tid === String(pid) ? 'main' : `${comm}:${tid}`;
-    if (f) out.set(name, (out.get(name) ?? 0) + (process.env.HOT_THREADS === 'sys' ? f.stimeMs : process.env.HOT_THREADS === 'user' ? f.utimeMs : f.utimeMs + f.stimeMs));
-  }
-  return out;
-}
 
 const lua = (s) => JSON.stringify(s);
 /** A wrk script: GET over `keys` paths under `prefix`, or PUT of BODY under a distinct path per request. */
@@ -82,14 +70,16 @@ async function wrk({ url, script, connections, seconds, pids }) {
     const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', file, url];
     await run('wrk', ['-t1', `-c${connections}`, `-d${WARMUP_S}s`, '-s', warm, url]); // warm-up: V8 compiles the hot path meanwhile
     const cpu0 = await Promise.all(pids.map(cpuMs));
-    const threads0 = process.env.HOT_THREADS ? await Promise.all(pids.map(threadMs)) : [];
+    const threads0 = process.env.HOT_THREADS ? await Promise.all(pids.map(threadCpuMs)) : [];
     const { stdout } = await run('wrk', args, { maxBuffer: 1 << 20 });
     const cpu1 = await Promise.all(pids.map(cpuMs));
     const r = parseWrk(stdout);
     if (process.env.HOT_THREADS) {
-      const threads1 = await Promise.all(pids.map(threadMs));
+      const threads1 = await Promise.all(pids.map(threadCpuMs));
       pids.forEach((pid, i) => {
-        const parts = [...threads1[i]].map(([name, ms]) => `${name} ${(((ms - (threads0[i].get(name) ?? 0)) * 1000) / r.requests).toFixed(0)}`);
+        const byKind = new Map();
+        for (const [tid, t] of threads1[i]) byKind.set(t.kind, (byKind.get(t.kind) ?? 0) + t.ms - (threads0[i].get(tid)?.ms ?? 0));
+        const parts = [...byKind].map(([kind, ms]) => `${kind} ${((ms * 1000) / r.requests).toFixed(0)}`);
         note(`  pid ${pid} CPU us/request by thread: ${parts.join(', ')}`);
       });
     }

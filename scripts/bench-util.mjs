@@ -5,8 +5,9 @@
  *   console.log(table(['figure', 'ms'], [['p50', '1.20']]));
  *   const ms = await cpuMs(pid);                        // NaN off Linux
  *   const f = await procStat('self');                   // utime is ticks(f.utime), undefined off Linux
+ *   const t = await threadCpuMs(pid);                   // Map tid -> { kind, ms }
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 
 /** The p-th percentile of ascending `sorted` (nearest rank); NaN when there are no samples. */
 export function percentile(sorted, p) {
@@ -43,4 +44,25 @@ export async function procStat(path) {
 export async function cpuMs(pid) {
   const f = await procStat(pid);
   return f === undefined ? NaN : f.utimeMs + f.stimeMs;
+}
+
+/**
+ * CPU ms of each thread of `pid` (/proc/PID/task), with its kind: the main thread (the event loop),
+ * libuv's pool (LevelDB reads and writes, fsync), V8's platform workers (GC, compilation), or other
+ * (LevelDB's compaction thread, the inspector).
+ */
+export async function threadCpuMs(pid) {
+  const out = new Map();
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+    try {
+      const comm = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8')).trim();
+      const f = await procStat(`${pid}/task/${tid}`);
+      if (f === undefined) continue;
+      const kind = tid === String(pid) ? 'main thread' : /libuv/.test(comm) ? 'libuv pool' : /V8|DefaultWorke/i.test(comm) ? 'V8 workers' : `${comm} ${tid}`;
+      out.set(tid, { kind, ms: f.utimeMs + f.stimeMs });
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out;
 }

@@ -19,7 +19,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { httpWrites, startDevNode } from './bench.mjs';
 import { writers } from './bench-dr.mjs';
-import { cpuMs, procStat } from './bench-util.mjs';
+import { cpuMs, threadCpuMs } from './bench-util.mjs';
 import '@swc-node/register/esm-register';
 
 const { createHarness, fixedNodeOptions, freePorts, startCluster } = await import('../test/harness/index.js');
@@ -153,27 +153,6 @@ async function profileDr() {
     if (!process.env.PROFILE_KEEP) await rm(scratch, { recursive: true, force: true });
     else console.log(`kept ${scratch}`);
   }
-}
-
-/**
- * CPU ms of each thread of `pid` (/proc/PID/task), with its kind: the main thread (the event loop),
- * libuv's pool (LevelDB reads and writes, fsync), V8's platform workers (GC, compilation), or other
- * (LevelDB's compaction thread, the inspector).
- */
-async function threadCpuMs(pid) {
-  const out = new Map();
-  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
-    try {
-      const comm = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8')).trim();
-      const f = await procStat(`${pid}/task/${tid}`);
-      if (f === undefined) continue;
-      const kind = tid === String(pid) ? 'main thread' : /libuv/.test(comm) ? 'libuv pool' : /V8|DefaultWorke/i.test(comm) ? 'V8 workers' : `${comm} ${tid}`;
-      out.set(tid, { kind, ms: f.utimeMs + f.stimeMs });
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return out;
 }
 
 async function main() {
