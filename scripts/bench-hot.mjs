@@ -20,24 +20,22 @@
  * CPU per request is each server process's user + system time (every thread, /proc) over the
  * requests wrk counted; "own" is that minus the floor's CPU per request for the same method.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import { startDevNode } from './bench.mjs';
 import { cpuMs, table, threadCpuMs } from './bench-util.mjs';
-import { parseWrk, wrkAvailable } from './bench-wrk.mjs';
+import { runWrk, wrkAvailable } from './bench-wrk.mjs';
 
 export { wrkAvailable };
 import '@swc-node/register/esm-register';
 
 const { createHarness, fixedNodeOptions, freePorts, mainJs, must, startCluster, vault } = await import('../test/harness/index.js');
 
-const run = promisify(execFile);
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const floorJs = fileURLToPath(new URL('./bench-floor-server.mjs', import.meta.url));
 const VALUE_BYTES = 1024;
@@ -59,43 +57,24 @@ function wrkScript({ method, token, prefix, keys }) {
     `request = function()\n  n = n + 1\n  return wrk.format(nil, ${lua(prefix)} .. tag .. "-" .. n, nil, body)\nend`].join('\n');
 }
 
-/** One wrk run; `pids` are the server processes whose CPU it costs. */
+/** A warm-up run, then the measured one; `pids` are the server processes whose CPU it costs. */
 async function wrk({ url, script, connections, seconds, pids }) {
-  const dir = await mkdtemp(join(os.tmpdir(), 'tessera-hot-'));
-  try {
-    const file = join(dir, 's.lua');
-    const warm = join(dir, 'w.lua');
-    await writeFile(file, script());
-    await writeFile(warm, script());
-    const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', file, url];
-    await run('wrk', ['-t1', `-c${connections}`, `-d${WARMUP_S}s`, '-s', warm, url]); // warm-up: V8 compiles the hot path meanwhile
-    const cpu0 = await Promise.all(pids.map(cpuMs));
-    const threads0 = process.env.HOT_THREADS ? await Promise.all(pids.map(threadCpuMs)) : [];
-    const { stdout } = await run('wrk', args, { maxBuffer: 1 << 20 });
-    const cpu1 = await Promise.all(pids.map(cpuMs));
-    const r = parseWrk(stdout);
-    if (process.env.HOT_THREADS) {
-      const threads1 = await Promise.all(pids.map(threadCpuMs));
-      pids.forEach((pid, i) => {
-        const byKind = new Map();
-        for (const [tid, t] of threads1[i]) byKind.set(t.kind, (byKind.get(t.kind) ?? 0) + t.ms - (threads0[i].get(tid)?.ms ?? 0));
-        const parts = [...byKind].map(([kind, ms]) => `${kind} ${((ms * 1000) / r.requests).toFixed(0)}`);
-        note(`  pid ${pid} CPU us/request by thread: ${parts.join(', ')}`);
-      });
-    }
-    if (!(r.rps > 0) || r.non2xx > 0 || r.socketErrors > 0) throw new Error(`wrk against ${url}: ${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors:\n${stdout}`);
-    const ms = (re) => {
-      const m = re.exec(stdout);
-      if (!m) return NaN;
-      const k = { us: 0.001, ms: 1, s: 1000 }[m[2]];
-      return Number(m[1]) * k;
-    };
-    const perProcessUs = pids.map((_, i) => ((cpu1[i] - cpu0[i]) * 1000) / r.requests);
-    return { connections, rps: r.rps, requests: r.requests, cpuUs: perProcessUs.reduce((a, b) => a + b, 0), perProcessUs,
-      p50Ms: ms(/ 50%\s+([\d.]+)(us|ms|s)/), p99Ms: ms(/ 99%\s+([\d.]+)(us|ms|s)/) };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
+  await runWrk({ url, script: script(), connections, seconds: WARMUP_S }); // V8 compiles the hot path meanwhile
+  const cpu0 = await Promise.all(pids.map(cpuMs));
+  const threads0 = process.env.HOT_THREADS ? await Promise.all(pids.map(threadCpuMs)) : [];
+  const r = await runWrk({ url, script: script(), connections, seconds });
+  const cpu1 = await Promise.all(pids.map(cpuMs));
+  if (process.env.HOT_THREADS) {
+    const threads1 = await Promise.all(pids.map(threadCpuMs));
+    pids.forEach((pid, i) => {
+      const byKind = new Map();
+      for (const [tid, t] of threads1[i]) byKind.set(t.kind, (byKind.get(t.kind) ?? 0) + t.ms - (threads0[i].get(tid)?.ms ?? 0));
+      const parts = [...byKind].map(([kind, ms]) => `${kind} ${((ms * 1000) / r.requests).toFixed(0)}`);
+      note(`  pid ${pid} CPU us/request by thread: ${parts.join(', ')}`);
+    });
   }
+  const perProcessUs = pids.map((_, i) => ((cpu1[i] - cpu0[i]) * 1000) / r.requests);
+  return { connections, rps: r.rps, requests: r.requests, cpuUs: perProcessUs.reduce((a, b) => a + b, 0), perProcessUs, p50Ms: r.p50Ms, p99Ms: r.p99Ms };
 }
 
 const POLICY = 'path "secret/data/hot/*" { capabilities = ["read", "create", "update"] }';

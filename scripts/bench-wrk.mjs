@@ -33,17 +33,29 @@ export function parseWrk(text) {
   return { rps, requests, non2xx, socketErrors };
 }
 
-/** One wrk run (one thread) of GET `url` with `X-Vault-Token`; rejects when any answer was not a 2xx. */
-export async function wrkGet({ url, token, connections = 16, seconds = 5 }) {
+/**
+ * One wrk run (one thread, `--latency`) with the Lua `script`; rejects when any answer was not a
+ * 2xx. Requests per second and count, p50 and p99 in ms.
+ */
+export async function runWrk({ url, script, connections = 16, seconds = 5 }) {
   const dir = await mkdtemp(join(os.tmpdir(), 'tessera-wrk-'));
   try {
-    const script = join(dir, 'token.lua');
-    await writeFile(script, `wrk.method = "GET"\nwrk.headers["X-Vault-Token"] = ${JSON.stringify(token)}\n`);
-    const { stdout } = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', script, url], { maxBuffer: 1 << 20 });
+    const file = join(dir, 's.lua');
+    await writeFile(file, script);
+    const { stdout } = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', file, url], { maxBuffer: 1 << 20 });
     const r = parseWrk(stdout);
     if (!(r.rps > 0) || r.non2xx > 0 || r.socketErrors > 0) throw new Error(`wrk against ${url}: ${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors:\n${stdout}`);
-    return r;
+    const ms = (re) => {
+      const m = re.exec(stdout);
+      return m ? Number(m[1]) * { us: 0.001, ms: 1, s: 1000 }[m[2]] : NaN;
+    };
+    return { ...r, p50Ms: ms(/ 50%\s+([\d.]+)(us|ms|s)/), p99Ms: ms(/ 99%\s+([\d.]+)(us|ms|s)/) };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** One wrk run of GET `url` with `X-Vault-Token`; rejects when any answer was not a 2xx. */
+export function wrkGet({ url, token, connections = 16, seconds = 5 }) {
+  return runWrk({ url, script: `wrk.method = "GET"\nwrk.headers["X-Vault-Token"] = ${JSON.stringify(token)}\n`, connections, seconds });
 }
