@@ -54,12 +54,16 @@ describe('ReadLeaseServer: a commit resolves only once every leased standby hear
     expect(await settled(commit)).toBe(true);
   });
 
+  /** Two standbys with open streams on `s`. */
+  const accepted = (s: ReturnType<typeof server>): [ReturnType<typeof standby>, ReturnType<typeof standby>] => {
+    const pair: [ReturnType<typeof standby>, ReturnType<typeof standby>] = [standby(), standby()];
+    for (const sb of pair) s.accept(sb.stream);
+    return pair;
+  };
+
   it('a standby leased while a commit waits does not hold that commit, however often it renews', async () => {
     const s = server();
-    const a = standby();
-    const b = standby();
-    s.accept(a.stream);
-    s.accept(b.stream);
+    const [a, b] = accepted(s);
     a.say({ type: 'ask', ask: 1 });
     const commit = s.published();
     b.say({ type: 'ask', ask: 1 });
@@ -99,10 +103,7 @@ describe('ReadLeaseServer: a commit resolves only once every leased standby hear
 
   it('revokeAll tells every leased standby, resolves on their acks, and grants nothing more until open()', async () => {
     const s = server();
-    const a = standby();
-    const b = standby();
-    s.accept(a.stream);
-    s.accept(b.stream);
+    const [a, b] = accepted(s);
     a.say({ type: 'ask', ask: 1 });
     b.say({ type: 'ask', ask: 1 });
     const revoking = s.revokeAll();
