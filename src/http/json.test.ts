@@ -20,6 +20,8 @@ describe('replyJson', () => {
       { request_id: 'r', data: { data: deepFreeze({ v: 'secret', n: [1, { x: 'y' }] }), metadata: { t: new Date(0), b: Buffer.from('ab') } }, warnings: null },
       { deep: { deeper: { deepest: { leaf: [1, 2, { z: undefined }] } } } }, { toJSON: () => 'custom' }, { nested: { toJSON: () => ({ k: 1 }) } },
       nullProto, { 2: 'b', 1: 'a', s: '\u2028"\\' }, deepFreeze([1, 'two', { three: 3 }]), { arr: [] , obj: {} },
+      { n: -0, big: 1e21, small: 5e-7, inf: Infinity, ninf: -Infinity, f: false, t: true, z: null, 'a b': 1, 'é': 2, 'q"': 3, '': 4, 'k.-_9': 5 },
+      { lease_duration: 0, renewable: false, data: { list: ['a'], n: 1.5, nested: { x: NaN } }, wrap_info: null },
     ];
     for (const v of values) expect(replyJson(v)).toBe(JSON.stringify(v));
   });

@@ -26,6 +26,30 @@ describe('kv building blocks', () => {
     for (const bad of ['', 'a/', '/a', 'a//b', '..', 'a/../b']) expect(() => checkPath(bad, 'leaf')).toThrow(InvalidRequest);
   });
 
+  it('refuses exactly the paths with an empty or ".." segment', () => {
+    // Every path of up to four characters over the alphabet that matters, against the rule stated plainly.
+    const alphabet = ['a', '.', '/'];
+    let paths = [''];
+    const all: string[] = [''];
+    for (let n = 0; n < 4; n++) {
+      paths = paths.flatMap((p) => alphabet.map((c) => p + c));
+      all.push(...paths);
+    }
+    for (const path of all) {
+      const rule = path === '' || path.split('/').some((seg) => seg === '' || seg === '..');
+      const refused = (() => {
+        try {
+          checkPath(path, 'leaf');
+          return false;
+        } catch (e) {
+          if (e instanceof InvalidRequest) return true;
+          throw e;
+        }
+      })();
+      expect({ path, refused }).toEqual({ path, refused: rule });
+    }
+  });
+
   it('coerces Vault-style string inputs and names the field on failure', () => {
     const schema = z.object({
       n: optional(field.int),
