@@ -54,6 +54,7 @@ const fullExpected: Omit<Config, 'source' | 'warnings'> = {
   leases: { maxTtl: 48 * 3600, defaultTtl: 5400 },
   auditDir: '/var/lib/tessera/audit',
   disablePerformanceStandby: false,
+  readCache: { disabled: false },
 };
 
 const minimal = 'storage "inmem" {}\nlistener "tcp" {\n  tls_disable = true\n}\n';
@@ -122,6 +123,7 @@ replication { wal_max_entries = 100000  wal_max_bytes = 268435456 }   # our addi
       leases: { maxTtl: 768 * 3600, defaultTtl: 768 * 3600 },
       auditDir: undefined,
       disablePerformanceStandby: false,
+      readCache: { disabled: false },
       warnings: [],
     });
   });
@@ -130,6 +132,17 @@ replication { wal_max_entries = 100000  wal_max_bytes = 268435456 }   # our addi
     expect(parseConfigText(`${minimal}disable_performance_standby = true\n`, 'p.hcl').disablePerformanceStandby).toBe(true);
     expect(parseConfigText(`${minimal}disable_performance_standby = "false"\n`, 'p.hcl').disablePerformanceStandby).toBe(false);
     expect(parseConfigText(minimal, 'p.hcl').warnings).toEqual([]);
+  });
+
+  it("reads Vault's cache_size and disable_cache for the storage read cache, and passes them to the node", async () => {
+    expect(parseConfigText(minimal, 'c.hcl').readCache).toEqual({ disabled: false });
+    expect(parseConfigText(`${minimal}cache_size = "32000"\ndisable_cache = false\n`, 'c.hcl')).toMatchObject({ readCache: { disabled: false, entries: 32000 }, warnings: [] });
+    expect(parseConfigText(`${minimal}cache_size = 0\ndisable_cache = "true"\n`, 'c.hcl').readCache).toEqual({ disabled: true, entries: 0 });
+    expect(configError(`${minimal}cache_size = "lots"\n`).message).toMatch(/cache_size: expected a whole number of entries/);
+    expect(configError(`${minimal}cache_size = 1.5\n`).message).toMatch(/cache_size:/);
+    const { toNodeConfig } = await import('./index.js');
+    const leveldb = 'storage "leveldb" {\n  path = "/d"\n}\nlistener "tcp" {\n  tls_disable = true\n}\n';
+    expect(toNodeConfig(parseConfigText(`${leveldb}cache_size = 64\n`, 'c.hcl')).readCache).toEqual({ disabled: false, entries: 64 });
   });
 
   it('reads audit_dir (absolute only)', () => {

@@ -54,6 +54,8 @@ export interface Config {
   readonly auditDir: string | undefined;
   /** Vault's `disable_performance_standby`: HA standbys relay reads too (default: they answer them). */
   readonly disablePerformanceStandby: boolean;
+  /** Vault's `disable_cache` and `cache_size` (entries; unset or at most 0: the default), for the storage read cache. */
+  readonly readCache: { readonly disabled: boolean; readonly entries?: number };
   /** One line per ignored key, "FILE: key.path: ...". */
   readonly warnings: readonly string[];
 }
@@ -156,6 +158,13 @@ const topSchema = z.object({
   default_lease_ttl: leaseDuration.optional(),
   audit_dir: z.string().refine((v) => v.startsWith('/'), 'expected an absolute directory path').optional(),
   disable_performance_standby: boolish.default(false),
+  // Vault decodes these into an int and a bool; HCL gives either as a string too.
+  cache_size: z
+    .union([z.number().int(), z.string().regex(/^-?\d+$/, 'expected a whole number of entries')], { error: 'expected a whole number of entries' })
+    .transform(Number)
+    .refine(Number.isSafeInteger, 'expected a whole number of entries')
+    .optional(),
+  disable_cache: boolish.default(false),
 });
 const blockKeys = ['storage', 'listener', 'replication'];
 
@@ -212,6 +221,7 @@ function validate(tree: Record<string, unknown>, file: string): Config {
     leases,
     auditDir: top.audit_dir ?? (storage.type === 'leveldb' ? `${storage.path.replace(/\/+$/, '')}/audit` : undefined),
     disablePerformanceStandby: toBool(top.disable_performance_standby),
+    readCache: { disabled: toBool(top.disable_cache), ...(top.cache_size !== undefined ? { entries: top.cache_size } : {}) },
     warnings: Object.freeze(warnings),
   };
 }

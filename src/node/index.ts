@@ -52,6 +52,7 @@ export function toNodeConfig(c: Config): NodeConfig {
     leases: c.leases,
     ...(c.auditDir !== undefined ? { auditDir: c.auditDir } : {}),
     ...(c.disablePerformanceStandby ? { disablePerformanceStandby: true } : {}),
+    readCache: c.readCache,
   };
 }
 

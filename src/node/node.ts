@@ -24,6 +24,7 @@ import { KEYRING_RECORD_KEY, SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
 import type { Backend } from '../storage/backend.js';
 import { openLevelBackend } from '../storage/leveldb.js';
+import { readCacheLimits } from '../storage/read-cache.js';
 import { openPostgresBackend, redactConnectionUrl } from '../storage/postgres.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
 import { connectPrimary, createClusterServer, type ClusterServer } from '../transport/grpc/index.js';
@@ -64,6 +65,8 @@ export interface NodeConfig {
   readonly tokenTidyMs?: number;
   /** HA standbys relay reads too (Vault's `disable_performance_standby`). */
   readonly disablePerformanceStandby?: boolean;
+  /** Vault's `disable_cache` / `cache_size` for the storage read cache (read-cache.ts); its defaults when unset. */
+  readonly readCache?: { readonly disabled?: boolean; readonly entries?: number };
 }
 
 export interface RunningNode {
@@ -144,6 +147,7 @@ async function openStorage(config: NodeConfig, now: () => number, log: Logger): 
     now,
     // PostgreSQL's transactions leave no torn state: re-reading settles an unknown outcome.
     settlesOnReload: pgc !== undefined,
+    readCache: readCacheLimits(config.readCache ?? {}),
     onBatch: (info) => metrics?.observeBatch({ txns: info.txns, bytes: info.bytes, merklePages: info.merklePages }),
   });
   metrics = new NodeMetrics({

@@ -5,6 +5,7 @@
  *   await engine.reindex({ skipFlush: true });
  */
 import type { WriteLimits } from './contract.js';
+import type { ReadCacheLimits } from './read-cache.js';
 import type { ReindexOptions } from './merkle-check.js';
 
 export interface EngineOptions {
@@ -20,6 +21,8 @@ export interface EngineOptions {
    * state (PostgreSQL's transactions), so re-reading settles what was written. LevelDB: false.
    */
   readonly settlesOnReload?: boolean;
+  /** The read cache's bounds (read-cache.ts `readCacheLimits`: Vault's `cache_size`, `disable_cache`); DEFAULT_READ_CACHE unless given. */
+  readonly readCache?: ReadCacheLimits;
   /** The key and value contract commits are checked against (contract.ts); WRITE_LIMITS unless given (tests change it). */
   readonly limits?: WriteLimits;
 }

@@ -5,6 +5,7 @@ import { BatchFailed, ControlledBackend, rootFromData, testCipher } from './engi
 import { StorageEngine, type EngineOptions } from './engine.js';
 import { Keys } from './keyspace.js';
 import { MemoryBackend } from './memory.js';
+import { readCacheLimits } from './read-cache.js';
 import { RECENT_ENTRIES } from './wal-tail.js';
 
 const put = (key: string, value: string) => ({ type: 'put' as const, key, value: Buffer.from(value) });
@@ -74,6 +75,22 @@ describe('StorageEngine: the Store', () => {
     expect((await store.getDecoded('t/b', decode))?.value).toBe('other');
     live = false;
     await expect(store.getDecoded('t/b', decode)).rejects.toBeInstanceOf(Unavailable);
+  });
+
+  it("with the read cache off (Vault's disable_cache) every live read goes to storage; with it on, a cached value is served", async () => {
+    for (const disabled of [true, false]) {
+      const backend = new MemoryBackend();
+      const engine = await StorageEngine.open(backend, { ...opts, readCache: readCacheLimits({ disabled }) });
+      await engine.commitRaw([{ type: 'put', key: 'secret/a', value: Buffer.from('one') }]);
+      expect((await engine.readRaw('secret/a'))?.toString()).toBe('one');
+      // Storage changed under the engine (as another writer of a shared database would change it).
+      await backend.batch([{ type: 'put', key: Keys.value('secret/a'), value: Buffer.from('changed') }], { sync: true });
+      expect({ disabled, read: (await engine.readRaw('secret/a'))?.toString() }).toEqual({ disabled, read: disabled ? 'changed' : 'one' });
+      // Its own commits are read back either way.
+      await engine.commitRaw([{ type: 'put', key: 'secret/a', value: Buffer.from('two') }]);
+      expect((await engine.readRaw('secret/a'))?.toString()).toBe('two');
+      await engine.close();
+    }
   });
 
   it('list does not confuse siblings that share a prefix with a directory', async () => {

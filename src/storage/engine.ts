@@ -81,7 +81,7 @@ export class StorageEngine implements RawStore, MerkleView {
   private readonly listeners = new CommitListeners();
   private readonly now: () => number;
   /** Live values by logical key; every batch's data ops pass through it once durable. */
-  private readonly cache = new ReadCache();
+  private readonly cache: ReadCache;
   /** The durable Merkle index, its flush-policy memory and the flushes outside commits. */
   private readonly index: MerkleIndex;
   /** The demote fence and the performance secondary's replicated-key guard. */
@@ -101,6 +101,7 @@ export class StorageEngine implements RawStore, MerkleView {
     private readonly failures: Set<(failure: StorageFailed) => void>,
   ) {
     this.now = opts.now ?? Date.now;
+    this.cache = new ReadCache(opts.readCache);
     this.jobs = new JobChain(() => this.failure() ?? this.standbyRefusal?.());
     this.index = new MerkleIndex(backend, this.jobs, trees, dirty, { now: this.now, flushIntervalMs: opts.pageFlushIntervalMs ?? 1000 });
     this.reads = new ReadFollower(backend, this.cache);

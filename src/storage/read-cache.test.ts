@@ -1,5 +1,5 @@
 import type { WalOp } from '../core/wal.js';
-import { ReadCache } from './read-cache.js';
+import { DEFAULT_READ_CACHE, ReadCache, readCacheLimits } from './read-cache.js';
 
 const b = (s: string): Buffer => Buffer.from(s);
 const put = (key: string, value: string): WalOp => ({ type: 'put', key, value: b(value) });
@@ -108,5 +108,22 @@ describe('ReadCache', () => {
     }
     expect(src.calls.filter((k) => k === 'k0' || k === 'k1')).toEqual(['k0', 'k1']);
     expect(cache.size).toBeLessThanOrEqual(4);
+  });
+
+  it("takes Vault's disable_cache and cache_size: off keeps nothing, a size bounds the entries, at most 0 is the default", async () => {
+    expect(readCacheLimits({})).toEqual(DEFAULT_READ_CACHE);
+    expect(readCacheLimits({ entries: 0 })).toEqual(DEFAULT_READ_CACHE);
+    expect(readCacheLimits({ entries: -5 })).toEqual(DEFAULT_READ_CACHE);
+    expect(readCacheLimits({ entries: 3 })).toEqual({ ...DEFAULT_READ_CACHE, maxEntries: 3 });
+    const off = new ReadCache(readCacheLimits({ disabled: true, entries: 100 }));
+    const src = source(new Map([['a', b('1')]]));
+    await off.read('a', src.load('a'));
+    await off.read('a', src.load('a'));
+    off.applied([put('a', '2')]);
+    expect(off.size).toBe(0);
+    expect(src.calls).toEqual(['a', 'a']);
+    const three = new ReadCache(readCacheLimits({ entries: 3 }));
+    for (const k of ['a', 'b', 'c', 'd']) await three.read(k, src.load(k));
+    expect(three.size).toBe(3);
   });
 });

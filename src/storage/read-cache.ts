@@ -22,7 +22,17 @@ export interface ReadCacheLimits {
   readonly maxValueBytes: number;
 }
 
-const DEFAULT_LIMITS: ReadCacheLimits = { maxEntries: 8192, maxBytes: 16 << 20, maxValueBytes: 64 << 10 };
+export const DEFAULT_READ_CACHE: ReadCacheLimits = { maxEntries: 8192, maxBytes: 16 << 20, maxValueBytes: 64 << 10 };
+
+/**
+ * The limits for Vault's server settings: `disable_cache` turns the cache off (every read goes to
+ * storage), `cache_size` is its number of entries (at most 0 means the default, as in Vault). The
+ * byte bound stays: Vault bounds entries only, this cache both.
+ */
+export function readCacheLimits(o: { readonly disabled?: boolean; readonly entries?: number }): ReadCacheLimits {
+  if (o.disabled === true) return { ...DEFAULT_READ_CACHE, maxEntries: 0 };
+  return o.entries !== undefined && o.entries > 0 ? { ...DEFAULT_READ_CACHE, maxEntries: o.entries } : DEFAULT_READ_CACHE;
+}
 
 export class ReadCache {
   /** Map order is insertion (or second-chance) order. value null = absent. */
@@ -33,7 +43,7 @@ export class ReadCache {
   /** The keys of the last durable batch. */
   private lastWritten: ReadonlySet<string> = new Set();
 
-  constructor(private readonly limits: ReadCacheLimits = DEFAULT_LIMITS) {}
+  constructor(private readonly limits: ReadCacheLimits = DEFAULT_READ_CACHE) {}
 
   async read(key: string, load: () => Promise<Buffer | undefined>): Promise<Buffer | undefined> {
     const hit = this.entries.get(key);
@@ -70,7 +80,7 @@ export class ReadCache {
 
   private set(key: string, value: Buffer | null): void {
     this.drop(key);
-    if (value !== null && value.length > this.limits.maxValueBytes) return;
+    if (this.limits.maxEntries === 0 || (value !== null && value.length > this.limits.maxValueBytes)) return;
     this.entries.set(key, { value, used: false });
     this.bytes += value?.length ?? 0;
     // An entry moved to the end comes round again in this loop unmarked: it ends.

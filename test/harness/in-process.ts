@@ -31,6 +31,8 @@ export interface InProcessOptions {
   readonly tokenTidyMs?: number;
   /** HA standbys relay reads too (config `disable_performance_standby`). */
   readonly disablePerformanceStandby?: boolean;
+  /** Config `disable_cache` / `cache_size`: the storage read cache. */
+  readonly readCache?: { readonly disabled?: boolean; readonly entries?: number };
   /** Storage on this PostgreSQL (e.g. test/support/postgres.ts) instead of HOME/data; table vault_kv_store unless given. */
   /** `haLeaseTtlMs`: the HA lease (default 2 s); in-process nodes share jest's event loop, so a longer one tolerates its stalls. */
   readonly postgresql?: { readonly connectionUrl: string; readonly table?: string; readonly haEnabled?: boolean; readonly haLeaseTtlMs?: number; readonly redundancyZone?: string };
@@ -84,6 +86,7 @@ export async function startInProcess(opts: InProcessOptions, home: InProcessHome
     ...(opts.auditDir !== undefined ? { auditDir: opts.auditDir } : {}),
     ...(opts.tokenTidyMs !== undefined ? { tokenTidyMs: opts.tokenTidyMs } : {}),
     ...(opts.disablePerformanceStandby === true ? { disablePerformanceStandby: true } : {}),
+    ...(opts.readCache !== undefined ? { readCache: opts.readCache } : {}),
     ...(opts.postgresql !== undefined
       ? { postgresql: { connectionUrl: opts.postgresql.connectionUrl, table: opts.postgresql.table ?? 'vault_kv_store', haEnabled: opts.postgresql.haEnabled === true, haTable: 'vault_ha_locks', ...(opts.postgresql.haLeaseTtlMs !== undefined ? { haLeaseTtlMs: opts.postgresql.haLeaseTtlMs } : {}), ...(opts.postgresql.redundancyZone !== undefined ? { redundancyZone: opts.postgresql.redundancyZone } : {}) } }
       : {}),
