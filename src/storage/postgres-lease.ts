@@ -28,8 +28,8 @@
  * grace period (twice that for its own row), and never its own live row. The fence requires a live row, so a released epoch
  * commits nothing.
  *
- * Acquire is one transaction: the row is locked (waiting at most `lock_timeout` for a commit in
- * flight that holds it FOR SHARE), and taken only when it is missing, expired or this node's own
+ * Acquire is one statement: the row is locked (waiting at most the statement timeout for a commit
+ * in flight that holds it FOR SHARE), and taken only when it is missing, expired or this node's own
  * (a new epoch then fences the commits of its old one); the epoch comes
  * from the sequence only then, so failed attempts do not spend epochs. A concurrent insert of a
  * missing row loses through the ON CONFLICT clause's `valid_until < now()`.
@@ -161,41 +161,35 @@ class PostgresLease implements PostgresLeaseStore {
   }
 
   async acquire(me: LeaseCandidate, ttlMs: number, graceMs?: number): Promise<AcquireResult> {
-    const client = await this.pool.connect();
-    let broken: unknown;
-    try {
-      await client.query('BEGIN');
-      await client.query(`SET LOCAL lock_timeout = ${ms(this.o.statementTimeoutMs ?? 1000)}`);
-      const cur = await client.query<RawRow>(`SELECT holder, epoch::text AS epoch, api_addr, cluster_addr, valid_until > now() AS live FROM ${this.q} WHERE ha_key = $1 FOR UPDATE`, [LEADER]);
-      const row = cur.rows[0];
-      // A live row of another holder wins; this node's own (it was fenced or missed its deadline
-      // and competes again) is taken over at once under a new epoch, unless the attempt is polite.
-      // A polite attempt waits twice the grace for its own released row: after a step-down, when
-      // every node is in its cooldown, another node wins first.
-      if (row?.live === true && (row.holder !== me.holder || graceMs !== undefined)) {
-        await client.query('ROLLBACK');
-        return { won: false, leader: rowOf(row) };
-      }
-      const won = await client.query<{ epoch: string }>(
-        `INSERT INTO ${this.q} AS h (ha_key, holder, epoch, api_addr, cluster_addr, valid_until)
-         VALUES ($1, $2, nextval('${this.seq}'), $3, $4, now() + make_interval(secs => $5::double precision / 1000))
+    // One statement, so the row lock lives only while the server runs it: a node frozen between
+    // statements of an open transaction (SIGSTOP) held the row FOR UPDATE until it resumed, and
+    // the active node's renewals and fenced commits waited on it. The lock wait is bounded by
+    // the pool's statement_timeout. A live row of another holder wins; this node's own (it was
+    // fenced or missed its deadline and competes again) is taken over at once under a new epoch,
+    // unless the attempt is polite. A polite attempt waits twice the grace for its own released
+    // row: after a step-down, when every node is in its cooldown, another node wins first. The
+    // insert runs only when the row may be taken, so nextval spends no epoch on a live row.
+    const r = await this.pool.query<RawRow & { won: string | null }>(
+      `WITH cur AS (
+         SELECT holder, epoch, api_addr, cluster_addr, valid_until > now() AS live FROM ${this.q} WHERE ha_key = $1::text FOR UPDATE
+       ), won AS (
+         INSERT INTO ${this.q} AS h (ha_key, holder, epoch, api_addr, cluster_addr, valid_until)
+         SELECT $1::text, $2::text, nextval('${this.seq}'), $3::text, $4::text, now() + make_interval(secs => $5::double precision / 1000)
+         WHERE NOT EXISTS (SELECT 1 FROM cur WHERE live AND (holder <> $2::text OR NOT $7::boolean))
          ON CONFLICT (ha_key) DO UPDATE SET holder = EXCLUDED.holder, epoch = EXCLUDED.epoch, api_addr = EXCLUDED.api_addr,
            cluster_addr = EXCLUDED.cluster_addr, valid_until = EXCLUDED.valid_until
          WHERE h.valid_until <= now() - make_interval(secs => (CASE WHEN h.holder = EXCLUDED.holder THEN 2 ELSE 1 END) * $6::double precision / 1000)
-           OR ($7 AND h.holder = EXCLUDED.holder)
-         RETURNING epoch::text AS epoch`,
-        [LEADER, me.holder, me.apiAddr, me.clusterAddr, ttlMs, graceMs ?? 0, graceMs === undefined],
-      );
-      await client.query('COMMIT');
-      const epoch = won.rows[0]?.epoch;
-      return epoch === undefined ? { won: false, leader: undefined } : { won: true, epoch: Number(epoch) };
-    } catch (e) {
-      broken = e;
-      throw e;
-    } finally {
-      if (broken !== undefined) await client.query('ROLLBACK').catch(() => undefined);
-      client.release(broken === undefined ? undefined : true);
-    }
+           OR ($7::boolean AND h.holder = EXCLUDED.holder)
+         RETURNING epoch
+       )
+       SELECT (SELECT epoch::text FROM won) AS won, cur.holder, cur.epoch::text AS epoch, cur.api_addr, cur.cluster_addr, cur.live
+       FROM (VALUES (1)) AS one (x) LEFT JOIN cur ON true`,
+      [LEADER, me.holder, me.apiAddr, me.clusterAddr, ttlMs, graceMs ?? 0, graceMs === undefined],
+    );
+    const row = r.rows[0];
+    if (row?.won !== null && row?.won !== undefined) return { won: true, epoch: Number(row.won) };
+    if (row?.live === true && (row.holder !== me.holder || graceMs !== undefined)) return { won: false, leader: rowOf(row) };
+    return { won: false, leader: undefined };
   }
 
   async renew(holder: string, epoch: number, ttlMs: number): Promise<boolean> {

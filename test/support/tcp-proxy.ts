@@ -9,6 +9,10 @@
  *   proxy.cut();              // open connections die now; new ones are reset on accept
  *   proxy.heal();             // new connections are forwarded again
  *   await proxy.close();
+ *
+ * `holdAfter` plays a client that froze (SIGSTOP) right after sending a given message: once a
+ * client chunk it matches is forwarded, that connection's later client bytes wait in the proxy
+ * (the server's answers still flow) until `release()`.
  */
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 
@@ -31,6 +35,10 @@ export interface TcpProxy {
   stats(): TcpProxyStats;
   /** Resets every connection and stops listening. */
   close(): Promise<void>;
+  /** Connections whose client bytes wait after a `holdAfter` match. */
+  held(): number;
+  /** Forwards what the held connections sent meanwhile, and holds nothing more. */
+  release(): void;
 }
 
 function splitTarget(target: string): { host: string; port: number } {
@@ -41,12 +49,14 @@ function splitTarget(target: string): { host: string; port: number } {
 }
 
 /** `listenPort` 0 (the default) picks a free port. */
-export async function startTcpProxy(target: string, opts: { listenPort?: number } = {}): Promise<TcpProxy> {
+export async function startTcpProxy(target: string, opts: { listenPort?: number; holdAfter?: (clientChunk: Buffer) => boolean } = {}): Promise<TcpProxy> {
   const to = splitTarget(target);
   const open = new Set<[Socket, Socket]>();
   let isCut = false;
   let forwarded = 0;
   let refused = 0;
+  const held = new Set<[Socket, Socket]>();
+  let holding = opts.holdAfter !== undefined;
 
   // resetAndDestroy sends an RST: the peer sees ECONNRESET at once, as in a dropped link.
   const reset = (s: Socket) => {
@@ -66,11 +76,19 @@ export async function startTcpProxy(target: string, opts: { listenPort?: number 
     open.add(pair);
     down.pipe(up);
     up.pipe(down);
+    // Added after pipe's own listener: the matching chunk is forwarded before the hold.
+    down.on('data', (chunk: Buffer) => {
+      if (!holding || held.has(pair) || opts.holdAfter?.(chunk) !== true) return;
+      held.add(pair);
+      down.unpipe(up);
+      down.pause();
+    });
     // Either side failing takes the other down with it: no half-open pairs.
     down.on('error', () => reset(up));
     up.on('error', () => reset(down));
     down.on('close', () => {
       open.delete(pair);
+      held.delete(pair);
       reset(up);
     });
     up.on('close', () => {
@@ -108,6 +126,12 @@ export async function startTcpProxy(target: string, opts: { listenPort?: number 
       return isCut;
     },
     stats: () => ({ forwarded, refused, open: open.size }),
+    held: () => held.size,
+    release() {
+      holding = false;
+      for (const [down, up] of held) down.pipe(up);
+      held.clear();
+    },
     async close() {
       isCut = true;
       dropAll();
