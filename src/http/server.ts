@@ -114,6 +114,9 @@ function pump(res: http.ServerResponse, out: Dispatched & { stream: NonNullable<
   })();
 }
 
+/** Methods that never commit (a read that does, e.g. a token's last use, is rare). */
+const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'LIST']);
+
 /** Writes a reply relayed (or made) as bytes; its status. */
 function sendRaw(res: http.ServerResponse, reply: RawReply): number {
   res.writeHead(reply.status, { ...reply.headers, 'content-length': String(reply.body.length) });
@@ -190,6 +193,10 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
         if (!(e instanceof StandbyWriteRefused) || standby === undefined || raw === undefined) throw e;
         return sendRaw(res, await standby.relay(raw));
       }
+      // A write's answer waits for the event loop's check phase, where Node flushes HTTP/2: the
+      // replication stream's frames for what it committed (sent from the commit's continuation)
+      // leave before the client hears of the commit, as PostgreSQL wakes its WAL senders first.
+      if (!READ_METHODS.has(method)) await new Promise<void>((resolve) => setImmediate(resolve));
       if (out.stream) pump(res, { ...out, stream: out.stream }, opts.logger);
       else send(res, out);
       return out.status;
