@@ -6,8 +6,8 @@
  * Ratios are always Tessera / PostgreSQL; `better` says which direction wins (throughput: higher;
  * latencies and memory: lower). Goals are issue 20's (write path round 2): 16-client writes
  * >= 1.0x PostgreSQL or >= 0.8x the express floor, 4-client writes >= 0.5x, server CPU per write
- * <= 2x, lag p99 <= 10 ms under the 16-client load, idle ack -> visible p50 <= 1.5x, PSS <= 2x;
- * and issue 9's promote -> first write <= PostgreSQL's. Rows also give Tessera's writes as a
+ * <= 2x, idle ack -> visible p50 <= 1.5x; issue 29's lag p99 under the 16-client load <= PostgreSQL's
+ * and PSS <= 2.5x (they replace issue 20's 10 ms and 2x); and issue 9's promote -> first write <= PostgreSQL's. Rows also give Tessera's writes as a
  * fraction of the express floor, and Tessera on its PostgreSQL engine against pgbench upserts on
  * the same server (bench-pg-engine.mjs) when that part ran. The `wrk:` rows are issue 29's (the hot
  * path, bench-hot.mjs): reads and replicated writes driven by wrk against Tessera and the express
@@ -96,7 +96,7 @@ export function headlineRows({ pg, dr, ceiling, floor, pgEngine, hot }) {
   const pl = pg?.lagUnderLoad;
   const tl = dr?.lagUnderLoad;
   row('replica lag under 16-client load, ack -> visible p50', 'ms', pl?.p50Ms, tl?.p50Ms, 'lower');
-  row('replica lag under 16-client load, ack -> visible p99', 'ms', pl?.p99Ms, tl?.p99Ms, 'lower', atMost('Tessera <= 10 ms', 10));
+  row('replica lag under 16-client load, ack -> visible p99', 'ms', pl?.p99Ms, tl?.p99Ms, 'lower', atMost('<= PostgreSQL', pl?.p99Ms ?? NaN));
   row('replica lag under 16-client load, ack -> visible max', 'ms', pl?.maxMs, tl?.maxMs, 'lower');
   row('idle commit ack -> visible on the replica, p50', 'ms', pg?.lagIdle.p50Ms, dr?.lagIdle.p50Ms, 'lower', atMost('<= 1.5x PostgreSQL', 1.5 * (pg?.lagIdle.p50Ms ?? NaN)));
   row('idle commit ack -> visible on the replica, p99', 'ms', pg?.lagIdle.p99Ms, dr?.lagIdle.p99Ms, 'lower');
@@ -104,7 +104,7 @@ export function headlineRows({ pg, dr, ceiling, floor, pgEngine, hot }) {
   const m = (x) => x?.lagUnderLoad.memory;
   const pgMem = m(pg) && sum(m(pg).primary.maxPssMb, m(pg).standby.maxPssMb);
   const tMem = m(dr) && sum(m(dr).primary.maxPssMb, m(dr).secondary.maxPssMb);
-  row('memory under 16-client load, PSS max, primary + replica', 'MB', pgMem, tMem, 'lower', atMost('<= 2x PostgreSQL', 2 * (pgMem ?? NaN)));
+  row('memory under 16-client load, PSS max, primary + replica', 'MB', pgMem, tMem, 'lower', atMost('<= 2.5x PostgreSQL', 2.5 * (pgMem ?? NaN)));
   for (const n of [16, 4]) {
     const c = ceiling?.find((x) => x.batchSize === n)?.valuesPerSec;
     // The physical limit: each system's ${n}-client writes/s as a fraction of it; `ratio` stays T/PG.
