@@ -265,6 +265,38 @@ describe('PostgreSQL backend', () => {
     expect(seen).toEqual(['k0=new', 'k1=old', 'k2=old', 'k3=old', 'k4=old', 'k6=old', 'k7=old', 'k8=old', 'k9=new']);
   });
 
+  it('serves readers of one snapshot at once, each its own answer, without queueing queries on its connection', async () => {
+    const b = await open({ table: freshTable(), pageRows: 2 });
+    await b.batch(Array.from({ length: 12 }, (_, i) => put(`k${String(i).padStart(2, '0')}`, `v${i}`)), { sync: true });
+    // pg queues a query sent while its client runs another and warns that pg 9 will refuse it:
+    // the most queries ever waiting behind a running one on any client, observed on pg's own client.
+    type Observed = { _queryQueue?: unknown[] };
+    const query = pg.Client.prototype.query;
+    let queued = 0;
+    pg.Client.prototype.query = function (this: Observed, ...args: unknown[]) {
+      queued = Math.max(queued, this._queryQueue?.length ?? 0);
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    try {
+      const snap = await b.snapshot();
+      try {
+        const [all, first, gets] = await Promise.all([
+          keysOf(snap),
+          keysOf(snap, { lt: 'k03' }),
+          Promise.all(['k05', 'k11', 'none'].map(async (k) => (await snap.get(k))?.toString())),
+        ]);
+        expect(all).toHaveLength(12);
+        expect(first).toEqual(['k00', 'k01', 'k02']);
+        expect(gets).toEqual(['v5', 'v11', undefined]);
+      } finally {
+        await snap.close();
+      }
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    expect(queued).toBe(0);
+  });
+
   it('never shows the password of the connection URL', async () => {
     expect(redactConnectionUrl('postgres://u:s3cret@h:5432/db?sslmode=disable')).toBe('postgres://u:***@h:5432/db?sslmode=disable');
     expect(redactConnectionUrl('host=h user=u password=s3cret dbname=d')).toBe('host=h user=u password=*** dbname=d');

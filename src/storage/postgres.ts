@@ -503,6 +503,12 @@ class Shared {
 
 class PgSnapshot extends PgView implements Snapshot {
   private done = false;
+  /**
+   * The snapshot's queries, one after another: they share one connection (its transaction is the
+   * snapshot), and readers of one snapshot run at once (a reconcile serves several leaf reads).
+   * pg queues a query sent while another runs, but warns that pg 9 will not.
+   */
+  private queue: Promise<unknown> = Promise.resolve();
   constructor(
     shared: Shared,
     q: string,
@@ -514,7 +520,9 @@ class PgSnapshot extends PgView implements Snapshot {
   protected override run(text: string, values: unknown[]): Promise<Row[]> {
     if (this.done) return Promise.reject(new Internal('the storage snapshot is closed'));
     if (this.shared.closed) return Promise.reject(new Internal('the PostgreSQL storage backend is closed'));
-    return this.client.query<Row>(text, values).then((r) => r.rows);
+    const rows = this.queue.then(() => this.client.query<Row>(text, values)).then((r) => r.rows);
+    this.queue = rows.catch(() => undefined);
+    return rows;
   }
 
   /** Idempotent; a failed COMMIT of a read-only transaction only drops the connection. */
@@ -522,6 +530,7 @@ class PgSnapshot extends PgView implements Snapshot {
     if (this.done) return;
     this.done = true;
     try {
+      await this.queue;
       await this.client.query('COMMIT');
       this.shared.release(this.client);
     } catch (e) {
