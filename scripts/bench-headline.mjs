@@ -6,9 +6,9 @@
  * Ratios are always Tessera / PostgreSQL; `better` says which direction wins (throughput: higher;
  * latencies and memory: lower). Goals are issue 20's (write path round 2): 16-client writes
  * >= 1.0x PostgreSQL or >= 0.8x the express floor, 4-client writes >= 0.5x, server CPU per write
- * <= 2x, idle ack -> visible p50 <= 1.5x; issue 29's lag p99 under the 16-client load <= PostgreSQL's
- * and PSS <= 2.5x (they replace issue 20's 10 ms and 2x); and issue 9's promote -> first write <= PostgreSQL's. Rows also give Tessera's writes as a
- * fraction of the express floor, and Tessera on its PostgreSQL engine against pgbench upserts on
+ * <= 2x, idle ack -> visible p50 <= 1.5x; issue 29's lag p99 under the 16-client load <=
+ * PostgreSQL's and PSS <= 2.5x (they replace issue 20's 10 ms and 2x); and issue 9's promote ->
+ * first write <= PostgreSQL's. Rows also give Tessera's writes as a fraction of the express floor, and Tessera on its PostgreSQL engine against pgbench upserts on
  * the same server (bench-pg-engine.mjs) when that part ran. The `wrk:` rows are issue 29's (the hot
  * path, bench-hot.mjs): reads and replicated writes driven by wrk against Tessera and the express
  * floor alike, as fractions of the floor, Tessera's own CPU per request, and the file audit device's cost.

@@ -21,7 +21,6 @@ function plain(v: object): boolean {
   return (proto === Object.prototype || proto === null) && typeof (v as { toJSON?: unknown }).toJSON !== 'function';
 }
 
-
 /**
  * Objects are walked only near the top (an envelope, its `data`), where a frozen record sits; an
  * array or anything deeper that is not a remembered frozen object goes to JSON.stringify whole.

@@ -16,6 +16,7 @@ import { clusterHostPort, splitHostPort } from '../core/cluster-addr.js';
 import { parseDuration } from '../core/duration.js';
 import { ErrorCode, TesseraError } from '../core/errors.js';
 import { parseIssuerKey } from '../license/index.js';
+import type { ReadCacheSettings } from '../storage/read-cache.js';
 import { parseHcl } from '../vault/policy.js';
 import {
   boolish, check, configDefaults, isObject, parseListener, parseReplication, parseStorage, toBool,
@@ -55,7 +56,7 @@ export interface Config {
   /** Vault's `disable_performance_standby`: HA standbys relay reads too (default: they answer them). */
   readonly disablePerformanceStandby: boolean;
   /** Vault's `disable_cache` and `cache_size` (entries; unset or at most 0: the default), for the storage read cache. */
-  readonly readCache: { readonly disabled: boolean; readonly entries?: number };
+  readonly readCache: ReadCacheSettings;
   /** One line per ignored key, "FILE: key.path: ...". */
   readonly warnings: readonly string[];
 }

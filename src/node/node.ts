@@ -24,7 +24,7 @@ import { KEYRING_RECORD_KEY, SealManager } from '../seal/index.js';
 import { StorageEngine } from '../storage/engine.js';
 import type { Backend } from '../storage/backend.js';
 import { openLevelBackend } from '../storage/leveldb.js';
-import { readCacheLimits } from '../storage/read-cache.js';
+import { readCacheLimits, type ReadCacheSettings } from '../storage/read-cache.js';
 import { openPostgresBackend, redactConnectionUrl } from '../storage/postgres.js';
 import type { PostgresqlStorageConfig } from './config-blocks.js';
 import { connectPrimary, createClusterServer, type ClusterServer } from '../transport/grpc/index.js';
@@ -66,7 +66,7 @@ export interface NodeConfig {
   /** HA standbys relay reads too (Vault's `disable_performance_standby`). */
   readonly disablePerformanceStandby?: boolean;
   /** Vault's `disable_cache` / `cache_size` for the storage read cache (read-cache.ts); its defaults when unset. */
-  readonly readCache?: { readonly disabled?: boolean; readonly entries?: number };
+  readonly readCache?: ReadCacheSettings;
 }
 
 export interface RunningNode {

@@ -203,17 +203,19 @@ function iteratorOptions(range: RangeOptions, snapshot: AbstractSnapshot | undef
   };
 }
 
+type ReadOptions = { snapshot: AbstractSnapshot; keyEncoding: 'utf8'; valueEncoding: 'buffer' };
+
 /**
  * getSync's options for reads at `snapshot`, with the database's own encodings spelled out:
  * abstract-level clones an options object that does not name them, on every read (about 5 µs of
  * a ~1 µs LevelDB Get of an absent key, measured).
  */
-function readOptions(snapshot: AbstractSnapshot): { snapshot: AbstractSnapshot; keyEncoding: 'utf8'; valueEncoding: 'buffer' } {
+function readOptions(snapshot: AbstractSnapshot): ReadOptions {
   return { snapshot, keyEncoding: 'utf8', valueEncoding: 'buffer' };
 }
 
 class LevelView {
-  private readonly snapOptions: ReturnType<typeof readOptions> | undefined;
+  private readonly snapOptions: ReadOptions | undefined;
 
   constructor(
     protected readonly db: Db,
@@ -225,7 +227,7 @@ class LevelView {
   }
 
   /** getSync's options for the snapshot point reads use: this view's own, if it is one. */
-  protected readSnapshot(): ReturnType<typeof readOptions> | undefined {
+  protected pointReadOptions(): ReadOptions | undefined {
     return this.snapOptions;
   }
 
@@ -240,7 +242,7 @@ class LevelView {
    */
   get(key: string): Promise<Buffer | undefined> {
     try {
-      const options = this.readSnapshot();
+      const options = this.pointReadOptions();
       return Promise.resolve(options === undefined ? this.db.getSync(key) : this.db.getSync(key, options));
     } catch (e) {
       return Promise.reject(readError(`storage read failed in ${this.path}`, e));
@@ -303,7 +305,7 @@ class LevelDbBackend extends LevelView implements LevelBackend {
    * milliseconds while it deletes files: one snapshot per write instead of one per read keeps
    * the event loop off it. Reads still see every batch completed before they were asked for.
    */
-  private live: ReturnType<typeof readOptions> | undefined;
+  private live: ReadOptions | undefined;
   private readonly rawBatch: RawBatch | undefined;
 
   constructor(db: Db, path: string) {
@@ -311,7 +313,7 @@ class LevelDbBackend extends LevelView implements LevelBackend {
     this.rawBatch = rawBatchOf(db);
   }
 
-  protected override readSnapshot(): ReturnType<typeof readOptions> {
+  protected override pointReadOptions(): ReadOptions {
     this.live ??= readOptions(this.db.snapshot());
     return this.live;
   }

@@ -24,12 +24,18 @@ export interface ReadCacheLimits {
 
 export const DEFAULT_READ_CACHE: ReadCacheLimits = { maxEntries: 8192, maxBytes: 16 << 20, maxValueBytes: 64 << 10 };
 
+/** Vault's server settings for this cache: `disable_cache`, and `cache_size` (entries). */
+export interface ReadCacheSettings {
+  readonly disabled?: boolean;
+  readonly entries?: number;
+}
+
 /**
  * The limits for Vault's server settings: `disable_cache` turns the cache off (every read goes to
  * storage), `cache_size` is its number of entries (at most 0 means the default, as in Vault). The
  * byte bound stays: Vault bounds entries only, this cache both.
  */
-export function readCacheLimits(o: { readonly disabled?: boolean; readonly entries?: number }): ReadCacheLimits {
+export function readCacheLimits(o: ReadCacheSettings): ReadCacheLimits {
   if (o.disabled === true) return { ...DEFAULT_READ_CACHE, maxEntries: 0 };
   return o.entries !== undefined && o.entries > 0 ? { ...DEFAULT_READ_CACHE, maxEntries: o.entries } : DEFAULT_READ_CACHE;
 }

@@ -8,6 +8,7 @@
 import pino from 'pino';
 import { join } from 'node:path';
 import { startNode, type NodeConfig, type RunningNode } from '../../src/node/node.js';
+import type { ReadCacheSettings } from '../../src/storage/read-cache.js';
 import { vault, type Reply, type VaultHttp } from './http.js';
 import type { NodeHandle } from './harness.js';
 
@@ -32,7 +33,7 @@ export interface InProcessOptions {
   /** HA standbys relay reads too (config `disable_performance_standby`). */
   readonly disablePerformanceStandby?: boolean;
   /** Config `disable_cache` / `cache_size`: the storage read cache. */
-  readonly readCache?: { readonly disabled?: boolean; readonly entries?: number };
+  readonly readCache?: ReadCacheSettings;
   /** Storage on this PostgreSQL (e.g. test/support/postgres.ts) instead of HOME/data; table vault_kv_store unless given. */
   /** `haLeaseTtlMs`: the HA lease (default 2 s); in-process nodes share jest's event loop, so a longer one tolerates its stalls. */
   readonly postgresql?: { readonly connectionUrl: string; readonly table?: string; readonly haEnabled?: boolean; readonly haLeaseTtlMs?: number; readonly redundancyZone?: string };
