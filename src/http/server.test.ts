@@ -183,3 +183,30 @@ describe('HTTP listener', () => {
     expect(reply).toMatch(/^HTTP\/1\.1 400 /);
   });
 });
+
+describe('the moment of an answer', () => {
+  // A handler schedules work for the event loop's check phase (where Node flushes HTTP/2, so a
+  // commit's replication push goes out there): a write's answer comes after it, a read's before.
+  const order: string[] = [];
+  const mark = (what: string) => async () => {
+    setImmediate(() => order.push(`${what}: check phase`));
+    return ok({});
+  };
+  let s: HttpServer;
+  beforeAll(async () => {
+    const timed: Route[] = [{ pattern: 'sys/order', access: 'public', operations: { read: op(any, mark('read'), 'Read.'), update: op(any, mark('write'), 'Write.') } }];
+    s = await startHttp({ services, routes: timed, address: '127.0.0.1:0', logger: pino({ level: 'silent' }), onRequest: ({ method }) => order.push(`${method === 'GET' ? 'read' : 'write'}: answered`) });
+  });
+  afterAll(async () => {
+    await s.close();
+  });
+
+  it('answers a write after the check phase its handler scheduled, a read at once', async () => {
+    for (const method of ['PUT', 'GET']) {
+      const r = await fetch(`${s.url}/v1/sys/order`, { method, ...(method === 'PUT' ? { body: '{}' } : {}) });
+      expect(r.status).toBe(200);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(order).toEqual(['write: check phase', 'write: answered', 'read: answered', 'read: check phase']);
+  });
+});

@@ -521,6 +521,11 @@ export class StorageEngine implements RawStore, MerkleView {
   leaves(tree: Tree, page: number, subpage: number, view: ReadView = this.backend): Promise<Leaf[]> {
     return readLeaves(view, tree, page, subpage);
   }
+  /** Values (and absences) the read cache holds now: 0 while it is off (`disable_cache`). */
+  get cachedValues(): number {
+    return this.cache.size;
+  }
+
   /** Live reads (no `view`) go through the read cache; the buffer returned must not be modified. */
   readRaw(key: string, view?: ReadView): Promise<Buffer | undefined> {
     if (view !== undefined) return readValue(view, key);
