@@ -72,6 +72,11 @@ export interface ReadView {
    */
   getMany?(keys: readonly string[]): Promise<Array<Buffer | undefined>>;
   iterate(range: RangeOptions): AsyncIterable<[string, Buffer]>;
+  /**
+   * Optional: each value in `range` as its size and last `tailBytes` bytes, without reading the
+   * rest over the wire (PostgreSQL). Callers fall back to `iterate` where it is absent.
+   */
+  iterateTails?(range: { readonly gte: string; readonly lte: string }, tailBytes: number): AsyncIterable<ValueTail>;
 }
 
 export interface Snapshot extends ReadView {
@@ -87,11 +92,6 @@ export interface ValueTail {
 }
 
 export interface Backend extends ReadView {
-  /**
-   * Optional: each value in `range` as its size and last `tailBytes` bytes, without reading the
-   * rest over the wire (PostgreSQL). Callers fall back to `iterate` where it is absent.
-   */
-  iterateTails?(range: { readonly gte: string; readonly lte: string }, tailBytes: number): AsyncIterable<ValueTail>;
   /**
    * Applies every op or none. With `sync: true` the batch is on stable storage (fsync) before the
    * promise resolves: callers acknowledge durable writes only after that.

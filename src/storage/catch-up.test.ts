@@ -3,7 +3,7 @@
  * database. The standby follows what the writer commits by reading only the new entries and the
  * subpages they touch, and ends with the writer's guard and root; a trimmed WAL or a leaf changed
  * outside the WAL is never adopted as verified, and reload() then loads in full. An engine opening
- * while the writer trims the WAL under it reads the tail again instead of calling it damaged.
+ * while the writer trims the WAL under it loads one consistent state and follows from there.
  */
 import { Keys } from './keyspace.js';
 import { testCipher } from './engine.fixtures.js';
@@ -75,28 +75,39 @@ describe('two engines on one store (HA): catch-up and open', () => {
     await writer.close();
   });
 
-  it('opens beside a writer that trims the WAL between the meta read and the scan (found by the HA nemesis)', async () => {
+  it('opens beside a writer that trims the WAL: the tail and the index are read in one snapshot (found by the HA nemesis)', async () => {
     const opts: EngineOptions = { walMaxEntries: 4, walMaxBytes: 1 << 30 };
     const shared = new MemoryBackend();
     const writer = await StorageEngine.open(shared, opts);
     const store = writer.secure(cipher);
     for (let i = 0; i < 10; i++) await store.commit([put(`kv/${i}`, 'v')]);
-    // The opening node's view: right after its first meta read, the writer commits twice (trimming two entries).
+    const before = { guard: writer.lastGuard(), root: writer.merkleRoot() };
+    // The opening node's snapshot: right after it reads the WAL meta, the writer commits twice,
+    // trimming the two entries the scan would start from if it read the live store.
     let interleaved = false;
     const view = Object.create(shared, {
-      get: {
-        value: async (key: string) => {
-          const v = await shared.get(key);
-          if (key === Keys.walMeta && !interleaved) {
-            interleaved = true;
-            for (let i = 0; i < 2; i++) await store.commit([put(`kv/late${i}`, 'v')]);
-          }
-          return v;
+      snapshot: {
+        value: async () => {
+          const snap = await shared.snapshot();
+          return Object.assign(Object.create(snap), {
+            get: async (key: string) => {
+              const v = await snap.get(key);
+              if (key === Keys.walMeta && !interleaved) {
+                interleaved = true;
+                for (let i = 0; i < 2; i++) await store.commit([put(`kv/late${i}`, 'v')]);
+              }
+              return v;
+            },
+          });
         },
       },
     }) as MemoryBackend;
     const opened = await StorageEngine.open(view, opts);
     expect(interleaved).toBe(true);
+    // It holds the state of its snapshot, whole, and follows the writer from there.
+    expect(opened.lastGuard()).toEqual(before.guard);
+    expect(opened.merkleRoot()).toEqual(before.root);
+    await opened.follow();
     expect(opened.lastGuard()).toEqual(writer.lastGuard());
     expect(opened.merkleRoot()).toEqual(writer.merkleRoot());
     await writer.close();

@@ -115,8 +115,7 @@ export class StorageEngine implements RawStore, MerkleView {
     if (!(opts.walMaxEntries >= 1) || !(opts.walMaxBytes >= 1)) throw new InvalidRequest('WAL bounds must be at least 1');
     const failures = new Set<(failure: StorageFailed) => void>();
     const guarded = new FaultGuard(backend, { recovers: opts.settlesOnReload === true, onFault: (f) => failures.forEach((l) => l(f)) });
-    const tail = await WalTail.load(guarded);
-    const { trees, dirty } = await loadTrees(guarded);
+    const { tail, trees, dirty } = await loadState(guarded);
     return new StorageEngine(guarded, opts, tail, trees, dirty, failures);
   }
 
@@ -311,7 +310,7 @@ export class StorageEngine implements RawStore, MerkleView {
       if (failed && this.opts.settlesOnReload !== true) throw this.backend.failure;
       // After a fault memory cannot be trusted: only a full load settles it.
       const caught = failed ? undefined : await catchUp(this.backend, this.loaded());
-      const { tail, trees, dirty } = caught?.verified === true ? caught : { tail: await WalTail.load(this.backend), ...(await loadTrees(this.backend)) };
+      const { tail, trees, dirty } = caught?.verified === true ? caught : await loadState(this.backend);
       this.tail = tail;
       this.index.replace(trees, dirty);
       this.cache.clear();
@@ -571,5 +570,20 @@ export class StorageEngine implements RawStore, MerkleView {
         this.index.stopIdleFlush();
       }
     });
+  }
+}
+
+/**
+ * The WAL tail and the Merkle index as storage holds them, read in one snapshot: on a shared
+ * database (HA) the active node commits while a standby opens or reloads, and reads apart would
+ * mix its states (a meta whose first entry was trimmed before the scan reached it).
+ */
+async function loadState(backend: Backend): Promise<{ tail: WalTail; trees: Trees; dirty: DirtyPages }> {
+  const snap = await backend.snapshot();
+  try {
+    const tail = await WalTail.load(snap);
+    return { tail, ...(await loadTrees(snap)) };
+  } finally {
+    await snap.close();
   }
 }

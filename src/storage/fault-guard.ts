@@ -135,6 +135,7 @@ export class FaultGuard implements Backend {
     }
     const onError = (e: unknown): unknown => this.readError(e);
     const many = snap.getMany;
+    const tails = snap.iterateTails;
     return {
       get: (key) => guardedGet(snap, key, onError),
       ...(many !== undefined && {
@@ -147,6 +148,9 @@ export class FaultGuard implements Backend {
         },
       }),
       iterate: (range) => guardedIterate(snap.iterate(range), onError),
+      ...(tails !== undefined && {
+        iterateTails: (range: { readonly gte: string; readonly lte: string }, tailBytes: number) => guardedIterate(tails.call(snap, range, tailBytes), onError),
+      }),
       close: () => snap.close(),
     };
   }

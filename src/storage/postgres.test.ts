@@ -249,6 +249,11 @@ describe('PostgreSQL backend', () => {
       await other.batch([put('k0', 'new'), del('k5'), put('k9', 'new')], { sync: true });
       expect((await snap.get('k0'))?.toString()).toBe('old');
       expect(await keysOf(snap)).toEqual(['k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8']);
+      // Its tails too (a WAL tail loads in one snapshot beside a node that trims): k5 deleted
+      // since is still there, k9 put since is not, and k0 has its old size.
+      const tails: string[] = [];
+      for await (const t of snap.iterateTails!({ gte: 'k0', lte: 'k9' }, 2)) tails.push(`${t.key}:${t.size}:${t.tail.toString()}`);
+      expect(tails).toEqual(Array.from({ length: 9 }, (_, i) => `k${i}:3:ld`));
     } finally {
       await snap.close();
     }

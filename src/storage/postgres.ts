@@ -396,9 +396,9 @@ class PgView {
    * connection parses and plans it once, and a read costs its execution (planning a range read
    * took 0.3 ms of its 0.5).
    */
-  protected run(text: string, values: unknown[]): Promise<Row[]> {
+  protected run<R extends pg.QueryResultRow = Row>(text: string, values: unknown[]): Promise<R[]> {
     this.shared.ensureOpen();
-    return this.shared.pool.query<Row>({ name: statementName(text), text, values }).then((r) => r.rows);
+    return this.shared.pool.query<R>({ name: statementName(text), text, values }).then((r) => r.rows);
   }
 
   async get(key: string): Promise<Buffer | undefined> {
@@ -451,6 +451,35 @@ class PgView {
 
   iterate(range: RangeOptions): AsyncIterable<[string, Buffer]> {
     return this.pages(range, (text, values) => this.run(text, values));
+  }
+
+  /**
+   * ReadView.iterateTails: sizes and last bytes of the values in [gte, lte], in key order, paged by
+   * key. In a snapshot every page reads the snapshot's state.
+   */
+  async *iterateTails(range: { readonly gte: string; readonly lte: string }, tailBytes: number): AsyncIterable<ValueTail> {
+    let from = keyBytes(range.gte);
+    let inclusive = true;
+    const to = keyBytes(range.lte);
+    for (;;) {
+      let rows: { key: Buffer; size: number; tail: Buffer }[];
+      try {
+        rows = (
+          await this.run<{ key: Buffer; size: number; tail: Buffer }>(
+            `SELECT key, octet_length(value) AS size, substring(value from greatest(octet_length(value) - $4::int + 1, 1)) AS tail FROM ${this.q}
+             WHERE ${keyBound(inclusive ? '>=' : '>', '$1::bytea')} AND ${keyBound('<=', '$2::bytea')} ORDER BY ${keyOrder('ASC')} LIMIT $3`,
+            [from, to, this.shared.pageRows * 8, tailBytes],
+          )
+        );
+      } catch (e) {
+        throw this.fault(`storage iteration failed in PostgreSQL table ${this.q}`, e);
+      }
+      for (const r of rows) yield { key: r.key.toString('utf8'), size: Number(r.size), tail: r.tail };
+      const last = rows.at(-1);
+      if (last === undefined || rows.length < this.shared.pageRows * 8) return;
+      from = last.key;
+      inclusive = false;
+    }
   }
 
 }
@@ -517,10 +546,10 @@ class PgSnapshot extends PgView implements Snapshot {
     super(shared, q);
   }
 
-  protected override run(text: string, values: unknown[]): Promise<Row[]> {
+  protected override run<R extends pg.QueryResultRow = Row>(text: string, values: unknown[]): Promise<R[]> {
     if (this.done) return Promise.reject(new Internal('the storage snapshot is closed'));
     if (this.shared.closed) return Promise.reject(new Internal('the PostgreSQL storage backend is closed'));
-    const rows = this.queue.then(() => this.client.query<Row>(text, values)).then((r) => r.rows);
+    const rows = this.queue.then(() => this.client.query<R>(text, values)).then((r) => r.rows);
     this.queue = rows.catch(() => undefined);
     return rows;
   }
@@ -635,32 +664,6 @@ class PostgresBackend extends PgView implements Backend {
         }
       }
       this.shared.release(client, broken);
-    }
-  }
-
-  /** Backend.iterateTails: sizes and last bytes of the values in [gte, lte], in key order, paged by key. */
-  async *iterateTails(range: { readonly gte: string; readonly lte: string }, tailBytes: number): AsyncIterable<ValueTail> {
-    let from = keyBytes(range.gte);
-    let inclusive = true;
-    const to = keyBytes(range.lte);
-    for (;;) {
-      let rows: { key: Buffer; size: number; tail: Buffer }[];
-      try {
-        rows = (
-          await this.shared.pool.query<{ key: Buffer; size: number; tail: Buffer }>(
-            `SELECT key, octet_length(value) AS size, substring(value from greatest(octet_length(value) - $4::int + 1, 1)) AS tail FROM ${this.q}
-             WHERE ${keyBound(inclusive ? '>=' : '>', '$1::bytea')} AND ${keyBound('<=', '$2::bytea')} ORDER BY ${keyOrder('ASC')} LIMIT $3`,
-            [from, to, this.shared.pageRows * 8, tailBytes],
-          )
-        ).rows;
-      } catch (e) {
-        throw this.fault(`storage iteration failed in PostgreSQL table ${this.q}`, e);
-      }
-      for (const r of rows) yield { key: r.key.toString('utf8'), size: Number(r.size), tail: r.tail };
-      const last = rows.at(-1);
-      if (last === undefined || rows.length < this.shared.pageRows * 8) return;
-      from = last.key;
-      inclusive = false;
     }
   }
 

@@ -3,30 +3,18 @@
  * record. Changes are planned first (producing the batch ops) and applied only once that batch is
  * durable, so a failed batch leaves the tail as it was.
  *
- *   const tail = await WalTail.load(backend);
+ *   const tail = await WalTail.load(snapshot);
  *   const plan = tail.plan([{ index, size, hash }], { maxEntries, maxBytes }, epoch);
  *   await backend.batch([...otherOps, ...plan.ops], { sync: true });
  *   tail.apply(plan);
  */
 import { Internal } from '../core/errors.js';
 import { WalNotRetained, decodeEntry, decodeMeta, encodeMeta, genesisMeta, storedHash, type Guard, type WalEntry, type WalMeta } from '../core/wal.js';
-import type { Backend, BatchOp, ReadView } from './backend.js';
+import type { BatchOp, ReadView } from './backend.js';
+import { Keys } from './keyspace.js';
 
 /** The chained hash is a WAL record's last bytes (core/wal.ts storedHash). */
 const HASH_BYTES = 32;
-import { Keys } from './keyspace.js';
-
-/**
- * How often a load whose scan disagrees with its meta is tried before the WAL is called damaged.
- * An active node that trims on every commit can move the start between the two reads again and
- * again on a loaded machine (five in a row failed a node's start in CI): each retry waits a
- * little longer (1, 2, ... ms) so it falls between commits. A load in one consistent view would
- * need no retry (NOTES, next steps).
- */
-const LOAD_ATTEMPTS = 20;
-
-/** The scan did not match the meta read before it: moved underneath (HA), or damaged if it stays. */
-class TailMoved extends Error {}
 
 export interface WalBounds {
   /** Retain at most this many entries (at least 1: the last entry is never deleted). */
@@ -75,25 +63,13 @@ export class WalTail {
   private constructor(private current: WalMeta) {}
 
   /**
-   * Reads the meta record and each retained entry's size and hash: through the backend's
+   * Reads the meta record and each retained entry's size and hash: through the view's
    * `iterateTails` when it has one (PostgreSQL: the entries' last 32 bytes, not their bodies),
-   * else by reading the entries whole.
+   * else by reading the entries whole. `view` must be consistent (a snapshot): on a shared
+   * database (HA) the active node trims and appends while a standby opens or reloads, and a meta
+   * and a scan read apart need not agree. In one view, an entry missing is a damaged WAL.
    */
-  static async load(view: ReadView & Pick<Backend, 'iterateTails'>): Promise<WalTail> {
-    // On a shared database (HA) the active node trims and appends while a standby opens or
-    // reloads: the meta and the scan are separate reads, so a scan that does not match the meta
-    // it followed is read again. A gap that stays is a damaged WAL.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await WalTail.loadOnce(view);
-      } catch (e) {
-        if (!(e instanceof TailMoved) || attempt >= LOAD_ATTEMPTS) throw e instanceof TailMoved ? new Internal(e.message) : e;
-      }
-      await new Promise((resolve) => setTimeout(resolve, attempt));
-    }
-  }
-
-  private static async loadOnce(view: ReadView & Pick<Backend, 'iterateTails'>): Promise<WalTail> {
+  static async load(view: ReadView): Promise<WalTail> {
     const raw = await view.get(Keys.walMeta);
     const tail = new WalTail(raw === undefined ? genesisMeta() : decodeMeta(raw));
     const m = tail.current;
@@ -112,13 +88,13 @@ export class WalTail {
           })();
     for await (const r of rows) {
       const index = Keys.walIndexOf(r.key);
-      if (index !== expect) throw new TailMoved(`WAL entry ${expect} is missing`);
+      if (index !== expect) throw new Internal(`WAL entry ${expect} is missing`);
       tail.items.push({ index, size: r.size, hash: r.hash });
       bytes += r.size;
       expect++;
     }
-    if (expect !== m.last + 1n) throw new TailMoved(`WAL entries ${expect}..${m.last} are missing`);
-    if (!tail.items.at(-1)?.hash.equals(m.lastHash)) throw new TailMoved('WAL meta disagrees with the last entry');
+    if (expect !== m.last + 1n) throw new Internal(`WAL entries ${expect}..${m.last} are missing`);
+    if (!tail.items.at(-1)?.hash.equals(m.lastHash)) throw new Internal('WAL meta disagrees with the last entry');
     tail.current = { ...m, bytes };
     return tail;
   }
