@@ -14,6 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { RUNTIME_ENV, RUNTIME_NODE_ARGS } from '../../src/cli/runtime.js';
 import { vault } from './http.js';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -87,9 +88,10 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
   if (!existsSync(script)) throw new NodeStartError(`${script} is missing: run \`npx tsc -p tsconfig.build.json\` first`);
   if (opts.logFile !== undefined && typeof opts.ready === 'string') throw new NodeStartError('a node logging to a file is ready when its API answers: ready { api }');
   const fd = opts.logFile === undefined ? undefined : openSync(opts.logFile, 'a');
-  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), script, ...opts.args], {
+  // Started as bin/tessera.js starts a server (src/cli/runtime.ts), stand-in servers too (a bench's floor).
+  const proc = spawn(process.execPath, [...RUNTIME_NODE_ARGS, ...(opts.nodeArgs ?? []), script, ...opts.args], {
     cwd: repoRoot,
-    env: { ...process.env, ...opts.env },
+    env: { ...process.env, ...RUNTIME_ENV, ...opts.env },
     stdio: fd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd],
     detached: fd !== undefined,
   });
