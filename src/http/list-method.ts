@@ -33,6 +33,8 @@ export function clientMethod(method: string, headers: Readonly<Record<string, st
   return (Array.isArray(mark) ? mark[0] : mark) === LIST_MARK ? 'LIST' : method.toUpperCase();
 }
 const HEAD_END = Buffer.from('\r\n\r\n');
+/** The header names the framer reads (and the marker it drops), anywhere in a head, any case. */
+const FRAMING_NAMES = new RegExp(`content-length|transfer-encoding|${LIST_HEADER}`, 'i');
 const CRLF = Buffer.from('\r\n');
 
 type State =
@@ -142,7 +144,11 @@ export class ListRewriter {
     let contentLength = 0;
     let chunked = false;
     let forged = false;
-    for (const line of text.split('\r\n').slice(1)) {
+    // Most heads (a GET, a HEAD) name none of the three headers looked at below: one scan for
+    // their names instead of splitting every line. A line the loop would act on holds its name
+    // (ASCII; no latin1 character case-folds to ASCII), so a head this skips has none.
+    const lines = FRAMING_NAMES.test(text) ? text.split('\r\n').slice(1) : [];
+    for (const line of lines) {
       const colon = line.indexOf(':');
       if (colon <= 0) continue;
       const name = line.slice(0, colon).trim().toLowerCase();
