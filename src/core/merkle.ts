@@ -140,15 +140,26 @@ export function emptyTree(): TreeState {
 export class TreeUpdate {
   private readonly touched = new Map<number, Buffer>();
 
-  constructor(private readonly base: TreeState) {}
+  /**
+   * `reuse`, when given, may return a PAGE_BYTES block nothing references any more, which a copy
+   * then overwrites whole (storage/page-blocks.ts); without one, or when it has none, a copy is a
+   * new allocation.
+   */
+  constructor(
+    private readonly base: TreeState,
+    private readonly reuse?: () => Buffer | undefined,
+  ) {}
 
   /** XORs a leaf hash in or out of its subpage (the same call does both). */
   toggle(loc: Location, leaf: Uint8Array): void {
     let block = this.touched.get(loc.page);
     if (block === undefined) {
       const base = this.base.pages[loc.page];
-      block = base === undefined ? Buffer.alloc(PAGE_BYTES) : Buffer.allocUnsafeSlow(PAGE_BYTES);
-      if (base !== undefined) block.set(base);
+      if (base === undefined) block = Buffer.alloc(PAGE_BYTES);
+      else {
+        block = this.reuse?.() ?? Buffer.allocUnsafeSlow(PAGE_BYTES);
+        block.set(base);
+      }
       this.touched.set(loc.page, block);
     }
     xorInto(block, leaf, loc.subpage * HASH_LEN);

@@ -80,11 +80,13 @@ export interface PlannedCommit {
 export interface PlanOptions {
   readonly time: number;
   readonly flushIntervalMs: number;
+  /** Page blocks to reuse (MerkleIndex.reuse). */
+  readonly reuse?: () => Buffer | undefined;
 }
 
 /** Plans `txns` (each its own WAL entry, chained from `base.guard`) as one batch on `base`. */
 export async function planCommit(view: ReadView, base: CommitBase, txns: readonly CommitTxn[], o: PlanOptions): Promise<PlannedCommit> {
-  const plan = new BatchPlan(view, base.index.trees);
+  const plan = new BatchPlan(view, base.index.trees, o.reuse);
   await plan.prefetch(txns.flatMap((t) => t.ops.map((op) => op.key)));
   const items: TailItem[] = [];
   let prev = base.guard;
@@ -122,8 +124,9 @@ export async function planEntries(
   entries: readonly WalEntry[],
   extra: readonly WalOp[],
   records?: readonly Buffer[],
+  reuse?: () => Buffer | undefined,
 ): Promise<{ plan: BatchPlan; items: TailItem[] }> {
-  const plan = new BatchPlan(view, trees);
+  const plan = new BatchPlan(view, trees, reuse);
   await plan.prefetch([...entries.flatMap((e) => e.ops), ...extra].map((op) => op.key));
   const items: TailItem[] = [];
   for (const [i, e] of entries.entries()) {

@@ -228,6 +228,29 @@ describe('what DR replication uses', () => {
     expect(s.engine.lastGuard()).toEqual(p.engine.lastGuard());
   });
 
+  it('reuses the page blocks commits replace, never one a pinned snapshot holds, and its roots stay right', async () => {
+    const keys = Array.from({ length: 24 }, (_, i) => `k/${i}`);
+    const p = await engineWith(keys.map((k) => [k, 'v0']));
+    // Commits alone: from the second on, each copies its pages into blocks the one before replaced.
+    for (let round = 1; round <= 10; round++) await p.store.commit(keys.map((k) => put(k, `v${round}`)));
+    expect(p.engine.reusedPageBlocks).toBeGreaterThan(0);
+    expect(p.engine.merkleRoot()).toEqual(await rootFromData(p.backend));
+    // A pinned snapshot: the blocks of its trees are never written again, however many commits
+    // touch the same pages after it.
+    const snap = await p.engine.snapshot();
+    const pages = [...new Set(keys.map((k) => locate(k).page))];
+    const pinned = { root: snap.merkleRoot(), pageHashes: snap.pageHashes(1), subpages: pages.map((pg) => snap.subpageHashes(1, pg)) };
+    const before = p.engine.reusedPageBlocks;
+    for (let round = 11; round <= 30; round++) await p.store.commit(keys.map((k) => put(k, `v${round}`)));
+    expect(p.engine.reusedPageBlocks).toBeGreaterThan(before);
+    expect(snap.merkleRoot()).toEqual(pinned.root);
+    expect(snap.pageHashes(1)).toEqual(pinned.pageHashes);
+    expect(pages.map((pg) => snap.subpageHashes(1, pg))).toEqual(pinned.subpages);
+    await snap.close();
+    expect(p.engine.merkleRoot()).toEqual(await rootFromData(p.backend));
+    expect(reportIsClean(await p.engine.check())).toBe(true);
+  });
+
   it('wipe clears data, WAL and index and restarts at genesis', async () => {
     const { engine, store, backend } = await engineWith(data);
     const empty = (await engineWith()).engine.merkleRoot();

@@ -227,7 +227,7 @@ export class StorageEngine implements RawStore, MerkleView {
     // An earlier batch failed while these waited: none of them may be acknowledged now.
     this.jobs.assertWritable();
     const base = { index: this.index.current, guard: this.tail.guard(), epoch: this.tail.meta.epoch };
-    const planned = await planCommit(this.backend, base, txns, { time: this.now(), flushIntervalMs: this.opts.pageFlushIntervalMs ?? 1000 });
+    const planned = await planCommit(this.backend, base, txns, { time: this.now(), flushIntervalMs: this.opts.pageFlushIntervalMs ?? 1000, reuse: this.index.reuse });
     // WAL GC deletes go after the entry puts so that a dropped new entry ends as a delete.
     const tailPlan = planned.items.length > 0 ? this.tail.plan(planned.items, this.bounds()) : undefined;
     const ops = tailPlan === undefined ? planned.ops : [...planned.ops, ...tailPlan.ops];
@@ -399,7 +399,7 @@ export class StorageEngine implements RawStore, MerkleView {
   /** Starts a new epoch (promotion): later entries carry it; indices and the chain continue. */
   async setEpoch(epoch: number): Promise<void> {
     return this.jobs.runWrite(async () => {
-      await this.write(new BatchPlan(this.backend, this.index.trees), this.tail.plan([], this.bounds(), epoch), 0);
+      await this.write(new BatchPlan(this.backend, this.index.current.trees, this.index.reuse), this.tail.plan([], this.bounds(), epoch), 0);
     });
   }
 
@@ -433,7 +433,7 @@ export class StorageEngine implements RawStore, MerkleView {
     return this.jobs.runWrite(async () => {
       const records = verifiedRecords(this.tail.guard(), entries);
       if (entries.length === 0 && extraNodeOps.length === 0) return;
-      const { plan, items } = await planEntries(this.backend, this.index.trees, entries, extraNodeOps, records);
+      const { plan, items } = await planEntries(this.backend, this.index.current.trees, entries, extraNodeOps, records, this.index.reuse);
       const watched = this.plannedWatch(plan, entries.flatMap((e) => e.ops));
       const epoch = entries.at(-1)?.epoch ?? this.tail.meta.epoch;
       await this.write(plan, items.length > 0 ? this.tail.plan(items, this.bounds(), epoch) : undefined, entries.length, watched?.after);
@@ -460,7 +460,7 @@ export class StorageEngine implements RawStore, MerkleView {
     assertClass(ops, 'tree');
     assertClass(extra, 'node');
     return this.jobs.runWrite(async () => {
-      const { plan } = await planEntries(this.backend, this.index.trees, [], [...ops, ...extra]);
+      const { plan } = await planEntries(this.backend, this.index.current.trees, [], [...ops, ...extra], undefined, this.index.reuse);
       // HA standbys learn from it that data changed that no WAL entry names (read-follow.ts).
       plan.raw({ type: 'put', key: Keys.installMark, value: randomBytes(8) });
       const watched = this.plannedWatch(plan, ops);
@@ -505,17 +505,23 @@ export class StorageEngine implements RawStore, MerkleView {
 
   // ---- live reads ----
 
+  /** Merkle page copies commits wrote into reused blocks since open (page-blocks.ts). */
+  get reusedPageBlocks(): number {
+    return this.index.reusedBlocks;
+  }
+
+  // Each returns copies (treeHashes), so it reads the trees without pinning them.
   merkleRoot(): Buffer {
-    return treeHashes.merkleRoot(this.index.trees);
+    return treeHashes.merkleRoot(this.index.current.trees);
   }
   subtreeRoot(tree: Tree): Buffer {
-    return treeHashes.subtreeRoot(this.index.trees, tree);
+    return treeHashes.subtreeRoot(this.index.current.trees, tree);
   }
   pageHashes(tree: Tree): Buffer[] {
-    return treeHashes.pageHashes(this.index.trees, tree);
+    return treeHashes.pageHashes(this.index.current.trees, tree);
   }
   subpageHashes(tree: Tree, page: number): Buffer[] {
-    return treeHashes.subpageHashes(this.index.trees, tree, page);
+    return treeHashes.subpageHashes(this.index.current.trees, tree, page);
   }
   leaves(tree: Tree, page: number, subpage: number, view: ReadView = this.backend): Promise<Leaf[]> {
     return readLeaves(view, tree, page, subpage);

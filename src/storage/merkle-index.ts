@@ -23,6 +23,7 @@ import type { FaultGuard } from './fault-guard.js';
 import type { JobChain } from './job-chain.js';
 import { checkIndex, moveLeaves, rebuildLeaves } from './merkle-check.js';
 import { dirtyFlushOps, emptyTrees, flushOps, isClean, noDirtyPages, type DirtyPages, type Trees } from './merkle-store.js';
+import { PageBlocks } from './page-blocks.js';
 
 const noop = (): void => {};
 /** Rounds of a reindex that bring its leaf blocks up to the commits made meanwhile, off the chain. */
@@ -50,16 +51,36 @@ export class MerkleIndex {
     this.state = initialIndex(trees, dirty);
   }
 
+  /** Page blocks commits copy into before allocating (page-blocks.ts). */
+  private readonly blocks = new PageBlocks();
+
+  /**
+   * The index as the commit path reads it: what it plans on, and reads that copy what they return
+   * at once. Its trees' blocks must not be kept: hand them out through `trees`.
+   */
   get current(): IndexState {
     return this.state;
   }
 
+  /** The current trees, for a holder outside the commit path (a pinned view): no block of them is reused. */
   get trees(): Trees {
+    this.blocks.pinned();
     return this.state.trees;
+  }
+
+  /** Where a commit's page copies get a block before allocating one (BatchPlan). */
+  get reuse(): () => Buffer | undefined {
+    return this.blocks.reuse;
+  }
+
+  /** Copies written into reused blocks since open. */
+  get reusedBlocks(): number {
+    return this.blocks.reused;
   }
 
   /** A commit batch is durable: `after` (its plan's index state) is now the index. */
   advance(after: IndexState): void {
+    this.blocks.advanced(this.state.trees, after.trees);
     this.state = after;
     this.armIdleFlush();
   }
@@ -67,6 +88,7 @@ export class MerkleIndex {
   /** The index as storage holds it now (the engine's reload): what open() would load. */
   replace(trees: Trees, dirty: DirtyPages): void {
     this.generation++;
+    this.blocks.pinned();
     this.stopIdleFlush();
     this.state = initialIndex(trees, dirty);
     this.armIdleFlush();
@@ -75,6 +97,7 @@ export class MerkleIndex {
   /** The data, WAL and index were deleted (wipe) and that is durable: empty trees, no journal. */
   reset(): void {
     this.generation++;
+    this.blocks.pinned();
     this.state = { ...this.state, trees: emptyTrees(), dirty: noDirtyPages() };
   }
 
@@ -178,6 +201,8 @@ export class MerkleIndex {
         await moveLeaves(blocks, nextRound(), known, view, this.backend);
         const trees = { 1: treeFromPages(blocks[1]), 2: treeFromPages(blocks[2]) };
         this.reindexing = undefined;
+        // The trees are swapped whole, not advanced by a commit: the replaced ones' blocks are not reused.
+        this.blocks.pinned();
         if (!opts.skipFlush) {
           await this.backend.batch(flushOps(trees), { sync: true });
           this.state = { ...this.state, trees, dirty: noDirtyPages() };

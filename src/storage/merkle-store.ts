@@ -187,11 +187,13 @@ export class BatchPlan {
   /** The logical data ops planned so far, in order (the engine's read cache follows them). */
   readonly dataOps: WalOp[] = [];
 
+  /** `reuse`: page blocks to copy into before allocating (TreeUpdate). */
   constructor(
     private readonly view: ReadView,
     private readonly base: Trees,
+    reuse?: () => Buffer | undefined,
   ) {
-    this.updates = { 1: new TreeUpdate(base[1]), 2: new TreeUpdate(base[2]) };
+    this.updates = { 1: new TreeUpdate(base[1], reuse), 2: new TreeUpdate(base[2], reuse) };
   }
 
   private leafKey(tree: Tree, key: string): { loc: Location; leafKey: string } {
