@@ -76,11 +76,17 @@ export interface ReadView {
    * Optional: each value in `range` as its size and last `tailBytes` bytes, without reading the
    * rest over the wire (PostgreSQL). Callers fall back to `iterate` where it is absent.
    */
-  iterateTails?(range: { readonly gte: string; readonly lte: string }, tailBytes: number): AsyncIterable<ValueTail>;
+  iterateTails?(range: KeyInterval, tailBytes: number): AsyncIterable<ValueTail>;
 }
 
 export interface Snapshot extends ReadView {
   close(): Promise<void>;
+}
+
+/** The keys from `gte` to `lte`, both included. */
+export interface KeyInterval {
+  readonly gte: string;
+  readonly lte: string;
 }
 
 /** One stored value as its length and its last bytes: what a WAL tail needs of each entry. */

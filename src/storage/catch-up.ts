@@ -7,7 +7,7 @@
  * subpages' leaves instead of the whole tail and every page record (8 KiB each, 512).
  *
  *   const r = await catchUp(backend, { tail, trees, dirty });
- *   if (r === undefined || !r.verified) ...   // a full load (WalTail.load, loadTrees) instead
+ *   if (r === undefined || !r.verified) ...   // a full load (engine.ts loadState) instead
  *
  * Correct by construction only while nobody else writes (activation: the lease is ours and the
  * fence stops the previous holder). `verified` says the computed roots equal the roots storage

@@ -358,7 +358,7 @@ export class StorageEngine implements RawStore, MerkleView {
   }
 
   private loaded(): LoadedState {
-    return { tail: this.tail, trees: this.index.trees, dirty: this.index.current.dirty };
+    return { tail: this.tail, trees: this.index.pinTrees(), dirty: this.index.current.dirty };
   }
 
   /** Calls `listener` when storage fails (the first fault, and the first again after a reload cleared one). */
@@ -500,7 +500,7 @@ export class StorageEngine implements RawStore, MerkleView {
   /** A read view pinned at the current guard, taken between batches so data, index and guard agree. */
   async snapshot(): Promise<PinnedSnapshot> {
     this.jobs.assertOpen();
-    return this.jobs.run(async () => new PinnedSnapshot(await this.backend.snapshot(), this.index.trees, this.tail.guard()));
+    return this.jobs.run(async () => new PinnedSnapshot(await this.backend.snapshot(), this.index.pinTrees(), this.tail.guard()));
   }
 
   // ---- live reads ----

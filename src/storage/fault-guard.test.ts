@@ -1,6 +1,6 @@
 /** FaultGuard: which errors fail the store, and that a failed store answers every error as StorageFailed. */
 import { StorageFailed } from '../core/errors.js';
-import { BackendFault } from './backend.js';
+import { BackendFault, type KeyInterval, type Snapshot, type ValueTail } from './backend.js';
 import { ControlledBackend } from './engine.fixtures.js';
 import { FaultGuard } from './fault-guard.js';
 import { MemoryBackend } from './memory.js';
@@ -55,4 +55,40 @@ test('getMany passes through when the backend has it, and a fault in it fails th
   expect(guard.failure).toBe(failed);
   inner.readFault = false;
   await expect(guard.batch([{ type: 'put', key: 'c', value: Buffer.from('3') }], { sync: true })).rejects.toBe(failed);
+});
+
+/** A backend whose snapshots have iterateTails (as PostgreSQL's), faulting while `tailFault` is set. */
+class TailSnapshots extends MemoryBackend {
+  tailFault = false;
+  override async snapshot(): Promise<Snapshot> {
+    const snap = await super.snapshot();
+    const fault = (): boolean => this.tailFault;
+    return Object.assign(snap, {
+      async *iterateTails(range: KeyInterval, tailBytes: number): AsyncIterable<ValueTail> {
+        if (fault()) throw new BackendFault('read failed', 'the medium answered an I/O error');
+        for await (const [key, v] of snap.iterate(range)) yield { key, size: v.length, tail: v.subarray(Math.max(0, v.length - tailBytes)) };
+      },
+    });
+  }
+}
+
+test("a snapshot's iterateTails passes through the guard, and a fault in it fails the store", async () => {
+  const inner = new TailSnapshots();
+  const guard = new FaultGuard(inner);
+  await guard.batch([{ type: 'put', key: 'w/1', value: Buffer.from('abcdef') }], { sync: true });
+  const tails = async (): Promise<string[]> => {
+    const snap = await guard.snapshot();
+    const out: string[] = [];
+    try {
+      for await (const t of snap.iterateTails!({ gte: 'w/', lte: 'w/~' }, 2)) out.push(`${t.key}:${t.size}:${t.tail.toString()}`);
+    } finally {
+      await snap.close();
+    }
+    return out;
+  };
+  expect(await tails()).toEqual(['w/1:6:ef']);
+  inner.tailFault = true;
+  const failed = await tails().catch((e: unknown) => e);
+  expect(failed).toBeInstanceOf(StorageFailed);
+  expect(guard.failure).toBe(failed);
 });

@@ -101,25 +101,13 @@ export class FaultGuard implements Backend {
   }
 
   /** The inner backend's `getMany`, guarded; undefined when it has none. */
-  get getMany(): Backend['getMany'] {
-    const inner = this.inner;
-    const many = inner.getMany;
-    if (many === undefined) return undefined;
-    return async (keys) => {
-      try {
-        return await many.call(inner, keys);
-      } catch (e) {
-        throw this.readError(e);
-      }
-    };
+  get getMany(): ReadView['getMany'] {
+    return guardedMany(this.inner, (e) => this.readError(e));
   }
 
   /** The inner backend's `iterateTails`, guarded; undefined when it has none. */
-  get iterateTails(): Backend['iterateTails'] {
-    const inner = this.inner;
-    const tails = inner.iterateTails;
-    if (tails === undefined) return undefined;
-    return (range, tailBytes) => guardedIterate(tails.call(inner, range, tailBytes), (e) => this.readError(e));
+  get iterateTails(): ReadView['iterateTails'] {
+    return guardedTails(this.inner, (e) => this.readError(e));
   }
 
   iterate(range: RangeOptions): AsyncIterable<[string, Buffer]> {
@@ -134,23 +122,13 @@ export class FaultGuard implements Backend {
       throw this.readError(e);
     }
     const onError = (e: unknown): unknown => this.readError(e);
-    const many = snap.getMany;
-    const tails = snap.iterateTails;
+    const getMany = guardedMany(snap, onError);
+    const iterateTails = guardedTails(snap, onError);
     return {
       get: (key) => guardedGet(snap, key, onError),
-      ...(many !== undefined && {
-        getMany: async (keys: readonly string[]) => {
-          try {
-            return await many.call(snap, keys);
-          } catch (e) {
-            throw onError(e);
-          }
-        },
-      }),
+      ...(getMany !== undefined && { getMany }),
       iterate: (range) => guardedIterate(snap.iterate(range), onError),
-      ...(tails !== undefined && {
-        iterateTails: (range: { readonly gte: string; readonly lte: string }, tailBytes: number) => guardedIterate(tails.call(snap, range, tailBytes), onError),
-      }),
+      ...(iterateTails !== undefined && { iterateTails }),
       close: () => snap.close(),
     };
   }
@@ -158,6 +136,26 @@ export class FaultGuard implements Backend {
   close(): Promise<void> {
     return this.inner.close();
   }
+}
+
+/** `view.getMany`, its errors through `onError`; undefined when the view has none. */
+function guardedMany(view: ReadView, onError: (e: unknown) => unknown): ReadView['getMany'] {
+  const many = view.getMany;
+  if (many === undefined) return undefined;
+  return async (keys) => {
+    try {
+      return await many.call(view, keys);
+    } catch (e) {
+      throw onError(e);
+    }
+  };
+}
+
+/** `view.iterateTails`, its errors through `onError`; undefined when the view has none. */
+function guardedTails(view: ReadView, onError: (e: unknown) => unknown): ReadView['iterateTails'] {
+  const tails = view.iterateTails;
+  if (tails === undefined) return undefined;
+  return (range, tailBytes) => guardedIterate(tails.call(view, range, tailBytes), onError);
 }
 
 async function guardedGet(view: ReadView, key: string, onError: (e: unknown) => unknown): Promise<Buffer | undefined> {

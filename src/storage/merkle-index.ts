@@ -56,14 +56,17 @@ export class MerkleIndex {
 
   /**
    * The index as the commit path reads it: what it plans on, and reads that copy what they return
-   * at once. Its trees' blocks must not be kept: hand them out through `trees`.
+   * at once. Its trees' blocks must not be kept: hand them out through `pinTrees`.
    */
   get current(): IndexState {
     return this.state;
   }
 
-  /** The current trees, for a holder outside the commit path (a pinned view): no block of them is reused. */
-  get trees(): Trees {
+  /**
+   * The current trees, for a holder outside the commit path (a pinned view, a catch-up's base): no
+   * block of them is reused from now on (page-blocks.ts).
+   */
+  pinTrees(): Trees {
     this.blocks.pinned();
     return this.state.trees;
   }

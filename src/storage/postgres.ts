@@ -61,7 +61,7 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { ErrorCode, Internal, TesseraError } from '../core/errors.js';
 import { lazy } from '../core/lazy.js';
-import { BackendFault, BatchRefused, WriteRefused, type ValueTail, type Backend, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
+import { BackendFault, BatchRefused, WriteRefused, type Backend, type KeyInterval, type ValueTail, type BatchOp, type RangeOptions, type Snapshot } from './backend.js';
 
 /** The pg driver, loaded when PostgreSQL storage or an HA lease is first opened: a node on LevelDB never loads it. */
 export const loadPg = lazy(async () => (await import('pg')).default);
@@ -457,19 +457,17 @@ class PgView {
    * ReadView.iterateTails: sizes and last bytes of the values in [gte, lte], in key order, paged by
    * key. In a snapshot every page reads the snapshot's state.
    */
-  async *iterateTails(range: { readonly gte: string; readonly lte: string }, tailBytes: number): AsyncIterable<ValueTail> {
+  async *iterateTails(range: KeyInterval, tailBytes: number): AsyncIterable<ValueTail> {
     let from = keyBytes(range.gte);
     let inclusive = true;
     const to = keyBytes(range.lte);
     for (;;) {
       let rows: { key: Buffer; size: number; tail: Buffer }[];
       try {
-        rows = (
-          await this.run<{ key: Buffer; size: number; tail: Buffer }>(
-            `SELECT key, octet_length(value) AS size, substring(value from greatest(octet_length(value) - $4::int + 1, 1)) AS tail FROM ${this.q}
-             WHERE ${keyBound(inclusive ? '>=' : '>', '$1::bytea')} AND ${keyBound('<=', '$2::bytea')} ORDER BY ${keyOrder('ASC')} LIMIT $3`,
-            [from, to, this.shared.pageRows * 8, tailBytes],
-          )
+        rows = await this.run<{ key: Buffer; size: number; tail: Buffer }>(
+          `SELECT key, octet_length(value) AS size, substring(value from greatest(octet_length(value) - $4::int + 1, 1)) AS tail FROM ${this.q}
+           WHERE ${keyBound(inclusive ? '>=' : '>', '$1::bytea')} AND ${keyBound('<=', '$2::bytea')} ORDER BY ${keyOrder('ASC')} LIMIT $3`,
+          [from, to, this.shared.pageRows * 8, tailBytes],
         );
       } catch (e) {
         throw this.fault(`storage iteration failed in PostgreSQL table ${this.q}`, e);
