@@ -66,6 +66,18 @@ export class NotFoundWithData extends NotFound {
     this.data = data;
   }
 }
+/**
+ * 400 that still answers data: Vault's RespondWithStatusCode for a batch with failed items
+ * (transit's `batch_results`, every item's outcome); the HTTP layer answers `data` in Vault's
+ * envelope with the 400 and no `errors`.
+ */
+export class InvalidRequestWithData extends InvalidRequest {
+  readonly data: Record<string, unknown>;
+  constructor(message: string, data: Record<string, unknown>) {
+    super(message);
+    this.data = data;
+  }
+}
 /** 405: the path exists but not with this method. */
 export class UnsupportedOperation extends TesseraError {
   constructor(message = 'unsupported operation', options?: { cause?: unknown }) {

@@ -9,7 +9,7 @@
  *
  *   const { status, body } = await dispatch(services, routes, apiRequest);
  */
-import { DrSecondaryPathDisabled, InvalidRequest, NotFound, NotFoundWithData, PermissionDenied, ReplicatedWriteRefused, RootNamespaceOnly, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
+import { DrSecondaryPathDisabled, InvalidRequest, InvalidRequestWithData, NotFound, NotFoundWithData, PermissionDenied, ReplicatedWriteRefused, RootNamespaceOnly, Sealed, NotInitialized, UnsupportedOperation } from '../core/errors.js';
 import type { ForwardOutcome } from './forwarding.js';
 import { forwardRequestOf, replyOfForwarded } from './forwarding.js';
 import type { ForwardScope } from '../core/paths-filter.js';
@@ -309,6 +309,7 @@ async function resolve(services: Services, routes: readonly Route[], req: ApiReq
     } catch (e) {
       // Vault's RespondWithStatusCode: a 404 that still answers its data (a deleted KV version).
       if (e instanceof NotFoundWithData) return { kind: 'envelope', data: e.data, status: 404 };
+      if (e instanceof InvalidRequestWithData) return { kind: 'envelope', data: e.data, status: 400 };
       throw e;
     }
   };

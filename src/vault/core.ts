@@ -16,7 +16,8 @@ import type { SealManager, SealStatus, Cipher } from '../seal/index.js';
 import type { Caller } from './caller.js';
 import { createKvEngine } from './kv/index.js';
 import type { LogicalResponse, Operation, PathHelp, SecretsEngine } from './logical.js';
-import { Mounts, kvVersion, storagePrefix } from './mounts.js';
+import { Mounts, kvVersion, storagePrefix, type MountEntry } from './mounts.js';
+import { createTransitEngine } from './transit/index.js';
 import { Namespaces } from './namespaces.js';
 import { Policies } from './policies.js';
 import { AuthMethods } from './auth/index.js';
@@ -87,7 +88,7 @@ export class VaultCore {
   readonly auditTrail: AuditTrail;
   private secure: Store | undefined;
   private isInitialized = false;
-  private readonly engines: Record<1 | 2, SecretsEngine>;
+  private readonly engines: { readonly kv: Record<1 | 2, SecretsEngine>; readonly transit: SecretsEngine };
   private readonly lifecycle: SealLifecycle;
 
   constructor(private readonly opts: CoreOptions) {
@@ -129,7 +130,7 @@ export class VaultCore {
       },
     });
     const kvNow = () => new Date(now());
-    this.engines = { 1: createKvEngine({ version: 1, now: kvNow }), 2: createKvEngine({ version: 2, now: kvNow }) };
+    this.engines = { kv: { 1: createKvEngine({ version: 1, now: kvNow }), 2: createKvEngine({ version: 2, now: kvNow }) }, transit: createTransitEngine({ now: kvNow }) };
   }
 
   /** Reads the seal state; call once before serving. */
@@ -251,10 +252,15 @@ export class VaultCore {
     if (!this.opts.license.has(feature)) throw new LicenseRequired(feature, this.opts.license.why(feature));
   }
 
+  /** The engine serving a mount: transit, or KV of the mount's version (kv and generic). */
+  private engineOf(entry: MountEntry): SecretsEngine {
+    return entry.type === 'transit' ? this.engines.transit : this.engines.kv[kvVersion(entry)];
+  }
+
   async logical(namespace: string, path: string, operation: Operation, data: Record<string, unknown>): Promise<{ response: LogicalResponse | null } | undefined> {
     const hit = this.mounts.resolve(namespace, path);
     if (!hit) return undefined;
-    const engine = this.engines[kvVersion(hit.entry)];
+    const engine = this.engineOf(hit.entry);
     const scoped = new ScopedStore(this.store(), storagePrefix(hit.entry));
     return { response: await engine.handle({ operation, path: hit.rest, data }, scoped) };
   }
@@ -266,7 +272,7 @@ export class VaultCore {
   async engineHelp(namespace: string, path: string): Promise<PathHelp | undefined> {
     const hit = this.mounts.resolve(namespace, path);
     if (!hit) return undefined;
-    const help = this.engines[kvVersion(hit.entry)].help?.(hit.rest);
+    const help = this.engineOf(hit.entry).help?.(hit.rest);
     const mount = hit.entry.path;
     if (help === undefined) {
       return { pattern: mount, synopsis: `The ${hit.entry.type} secrets engine mounted at ${mount}.`, operations: {}, fields: [], description: hit.entry.description };

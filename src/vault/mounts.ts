@@ -22,7 +22,7 @@ export const LOCAL_MOUNT_TABLE_PREFIX = 'local/core/mounts/';
 const LAYOUT: TableLayout = { prefix: MOUNT_TABLE_PREFIX, localPrefix: LOCAL_MOUNT_TABLE_PREFIX, legacy: 'core/mounts', legacyLocal: 'local/core/mounts' };
 const RESERVED = ['sys/', 'auth/', 'cubbyhole/', 'identity/'];
 /** `generic` is Vault's old name of KV v1 (vault/mount.go mountAliases): served by KV, shown as `generic`. */
-export const ENGINE_TYPES = ['kv', 'generic'] as const;
+export const ENGINE_TYPES = ['kv', 'generic', 'transit'] as const;
 
 export interface MountEntry {
   readonly path: string;

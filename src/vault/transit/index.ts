@@ -1,0 +1,107 @@
+/**
+ * The transit secrets engine (Vault's builtin/logical/transit): encryption, HMACs, hashes and
+ * random bytes as a service, with named, versioned keys kept in the mount's storage. Paths are
+ * matched here (mount-relative); the HTTP layer has already checked the token and ACL.
+ *
+ *   const transit = createTransitEngine();
+ *   await transit.handle({ operation: 'update', path: 'encrypt/app', data: { plaintext: 'aGk=' } }, scoped);
+ */
+import { InvalidRequest, NotFound, UnsupportedOperation } from '../../core/errors.js';
+import type { Store } from '../../storage/store.js';
+import type { LogicalRequest, LogicalResponse, Operation, SecretsEngine } from '../logical.js';
+import { datakey, decrypt, encrypt, rewrap, type CryptDeps } from './crypt-paths.js';
+import { intField } from './fields.js';
+import { configKey, createKey, deleteKey, exportKey, listKeys, readKey, rotateKey, trimKey, type KeyDeps } from './key-paths.js';
+import { checkName } from './keys-store.js';
+import type { AsymmetricGenerator } from './policy.js';
+import { hash, hmac, random, verifyHmac } from './tool-paths.js';
+
+export interface TransitOptions {
+  readonly now?: () => Date;
+  /** Asymmetric key support; without it those types are refused. */
+  readonly asymmetric?: Pick<KeyDeps, 'exportAsymmetric' | 'derivedPublic'> & { readonly generate: AsymmetricGenerator };
+}
+
+type Handler = (store: Store, params: string[], data: Readonly<Record<string, unknown>>) => Promise<LogicalResponse | null> | LogicalResponse | null;
+
+interface PathDef {
+  readonly pattern: RegExp;
+  readonly ops: Partial<Record<'read' | 'write' | 'delete' | 'list', Handler>>;
+}
+
+const WRITE_OPS: readonly Operation[] = ['create', 'update'];
+
+const CACHE_CONFIG_KEY = 'config/cache';
+
+function paths(deps: KeyDeps): PathDef[] {
+  const name = (s: string | undefined): string => checkName(s ?? '');
+  return [
+    { pattern: /^keys\/?$/, ops: { list: (store) => listKeys(store) } },
+    {
+      pattern: /^keys\/([^/]+)$/,
+      ops: {
+        read: (store, [n], data) => readKey(store, name(n), data, deps),
+        write: (store, [n], data) => createKey(store, name(n), data, deps),
+        delete: (store, [n]) => deleteKey(store, name(n)),
+      },
+    },
+    { pattern: /^keys\/([^/]+)\/config$/, ops: { write: (store, [n], data) => configKey(store, name(n), data) } },
+    { pattern: /^keys\/([^/]+)\/rotate$/, ops: { write: (store, [n]) => rotateKey(store, name(n), deps) } },
+    { pattern: /^keys\/([^/]+)\/trim$/, ops: { write: (store, [n], data) => trimKey(store, name(n), data) } },
+    { pattern: /^encrypt\/([^/]+)$/, ops: { write: (store, [n], data) => encrypt(store, name(n), data, deps) } },
+    { pattern: /^decrypt\/([^/]+)$/, ops: { write: (store, [n], data) => decrypt(store, name(n), data) } },
+    { pattern: /^rewrap\/([^/]+)$/, ops: { write: (store, [n], data) => rewrap(store, name(n), data) } },
+    { pattern: /^datakey\/([^/]+)\/([^/]+)$/, ops: { write: (store, [kind, n], data) => datakey(store, kind ?? '', name(n), data) } },
+    { pattern: /^random(?:\/([^/]+))?(?:\/([^/]+))?$/, ops: { write: (_s, [source, bytes], data) => random(data, source, bytes) } },
+    { pattern: /^hash(?:\/([^/]+))?$/, ops: { write: (_s, [alg], data) => hash(data, alg) } },
+    { pattern: /^hmac\/([^/]+)(?:\/([^/]+))?$/, ops: { write: (store, [n, alg], data) => hmac(store, name(n), data, alg) } },
+    { pattern: /^verify\/([^/]+)(?:\/([^/]+))?$/, ops: { write: (store, [n, alg], data) => verifyHmac(store, name(n), data, alg) } },
+    { pattern: /^export\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/, ops: { read: (store, [type, n, version], _data) => exportKey(store, type ?? '', name(n), version, deps) } },
+    {
+      pattern: /^cache-config$/,
+      ops: {
+        read: async (store) => {
+          const raw = await store.get(CACHE_CONFIG_KEY);
+          return { data: { size: raw === undefined ? 0 : (JSON.parse(raw.toString('utf8')) as { size: number }).size } };
+        },
+        write: async (store, _p, data) => {
+          const size = intField(data, 'size');
+          if (size !== 0 && size < 10) throw new InvalidRequest('size must be 0 or a value greater or equal to 10');
+          await store.commit([{ type: 'put', key: CACHE_CONFIG_KEY, value: Buffer.from(JSON.stringify({ size }), 'utf8') }]);
+          return { data: null, warnings: ['cache configurations will be applied when this backend is restarted'] };
+        },
+      },
+    },
+  ];
+}
+
+function opKind(op: Operation): 'read' | 'write' | 'delete' | 'list' | undefined {
+  if (op === 'read' || op === 'delete' || op === 'list') return op;
+  return WRITE_OPS.includes(op) ? 'write' : undefined;
+}
+
+export function createTransitEngine(options: TransitOptions = {}): SecretsEngine {
+  const refuse: AsymmetricGenerator = (type) => {
+    throw new InvalidRequest(`key type ${type} is not available on this node`);
+  };
+  const deps: KeyDeps & CryptDeps = {
+    now: options.now ?? (() => new Date()),
+    generate: options.asymmetric?.generate ?? refuse,
+    ...(options.asymmetric?.exportAsymmetric ? { exportAsymmetric: options.asymmetric.exportAsymmetric } : {}),
+    ...(options.asymmetric?.derivedPublic ? { derivedPublic: options.asymmetric.derivedPublic } : {}),
+  };
+  const table = paths(deps);
+  return {
+    async handle(req: LogicalRequest, store: Store): Promise<LogicalResponse | null> {
+      for (const def of table) {
+        const m = def.pattern.exec(req.path);
+        if (!m) continue;
+        const kind = opKind(req.operation);
+        const handler = kind === undefined ? undefined : def.ops[kind];
+        if (handler === undefined) throw new UnsupportedOperation();
+        return handler(store, m.slice(1) as string[], req.data);
+      }
+      throw new NotFound([`no handler for route "${req.path.slice(0, 128)}". route entry not found.`]);
+    },
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * Key management (Vault's path_keys.go, path_keys_config.go, path_rotate.go, path_trim.go,
+ * path_export.go): create, read, list, delete, config, rotate, trim, export. Every change is one
+ * commit of the key's record; on a performance secondary it is forwarded (a replicated write).
+ *
+ *   await createKey(store, 'app', { type: 'chacha20-poly1305' }, deps);
+ *   await rotateKey(store, 'app', deps);
+ */
+import { InvalidRequest, NotFound } from '../../core/errors.js';
+import type { Store } from '../../storage/store.js';
+import type { LogicalResponse } from '../logical.js';
+import type { CryptDeps } from './crypt-paths.js';
+import { boolField, durationField, intField, stringField } from './fields.js';
+import { changePolicy, deletePolicy, listPolicies, loadPolicy } from './keys-store.js';
+import { configure, isAsymmetric, keyTypeOf, newPolicy, policyView, rotate, supports, trim, type ConfigInput, type KeyPolicy, type KeyVersion } from './policy.js';
+
+type Data = Readonly<Record<string, unknown>>;
+
+export interface KeyDeps extends CryptDeps {
+  /** An asymmetric version's export (signing-key, public-key, RSA encryption-key); Vault's string. */
+  readonly exportAsymmetric?: (p: KeyPolicy, v: KeyVersion, exportType: string) => string;
+  /** A derived ed25519 version's public key for a context (base64). */
+  readonly derivedPublic?: (p: KeyPolicy, version: number, context: Buffer) => string;
+}
+
+export async function listKeys(store: Store): Promise<LogicalResponse> {
+  return { data: { keys: await listPolicies(store) } };
+}
+
+export async function createKey(store: Store, name: string, data: Data, deps: KeyDeps): Promise<LogicalResponse> {
+  const type = keyTypeOf(stringField(data, 'type', 'aes256-gcm96'));
+  const input = {
+    name,
+    type,
+    derived: boolField(data, 'derived') === true,
+    convergent: boolField(data, 'convergent_encryption') === true,
+    exportable: boolField(data, 'exportable') === true,
+    allowPlaintextBackup: boolField(data, 'allow_plaintext_backup') === true,
+    autoRotatePeriod: durationField(data, 'auto_rotate_period') ?? 0,
+    keySize: intField(data, 'key_size'),
+  };
+  if (stringField(data, 'external_key_ref') !== '') throw new InvalidRequest('must provide type=external-key to use external_key_ref');
+  let created = false;
+  const p = await changePolicy(store, name, (current) => {
+    if (current !== undefined) return current;
+    created = true;
+    return newPolicy(input, deps.now(), deps.generate);
+  });
+  if (p === undefined) throw new InvalidRequest('error generating key: returned policy was nil');
+  return { data: policyView(p), ...(created ? {} : { warnings: [`key ${name} already existed`] }) };
+}
+
+export async function readKey(store: Store, name: string, data: Data, deps: KeyDeps): Promise<LogicalResponse> {
+  const p = await loadPolicy(store, name);
+  if (p === undefined) throw new NotFound();
+  const raw = stringField(data, 'context');
+  let context: Buffer | undefined;
+  if (raw !== '') {
+    context = Buffer.from(raw, 'base64');
+    if (context.toString('base64') !== raw) throw new InvalidRequest('failed to base64-decode context');
+  }
+  const derived = deps.derivedPublic;
+  const publicOf = context !== undefined && derived ? (v: number): string => derived(p, v, context) : undefined;
+  return { data: policyView(p, publicOf) };
+}
+
+export async function deleteKey(store: Store, name: string): Promise<null> {
+  await deletePolicy(store, name, (p) => {
+    if (p === undefined) throw new InvalidRequest(`error deleting policy ${name}: could not delete key; not found`);
+    if (!p.deletion_allowed) throw new InvalidRequest(`error deleting policy ${name}: deletion is not allowed for this key`);
+  });
+  return null;
+}
+
+export async function configKey(store: Store, name: string, data: Data): Promise<LogicalResponse> {
+  const c: ConfigInput = {
+    ...(data.min_decryption_version !== undefined ? { min_decryption_version: intField(data, 'min_decryption_version') } : {}),
+    ...(data.min_encryption_version !== undefined ? { min_encryption_version: intField(data, 'min_encryption_version') } : {}),
+    ...(boolField(data, 'deletion_allowed') !== undefined ? { deletion_allowed: boolField(data, 'deletion_allowed') } : {}),
+    ...(boolField(data, 'exportable') !== undefined ? { exportable: boolField(data, 'exportable') } : {}),
+    ...(boolField(data, 'allow_plaintext_backup') !== undefined ? { allow_plaintext_backup: boolField(data, 'allow_plaintext_backup') } : {}),
+    ...(durationField(data, 'auto_rotate_period') !== undefined ? { auto_rotate_period: durationField(data, 'auto_rotate_period') } : {}),
+  };
+  const warnings: string[] = [];
+  const p = await changePolicy(store, name, (current) => {
+    if (current === undefined) throw new InvalidRequest(`no existing key named ${name} could be found`);
+    const next = configure(current, c, warnings);
+    return JSON.stringify(next) === JSON.stringify(current) ? current : next;
+  });
+  return { data: policyView(p as KeyPolicy), ...(warnings.length > 0 ? { warnings } : {}) };
+}
+
+export async function rotateKey(store: Store, name: string, deps: KeyDeps): Promise<LogicalResponse> {
+  const p = await changePolicy(store, name, (current) => {
+    if (current === undefined) throw new InvalidRequest('key not found');
+    return rotate(current, deps.now(), deps.generate);
+  });
+  return { data: policyView(p as KeyPolicy) };
+}
+
+export async function trimKey(store: Store, name: string, data: Data): Promise<LogicalResponse> {
+  const min = data.min_available_version === undefined || data.min_available_version === null ? undefined : intField(data, 'min_available_version');
+  const p = await changePolicy(store, name, (current) => {
+    if (current === undefined) throw new InvalidRequest('invalid key name');
+    return trim(current, min);
+  });
+  return { data: policyView(p as KeyPolicy) };
+}
+
+const EXPORT_TYPES = ['encryption-key', 'signing-key', 'hmac-key', 'public-key'];
+
+function exportOne(p: KeyPolicy, v: KeyVersion, exportType: string, deps: KeyDeps): string {
+  if (exportType === 'hmac-key') return v.hmac_key;
+  if (exportType === 'encryption-key' && !isAsymmetric(p.type)) return v.key ?? '';
+  if (!deps.exportAsymmetric) throw new InvalidRequest(`export of ${p.type} keys is not available on this node`);
+  return deps.exportAsymmetric(p, v, exportType);
+}
+
+/** export/<type>/<name>[/<version>]. */
+export async function exportKey(store: Store, exportType: string, name: string, version: string | undefined, deps: KeyDeps): Promise<LogicalResponse> {
+  if (!EXPORT_TYPES.includes(exportType)) throw new InvalidRequest(`invalid export type: ${exportType.slice(0, 64)}`);
+  const p = await loadPolicy(store, name);
+  if (p === undefined) throw new NotFound();
+  if (!p.exportable && exportType !== 'public-key') throw new InvalidRequest('private key material is not exportable');
+  if (exportType === 'encryption-key' && !supports.encryption(p.type)) throw new InvalidRequest('encryption not supported for the key');
+  if (exportType === 'signing-key' && !supports.signing(p.type)) throw new InvalidRequest('signing not supported for the key');
+  if (exportType === 'public-key' && !isAsymmetric(p.type)) throw new InvalidRequest('public key not available for the key');
+  const keys: Record<string, string> = {};
+  if (version === undefined || version === '') {
+    for (const [k, v] of Object.entries(p.keys)) keys[k] = exportOne(p, v, exportType, deps);
+  } else {
+    const digits = version === 'latest' ? String(p.latest_version) : version.replace(/^v/, '');
+    if (!/^\d+$/.test(digits)) throw new InvalidRequest('invalid key version');
+    const n = Number(digits);
+    if (n < p.min_decryption_version) throw new InvalidRequest('version for export is below minimum decryption version');
+    const v = p.keys[String(n)];
+    if (v === undefined) throw new InvalidRequest('version does not exist or cannot be found');
+    keys[String(n)] = exportOne(p, v, exportType, deps);
+  }
+  return { data: { name: p.name, type: p.type, keys } };
+}

@@ -1,0 +1,179 @@
+/**
+ * Transit's keyless and HMAC paths (Vault's path_random.go with helper/random, path_hash.go,
+ * path_hmac.go): random bytes, hashes, HMACs under a key's version and their verification.
+ * Nothing here writes: served by whichever node the client asks.
+ *
+ *   random({ bytes: 16, format: 'hex' }, undefined, undefined);     // { random_bytes: '...' }
+ *   await hmac(store, 'app', { input: 'aGk=' }, undefined);        // { hmac: 'vault:v1:...' }
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { InvalidRequest } from '../../core/errors.js';
+import type { Store } from '../../storage/store.js';
+import type { LogicalResponse } from '../logical.js';
+import { batchItems, intField, stringField, type BatchItem } from './fields.js';
+import { loadPolicy } from './keys-store.js';
+import type { KeyPolicy } from './policy.js';
+import { strictBase64 } from './symmetric.js';
+
+type Data = Readonly<Record<string, unknown>>;
+
+/** Vault's hash names (keysutil HashTypeMap) and node's. */
+export const HASHES: Readonly<Record<string, string>> = {
+  sha1: 'sha1',
+  'sha2-224': 'sha224',
+  'sha2-256': 'sha256',
+  'sha2-384': 'sha384',
+  'sha2-512': 'sha512',
+  'sha3-224': 'sha3-224',
+  'sha3-256': 'sha3-256',
+  'sha3-384': 'sha3-384',
+  'sha3-512': 'sha3-512',
+};
+
+/** helper/random's APIMaxBytes. */
+const RANDOM_MAX_BYTES = 128 * 1024;
+const SOURCES = ['platform', 'seal', 'all'];
+
+/** random[/<source>][/<bytes>]: the URL's two optional segments read as Vault reads them. */
+export function random(data: Data, source: string | undefined, urlBytes: string | undefined): LogicalResponse {
+  let bytes: number;
+  let src = 'platform';
+  const parse = (s: string): number => {
+    if (!/^[+-]?\d+$/.test(s)) throw new InvalidRequest(`error parsing url-set byte count: strconv.Atoi: parsing ${JSON.stringify(s.slice(0, 32))}: invalid syntax`);
+    return Number(s);
+  };
+  if (source === undefined || source === '') bytes = intField(data, 'bytes', 32);
+  else if ((urlBytes === undefined || urlBytes === '') && SOURCES.includes(source)) {
+    src = source;
+    bytes = intField(data, 'bytes', 32);
+  } else if (urlBytes === undefined || urlBytes === '') bytes = parse(source);
+  else {
+    src = source;
+    bytes = parse(urlBytes);
+  }
+  const format = stringField(data, 'format', 'base64');
+  if (bytes < 1) throw new InvalidRequest("'bytes' cannot be less than 1");
+  if (bytes > RANDOM_MAX_BYTES) throw new InvalidRequest(`'bytes' should be less than ${RANDOM_MAX_BYTES}`);
+  if (format !== 'hex' && format !== 'base64') throw new InvalidRequest(`unsupported encoding format "${format.slice(0, 32)}"; must be "hex" or "base64"`);
+  if (!SOURCES.includes(src)) throw new InvalidRequest(`unsupported entropy source "${src.slice(0, 32)}"; must be "platform" or "seal", or "all"`);
+  const out = randomBytes(bytes).toString(format);
+  return { data: { random_bytes: out }, ...(src === 'seal' ? { warnings: ['no seal/entropy augmentation available, using platform entropy source'] } : {}) };
+}
+
+/** hash[/<algorithm>]. */
+export function hash(data: Data, urlAlgorithm: string | undefined): LogicalResponse {
+  const raw = stringField(data, 'input');
+  if (raw === '') throw new InvalidRequest('input missing');
+  let input: Buffer;
+  try {
+    input = strictBase64(raw);
+  } catch (e) {
+    throw new InvalidRequest(`unable to decode input as base64: ${(e as InvalidRequest).messages.join('; ')}`);
+  }
+  const format = stringField(data, 'format', 'hex');
+  if (format !== 'hex' && format !== 'base64') throw new InvalidRequest(`unsupported encoding format ${format.slice(0, 32)}; must be "hex" or "base64"`);
+  const algorithm = urlAlgorithm || stringField(data, 'algorithm', 'sha2-256');
+  const nodeName = algorithm === 'sha1' ? undefined : HASHES[algorithm];
+  if (nodeName === undefined) throw new InvalidRequest(`unsupported algorithm ${algorithm.slice(0, 32)}`);
+  return { data: { sum: createHash(nodeName).update(input).digest(format) } };
+}
+
+async function keyOf(store: Store, name: string): Promise<Readonly<KeyPolicy>> {
+  const p = await loadPolicy(store, name);
+  if (p === undefined) throw new InvalidRequest('encryption key not found');
+  return p;
+}
+
+function hmacKey(p: KeyPolicy, version: number): Buffer {
+  if (version < 0) throw new InvalidRequest('key version does not exist (cannot be negative)');
+  if (version > p.latest_version) throw new InvalidRequest(`key version does not exist; latest key version is ${p.latest_version}`);
+  const v = p.keys[String(version)];
+  if (v === undefined) throw new InvalidRequest('no such key version');
+  return Buffer.from(p.type === 'hmac' ? (v.key ?? '') : v.hmac_key, 'base64');
+}
+
+function algorithmOf(data: Data, urlAlgorithm: string | undefined, error: (a: string) => string): string {
+  const algorithm = urlAlgorithm || stringField(data, 'algorithm', 'sha2-256');
+  const nodeName = HASHES[algorithm];
+  if (nodeName === undefined) throw new InvalidRequest(error(algorithm.slice(0, 32)));
+  return nodeName;
+}
+
+type Outcome = Record<string, unknown>;
+
+function decodeInput(item: BatchItem, missing: string): Buffer | { error: string } {
+  const raw = stringField(item, 'input');
+  if (raw === '') return { error: missing };
+  try {
+    return strictBase64(raw);
+  } catch (e) {
+    return { error: `unable to decode input as base64: ${(e as InvalidRequest).messages.join('; ')}` };
+  }
+}
+
+/** A single answer throws its error; a batch carries each item's (200, as Vault's HMAC paths). */
+function answer(out: Outcome[], batch: BatchItem[] | undefined, key: string): LogicalResponse {
+  if (batch !== undefined) return { data: { batch_results: out.map((o, i) => ({ ...o, reference: stringField(batch[i] ?? {}, 'reference') })) } };
+  const only = out[0] as Outcome;
+  if (typeof only.error === 'string') throw new InvalidRequest(only.error);
+  return { data: { [key]: only[key] } };
+}
+
+/** hmac/<name>[/<algorithm>]. */
+export async function hmac(store: Store, name: string, data: Data, urlAlgorithm: string | undefined): Promise<LogicalResponse> {
+  let version = intField(data, 'key_version');
+  const p = await keyOf(store, name);
+  if (version === 0) version = p.latest_version;
+  else if (version !== p.latest_version && p.min_encryption_version > 0 && version < p.min_encryption_version) {
+    throw new InvalidRequest('cannot generate HMAC: version is too old (disallowed by policy)');
+  }
+  const key = hmacKey(p, version);
+  const algorithm = algorithmOf(data, urlAlgorithm, (a) => `unsupported algorithm "${a}"`);
+  const batch = batchItems(data);
+  if (batch === undefined && stringField(data, 'input') === '') throw new InvalidRequest('missing input for HMAC');
+  const out = (batch ?? [data]).map((item): Outcome => {
+    const input = decodeInput(item, 'missing input for HMAC');
+    if (!Buffer.isBuffer(input)) return input;
+    return { hmac: `vault:v${version}:${createHmac(algorithm, key).update(input).digest('base64')}` };
+  });
+  return answer(out, batch, 'hmac');
+}
+
+function verifyItem(p: KeyPolicy, algorithm: string, item: BatchItem): Outcome {
+  const input = decodeInput(item, 'missing input');
+  if (!Buffer.isBuffer(input)) return input;
+  const mac = stringField(item, 'hmac');
+  if (mac === '') return { error: 'missing hmac' };
+  if (!mac.startsWith('vault:v')) return { error: 'invalid HMAC to verify: no prefix' };
+  const rest = mac.slice('vault:v'.length);
+  const colon = rest.indexOf(':');
+  if (colon === -1) return { error: 'invalid HMAC: wrong number of fields' };
+  const digits = rest.slice(0, colon);
+  if (!/^[+-]?\d+$/.test(digits)) return { error: 'invalid HMAC: version number could not be decoded' };
+  let given: Buffer;
+  try {
+    given = strictBase64(rest.slice(colon + 1));
+  } catch (e) {
+    return { error: `unable to decode verification HMAC as base64: ${(e as InvalidRequest).messages.join('; ')}` };
+  }
+  const version = Number(digits);
+  if (version > p.latest_version) return { error: 'invalid HMAC: version is too new' };
+  if (p.min_decryption_version > 0 && version < p.min_decryption_version) return { error: 'cannot verify HMAC: version is too old (disallowed by policy)' };
+  let key: Buffer;
+  try {
+    key = hmacKey(p, version);
+  } catch (e) {
+    return { error: (e as InvalidRequest).messages.join('; ') };
+  }
+  const sum = createHmac(algorithm, key).update(input).digest();
+  return { valid: sum.length === given.length && timingSafeEqual(sum, given) };
+}
+
+/** verify/<name>[/<algorithm>] with `hmac`. */
+export async function verifyHmac(store: Store, name: string, data: Data, urlAlgorithm: string | undefined): Promise<LogicalResponse> {
+  const p = await keyOf(store, name);
+  const algorithm = algorithmOf(data, urlAlgorithm, (a) => `invalid hash algorithm "${a}"`);
+  const batch = batchItems(data);
+  const out = (batch ?? [data]).map((item) => verifyItem(p, algorithm, item));
+  return answer(out, batch, 'valid');
+}

@@ -1,0 +1,159 @@
+/**
+ * The transit engine through the HTTP API (issue 30, first step): mounting, keys and their
+ * versions, encrypt/decrypt/rewrap/datakey singly and in batches, HMAC and verify, hash, random,
+ * export, and bad input answered with Vault's 4xx and texts, changing nothing.
+ */
+import { createHmac } from 'node:crypto';
+import { startTestNode, type TestNode } from '../support/in-process.js';
+
+let n: TestNode;
+beforeAll(async () => {
+  n = await startTestNode();
+  expect((await n.call('POST', 'sys/mounts/transit', { type: 'transit' })).status).toBe(204);
+}, 30_000);
+afterAll(async () => n.stop());
+
+const b64 = (s: string): string => Buffer.from(s).toString('base64');
+
+describe('transit keys', () => {
+  it('creates, reads, lists, rotates, configures and deletes a key', async () => {
+    const created = await n.call('POST', 'transit/keys/app', {});
+    expect(created.status).toBe(200);
+    expect(created.body.data).toMatchObject({ name: 'app', type: 'aes256-gcm96', latest_version: 1, min_decryption_version: 1, min_encryption_version: 0, derived: false, exportable: false, deletion_allowed: false, supports_encryption: true, supports_signing: false });
+    expect(Object.keys(created.body.data.keys)).toEqual(['1']);
+    expect(typeof created.body.data.keys['1']).toBe('number');
+    // A second create changes nothing and says so.
+    const again = await n.call('POST', 'transit/keys/app', { type: 'chacha20-poly1305' });
+    expect(again.body.warnings).toEqual(['key app already existed']);
+    expect(again.body.data.type).toBe('aes256-gcm96');
+
+    expect((await n.call('POST', 'transit/keys/app/rotate')).body.data.latest_version).toBe(2);
+    const listed = await n.call('LIST', 'transit/keys');
+    expect(listed.body.data.keys).toContain('app');
+
+    expect((await n.call('DELETE', 'transit/keys/app')).body.errors).toEqual(['error deleting policy app: deletion is not allowed for this key']);
+    const cfg = await n.call('POST', 'transit/keys/app/config', { deletion_allowed: true, min_decryption_version: 2 });
+    expect(cfg.body.data).toMatchObject({ deletion_allowed: true, min_decryption_version: 2 });
+    expect((await n.call('DELETE', 'transit/keys/app')).status).toBe(204);
+    expect((await n.call('GET', 'transit/keys/app')).status).toBe(404);
+  });
+
+  it('refuses bad key settings with Vault\'s texts and makes nothing', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ type: 'des' }, 'unknown key type des'],
+      [{ convergent_encryption: true }, 'convergent encryption requires derivation to be enabled'],
+      [{ type: 'hmac', derived: true }, 'key derivation and convergent encryption not supported for keys of type hmac'],
+      [{ auto_rotate_period: '10m' }, 'auto rotate period must be 0 to disable or at least an hour'],
+      [{ type: 'aes256-gcm96', key_size: 64 }, 'key_size is not valid for algorithm aes256-gcm96'],
+    ];
+    for (const [body, text] of cases) {
+      const r = await n.call('POST', 'transit/keys/bad', body);
+      expect(r.status).toBe(400);
+      expect(r.body.errors).toEqual([text]);
+    }
+    expect((await n.call('GET', 'transit/keys/bad')).status).toBe(404);
+  });
+
+  it('exportable and allow_plaintext_backup cannot be turned off once on', async () => {
+    await n.call('POST', 'transit/keys/exp', { exportable: true });
+    const r = await n.call('POST', 'transit/keys/exp/config', { exportable: false });
+    expect(r.body.data.exportable).toBe(true);
+    const exported = await n.call('GET', 'transit/export/encryption-key/exp/1');
+    expect(Buffer.from(exported.body.data.keys['1'], 'base64')).toHaveLength(32);
+    expect((await n.call('GET', 'transit/export/hmac-key/exp')).body.data.keys['1']).toEqual(expect.any(String));
+    await n.call('POST', 'transit/keys/noexp', {});
+    expect((await n.call('GET', 'transit/export/encryption-key/noexp')).body.errors).toEqual(['private key material is not exportable']);
+  });
+});
+
+describe('transit encryption', () => {
+  it('encrypts, decrypts and rewraps across a rotation', async () => {
+    await n.call('POST', 'transit/keys/enc', {});
+    const e1 = await n.call('POST', 'transit/encrypt/enc', { plaintext: b64('hello') });
+    expect(e1.status).toBe(200);
+    expect(e1.body.data).toEqual({ ciphertext: expect.stringMatching(/^vault:v1:[A-Za-z0-9+/]+=*$/), key_version: 1 });
+    await n.call('POST', 'transit/keys/enc/rotate');
+    const d1 = await n.call('POST', 'transit/decrypt/enc', { ciphertext: e1.body.data.ciphertext });
+    expect(d1.body.data).toEqual({ plaintext: b64('hello') });
+    const rw = await n.call('POST', 'transit/rewrap/enc', { ciphertext: e1.body.data.ciphertext });
+    expect(rw.body.data.ciphertext).toMatch(/^vault:v2:/);
+    expect((await n.call('POST', 'transit/decrypt/enc', { ciphertext: rw.body.data.ciphertext })).body.data.plaintext).toBe(b64('hello'));
+  });
+
+  it('upserts a missing key on encrypt (derived when a context is given)', async () => {
+    const e = await n.call('POST', 'transit/encrypt/upserted', { plaintext: b64('x'), context: b64('c1') });
+    expect(e.status).toBe(200);
+    const key = await n.call('GET', 'transit/keys/upserted');
+    expect(key.body.data).toMatchObject({ derived: true, kdf: 'hkdf_sha256' });
+    expect((await n.call('POST', 'transit/decrypt/upserted', { ciphertext: e.body.data.ciphertext })).body.errors[0]).toMatch(/missing 'context'/);
+  });
+
+  it('batches: every item answers in order with its reference; one bad item makes the batch a 400 carrying all results', async () => {
+    await n.call('POST', 'transit/keys/batch', {});
+    const ok = await n.call('POST', 'transit/encrypt/batch', { batch_input: [{ plaintext: b64('a'), reference: 'r1' }, { plaintext: b64('b'), reference: 'r2' }] });
+    expect(ok.status).toBe(200);
+    const results = ok.body.data.batch_results as { ciphertext: string; reference: string }[];
+    expect(results.map((r) => r.reference)).toEqual(['r1', 'r2']);
+    const dec = await n.call('POST', 'transit/decrypt/batch', { batch_input: results.map((r) => ({ ciphertext: r.ciphertext })) });
+    expect(dec.body.data.batch_results.map((r: { plaintext: string }) => r.plaintext)).toEqual([b64('a'), b64('b')]);
+
+    const bad = await n.call('POST', 'transit/decrypt/batch', { batch_input: [{ ciphertext: results[0]?.ciphertext }, { ciphertext: 'vault:v1:AAAA' }] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.data.batch_results).toEqual([{ plaintext: b64('a'), reference: '' }, { error: 'invalid ciphertext length', reference: '' }]);
+    const mixed = await n.call('POST', 'transit/encrypt/batch', { batch_input: [{ plaintext: 'a', context: b64('c') }, { plaintext: 'a' }] });
+    expect(mixed.body.errors).toEqual(['context should be set either in all the request blocks or in none']);
+  });
+
+  it('datakey: plaintext and wrapped, the ciphertext decrypting to the key', async () => {
+    await n.call('POST', 'transit/keys/dk', {});
+    const p = await n.call('POST', 'transit/datakey/plaintext/dk', { bits: 512 });
+    expect(Buffer.from(p.body.data.plaintext, 'base64')).toHaveLength(64);
+    expect((await n.call('POST', 'transit/decrypt/dk', { ciphertext: p.body.data.ciphertext })).body.data.plaintext).toBe(p.body.data.plaintext);
+    const w = await n.call('POST', 'transit/datakey/wrapped/dk', {});
+    expect(w.body.data.plaintext).toBeUndefined();
+    expect(w.body.data.key_version).toBe(1);
+    expect((await n.call('POST', 'transit/datakey/wrapped/dk', { bits: 100 })).body.errors).toEqual(['invalid bits value']);
+  });
+
+  it('bad input: Vault\'s 400s, nothing made', async () => {
+    await n.call('POST', 'transit/keys/strict', {});
+    const cases: [string, Record<string, unknown>, string][] = [
+      ['transit/decrypt/missing', { ciphertext: 'vault:v1:AAAA' }, 'encryption key not found'],
+      ['transit/encrypt/strict', {}, 'missing plaintext to encrypt'],
+      ['transit/encrypt/strict', { plaintext: 'not base64!' }, 'illegal base64 data at input byte 3'],
+      ['transit/decrypt/strict', { ciphertext: 'abc' }, 'invalid ciphertext: no prefix'],
+      ['transit/decrypt/strict', { ciphertext: 'vault:v9:AAAA' }, 'invalid ciphertext: version is too new'],
+      ['transit/encrypt/strict', { plaintext: b64('x'), key_version: 7 }, 'requested version for encryption is higher than the latest key version'],
+      ['transit/encrypt/strict', { plaintext: b64('x'), key_version: 'seven' }, 'error converting input for field "key_version": expected an integer'],
+    ];
+    for (const [path, body, text] of cases) {
+      const r = await n.call('POST', path, body);
+      expect([path, r.status, r.body.errors]).toEqual([path, 400, [text]]);
+    }
+    expect((await n.call('GET', 'transit/keys/missing')).status).toBe(404);
+  });
+});
+
+describe('transit HMAC, hash and random', () => {
+  it('hmac with the version\'s HMAC key (exported and checked independently) and verify', async () => {
+    await n.call('POST', 'transit/keys/mac', { exportable: true });
+    const mac = await n.call('POST', 'transit/hmac/mac/sha2-512', { input: b64('data') });
+    const key = Buffer.from((await n.call('GET', 'transit/export/hmac-key/mac/1')).body.data.keys['1'], 'base64');
+    expect(mac.body.data.hmac).toBe(`vault:v1:${createHmac('sha512', key).update('data').digest('base64')}`);
+    expect((await n.call('POST', 'transit/verify/mac/sha2-512', { input: b64('data'), hmac: mac.body.data.hmac })).body.data).toEqual({ valid: true });
+    expect((await n.call('POST', 'transit/verify/mac', { input: b64('data'), hmac: mac.body.data.hmac })).body.data).toEqual({ valid: false });
+    expect((await n.call('POST', 'transit/verify/mac/sha2-512', { input: b64('datA'), hmac: mac.body.data.hmac })).body.data).toEqual({ valid: false });
+    expect((await n.call('POST', 'transit/verify/mac', { input: b64('data'), hmac: 'v1:xx' })).body.errors).toEqual(['invalid HMAC to verify: no prefix']);
+  });
+
+  it('hash and random', async () => {
+    const h = await n.call('POST', 'transit/hash/sha2-256', { input: b64('abc') });
+    expect(h.body.data.sum).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    const h3 = await n.call('POST', 'transit/hash', { input: b64('abc'), algorithm: 'sha3-256', format: 'base64' });
+    expect(Buffer.from(h3.body.data.sum, 'base64').toString('hex')).toBe('3a985da74fe225b2045c172d6bd390bd855f086e3e9d525b46bfe24511431532');
+    expect((await n.call('POST', 'transit/hash/md5', { input: b64('abc') })).body.errors).toEqual(['unsupported algorithm md5']);
+    const r = await n.call('POST', 'transit/random/16', { format: 'hex' });
+    expect(r.body.data.random_bytes).toMatch(/^[0-9a-f]{32}$/);
+    expect((await n.call('POST', 'transit/random', { bytes: 0 })).body.errors).toEqual(["'bytes' cannot be less than 1"]);
+  });
+});
