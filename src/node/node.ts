@@ -339,7 +339,10 @@ export async function startNode(config: NodeConfig, deps: Deps): Promise<Running
   const tidy =
     tidyMs > 0
       ? setInterval(() => {
-          if (!core.sealed() && (ha === undefined || ha.controller.isActive())) core.tokens.tidy().catch((e: unknown) => log.warn({ err: e }, 'token tidy failed'));
+          if (core.sealed() || (ha !== undefined && !ha.controller.isActive())) return;
+          core.tokens.tidy().catch((e: unknown) => log.warn({ err: e }, 'token tidy failed'));
+          // A DR secondary writes nothing of its own: its primary rotates, and the keys stream in.
+          if (!replication.requests.drSecondary()) core.rotateTransitKeys().catch((e: unknown) => log.warn({ err: e }, 'transit key auto-rotation failed'));
         }, tidyMs)
       : undefined;
   tidy?.unref();

@@ -9,7 +9,7 @@
  *   await core.start();
  *   const { keys, root_token } = await core.initialize({ secret_shares: 1, secret_threshold: 1 });
  */
-import { InvalidRequest, LicenseRequired, PermissionDenied, Sealed } from '../core/errors.js';
+import { InvalidRequest, LicenseRequired, PermissionDenied, ReplicatedWriteRefused, Sealed, StandbyWriteRefused } from '../core/errors.js';
 import type { Store } from '../storage/store.js';
 import { getDecoded, ScopedStore } from '../storage/store.js';
 import type { SealManager, SealStatus, Cipher } from '../seal/index.js';
@@ -17,7 +17,7 @@ import type { Caller } from './caller.js';
 import { createKvEngine } from './kv/index.js';
 import type { LogicalResponse, Operation, PathHelp, SecretsEngine } from './logical.js';
 import { Mounts, kvVersion, storagePrefix, type MountEntry } from './mounts.js';
-import { createTransitEngine } from './transit/index.js';
+import { createTransitEngine, type TransitEngine } from './transit/index.js';
 import { Namespaces } from './namespaces.js';
 import { Policies } from './policies.js';
 import { AuthMethods } from './auth/index.js';
@@ -88,7 +88,7 @@ export class VaultCore {
   readonly auditTrail: AuditTrail;
   private secure: Store | undefined;
   private isInitialized = false;
-  private readonly engines: { readonly kv: Record<1 | 2, SecretsEngine>; readonly transit: SecretsEngine };
+  private readonly engines: { readonly kv: Record<1 | 2, SecretsEngine>; readonly transit: TransitEngine };
   private readonly lifecycle: SealLifecycle;
 
   constructor(private readonly opts: CoreOptions) {
@@ -250,6 +250,24 @@ export class VaultCore {
   requireLicense(feature: string, hostedOk: boolean): void {
     if (hostedOk && this.opts.hosted) return;
     if (!this.opts.license.has(feature)) throw new LicenseRequired(feature, this.opts.license.why(feature));
+  }
+
+  /**
+   * Transit's auto-rotation over every transit mount (the node's periodic timer calls it on a
+   * writable node). A mount this node may not write (a secondary's replicated one) is skipped; the
+   * number of keys rotated.
+   */
+  async rotateTransitKeys(): Promise<number> {
+    let rotated = 0;
+    for (const entry of this.mounts.all()) {
+      if (entry.type !== 'transit') continue;
+      try {
+        rotated += await this.engines.transit.autoRotate(new ScopedStore(this.store(), storagePrefix(entry)));
+      } catch (e) {
+        if (!(e instanceof ReplicatedWriteRefused) && !(e instanceof StandbyWriteRefused)) throw e;
+      }
+    }
+    return rotated;
   }
 
   /** The engine serving a mount: transit, or KV of the mount's version (kv and generic). */

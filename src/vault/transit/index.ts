@@ -12,8 +12,8 @@ import type { LogicalRequest, LogicalResponse, Operation, SecretsEngine } from '
 import { datakey, decrypt, encrypt, rewrap, type CryptDeps } from './crypt-paths.js';
 import { intField } from './fields.js';
 import { configKey, createKey, deleteKey, exportKey, listKeys, readKey, rotateKey, trimKey, type KeyDeps } from './key-paths.js';
-import { checkName } from './keys-store.js';
-import type { AsymmetricGenerator } from './policy.js';
+import { changePolicy, checkName, listPolicies, loadPolicy } from './keys-store.js';
+import { rotate, rotationDue, type AsymmetricGenerator } from './policy.js';
 import { hash, hmac, random, verifyHmac } from './tool-paths.js';
 
 export interface TransitOptions {
@@ -75,12 +75,34 @@ function paths(deps: KeyDeps): PathDef[] {
   ];
 }
 
+async function autoRotate(store: Store, deps: KeyDeps & CryptDeps): Promise<number> {
+  let rotated = 0;
+  for (const name of await listPolicies(store)) {
+    const p = await loadPolicy(store, name).catch(() => undefined);
+    if (p === undefined || !rotationDue(p, deps.now())) continue;
+    // Checked again under the key's lock: a rotation by hand meanwhile makes this one moot.
+    await changePolicy(store, name, (current) => (current !== undefined && rotationDue(current, deps.now()) ? rotate(current, deps.now(), deps.generate) : current));
+    rotated++;
+  }
+  return rotated;
+}
+
 function opKind(op: Operation): 'read' | 'write' | 'delete' | 'list' | undefined {
   if (op === 'read' || op === 'delete' || op === 'list') return op;
   return WRITE_OPS.includes(op) ? 'write' : undefined;
 }
 
-export function createTransitEngine(options: TransitOptions = {}): SecretsEngine {
+/** The transit engine, and the auto-rotation sweep of one mount's keys. */
+export interface TransitEngine extends SecretsEngine {
+  /**
+   * Rotates every key of the mount whose auto_rotate_period has passed (Vault's periodic
+   * function); the number rotated. A key this node may not write (a performance or DR secondary's
+   * replicated mount) is left to its primary: the refusal ends the sweep of that mount quietly.
+   */
+  autoRotate(store: Store): Promise<number>;
+}
+
+export function createTransitEngine(options: TransitOptions = {}): TransitEngine {
   const refuse: AsymmetricGenerator = (type) => {
     throw new InvalidRequest(`key type ${type} is not available on this node`);
   };
@@ -103,5 +125,6 @@ export function createTransitEngine(options: TransitOptions = {}): SecretsEngine
       }
       throw new NotFound([`no handler for route "${req.path.slice(0, 128)}". route entry not found.`]);
     },
+    autoRotate: (store) => autoRotate(store, deps),
   };
 }

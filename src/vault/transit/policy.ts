@@ -162,6 +162,14 @@ export function rotate(p: KeyPolicy, now: Date, generate: AsymmetricGenerator): 
   return { ...p, latest_version: latest, min_decryption_version: p.min_decryption_version || 1, keys: { ...p.keys, [String(latest)]: newVersion(p, now, generate) } };
 }
 
+/** Whether the key's auto_rotate_period has passed since its latest version was made (Vault's periodic check). */
+export function rotationDue(p: KeyPolicy, now: Date): boolean {
+  if (p.auto_rotate_period <= 0) return false;
+  const latest = p.keys[String(p.latest_version)];
+  if (latest === undefined) return false;
+  return now.getTime() >= Date.parse(latest.time) + p.auto_rotate_period * 1000;
+}
+
 /** The version an operation names (0: the latest), as Vault checks it for encryption. */
 export function encryptionVersion(p: KeyPolicy, asked: number): number {
   if (asked === 0) return p.latest_version;
