@@ -66,6 +66,29 @@ describe('transit keys', () => {
   });
 });
 
+describe('transit backup and restore', () => {
+  it('a backup restores the key (under its name or another) and old ciphertexts decrypt; an existing key only with force', async () => {
+    await n.call('POST', 'transit/keys/bk', { exportable: true, allow_plaintext_backup: true });
+    await n.call('POST', 'transit/keys/bk/rotate');
+    const ct = (await n.call('POST', 'transit/encrypt/bk', { plaintext: b64('kept'), key_version: 1 })).body.data.ciphertext;
+    const backup = (await n.call('GET', 'transit/backup/bk')).body.data.backup as string;
+    expect(JSON.parse(Buffer.from(backup, 'base64').toString()).policy).toMatchObject({ name: 'bk', type: 0, latest_version: 2 });
+    expect((await n.call('GET', 'transit/keys/bk')).body.data.backup_info).toEqual({ time: expect.any(String), version: 2 });
+
+    expect((await n.call('POST', 'transit/restore', { backup })).body.errors).toEqual(['key "bk" already exists']);
+    expect((await n.call('POST', 'transit/restore/bk-copy', { backup })).status).toBe(204);
+    expect((await n.call('POST', 'transit/decrypt/bk-copy', { ciphertext: ct })).body.data.plaintext).toBe(b64('kept'));
+    await n.call('POST', 'transit/keys/bk/config', { deletion_allowed: true });
+    expect((await n.call('DELETE', 'transit/keys/bk')).status).toBe(204);
+    expect((await n.call('POST', 'transit/restore', { backup })).status).toBe(204);
+    expect((await n.call('POST', 'transit/decrypt/bk', { ciphertext: ct })).body.data.plaintext).toBe(b64('kept'));
+    expect((await n.call('GET', 'transit/keys/bk')).body.data.restore_info).toEqual({ time: expect.any(String), version: 2 });
+    expect((await n.call('POST', 'transit/restore', { backup: 'bm90IGpzb24=' })).status).toBe(400);
+    await n.call('POST', 'transit/keys/nobk', { exportable: true });
+    expect((await n.call('GET', 'transit/backup/nobk')).body.errors).toEqual(['plaintext backup is disallowed on the policy']);
+  });
+});
+
 describe('transit encryption', () => {
   it('encrypts, decrypts and rewraps across a rotation', async () => {
     await n.call('POST', 'transit/keys/enc', {});

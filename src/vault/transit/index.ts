@@ -11,7 +11,7 @@ import type { Store } from '../../storage/store.js';
 import type { LogicalRequest, LogicalResponse, Operation, SecretsEngine } from '../logical.js';
 import { datakey, decrypt, encrypt, rewrap, type CryptDeps } from './crypt-paths.js';
 import { intField } from './fields.js';
-import { configKey, createKey, deleteKey, exportKey, listKeys, readKey, rotateKey, trimKey, type KeyDeps } from './key-paths.js';
+import { backupKey, configKey, createKey, deleteKey, exportKey, listKeys, readKey, restoreKey, rotateKey, trimKey, type KeyDeps } from './key-paths.js';
 import { changePolicy, checkName, listPolicies, loadPolicy } from './keys-store.js';
 import { rotate, rotationDue, type AsymmetricGenerator } from './policy.js';
 import { hash, hmac, random, verifyHmac } from './tool-paths.js';
@@ -57,6 +57,8 @@ function paths(deps: KeyDeps): PathDef[] {
     { pattern: /^hmac\/([^/]+)(?:\/([^/]+))?$/, ops: { write: (store, [n, alg], data) => hmac(store, name(n), data, alg) } },
     { pattern: /^verify\/([^/]+)(?:\/([^/]+))?$/, ops: { write: (store, [n, alg], data) => verifyHmac(store, name(n), data, alg) } },
     { pattern: /^export\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/, ops: { read: (store, [type, n, version], _data) => exportKey(store, type ?? '', name(n), version, deps) } },
+    { pattern: /^backup\/([^/]+)$/, ops: { read: (store, [n]) => backupKey(store, name(n), deps) } },
+    { pattern: /^restore(?:\/([^/]+))?$/, ops: { write: (store, [n], data) => restoreKey(store, n === undefined ? undefined : name(n), data, deps) } },
     {
       pattern: /^cache-config$/,
       ops: {

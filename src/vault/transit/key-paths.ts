@@ -10,6 +10,7 @@ import { InvalidRequest, NotFound } from '../../core/errors.js';
 import type { Store } from '../../storage/store.js';
 import type { LogicalResponse } from '../logical.js';
 import type { CryptDeps } from './crypt-paths.js';
+import { fromBackup, toBackup } from './backup.js';
 import { boolField, durationField, intField, stringField } from './fields.js';
 import { changePolicy, deletePolicy, listPolicies, loadPolicy } from './keys-store.js';
 import { configure, isAsymmetric, keyTypeOf, newPolicy, policyView, rotate, supports, trim, type ConfigInput, type KeyPolicy, type KeyVersion } from './policy.js';
@@ -138,4 +139,30 @@ export async function exportKey(store: Store, exportType: string, name: string, 
     keys[String(n)] = exportOne(p, v, exportType, deps);
   }
   return { data: { name: p.name, type: p.type, keys } };
+}
+
+/** backup/<name>: Vault's blob; the backup's time and version are recorded on the key, as Vault's. */
+export async function backupKey(store: Store, name: string, deps: KeyDeps): Promise<LogicalResponse> {
+  let blob = '';
+  await changePolicy(store, name, (current) => {
+    if (current === undefined) throw new InvalidRequest(`key "${name}" not found`);
+    const out = toBackup(current, deps.now());
+    blob = out.blob;
+    return out.policy;
+  });
+  return { data: { backup: blob } };
+}
+
+/** restore[/<name>]: a backup written as the key (an existing key only with `force`). */
+export async function restoreKey(store: Store, name: string | undefined, data: Data, deps: KeyDeps): Promise<null> {
+  const blob = stringField(data, 'backup');
+  if (blob === '') throw new InvalidRequest("'backup' must be supplied");
+  const force = boolField(data, 'force') === true;
+  const restored = fromBackup(blob, name, deps.now());
+  if (restored.name === '') throw new InvalidRequest('invalid key name');
+  await changePolicy(store, restored.name, (current) => {
+    if (current !== undefined && !force) throw new InvalidRequest(`key "${restored.name}" already exists`);
+    return restored;
+  });
+  return null;
 }
