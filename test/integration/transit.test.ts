@@ -165,6 +165,8 @@ describe('transit HMAC, hash and random', () => {
     expect(mac.body.data.hmac).toBe(`vault:v1:${createHmac('sha512', key).update('data').digest('base64')}`);
     expect((await n.call('POST', 'transit/verify/mac/sha2-512', { input: b64('data'), hmac: mac.body.data.hmac })).body.data).toEqual({ valid: true });
     expect((await n.call('POST', 'transit/verify/mac', { input: b64('data'), hmac: mac.body.data.hmac })).body.data).toEqual({ valid: false });
+    // The verify path reads `hash_algorithm` (what clients send), then `algorithm`.
+    expect((await n.call('POST', 'transit/verify/mac', { input: b64('data'), hmac: mac.body.data.hmac, hash_algorithm: 'sha2-512' })).body.data).toEqual({ valid: true });
     expect((await n.call('POST', 'transit/verify/mac/sha2-512', { input: b64('datA'), hmac: mac.body.data.hmac })).body.data).toEqual({ valid: false });
     expect((await n.call('POST', 'transit/verify/mac', { input: b64('data'), hmac: 'v1:xx' })).body.errors).toEqual(['invalid HMAC to verify: no prefix']);
   });

@@ -92,8 +92,9 @@ function hmacKey(p: KeyPolicy, version: number): Buffer {
   return Buffer.from(p.type === 'hmac' ? (v.key ?? '') : v.hmac_key, 'base64');
 }
 
-function algorithmOf(data: Data, urlAlgorithm: string | undefined, error: (a: string) => string): string {
-  const algorithm = urlAlgorithm || stringField(data, 'algorithm', 'sha2-256');
+/** The URL's algorithm, else the named fields in order (verify reads `hash_algorithm` first), else SHA2-256. */
+function algorithmOf(data: Data, urlAlgorithm: string | undefined, error: (a: string) => string, fields: readonly string[] = ['algorithm']): string {
+  const algorithm = urlAlgorithm || fields.map((f) => stringField(data, f)).find((a) => a !== '') || 'sha2-256';
   const nodeName = HASHES[algorithm];
   if (nodeName === undefined) throw new InvalidRequest(error(algorithm.slice(0, 32)));
   return nodeName;
@@ -172,7 +173,7 @@ function verifyItem(p: KeyPolicy, algorithm: string, item: BatchItem): Outcome {
 /** verify/<name>[/<algorithm>] with `hmac`. */
 export async function verifyHmac(store: Store, name: string, data: Data, urlAlgorithm: string | undefined): Promise<LogicalResponse> {
   const p = await keyOf(store, name);
-  const algorithm = algorithmOf(data, urlAlgorithm, (a) => `invalid hash algorithm "${a}"`);
+  const algorithm = algorithmOf(data, urlAlgorithm, (a) => `invalid hash algorithm "${a}"`, ['hash_algorithm', 'algorithm']);
   const batch = batchItems(data);
   const out = (batch ?? [data]).map((item) => verifyItem(p, algorithm, item));
   return answer(out, batch, 'valid');
