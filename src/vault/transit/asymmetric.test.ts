@@ -1,7 +1,7 @@
 import { constants, createHash, createPrivateKey, createPublicKey, hkdfSync, privateDecrypt, privateEncrypt, publicDecrypt, publicEncrypt, sign as nodeSign, verify as nodeVerify } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { InvalidRequest } from '../../core/errors.js';
-import { ASYMMETRIC_TYPES, deriveEd25519, exportAsymmetric, generateAsymmetric, rsaDecrypt, rsaEncrypt, sign, verify } from './asymmetric.js';
+import { ASYMMETRIC_TYPES, deriveEd25519, exportAsymmetric, generateAsymmetric, generateAsymmetricAsync, keyVersionName, rsaDecrypt, rsaEncrypt, sign, verify } from './asymmetric.js';
 import type { AsymmetricMaterial, AsymmetricType, SignOptions } from './asymmetric.js';
 
 /** Vault's hash names and node:crypto's, with the digest sizes. */
@@ -76,6 +76,19 @@ describe('generateAsymmetric', () => {
     expect(createPrivateKey({ key: Buffer.from(key('ecdsa-p384').privatePkcs8, 'base64'), format: 'der', type: 'pkcs8' }).asymmetricKeyDetails).toMatchObject({ namedCurve: 'secp384r1' });
     expect(createPrivateKey({ key: Buffer.from(key('rsa-3072').privatePkcs8, 'base64'), format: 'der', type: 'pkcs8' }).asymmetricKeyDetails).toEqual({ modulusLength: 3072, publicExponent: 65537n });
     expect(generateAsymmetric('ed25519').publicKey).not.toBe(key('ed25519').publicKey);
+    expect(ASYMMETRIC_TYPES.map(keyVersionName)).toEqual(['ed25519', 'P-256', 'P-384', 'P-521', 'rsa-2048', 'rsa-3072', 'rsa-4096']);
+  });
+
+  it('generates off the event loop too, keys that sign and verify', async () => {
+    for (const type of ['rsa-2048', 'ecdsa-p256', 'ed25519'] as AsymmetricType[]) {
+      const m = await generateAsymmetricAsync(type);
+      expect(m.publicKey).not.toBe(key(type).publicKey);
+      const sig = sign(type, m, INPUT, opts());
+      expect(verify(type, m, INPUT, sig, opts())).toBe(true);
+      expect(verify(type, key(type), INPUT, sig, opts())).toBe(false);
+    }
+    const rsa = await generateAsymmetricAsync('rsa-3072');
+    expect(createPublicKey(rsa.publicKey).asymmetricKeyDetails).toEqual({ modulusLength: 3072, publicExponent: 65537n });
   });
 });
 
@@ -406,6 +419,9 @@ describe('deriveEd25519', () => {
     expect(nodeVerify(null, INPUT, createPublicKey(priv), Buffer.from(sig, 'base64'))).toBe(true);
     expect(verify('ed25519', base, INPUT, sig, opts())).toBe(false);
     expect(verify('ed25519', b, INPUT, sig, opts())).toBe(false);
+    // node:crypto's HKDF takes at most 1024 bytes of info; Vault's Go HKDF has no bound.
+    expect(deriveEd25519(base, Buffer.alloc(1024, 1)).publicKey).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+    invalid(() => deriveEd25519(base, Buffer.alloc(1025, 1)), 'context for key derivation is longer than 1024 bytes');
     invalid(
       () => deriveEd25519(base, Buffer.alloc(0)),
       "missing 'context' for key derivation; the key was created using a derived key, which means additional, per-request information must be included in order to perform operations with the key",

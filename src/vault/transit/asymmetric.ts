@@ -22,6 +22,7 @@ import {
   createHash,
   createPrivateKey,
   createPublicKey,
+  generateKeyPair,
   generateKeyPairSync,
   hkdfSync,
   privateDecrypt,
@@ -119,12 +120,32 @@ function materialOf(type: AsymmetricType, privateKey: KeyObject): AsymmetricMate
   };
 }
 
-/** A fresh key version, as Vault's RotateInMemory makes it (RSA with e = 65537, as Go's GenerateKey). */
+/** RSA with e = 65537, as Go's rsa.GenerateKey. */
+const rsaOptions = (type: RsaType) => ({ modulusLength: RSA_BITS[type], publicExponent: 65537 });
+
+/**
+ * A fresh key version, as Vault's RotateInMemory makes it. RSA's generation holds the thread (about
+ * 0.3 s for 2048 bits, 1.3 s and more for 4096): a server calls `generateAsymmetricAsync()`.
+ */
 export function generateAsymmetric(type: AsymmetricType): AsymmetricMaterial {
   if (type === 'ed25519') return materialOf(type, generateKeyPairSync('ed25519').privateKey);
   if (isEc(type)) return materialOf(type, generateKeyPairSync('ec', { namedCurve: CURVES[type][0] }).privateKey);
-  if (isRsa(type)) return materialOf(type, generateKeyPairSync('rsa', { modulusLength: RSA_BITS[type], publicExponent: 65537 }).privateKey);
+  if (isRsa(type)) return materialOf(type, generateKeyPairSync('rsa', rsaOptions(type)).privateKey);
   throw new InvalidRequest(`unknown key type ${String(type)}`);
+}
+
+/** generateAsymmetric() with RSA's generation on libuv's thread pool, off the event loop. */
+export async function generateAsymmetricAsync(type: AsymmetricType): Promise<AsymmetricMaterial> {
+  if (!isRsa(type)) return generateAsymmetric(type);
+  const privateKey = await new Promise<KeyObject>((resolve, reject) => {
+    generateKeyPair('rsa', rsaOptions(type), (err, _pub, priv) => (err ? reject(err) : resolve(priv)));
+  });
+  return materialOf(type, privateKey);
+}
+
+/** The `name` Vault's key read shows for each version of the type (Go's curve names for ECDSA). */
+export function keyVersionName(type: AsymmetricType): string {
+  return isEc(type) ? CURVES[type][0] : type;
 }
 
 /** PKCS#8 of an ed25519 key up to its 32-byte seed (RFC 8410). */
