@@ -110,6 +110,10 @@ describe('sign and verify', () => {
         }
       }
     }
+    // hash none passes Vault's rule only with prehashed and pkcs1v15, and then ed25519 ignores all three.
+    const none = opts({ hashAlgorithm: 'none', prehashed: true, signatureAlgorithm: 'pkcs1v15' });
+    expect(nodeVerify(null, INPUT, pub, Buffer.from(sign('ed25519', m, INPUT, none), 'base64'))).toBe(true);
+    expect(verify('ed25519', m, INPUT, sign('ed25519', m, INPUT, opts()), none)).toBe(true);
     // Verifying with another key fails.
     expect(verify('ed25519', generateAsymmetric('ed25519'), INPUT, sign('ed25519', m, INPUT, opts()), opts())).toBe(false);
     // A short signature is invalid, not an error (Go's ed25519.Verify).
