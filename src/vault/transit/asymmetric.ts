@@ -4,10 +4,7 @@
  * material in, strings and buffers out; the engine stores the material and adds the `vault:vN:`
  * prefix. Vault's keysutil/policy.go (SignWithOptions, VerifySignatureWithOptions,
  * RotateInMemory, DeriveKey) and transit's path_sign_verify.go and path_export.go are the
- * reference: their defaults, encodings and error texts. Every primitive is node:crypto's; for a
- * prehashed input, where node:crypto's sign() would hash again, PKCS#1 v1.5 prefixes the DigestInfo
- * and PSS encodes the digest itself (RFC 8017), both over node:crypto's raw RSA. Prehashed ECDSA is
- * refused: node:crypto has no way to sign a given digest with an EC key.
+ * reference: their defaults, encodings and error texts. Every primitive is node:crypto's.
  *
  *   const m = generateAsymmetric('ecdsa-p256');
  *   const sig = sign('ecdsa-p256', m, input, { hashAlgorithm: 'sha2-256', marshalingAlgorithm: 'asn1', prehashed: false });
@@ -19,7 +16,6 @@
  */
 import {
   constants,
-  createHash,
   createPrivateKey,
   createPublicKey,
   generateKeyPair,
@@ -29,7 +25,6 @@ import {
   privateEncrypt,
   publicDecrypt,
   publicEncrypt,
-  randomBytes,
   sign as nodeSign,
   timingSafeEqual,
   verify as nodeVerify,
@@ -261,85 +256,13 @@ function rsaSign(key: KeyObject, input: Buffer, p: Parsed): Buffer {
     const padding = scheme === 'pss' ? constants.RSA_PKCS1_PSS_PADDING : constants.RSA_PKCS1_PADDING;
     return nodeSign(spec.node, input, { key, padding, saltLength: nodeSalt(p.salt, true) });
   }
-  if (scheme === 'pss') return pssSignDigest(key, input, p.hash as HashSpec, p.salt);
+  if (scheme === 'pss') throw new InvalidRequest('prehashed input is not supported for RSA PSS signatures');
   if (p.hash !== null && input.length !== p.hash.size) throw new InvalidRequest('crypto/rsa: input must be hashed message');
   const encoded = p.hash === null ? input : Buffer.concat([p.hash.digestInfo, input]);
   const k = Math.ceil((key.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
   if (encoded.length > k - 11) throw new InvalidRequest('crypto/rsa: message too long for RSA key size');
   // PKCS#1 v1.5 type 1 padding of the DigestInfo: Go's SignPKCS1v15 of a prehashed input.
   return privateEncrypt({ key, padding: constants.RSA_PKCS1_PADDING }, encoded);
-}
-
-/*
- * RSA PSS of a prehashed input. node:crypto's sign() and verify() hash the message themselves,
- * so here the EMSA-PSS encoding of RFC 8017 section 9.1 (with MGF1 over the same hash, as Go) is
- * done over the given digest and node:crypto's raw RSA (privateEncrypt and publicDecrypt without
- * padding) does the rest. The tests check both directions against node:crypto's own PSS.
- */
-
-function mgf1(spec: HashSpec, seed: Buffer, length: number): Buffer {
-  const blocks: Buffer[] = [];
-  const counter = Buffer.alloc(4);
-  for (let i = 0, have = 0; have < length; i++, have += spec.size) {
-    counter.writeUInt32BE(i);
-    blocks.push(createHash(spec.node).update(seed).update(counter).digest());
-  }
-  return Buffer.concat(blocks).subarray(0, length);
-}
-
-/** H = Hash(8 zero bytes || mHash || salt), PSS's M'. */
-const pssH = (spec: HashSpec, digest: Buffer, salt: Buffer) => createHash(spec.node).update(Buffer.alloc(8)).update(digest).update(salt).digest();
-
-/** The modulus's size in bytes (k) and EMSA-PSS's emBits and emLen. */
-function pssSizes(key: KeyObject): { k: number; emBits: number; emLen: number } {
-  const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
-  return { k: Math.ceil(bits / 8), emBits: bits - 1, emLen: Math.ceil((bits - 1) / 8) };
-}
-
-/** Go's SignPSS of a digest: salt 0 (auto) is the largest that fits, -1 the hash's size. */
-function pssSignDigest(key: KeyObject, digest: Buffer, spec: HashSpec, salt: number): Buffer {
-  if (digest.length !== spec.size) throw new InvalidRequest('crypto/rsa: input must be hashed with given hash');
-  const { k, emBits, emLen } = pssSizes(key);
-  const sLen = salt === 0 ? emLen - spec.size - 2 : salt === -1 ? spec.size : salt;
-  const saltBytes = randomBytes(sLen);
-  const h = pssH(spec, digest, saltBytes);
-  const db = Buffer.alloc(emLen - spec.size - 1);
-  db[db.length - sLen - 1] = 0x01;
-  saltBytes.copy(db, db.length - sLen);
-  const mask = mgf1(spec, h, db.length);
-  for (let i = 0; i < db.length; i++) db[i] = (db[i] as number) ^ (mask[i] as number);
-  db[0] = (db[0] as number) & (0xff >> (8 * emLen - emBits));
-  const em = Buffer.concat([Buffer.alloc(k - emLen), db, h, Buffer.from([0xbc])]);
-  return privateEncrypt({ key, padding: constants.RSA_NO_PADDING }, em);
-}
-
-/** Go's VerifyPSS of a digest: salt 0 (auto) is read from the signature, else it must match. */
-function pssVerifyDigest(key: KeyObject, digest: Buffer, sig: Buffer, spec: HashSpec, salt: number): boolean {
-  const { k, emBits, emLen } = pssSizes(key);
-  if (digest.length !== spec.size || sig.length !== k) return false;
-  let m: Buffer;
-  try {
-    m = publicDecrypt({ key, padding: constants.RSA_NO_PADDING }, sig);
-  } catch {
-    return false;
-  }
-  if (m.length !== k || m.subarray(0, k - emLen).some((b) => b !== 0)) return false;
-  const em = m.subarray(k - emLen);
-  if (em[emLen - 1] !== 0xbc) return false;
-  const db = Buffer.from(em.subarray(0, emLen - spec.size - 1));
-  const h = em.subarray(emLen - spec.size - 1, emLen - 1);
-  const topBits = 0xff >> (8 * emLen - emBits);
-  if (((db[0] as number) & ~topBits) !== 0) return false;
-  const mask = mgf1(spec, h, db.length);
-  for (let i = 0; i < db.length; i++) db[i] = (db[i] as number) ^ (mask[i] as number);
-  db[0] = (db[0] as number) & topBits;
-  // DB = PS (zeros) || 0x01 || salt; auto finds the 0x01, a fixed length says where it must be.
-  let one = 0;
-  while (one < db.length && db[one] === 0) one++;
-  if (one === db.length || db[one] !== 0x01) return false;
-  const sLen = db.length - one - 1;
-  if (salt !== 0 && sLen !== (salt === -1 ? spec.size : salt)) return false;
-  return timingSafeEqual(pssH(spec, digest, db.subarray(one + 1)), h);
 }
 
 /** Go's base64.StdEncoding (padded; CR and LF skipped) or RawURLEncoding (unpadded). */
@@ -381,7 +304,7 @@ function rsaVerify(key: KeyObject, input: Buffer, sig: Buffer, p: Parsed): boole
     const padding = scheme === 'pss' ? constants.RSA_PKCS1_PSS_PADDING : constants.RSA_PKCS1_PADDING;
     return nodeVerify(spec.node, input, { key, padding, saltLength: nodeSalt(p.salt, false) }, sig);
   }
-  if (scheme === 'pss') return pssVerifyDigest(key, input, sig, p.hash as HashSpec, p.salt);
+  if (scheme === 'pss') throw new InvalidRequest('prehashed input is not supported for RSA PSS signatures');
   // Go's VerifyPKCS1v15: a digest of the wrong length or a signature of the wrong size is invalid.
   if (p.hash !== null && input.length !== p.hash.size) return false;
   const k = Math.ceil((key.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
