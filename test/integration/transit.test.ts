@@ -3,7 +3,7 @@
  * versions, encrypt/decrypt/rewrap/datakey singly and in batches, HMAC and verify, hash, random,
  * export, and bad input answered with Vault's 4xx and texts, changing nothing.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 let n: TestNode;
@@ -180,5 +180,71 @@ describe('transit HMAC, hash and random', () => {
     const r = await n.call('POST', 'transit/random/16', { format: 'hex' });
     expect(r.body.data.random_bytes).toMatch(/^[0-9a-f]{32}$/);
     expect((await n.call('POST', 'transit/random', { bytes: 0 })).body.errors).toEqual(["'bytes' cannot be less than 1"]);
+  });
+});
+
+describe('transit signing keys', () => {
+  it.each(['ed25519', 'ecdsa-p256', 'ecdsa-p521', 'rsa-2048'] as const)('%s: sign, verify, the read\'s public key verifies independently, rotation', async (type) => {
+    const name = `sig-${type}`;
+    const created = await n.call('POST', `transit/keys/${name}`, { type });
+    expect(created.body.data).toMatchObject({ type, supports_signing: true, supports_encryption: type.startsWith('rsa-') });
+    const input = Buffer.from('signed message');
+    const signed = await n.call('POST', `transit/sign/${name}/sha2-256`, { input: input.toString('base64') });
+    expect(signed.status).toBe(200);
+    expect(signed.body.data).toMatchObject({ signature: expect.stringMatching(/^vault:v1:/), key_version: 1 });
+    const sig = Buffer.from((signed.body.data.signature as string).slice('vault:v1:'.length), 'base64');
+    const pub = created.body.data.keys['1'].public_key as string;
+    const key = type === 'ed25519' ? createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(pub, 'base64').toString('base64url') }, format: 'jwk' }) : createPublicKey(pub);
+    const ok = type === 'ed25519'
+      ? nodeVerify(null, input, key, sig)
+      : type.startsWith('rsa-') ? nodeVerify('sha256', input, { key, padding: 6, saltLength: -2 }, sig) : nodeVerify('sha256', input, key, sig);
+    expect(ok).toBe(true);
+    const verified = await n.call('POST', `transit/verify/${name}/sha2-256`, { input: input.toString('base64'), signature: signed.body.data.signature });
+    expect(verified.body.data).toEqual({ valid: true });
+    expect((await n.call('POST', `transit/verify/${name}/sha2-256`, { input: b64('other'), signature: signed.body.data.signature })).body.data).toEqual({ valid: false });
+    await n.call('POST', `transit/keys/${name}/rotate`);
+    const v2 = await n.call('POST', `transit/sign/${name}`, { input: input.toString('base64') });
+    expect(v2.body.data.key_version).toBe(2);
+    expect((await n.call('POST', `transit/verify/${name}`, { input: input.toString('base64'), signature: signed.body.data.signature })).body.data).toEqual({ valid: true });
+  });
+
+  it('refusals: a symmetric key does not sign, an asymmetric one does not encrypt (RSA does), Vault\'s option checks', async () => {
+    await n.call('POST', 'transit/keys/sym', {});
+    expect((await n.call('POST', 'transit/sign/sym', { input: b64('x') })).body.errors).toEqual(['key type aes256-gcm96 does not support signing']);
+    await n.call('POST', 'transit/keys/edk', { type: 'ed25519' });
+    expect((await n.call('POST', 'transit/encrypt/edk', { plaintext: b64('x') })).body.errors).toEqual(['message encryption not supported for key type ed25519']);
+    expect((await n.call('POST', 'transit/sign/edk', { input: b64('x'), hash_algorithm: 'md5' })).body.errors).toEqual(['invalid hash algorithm "md5"']);
+    expect((await n.call('POST', 'transit/sign/edk', { input: b64('x'), hash_algorithm: 'none' })).body.errors).toEqual(['hash_algorithm=none requires both prehashed=true and signature_algorithm=pkcs1v15']);
+    expect((await n.call('POST', 'transit/verify/edk', { input: b64('x') })).body.errors).toEqual(["neither a 'signature' nor an 'hmac' were given to verify"]);
+    expect((await n.call('POST', 'transit/verify/edk', { input: b64('x'), signature: 'sig' })).body.errors).toEqual(['invalid signature: no prefix']);
+    expect((await n.call('POST', 'transit/encrypt/newrsa', { plaintext: b64('x'), type: 'rsa-2048' })).body.errors).toEqual(['unknown key type rsa-2048']);
+  });
+
+  it('RSA keys encrypt with OAEP; derived ed25519 signs per context and shows the context\'s public key', async () => {
+    await n.call('POST', 'transit/keys/rsa-enc', { type: 'rsa-3072' });
+    const ct = (await n.call('POST', 'transit/encrypt/rsa-enc', { plaintext: b64('for rsa') })).body.data.ciphertext as string;
+    expect(ct).toMatch(/^vault:v1:/);
+    expect((await n.call('POST', 'transit/decrypt/rsa-enc', { ciphertext: ct })).body.data.plaintext).toBe(b64('for rsa'));
+
+    await n.call('POST', 'transit/keys/ed-derived', { type: 'ed25519', derived: true });
+    expect((await n.call('GET', 'transit/keys/ed-derived')).body.data.keys['1'].public_key).toBe('');
+    const ctx = b64('tenant-1');
+    const pub = (await n.call('GET', `transit/keys/ed-derived?context=${encodeURIComponent(ctx)}`)).body.data.keys['1'].public_key as string;
+    const s1 = await n.call('POST', 'transit/sign/ed-derived', { input: b64('m'), context: ctx });
+    expect(s1.body.data.public_key).toBe(pub);
+    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(pub, 'base64').toString('base64url') }, format: 'jwk' });
+    expect(nodeVerify(null, Buffer.from('m'), key, Buffer.from((s1.body.data.signature as string).slice(9), 'base64'))).toBe(true);
+    expect((await n.call('POST', 'transit/verify/ed-derived', { input: b64('m'), signature: s1.body.data.signature, context: b64('tenant-2') })).body.data).toEqual({ valid: false });
+    expect((await n.call('POST', 'transit/sign/ed-derived', { input: b64('m') })).body.errors[0]).toMatch(/missing 'context'/);
+  });
+
+  it('exports signing and public keys in Vault\'s formats; public keys without exportable', async () => {
+    await n.call('POST', 'transit/keys/ec-exp', { type: 'ecdsa-p256' });
+    const pub = (await n.call('GET', 'transit/export/public-key/ec-exp/1')).body.data.keys['1'] as string;
+    expect(pub).toMatch(/^-----BEGIN PUBLIC KEY-----/);
+    expect((await n.call('GET', 'transit/export/signing-key/ec-exp')).body.errors).toEqual(['private key material is not exportable']);
+    await n.call('POST', 'transit/keys/ec-exp/config', { exportable: true });
+    expect((await n.call('GET', 'transit/export/signing-key/ec-exp')).body.data.keys['1']).toMatch(/^-----BEGIN EC PRIVATE KEY-----/);
+    expect((await n.call('GET', 'transit/export/encryption-key/ec-exp')).body.errors).toEqual(['encryption not supported for the key']);
   });
 });

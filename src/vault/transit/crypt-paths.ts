@@ -13,12 +13,26 @@ import type { Store } from '../../storage/store.js';
 import type { LogicalResponse } from '../logical.js';
 import { batchItems, boolField, intField, stringField, type BatchItem } from './fields.js';
 import { changePolicy, loadPolicy } from './keys-store.js';
-import { keyTypeOf, newPolicy, supports, type AsymmetricGenerator, type KeyPolicy } from './policy.js';
-import { decryptValue, encryptValue, strictBase64 } from './symmetric.js';
+import { encryptionVersion, isAsymmetric, isSymmetric, keyTypeOf, newPolicy, supports, type AsymmetricGenerator, type AsymmetricKeyType, type KeyPolicy, type KeyType } from './policy.js';
+import { rsaDecrypt, rsaEncrypt } from './asymmetric.js';
+import { decryptValue, encryptValue, parseCiphertext, strictBase64 } from './symmetric.js';
 
 export interface CryptDeps {
   readonly now: () => Date;
-  readonly generate: AsymmetricGenerator;
+  /** A new asymmetric version's key pair (RSA's generation runs off the event loop). */
+  readonly generate: (type: AsymmetricKeyType) => Promise<{ readonly privatePkcs8: string; readonly publicKey: string }>;
+}
+
+/**
+ * The generator a policy change under its key's lock calls: for an asymmetric type the key pair
+ * is made before the lock is taken (RSA takes up to seconds), and handed over once.
+ */
+export async function pregenerated(type: KeyType, deps: CryptDeps): Promise<AsymmetricGenerator> {
+  if (!isAsymmetric(type)) return () => {
+    throw new InvalidRequest(`key type ${type} has no key pair`);
+  };
+  const made = await deps.generate(type);
+  return () => made;
 }
 
 type Data = Readonly<Record<string, unknown>>;
@@ -64,12 +78,36 @@ async function existing(store: Store, name: string): Promise<Readonly<KeyPolicy>
   return p;
 }
 
+const rsaMaterial = (p: KeyPolicy, version: number) => {
+  const v = p.keys[String(version)];
+  if (v === undefined) throw new InvalidRequest('no such key version');
+  return { privatePkcs8: v.private_pkcs8 ?? '', publicKey: v.public_key ?? '' };
+};
+
+/** RSA keys encrypt with OAEP SHA-256 (keysutil): the same `vault:v<N>:` prefix over the raw ciphertext. */
+function rsaEncryptItem(p: KeyPolicy, plaintext: Buffer, asked: number): Outcome {
+  const version = encryptionVersion(p, asked);
+  return { ciphertext: `vault:v${version}:${rsaEncrypt(rsaMaterial(p, version), plaintext).toString('base64')}`, key_version: version };
+}
+
+function rsaDecryptValue(p: KeyPolicy, ciphertext: string): Buffer {
+  const { version, data } = parseCiphertext(p, ciphertext);
+  let raw: Buffer;
+  try {
+    raw = strictBase64(data);
+  } catch {
+    throw new InvalidRequest('invalid ciphertext: could not decode base64');
+  }
+  return rsaDecrypt(rsaMaterial(p, version), raw);
+}
+
 function encryptItem(p: KeyPolicy, item: BatchItem, index: number): Outcome {
   try {
     const plaintext = strictBase64(stringField(item, 'plaintext'));
     const context = optionalB64(item, 'context');
     const associatedData = optionalB64(item, 'associated_data');
     if (associatedData !== undefined && !supports.associatedData(p.type)) return { error: `'[${index}].associated_data' provided for non-AEAD cipher suite ${p.type}` };
+    if (p.type.startsWith('rsa-')) return rsaEncryptItem(p, plaintext, intField(item, 'key_version'));
     const { ciphertext, version } = encryptValue(p, { plaintext, version: intField(item, 'key_version'), ...(context ? { context } : {}), ...(associatedData ? { associatedData } : {}) });
     return { ciphertext, key_version: version };
   } catch (e) {
@@ -85,11 +123,15 @@ export async function encrypt(store: Store, name: string, data: Data, deps: Cryp
   let p = await loadPolicy(store, name);
   if (p === undefined) {
     // Vault's upsert: the key is made with the request's type; derived when a context is given.
-    const type = keyTypeOf(stringField(data, 'type', 'aes256-gcm96'));
-    if (type.startsWith('ecdsa-') || type === 'ed25519' || type === 'hmac' || type.startsWith('rsa-')) throw new InvalidRequest(`key type ${type} not supported for this operation`);
+    const asked = stringField(data, 'type', 'aes256-gcm96');
+    if (asked.startsWith('ecdsa-')) throw new InvalidRequest(`key type ${asked.slice(0, 32)} not supported for this operation`);
+    const type = keyTypeOf(asked);
+    if (!isSymmetric(type)) throw new InvalidRequest(`unknown key type ${type}`);
     const convergent = boolField(data, 'convergent_encryption') === true;
     if (convergent && !contextSet) throw new InvalidRequest('convergent encryption requires derivation to be enabled, so context is required');
-    p = await changePolicy(store, name, (current) => current ?? newPolicy({ name, type, derived: contextSet, convergent }, deps.now(), deps.generate));
+    p = await changePolicy(store, name, (current) => current ?? newPolicy({ name, type, derived: contextSet, convergent }, deps.now(), () => {
+      throw new InvalidRequest(`key type ${type} not supported for this operation`);
+    }));
     if (p === undefined) throw new InvalidRequest('encryption key not found');
   }
   const policy = p;
@@ -103,6 +145,7 @@ function decryptItem(p: KeyPolicy, item: BatchItem, index: number): Outcome {
     const context = optionalB64(item, 'context');
     const associatedData = optionalB64(item, 'associated_data');
     if (associatedData !== undefined && !supports.associatedData(p.type)) return { error: `'[${index}].associated_data' provided for non-AEAD cipher suite ${p.type}` };
+    if (p.type.startsWith('rsa-')) return { plaintext: rsaDecryptValue(p, ciphertext).toString('base64') };
     const { plaintext } = decryptValue(p, { ciphertext, ...(context ? { context } : {}), ...(associatedData ? { associatedData } : {}) });
     return { plaintext: plaintext.toString('base64') };
   } catch (e) {
@@ -123,6 +166,7 @@ function rewrapItem(p: KeyPolicy, item: BatchItem): Outcome {
   try {
     const ciphertext = stringField(item, 'ciphertext');
     if (ciphertext === '') return { error: 'missing ciphertext to decrypt' };
+    if (p.type.startsWith('rsa-')) return rsaEncryptItem(p, rsaDecryptValue(p, ciphertext), intField(item, 'key_version'));
     const context = optionalB64(item, 'context');
     const { plaintext } = decryptValue(p, { ciphertext, ...(context ? { context } : {}) });
     const { ciphertext: next, version } = encryptValue(p, { plaintext, version: intField(item, 'key_version'), ...(context ? { context } : {}) });

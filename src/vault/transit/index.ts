@@ -9,18 +9,20 @@
 import { InvalidRequest, NotFound, UnsupportedOperation } from '../../core/errors.js';
 import type { Store } from '../../storage/store.js';
 import type { LogicalRequest, LogicalResponse, Operation, SecretsEngine } from '../logical.js';
-import { datakey, decrypt, encrypt, rewrap, type CryptDeps } from './crypt-paths.js';
-import { intField } from './fields.js';
+import { datakey, decrypt, encrypt, pregenerated, rewrap, type CryptDeps } from './crypt-paths.js';
+import { intField, stringField } from './fields.js';
 import { backupKey, configKey, createKey, deleteKey, exportKey, listKeys, readKey, restoreKey, rotateKey, trimKey, type KeyDeps } from './key-paths.js';
 import { changePolicy, checkName, listPolicies, loadPolicy } from './keys-store.js';
-import { rotate, rotationDue, type AsymmetricGenerator } from './policy.js';
-import { hash, hmac, random, verifyHmac } from './tool-paths.js';
+import { deriveEd25519, exportAsymmetric, generateAsymmetricAsync, type AsymmetricMaterial, type AsymmetricType } from './asymmetric.js';
+import { rotate, rotationDue, type KeyVersion } from './policy.js';
+import { signData, verifyData } from './sign-paths.js';
+import { hash, hmac, random } from './tool-paths.js';
 
 export interface TransitOptions {
   readonly now?: () => Date;
-  /** Asymmetric key support; without it those types are refused. */
-  readonly asymmetric?: Pick<KeyDeps, 'exportAsymmetric' | 'derivedPublic'> & { readonly generate: AsymmetricGenerator };
 }
+
+const materialOf = (v: KeyVersion): AsymmetricMaterial => ({ privatePkcs8: v.private_pkcs8 ?? '', publicKey: v.public_key ?? '' });
 
 type Handler = (store: Store, params: string[], data: Readonly<Record<string, unknown>>) => Promise<LogicalResponse | null> | LogicalResponse | null;
 
@@ -55,8 +57,9 @@ function paths(deps: KeyDeps): PathDef[] {
     { pattern: /^random(?:\/([^/]+))?(?:\/([^/]+))?$/, ops: { write: (_s, [source, bytes], data) => random(data, source, bytes) } },
     { pattern: /^hash(?:\/([^/]+))?$/, ops: { write: (_s, [alg], data) => hash(data, alg) } },
     { pattern: /^hmac\/([^/]+)(?:\/([^/]+))?$/, ops: { write: (store, [n, alg], data) => hmac(store, name(n), data, alg) } },
-    { pattern: /^verify\/([^/]+)(?:\/([^/]+))?$/, ops: { write: (store, [n, alg], data) => verifyHmac(store, name(n), data, alg) } },
-    { pattern: /^export\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/, ops: { read: (store, [type, n, version], _data) => exportKey(store, type ?? '', name(n), version, deps) } },
+    { pattern: /^sign\/([^/]+)(?:\/([^/]+))?$/, ops: { write: (store, [n, alg], data) => signData(store, name(n), data, alg) } },
+    { pattern: /^verify\/([^/]+)(?:\/([^/]+))?$/, ops: { write: (store, [n, alg], data) => verifyData(store, name(n), data, alg) } },
+    { pattern: /^export\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/, ops: { read: (store, [type, n, version], data) => exportKey(store, type ?? '', name(n), version, stringField(data, 'format'), deps) } },
     { pattern: /^backup\/([^/]+)$/, ops: { read: (store, [n]) => backupKey(store, name(n), deps) } },
     { pattern: /^restore(?:\/([^/]+))?$/, ops: { write: (store, [n], data) => restoreKey(store, n === undefined ? undefined : name(n), data, deps) } },
     {
@@ -83,7 +86,8 @@ async function autoRotate(store: Store, deps: KeyDeps & CryptDeps): Promise<numb
     const p = await loadPolicy(store, name).catch(() => undefined);
     if (p === undefined || !rotationDue(p, deps.now())) continue;
     // Checked again under the key's lock: a rotation by hand meanwhile makes this one moot.
-    await changePolicy(store, name, (current) => (current !== undefined && rotationDue(current, deps.now()) ? rotate(current, deps.now(), deps.generate) : current));
+    const generate = await pregenerated(p.type, deps);
+    await changePolicy(store, name, (current) => (current !== undefined && rotationDue(current, deps.now()) ? rotate(current, deps.now(), generate) : current));
     rotated++;
   }
   return rotated;
@@ -105,14 +109,14 @@ export interface TransitEngine extends SecretsEngine {
 }
 
 export function createTransitEngine(options: TransitOptions = {}): TransitEngine {
-  const refuse: AsymmetricGenerator = (type) => {
-    throw new InvalidRequest(`key type ${type} is not available on this node`);
-  };
   const deps: KeyDeps & CryptDeps = {
     now: options.now ?? (() => new Date()),
-    generate: options.asymmetric?.generate ?? refuse,
-    ...(options.asymmetric?.exportAsymmetric ? { exportAsymmetric: options.asymmetric.exportAsymmetric } : {}),
-    ...(options.asymmetric?.derivedPublic ? { derivedPublic: options.asymmetric.derivedPublic } : {}),
+    generate: (type) => generateAsymmetricAsync(type),
+    exportAsymmetric: (p, v, exportType, format) => exportAsymmetric(p.type as AsymmetricType, materialOf(v), exportType, format),
+    derivedPublic: (p, version, context) => {
+      const v = p.keys[String(version)];
+      return v === undefined ? '' : deriveEd25519(materialOf(v), context).publicKey;
+    },
   };
   const table = paths(deps);
   return {

@@ -9,17 +9,17 @@
 import { InvalidRequest, NotFound } from '../../core/errors.js';
 import type { Store } from '../../storage/store.js';
 import type { LogicalResponse } from '../logical.js';
-import type { CryptDeps } from './crypt-paths.js';
+import { pregenerated, type CryptDeps } from './crypt-paths.js';
 import { fromBackup, toBackup } from './backup.js';
 import { boolField, durationField, intField, stringField } from './fields.js';
 import { changePolicy, deletePolicy, listPolicies, loadPolicy } from './keys-store.js';
-import { configure, isAsymmetric, keyTypeOf, newPolicy, policyView, rotate, supports, trim, type ConfigInput, type KeyPolicy, type KeyVersion } from './policy.js';
+import { checkNewPolicy, configure, isAsymmetric, keyTypeOf, newPolicy, policyView, rotate, supports, trim, type ConfigInput, type KeyPolicy, type KeyVersion } from './policy.js';
 
 type Data = Readonly<Record<string, unknown>>;
 
 export interface KeyDeps extends CryptDeps {
   /** An asymmetric version's export (signing-key, public-key, RSA encryption-key); Vault's string. */
-  readonly exportAsymmetric?: (p: KeyPolicy, v: KeyVersion, exportType: string) => string;
+  readonly exportAsymmetric?: (p: KeyPolicy, v: KeyVersion, exportType: string, format: string) => string;
   /** A derived ed25519 version's public key for a context (base64). */
   readonly derivedPublic?: (p: KeyPolicy, version: number, context: Buffer) => string;
 }
@@ -42,10 +42,13 @@ export async function createKey(store: Store, name: string, data: Data, deps: Ke
   };
   if (stringField(data, 'external_key_ref') !== '') throw new InvalidRequest('must provide type=external-key to use external_key_ref');
   let created = false;
-  const p = await changePolicy(store, name, (current) => {
+  // Vault's checks come before a key pair is made for nothing.
+  checkNewPolicy(input);
+  const generate = (await loadPolicy(store, name)) === undefined ? await pregenerated(type, deps) : undefined;
+  const p = await changePolicy(store, name, async (current) => {
     if (current !== undefined) return current;
     created = true;
-    return newPolicy(input, deps.now(), deps.generate);
+    return newPolicy(input, deps.now(), generate ?? (await pregenerated(type, deps)));
   });
   if (p === undefined) throw new InvalidRequest('error generating key: returned policy was nil');
   return { data: policyView(p), ...(created ? {} : { warnings: [`key ${name} already existed`] }) };
@@ -92,9 +95,12 @@ export async function configKey(store: Store, name: string, data: Data): Promise
 }
 
 export async function rotateKey(store: Store, name: string, deps: KeyDeps): Promise<LogicalResponse> {
+  const before = await loadPolicy(store, name);
+  if (before === undefined) throw new InvalidRequest('key not found');
+  const generate = await pregenerated(before.type, deps);
   const p = await changePolicy(store, name, (current) => {
     if (current === undefined) throw new InvalidRequest('key not found');
-    return rotate(current, deps.now(), deps.generate);
+    return rotate(current, deps.now(), generate);
   });
   return { data: policyView(p as KeyPolicy) };
 }
@@ -110,16 +116,21 @@ export async function trimKey(store: Store, name: string, data: Data): Promise<L
 
 const EXPORT_TYPES = ['encryption-key', 'signing-key', 'hmac-key', 'public-key'];
 
-function exportOne(p: KeyPolicy, v: KeyVersion, exportType: string, deps: KeyDeps): string {
-  if (exportType === 'hmac-key') return v.hmac_key;
-  if (exportType === 'encryption-key' && !isAsymmetric(p.type)) return v.key ?? '';
+const FORMATS = ['', 'raw', 'der', 'pem'];
+
+function exportOne(p: KeyPolicy, v: KeyVersion, exportType: string, format: string, deps: KeyDeps): string {
+  if (exportType === 'hmac-key' || (exportType === 'encryption-key' && !isAsymmetric(p.type))) {
+    if (format === 'der' || format === 'pem') throw new InvalidRequest('unknown format for HMAC key; supported values are `` or `raw`');
+    return exportType === 'hmac-key' ? (p.type === 'hmac' ? (v.key ?? '') : v.hmac_key) : (v.key ?? '');
+  }
   if (!deps.exportAsymmetric) throw new InvalidRequest(`export of ${p.type} keys is not available on this node`);
-  return deps.exportAsymmetric(p, v, exportType);
+  return deps.exportAsymmetric(p, v, exportType, format);
 }
 
 /** export/<type>/<name>[/<version>]. */
-export async function exportKey(store: Store, exportType: string, name: string, version: string | undefined, deps: KeyDeps): Promise<LogicalResponse> {
+export async function exportKey(store: Store, exportType: string, name: string, version: string | undefined, format: string, deps: KeyDeps): Promise<LogicalResponse> {
   if (!EXPORT_TYPES.includes(exportType)) throw new InvalidRequest(`invalid export type: ${exportType.slice(0, 64)}`);
+  if (!FORMATS.includes(format)) throw new InvalidRequest(`invalid format: ${format.slice(0, 64)}`);
   const p = await loadPolicy(store, name);
   if (p === undefined) throw new NotFound();
   if (!p.exportable && exportType !== 'public-key') throw new InvalidRequest('private key material is not exportable');
@@ -128,7 +139,7 @@ export async function exportKey(store: Store, exportType: string, name: string, 
   if (exportType === 'public-key' && !isAsymmetric(p.type)) throw new InvalidRequest('public key not available for the key');
   const keys: Record<string, string> = {};
   if (version === undefined || version === '') {
-    for (const [k, v] of Object.entries(p.keys)) keys[k] = exportOne(p, v, exportType, deps);
+    for (const [k, v] of Object.entries(p.keys)) keys[k] = exportOne(p, v, exportType, format, deps);
   } else {
     const digits = version === 'latest' ? String(p.latest_version) : version.replace(/^v/, '');
     if (!/^\d+$/.test(digits)) throw new InvalidRequest('invalid key version');
@@ -136,7 +147,7 @@ export async function exportKey(store: Store, exportType: string, name: string, 
     if (n < p.min_decryption_version) throw new InvalidRequest('version for export is below minimum decryption version');
     const v = p.keys[String(n)];
     if (v === undefined) throw new InvalidRequest('version does not exist or cannot be found');
-    keys[String(n)] = exportOne(p, v, exportType, deps);
+    keys[String(n)] = exportOne(p, v, exportType, format, deps);
   }
   return { data: { name: p.name, type: p.type, keys } };
 }

@@ -99,7 +99,7 @@ export function keyTypeOf(raw: string): KeyType {
 }
 
 /** Vault's checks on a new key's settings (path_keys.go, lock_manager.go), before anything is made. */
-function checkNew(i: NewPolicyInput): void {
+export function checkNewPolicy(i: NewPolicyInput): void {
   const derived = i.derived === true;
   const convergent = i.convergent === true;
   const period = i.autoRotatePeriod ?? 0;
@@ -132,7 +132,7 @@ function newVersion(p: Pick<KeyPolicy, 'type' | 'convergent_encryption' | 'conve
 }
 
 export function newPolicy(i: NewPolicyInput, now: Date, generate: AsymmetricGenerator): KeyPolicy {
-  checkNew(i);
+  checkNewPolicy(i);
   const derived = i.derived === true;
   const convergent = derived && i.convergent === true;
   const draft: KeyPolicy = {
