@@ -28,7 +28,7 @@ export function register(parent: Command, ctx: Context): void {
   const enable = secrets
     .command('enable')
     .description('Enable a secrets engine at a path')
-    .argument('<type>', 'engine type: kv, or kv-v2')
+    .argument('<type>', 'engine type: kv, kv-v2 or transit')
     .option('--path <path>', 'where to mount it (default: the type)')
     .option('--description <text>', 'human-friendly description')
     .option('--local', 'a local mount: not replicated to performance secondaries')

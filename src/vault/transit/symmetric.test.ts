@@ -79,6 +79,8 @@ describe('transit symmetric encryption', () => {
     expect(open('aes-256-gcm', derived, parts(ciphertext).raw).toString()).toBe('secret');
     expect(() => decryptValue(p, { ciphertext })).toThrow(/missing 'context' for key derivation/);
     expect(() => decryptValue(p, { ciphertext, context: Buffer.from('user-43') })).toThrow('cipher: message authentication failed');
+    expect(encryptValue(p, { plaintext: Buffer.from('x'), version: 0, context: Buffer.alloc(1024, 1) }).version).toBe(1);
+    expect(() => encryptValue(p, { plaintext: Buffer.from('x'), version: 0, context: Buffer.alloc(1025, 1) })).toThrow(InvalidRequest);
   });
 
   it('convergent encryption (version 3) is deterministic: the nonce is HMAC-SHA256(second half of the derived key, plaintext)', () => {

@@ -13,6 +13,8 @@ import { InvalidRequest } from '../../core/errors.js';
 import { CONVERGENT_VERSION, KDF_HKDF_SHA256, encryptionVersion, isSymmetric, versionOf, type KeyPolicy } from './policy.js';
 
 const NONCE_BYTES = 12;
+/** node:crypto's HKDF takes at most this much `info` (Go's has no bound): a longer context is refused. */
+const HKDF_MAX_INFO = 1024;
 const TAG_BYTES = 16;
 const PREFIX = 'vault:v';
 
@@ -39,6 +41,7 @@ export function keyFor(p: KeyPolicy, version: number, context: Buffer | undefine
     throw new InvalidRequest('missing \'context\' for key derivation; the key was created using a derived key, which means additional, per-request information must be included in order to perform operations with the key');
   }
   if (p.kdf !== KDF_HKDF_SHA256) throw new InvalidRequest('this key uses the legacy key derivation mode (hmac-sha256-counter), which this node does not implement');
+  if (context.length > HKDF_MAX_INFO) throw new InvalidRequest(`context for key derivation is longer than ${HKDF_MAX_INFO} bytes`);
   return Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), context, bytes));
 }
 
