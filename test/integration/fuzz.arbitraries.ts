@@ -69,9 +69,30 @@ export function routeShapes(routes: readonly Route[]): RouteShape[] {
 }
 
 /**
- * Paths served by mounted engines rather than declarations (secret/ is KV v2; userpass and
- * approle are enabled by the suite), with every method: the engine decides what it supports.
+ * Paths served by mounted engines rather than declarations (secret/ is KV v2, transit/ transit;
+ * userpass and approle are enabled by the suite), with every method: the engine decides what it
+ * supports.
  */
+const ANY = ['GET', 'LIST', 'POST', 'PUT', 'DELETE'];
+const CRYPT = ['plaintext', 'ciphertext', 'context', 'key_version', 'batch_input', 'associated_data', 'type', 'convergent_encryption'];
+const TRANSIT: readonly RouteShape[] = [
+  { pattern: 'transit/keys/:k', methods: ANY, fields: ['type', 'derived', 'exportable', 'convergent_encryption', 'allow_plaintext_backup', 'auto_rotate_period', 'key_size', 'context'] },
+  { pattern: 'transit/keys/:k/config', methods: ['POST', 'GET'], fields: ['min_decryption_version', 'min_encryption_version', 'deletion_allowed', 'exportable', 'auto_rotate_period'] },
+  { pattern: 'transit/keys/:k/rotate', methods: ['POST'], fields: [] },
+  { pattern: 'transit/keys/:k/trim', methods: ['POST'], fields: ['min_available_version'] },
+  ...['encrypt', 'decrypt', 'rewrap'].map((op) => ({ pattern: `transit/${op}/:k`, methods: ['POST', 'PUT', 'GET'], fields: CRYPT })),
+  { pattern: 'transit/datakey/:kind/:k', methods: ['POST'], fields: ['bits', 'context', 'key_version', 'nonce'] },
+  { pattern: 'transit/hmac/:k', methods: ['POST'], fields: ['input', 'algorithm', 'key_version', 'batch_input'] },
+  { pattern: 'transit/sign/:k', methods: ['POST'], fields: ['input', 'hash_algorithm', 'marshaling_algorithm', 'prehashed', 'signature_algorithm', 'salt_length', 'batch_input', 'context', 'key_version'] },
+  { pattern: 'transit/verify/:k', methods: ['POST'], fields: ['input', 'signature', 'hmac', 'hash_algorithm', 'batch_input', 'context', 'marshaling_algorithm'] },
+  { pattern: 'transit/hash/:alg', methods: ['POST'], fields: ['input', 'format', 'algorithm'] },
+  { pattern: 'transit/random/:n', methods: ['POST'], fields: ['bytes', 'format'] },
+  { pattern: 'transit/export/:t/:k', methods: ['GET'], fields: ['format'] },
+  { pattern: 'transit/backup/:k', methods: ['GET'], fields: [] },
+  { pattern: 'transit/restore/:k', methods: ['POST'], fields: ['backup', 'force'] },
+  { pattern: 'transit/cache-config', methods: ['GET', 'POST'], fields: ['size'] },
+];
+
 export const MOUNTED: readonly RouteShape[] = [
   ...['data', 'metadata', 'delete', 'undelete', 'destroy', 'subkeys'].map((p) => ({ pattern: `secret/${p}/*key`, methods: ['GET', 'LIST', 'PUT', 'POST', 'PATCH', 'DELETE'], fields: ['data', 'options', 'versions', 'cas', 'max_versions', 'custom_metadata', 'delete_version_after'] })),
   { pattern: 'secret/config', methods: ['GET', 'POST'], fields: ['max_versions', 'cas_required', 'delete_version_after'] },
@@ -86,6 +107,7 @@ export const MOUNTED: readonly RouteShape[] = [
   { pattern: 'auth/approle/role/:r/secret-id-accessor/lookup', methods: ['POST'], fields: ['secret_id_accessor'] },
   { pattern: 'auth/approle/role/:r/secret-id-accessor/destroy', methods: ['POST', 'DELETE'], fields: ['secret_id_accessor'] },
   { pattern: 'auth/approle/login', methods: ['POST'], fields: ['role_id', 'secret_id'] },
+  ...TRANSIT,
 ];
 
 /** Names the suite's fixtures use: hitting them on purpose finds more than random names do. */

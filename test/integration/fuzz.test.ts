@@ -84,6 +84,9 @@ beforeAll(async () => {
   await expectOk(p.put('sys/policies/acl/fuzz-limited', { policy: LIMITED }), 'policy');
   await expectOk(p.post('sys/auth/userpass', { type: 'userpass' }), 'userpass');
   await expectOk(p.post('sys/auth/approle', { type: 'approle' }), 'approle');
+  await expectOk(p.post('sys/mounts/transit', { type: 'transit' }), 'transit');
+  await expectOk(p.post('transit/keys/fuzz', { exportable: true, allow_plaintext_backup: true }), 'transit key');
+  await expectOk(p.post('transit/keys/fuzz-sign', { type: 'ed25519' }), 'transit signing key');
   await expectOk(p.post('sys/namespaces/ns1'), 'namespace');
   await expectOk(p.put('sys/policies/acl/fuzz-limited', { policy: LIMITED }, { headers: { 'X-Vault-Namespace': 'ns1' } }), 'ns policy');
   const revoked = await createToken(nodes.primary, { policies: ['default'], ttl: '768h' });
