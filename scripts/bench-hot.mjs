@@ -34,7 +34,7 @@ import { runWrk, wrkAvailable } from './bench-wrk.mjs';
 export { wrkAvailable };
 import '@swc-node/register/esm-register';
 
-const { createHarness, fixedNodeOptions, freePorts, mainJs, must, startCluster, vault } = await import('../test/harness/index.js');
+const { createHarness, fixedNodeOptions, freePorts, mainJs, must, startCluster, vault, waitUntil } = await import('../test/harness/index.js');
 
 const resultsDir = fileURLToPath(new URL('../bench-results/', import.meta.url));
 const floorJs = fileURLToPath(new URL('./bench-floor-server.mjs', import.meta.url));
@@ -48,8 +48,10 @@ const BODY = JSON.stringify({ data: { v: value } });
 
 const lua = (s) => JSON.stringify(s);
 /** A wrk script: GET over `keys` paths under `prefix`, or PUT of BODY under a distinct path per request. */
-function wrkScript({ method, token, prefix, keys }) {
+function wrkScript({ method, token, prefix, keys, body }) {
   const head = [`wrk.method = ${lua(method)}`, `wrk.headers["X-Vault-Token"] = ${lua(token)}`, 'local n = 0'];
+  // One path and body for every request (transit's operations).
+  if (body !== undefined) return [...head, 'wrk.headers["Content-Type"] = "application/json"', `wrk.path = ${lua(prefix)}`, `wrk.body = ${lua(body)}`].join('\n');
   if (method === 'GET') return [...head, `request = function()\n  n = n + 1\n  return wrk.format(nil, ${lua(prefix)} .. (n % ${keys}))\nend`].join('\n');
   return [...head, 'wrk.headers["Content-Type"] = "application/json"', `local body = ${lua(BODY)}`,
     // Distinct keys in every run (each wrk process would draw the same math.random sequence).
@@ -108,6 +110,35 @@ export async function hotReads(node, { seconds = 3, connections = [16, 4] } = {}
   return rows;
 }
 
+const TRANSIT_POLICY = 'path "transit/encrypt/hot" { capabilities = ["update"] }\npath "transit/decrypt/hot" { capabilities = ["update"] }';
+
+/**
+ * Transit (issue 30): encrypt and decrypt of a 1 KiB plaintext with an aes256-gcm96 key, on a
+ * primary and on its performance secondary (which serves them itself), each with a non-root
+ * token of its own cluster; CPU is the serving node's alone.
+ */
+async function transitRows(h, scratch, measure, nodeArgs) {
+  const [pApi, pCluster, sApi, sCluster] = await freePorts(4);
+  const opts = async (name, apiPort, clusterPort) => ({ ...(await fixedNodeOptions(scratch, name, { apiPort, clusterPort })), nodeArgs: nodeArgs(name) });
+  const cluster = await startCluster(h, { primary: await opts('transit-primary', pApi, pCluster), performance: [{ id: 'hot-perf', node: await opts('transit-perf', sApi, sCluster) }] });
+  const primary = cluster.primary;
+  const secondary = cluster.performance[0];
+  const root = vault(primary.apiAddr, primary.rootToken);
+  await must(root.request('POST', 'sys/mounts/transit', { body: { type: 'transit' } }), [204]);
+  await must(root.request('POST', 'transit/keys/hot', { body: {} }), [200]);
+  await must(root.request('PUT', 'sys/policies/acl/transit-hot', { body: { policy: TRANSIT_POLICY } }), [204]);
+  const plaintext = randomBytes(VALUE_BYTES).toString('base64');
+  const { data } = await must(root.request('POST', 'transit/encrypt/hot', { body: { plaintext } }), [200]);
+  const bodies = { encrypt: JSON.stringify({ plaintext }), decrypt: JSON.stringify({ ciphertext: data.ciphertext }) };
+  for (const [label, node] of [['primary', primary], ['perf secondary', secondary]]) {
+    const v = vault(node.apiAddr, node.rootToken);
+    // The key and the policy stream to the secondary; its tokens are its own.
+    await waitUntil('the transit key on the secondary', async () => ((await v.request('GET', 'transit/keys/hot')).status === 200 ? true : undefined), { timeoutMs: 20_000 });
+    const token = (await must(v.request('POST', 'auth/token/create', { body: { policies: ['transit-hot'], no_default_policy: true, ttl: '24h' } }), [200])).auth.client_token;
+    for (const op of ['encrypt', 'decrypt']) await measure(`transit ${op}, ${label}`, { apiAddr: node.apiAddr, pids: [node.pid] }, 'PUT', `transit/${op}/hot`, token, bodies[op]);
+  }
+}
+
 /** A file audit device (Vault's `file`, under the node's audit directory): every request is logged before and after it runs. */
 async function enableFileAudit(node) {
   await must(vault(node.apiAddr, node.rootToken).request('PUT', 'sys/audit/file', { body: { type: 'file', options: { file_path: 'bench-hot.log' } } }), [204]);
@@ -122,10 +153,10 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: build first (npm run build)`);
   const scratch = await mkdtemp(join(os.tmpdir(), 'tessera-bench-hot-'));
   const rows = [];
-  const measure = async (name, server, method, prefix, token = 'none') => {
+  const measure = async (name, server, method, prefix, token = 'none', body = undefined) => {
     for (const c of connections) {
       note(`hot path: ${name}, ${c} connections, ${seconds} s...`);
-      const r = await wrk({ url: `${server.apiAddr}/v1/`, script: () => wrkScript({ method, token, prefix: `/v1/${prefix}`, keys: READ_KEYS }), connections: c, seconds, pids: server.pids });
+      const r = await wrk({ url: `${server.apiAddr}/v1/`, script: () => wrkScript({ method, token, prefix: `/v1/${prefix}`, keys: READ_KEYS, body }), connections: c, seconds, pids: server.pids });
       rows.push({ name, method, ...r });
     }
   };
@@ -166,6 +197,7 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
     }
     if (profileDir) for (const n of [cluster.dr[0], primary]) await n.stop();
     }
+    if (wanted('transit')) await transitRows(h, scratch, measure, nodeArgs);
   } finally {
     await h.cleanup();
     await rm(scratch, { recursive: true, force: true });

@@ -11,16 +11,36 @@ import { z } from 'zod';
 
 type Data = Readonly<Record<string, unknown>>;
 
+/** One schema per field name and kind, made once (a zod object schema is costly to build per request). */
+const schemas = new Map<string, z.ZodType>();
+function schemaOf(kind: 'int' | 'bool' | 'duration', name: string): z.ZodType {
+  const key = `${kind}\0${name}`;
+  let schema = schemas.get(key);
+  if (schema === undefined) {
+    const f = kind === 'int' ? field.int : kind === 'bool' ? field.bool : field.duration(false);
+    schemas.set(key, (schema = z.object({ [name]: optional(f) })));
+  }
+  return schema;
+}
+
+function parsed<T>(kind: 'int' | 'bool' | 'duration', data: Data, name: string): T | undefined {
+  const v = data[name];
+  if (v === undefined || v === null) return undefined;
+  if (kind === 'int' && typeof v === 'number' && Number.isSafeInteger(v)) return v as T;
+  if (kind === 'bool' && typeof v === 'boolean') return v as T;
+  return (parseFields(schemaOf(kind, name), { [name]: v }) as Record<string, T | undefined>)[name];
+}
+
 export function intField(data: Data, name: string, fallback = 0): number {
-  return parseFields(z.object({ [name]: optional(field.int) }), { [name]: data[name] })[name] ?? fallback;
+  return parsed<number>('int', data, name) ?? fallback;
 }
 
 export function boolField(data: Data, name: string): boolean | undefined {
-  return parseFields(z.object({ [name]: optional(field.bool) }), { [name]: data[name] })[name];
+  return parsed<boolean>('bool', data, name);
 }
 
 export function durationField(data: Data, name: string): number | undefined {
-  return parseFields(z.object({ [name]: optional(field.duration(false)) }), { [name]: data[name] })[name];
+  return parsed<number>('duration', data, name);
 }
 
 export function stringField(data: Data, name: string, fallback = ''): string {
