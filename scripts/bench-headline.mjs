@@ -93,6 +93,14 @@ export function headlineRows({ pg, dr, ceiling, floor, pgEngine, hot }) {
       rows.push({ figure: `wrk: ${label} with a file audit device / without, ${n} connections`, unit: 'of unaudited', pg: NaN, tessera: x?.ofUnaudited ?? NaN, ratio: NaN, better: 'higher', goal: 'within 25% (>= 0.75x)', met: known(x?.ofUnaudited) ? x.ofUnaudited >= 0.75 : undefined });
     }
   }
+  // Issue 30 (transit): 1 KiB encrypt and decrypt at 16 connections, primary and performance secondary.
+  for (const op of ['encrypt', 'decrypt']) {
+    for (const where of ['primary', 'perf secondary']) share(`wrk: transit ${op} of 1 KiB (aes256-gcm96) on the ${where}, 16 connections`, hotAt(`transit ${op}, ${where}`, 16), 0.5);
+    const p = hotAt(`transit ${op}, primary`, 16)?.rps;
+    const s2 = hotAt(`transit ${op}, perf secondary`, 16)?.rps;
+    const ratio = known(p) && known(s2) ? s2 / p : NaN;
+    rows.push({ figure: `wrk: transit ${op} on a performance secondary / on the primary, 16 connections`, unit: 'of primary', pg: NaN, tessera: ratio, ratio: NaN, better: 'higher', goal: '>= 0.9x the primary', met: known(ratio) ? ratio >= 0.9 : undefined });
+  }
   const pl = pg?.lagUnderLoad;
   const tl = dr?.lagUnderLoad;
   row('replica lag under 16-client load, ack -> visible p50', 'ms', pl?.p50Ms, tl?.p50Ms, 'lower');
