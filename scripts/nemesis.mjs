@@ -15,7 +15,10 @@
  * Workload: clients write KV v2 values (each unique) through the primary and through c and d
  * (forwarded), and read through the primary, c and d (sometimes the mount outside a filter,
  * which must never be served); every operation is recorded (start, end, node, key, value,
- * outcome ok | error | unknown). Faults, one per cycle, drawn from a PRNG seeded with --seed
+ * outcome ok | error | unknown). Transit clients encrypt through the primary, c and d (a key made
+ * before replication is enabled; every performance secondary's filter keeps the transit mount);
+ * at the end every acknowledged ciphertext must decrypt to its plaintext on the final primary and
+ * on c and d (`transitChecks`). Faults, one per cycle, drawn from a PRNG seeded with --seed
  * (test/harness/nemesis-check.ts, faultSchedule): SIGKILL + restart, SIGSTOP/SIGCONT, partitions, a secondary
  * held back past the WAL bound, a DR failover through the operator CLI (and, the next time, the
  * failback; a third of them a planned switchover under writes, demote first), a filter change
@@ -68,6 +71,9 @@ const MOUNTS = ['secret', 'other'];
 const PERF_SECONDARIES = ['c', 'd'];
 /** Each performance secondary's own mount: always in its filter; the filter fault adds or removes the other one. */
 const HOME_MOUNT = { c: 'secret', d: 'other' };
+/** Default topology: a transit mount with one key made before replication is enabled, held by every node. */
+const TRANSIT_MOUNT = 'transit';
+const TRANSIT_KEY = 'nemesis';
 const OP_TIMEOUT_MS = 3_000;
 const STALL_PRELOAD = join(repoRoot, 'test/support/stall-on-signal.mjs');
 
@@ -95,7 +101,8 @@ function cli(args, { stdin, token, timeoutMs = 180_000 } = {}) {
 /** The paths filter that keeps `mounts`: as an allow list, or (`deny`, when that says the same) as a deny list of the others. */
 function filterBody(mounts, form = 'allow') {
   const others = MOUNTS.filter((m) => !mounts.includes(m));
-  return form === 'deny' && others.length > 0 ? { mode: 'deny', paths: others.map((m) => `${m}/`) } : { mode: 'allow', paths: mounts.map((m) => `${m}/`) };
+  // The transit mount (default topology) is kept by every performance secondary whatever its filter.
+  return form === 'deny' && others.length > 0 ? { mode: 'deny', paths: others.map((m) => `${m}/`) } : { mode: 'allow', paths: [...mounts, TRANSIT_MOUNT].map((m) => `${m}/`) };
 }
 
 class Topology {
@@ -114,6 +121,10 @@ class Topology {
       { client: 'wc', role: 'c', mount: 'secret' }, { client: 'wd', role: 'd', mount: 'other' },
     ];
     this.readers = [['rp', 'primary'], ['rc', 'c'], ['rd', 'd']];
+    // Transit encryptors: through whichever node is primary, and through each performance secondary (served locally).
+    this.encryptors = [['ep', 'primary'], ['ec', 'c'], ['ed', 'd']];
+    /** Every encrypt a node answered 200: { client, node, plaintext, ciphertext }. */
+    this.ciphertexts = [];
   }
 
   async start() {
@@ -128,7 +139,12 @@ class Topology {
       primaryInit: { shares: 3, threshold: 2 },
       dr: [{ id: 'nemesis-b', node: await opts('b') }],
       performance: await Promise.all(PERF_SECONDARIES.map(async (n) => ({ id: `nemesis-${n}`, node: await opts(n), filter: filterBody(this.filterOf(n)) }))),
-      beforeEnable: async ({ primary }) => { for (const m of MOUNTS) await mountKv2(primary.apiAddr, primary.rootToken, m); },
+      beforeEnable: async ({ primary }) => {
+        for (const m of MOUNTS) await mountKv2(primary.apiAddr, primary.rootToken, m);
+        const v = vault(primary.apiAddr, primary.rootToken);
+        await must(v.request('POST', `sys/mounts/${TRANSIT_MOUNT}`, { body: { type: 'transit' } }));
+        await must(v.request('POST', `${TRANSIT_MOUNT}/keys/${TRANSIT_KEY}`, { body: {} }));
+      },
     });
     const built = { a: cluster.primary, b: cluster.dr[0], c: cluster.performance[0], d: cluster.performance[1] };
     for (const [n, node] of Object.entries(built)) this.nodes[n] = asFixedNode(node, this.dir, n, this.ports[n].clusterPort);
@@ -434,7 +450,17 @@ function startWorkload(topo, history, rnd) {
       await delay(15);
     }
   };
-  const running = [...writers.map(writer), ...readers.map(([client, role]) => reader(client, role))];
+  // Transit: each ciphertext a node acknowledged must decrypt to its plaintext on every node at the end.
+  const encryptor = async (client, role) => {
+    for (let seq = 0; !stopped; seq++) {
+      const node = topo.resolve(role);
+      const plaintext = Buffer.from(`${client}-${seq}`).toString('base64');
+      const r = await timedCall(topo.api(node), 'POST', `${TRANSIT_MOUNT}/encrypt/${TRANSIT_KEY}`, { token: topo.token(node), body: { plaintext } });
+      if (r.status === 200) topo.ciphertexts.push({ client, node, plaintext, ciphertext: r.body.data.ciphertext });
+      await delay(r.status === 200 ? 25 : 100);
+    }
+  };
+  const running = [...writers.map(writer), ...readers.map(([client, role]) => reader(client, role)), ...(topo.encryptors ?? []).map(([client, role]) => encryptor(client, role))];
   return { stop: async () => { stopped = true; await Promise.all(running); } };
 }
 
@@ -685,6 +711,30 @@ async function merkleChecks(topo) {
   return out;
 }
 
+/**
+ * Every ciphertext a node acknowledged during the run, decrypted on the final primary and on each
+ * performance secondary (batches of 100): it must give back its plaintext everywhere. The key was
+ * made before replication was enabled and never rotated, so no failover loss window excuses one.
+ */
+async function transitChecks(topo) {
+  const violations = [];
+  for (const n of [topo.primary, ...topo.perfSecondaries]) {
+    for (let i = 0; i < topo.ciphertexts.length; i += 100) {
+      const chunk = topo.ciphertexts.slice(i, i + 100);
+      const r = await vault(topo.api(n), topo.token(n)).request('POST', `${TRANSIT_MOUNT}/decrypt/${TRANSIT_KEY}`, { body: { batch_input: chunk.map((c) => ({ ciphertext: c.ciphertext })) } });
+      const results = r.body?.data?.batch_results;
+      if (!Array.isArray(results)) {
+        violations.push({ type: 'transit-decrypt-failed', node: n, status: r.status, errors: r.body?.errors });
+        break;
+      }
+      chunk.forEach((c, j) => {
+        if (results[j]?.plaintext !== c.plaintext) violations.push({ type: 'transit-ciphertext-lost', node: n, made_on: c.node, client: c.client, ciphertext: c.ciphertext, error: results[j]?.error });
+      });
+    }
+  }
+  return { checked: topo.ciphertexts.length, violations };
+}
+
 /** The topologies (`--topology`): how each is built, and the faults it takes. */
 export const TOPOLOGIES = { default: { Topology, faults: FAULTS }, ha: { Topology: HaTopology, faults: HA_FAULTS } };
 
@@ -728,12 +778,14 @@ export async function runNemesis({ topology = 'default', cycles = 5, seed = 1, f
     }
     const verdict = checkHistory(history, finalData, { lossWindows: topo.lossWindows, filterTimeline: topo.filterTimeline, currentReaders: topo.currentReaders ?? [] });
     const merkle = failure ? {} : await merkleChecks(topo);
+    const transit = failure || !topo.ciphertexts ? { checked: 0, violations: [] } : await transitChecks(topo);
     const violations = [
       ...(failure ? [{ type: 'harness-step-failed', error: failure instanceof Error ? failure.message : String(failure) }] : []),
       ...(topo.findings ?? []),
       ...verdict.violations,
       ...Object.entries(convergence).filter(([, t]) => typeof t !== 'number').map(([node, t]) => ({ type: 'no-convergence', node, ...t })),
       ...Object.entries(merkle).filter(([, okay]) => !okay).map(([node]) => ({ type: 'merkle-check', node })),
+      ...transit.violations,
     ];
     const byType = {};
     const byTarget = {};
@@ -748,7 +800,7 @@ export async function runNemesis({ topology = 'default', cycles = 5, seed = 1, f
       failover_rpo_writes: verdict.lossPerWindow.length ? Math.max(...verdict.lossPerWindow) : null,
       reads_taken_back_by_failover: verdict.readsTakenBackByFailover,
       convergence_ms: convergence, root_verified_ms: verified, max_convergence_ms: Math.max(0, ...Object.values(convergence).filter((t) => typeof t === 'number')),
-      merkle_check_clean: merkle, key_terms: rotations, final_roles: { ...topo.roles }, ...(topo.takeovers ? { takeovers: topo.takeovers, start_failures: topo.startFailures } : {}), filters: topo.filterTimeline, violations, schedule, history: null, duration_ms: Date.now() - t0,
+      merkle_check_clean: merkle, transit_ciphertexts_checked: transit.checked, key_terms: rotations, final_roles: { ...topo.roles }, ...(topo.takeovers ? { takeovers: topo.takeovers, start_failures: topo.startFailures } : {}), filters: topo.filterTimeline, violations, schedule, history: null, duration_ms: Date.now() - t0,
       // What `node scripts/nemesis-check.mjs SUMMARY` needs to judge the history again offline.
       final_data: finalData, loss_windows: topo.lossWindows,
     };
@@ -776,6 +828,7 @@ export function render(s) {
     `  failover RPO  ${rpo}`,
     `  convergence   max ${s.max_convergence_ms} ms  ${JSON.stringify(s.convergence_ms)}; filtered roots verified ${JSON.stringify(s.root_verified_ms)}`,
     `  merkle-check  ${JSON.stringify(s.merkle_check_clean)}`,
+    ...(s.transit_ciphertexts_checked ? [`  transit       ${s.transit_ciphertexts_checked} acknowledged ciphertexts decrypted on the primary and every performance secondary`] : []),
     ...(s.start_failures?.length ? [`  start failed  ${s.start_failures.length} time(s), started again: ${JSON.stringify(s.start_failures.slice(0, 3))}`] : []),
     `  violations    ${s.violations.length}${s.violations.length ? `: ${JSON.stringify(s.violations.slice(0, 5))}` : ''}`,
     `  history       ${s.history}${s.node_dir ? `\n  node data     ${s.node_dir}` : ''}`,

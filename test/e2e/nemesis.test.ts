@@ -126,6 +126,8 @@ test(`nemesis seed ${SEED}, ${CYCLES} cycles: zero violations, every acknowledge
     expect(summary.final_roles).toEqual({ primary: 'a', dr: 'b' });
     expect(summary.filters.d).toHaveLength(2);
     expect(summary.merkle_check_clean).toEqual({ a: true, b: true, c: true, d: true });
+    // Issue 30: ciphertexts acknowledged through every node decrypted on the final primary, c and d (a violation otherwise).
+    expect(summary.transit_ciphertexts_checked).toBeGreaterThan(50);
     // Every cycle rotated the key on the primary of the moment (through both failovers).
     expect(summary.key_terms).toEqual([2, 3, 4, 5, 6]);
     expect(Object.keys(summary.convergence_ms).sort()).toEqual(['b', 'c', 'd']);
