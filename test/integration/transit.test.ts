@@ -248,3 +248,21 @@ describe('transit signing keys', () => {
     expect((await n.call('GET', 'transit/export/encryption-key/ec-exp')).body.errors).toEqual(['encryption not supported for the key']);
   });
 });
+
+describe('transit in a namespace', () => {
+  it('a namespace\'s transit keys are its own: not seen, used or listed from the root or another namespace', async () => {
+    for (const ns of ['team-a', 'team-b']) expect((await n.call('POST', `sys/namespaces/${ns}`)).status).toBe(200);
+    const a = { headers: { 'X-Vault-Namespace': 'team-a' } };
+    const b = { headers: { 'X-Vault-Namespace': 'team-b' } };
+    expect((await n.call('POST', 'sys/mounts/transit', { type: 'transit' }, a)).status).toBe(204);
+    expect((await n.call('POST', 'sys/mounts/transit', { type: 'transit' }, b)).status).toBe(204);
+    expect((await n.call('POST', 'transit/keys/shared-name', {}, a)).status).toBe(200);
+    const ct = (await n.call('POST', 'transit/encrypt/shared-name', { plaintext: b64('team a only') }, a)).body.data.ciphertext as string;
+    // The same name in team-b is another key: it does not exist until made, and then does not decrypt team-a's data.
+    expect((await n.call('POST', 'transit/decrypt/shared-name', { ciphertext: ct }, b)).body.errors).toEqual(['encryption key not found']);
+    expect((await n.call('POST', 'transit/keys/shared-name', {}, b)).status).toBe(200);
+    expect((await n.call('POST', 'transit/decrypt/shared-name', { ciphertext: ct }, b)).body.errors).toEqual(['cipher: message authentication failed']);
+    expect((await n.call('GET', 'transit/keys/shared-name')).status).toBe(404);
+    expect((await n.call('POST', 'team-a/transit/decrypt/shared-name', { ciphertext: ct })).body.data.plaintext).toBe(b64('team a only'));
+  });
+});
