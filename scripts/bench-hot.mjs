@@ -4,6 +4,7 @@
  * cost is out of every ratio. Build first (`npm run bench` does).
  *
  *   node scripts/bench-hot.mjs [--seconds 3]       # prints a table, bench-results/bench-hot.json
+ *   node scripts/bench-hot.mjs --only floor,transit --connections 16   # parts: floor, read, write, transit
  *   node scripts/bench-hot.mjs --only read --connections 16 --profile-dir /tmp/p   # --cpu-prof on
  *       Tessera's processes (floor, read or write), then: node scripts/profile.mjs /tmp/p/read/*.cpuprofile
  *   import { benchHot } from './bench-hot.mjs'; const r = await benchHot({ seconds: 3 });
@@ -117,7 +118,7 @@ const TRANSIT_POLICY = 'path "transit/encrypt/hot" { capabilities = ["update"] }
  * primary and on its performance secondary (which serves them itself), each with a non-root
  * token of its own cluster; CPU is the serving node's alone.
  */
-async function transitRows(h, scratch, measure, nodeArgs) {
+async function transitRows(h, scratch, measure, nodeArgs, profileDir) {
   const [pApi, pCluster, sApi, sCluster] = await freePorts(4);
   const opts = async (name, apiPort, clusterPort) => ({ ...(await fixedNodeOptions(scratch, name, { apiPort, clusterPort })), nodeArgs: nodeArgs(name) });
   const cluster = await startCluster(h, { primary: await opts('transit-primary', pApi, pCluster), performance: [{ id: 'hot-perf', node: await opts('transit-perf', sApi, sCluster) }] });
@@ -137,6 +138,8 @@ async function transitRows(h, scratch, measure, nodeArgs) {
     const token = (await must(v.request('POST', 'auth/token/create', { body: { policies: ['transit-hot'], no_default_policy: true, ttl: '24h' } }), [200])).auth.client_token;
     for (const op of ['encrypt', 'decrypt']) await measure(`transit ${op}, ${label}`, { apiAddr: node.apiAddr, pids: [node.pid] }, 'PUT', `transit/${op}/hot`, token, bodies[op]);
   }
+  // --cpu-prof writes its profile when the process exits.
+  if (profileDir) for (const n of [secondary, primary]) await n.stop();
 }
 
 /** A file audit device (Vault's `file`, under the node's audit directory): every request is logged before and after it runs. */
@@ -145,7 +148,7 @@ async function enableFileAudit(node) {
 }
 
 export async function benchHot({ seconds = 3, connections = [16, 4], only, profileDir, audit = true } = {}) {
-  const wanted = (part) => only === undefined || only === part;
+  const wanted = (part) => only === undefined || only.split(',').includes(part);
   // --cpu-prof on Tessera's processes: one .cpuprofile each in `profileDir` (node scripts/profile.mjs F).
   const extra = process.env.HOT_NODE_ARGS ? process.env.HOT_NODE_ARGS.split(' ') : [];
   const nodeArgs = (name) => [...extra, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, name)}`] : [])];
@@ -197,7 +200,7 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
     }
     if (profileDir) for (const n of [cluster.dr[0], primary]) await n.stop();
     }
-    if (wanted('transit')) await transitRows(h, scratch, measure, nodeArgs);
+    if (wanted('transit')) await transitRows(h, scratch, measure, nodeArgs, profileDir);
   } finally {
     await h.cleanup();
     await rm(scratch, { recursive: true, force: true });
