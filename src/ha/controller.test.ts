@@ -288,6 +288,25 @@ test('storage failing while a node becomes active, then under an active node: it
   expect(b.stops).toEqual(['activation-failed']);
 });
 
+test('a claim waits for a lock store that does not answer (a connection timing out under load) instead of failing the start, and gives up after a minute', async () => {
+  const { clock, node } = newCluster();
+  const a = node('a');
+  a.store.unreachable = 'Connection terminated due to connection timeout';
+  let claimed = false;
+  const claim = a.c.claim().then(() => (claimed = true));
+  await clock.advance(10 * ECHO_MS);
+  expect(claimed).toBe(false);
+  a.store.unreachable = undefined;
+  await clock.until(() => claimed, 2 * ECHO_MS);
+  await claim;
+
+  const b = node('b');
+  b.store.unreachable = 'Connection terminated due to connection timeout';
+  const refused = b.c.claim().catch((e: unknown) => e);
+  await clock.advance(61_000);
+  expect(((await refused) as Error).message).toBe('Connection terminated due to connection timeout');
+});
+
 test('a second process with a live node\'s id: its claim is refused naming the other; free once the other stops echoing', async () => {
   const { clock, node } = newCluster();
   const me = candidate('a');

@@ -61,6 +61,8 @@ export interface LeaseKeeping {
 
 /** How many echo intervals another process with this node id may miss before its identity is free. */
 const IDENTITY_STALE_ECHOES = 3;
+/** How long a starting node's first echo is retried while the lock store does not answer (as its first connection is). */
+const CLAIM_RETRY_MS = 60_000;
 
 /** Another live process of the cluster has this node's identity: this one refuses to start. */
 export class IdentityTaken extends Internal {
@@ -160,9 +162,22 @@ export class HaController {
    * kill -9). Rejects with IdentityTaken when another process keeps echoing it.
    */
   async claim(): Promise<void> {
-    const until = this.clock.now() + this.identityStaleMs() + (this.o.echoMs ?? 1000);
+    const started = this.clock.now();
+    let until = started + this.identityStaleMs() + (this.o.echoMs ?? 1000);
     for (;;) {
-      const other = await this.o.store.echo(this.o.me(), this.identityStaleMs());
+      let other: LeaseMember | undefined;
+      try {
+        other = await this.o.store.echo(this.o.me(), this.identityStaleMs());
+      } catch (e) {
+        // The lock store busy or briefly unreachable (a connection that timed out under load): the
+        // node waits for it, as its first connection does, rather than exit; the identity window
+        // starts again from the first answer.
+        if (this.clock.now() - started >= CLAIM_RETRY_MS) throw e;
+        this.o.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'HA: the lock store did not answer this node\'s first echo; retrying');
+        await this.clock.sleep(Math.floor((this.o.echoMs ?? 1000) / 2));
+        until = this.clock.now() + this.identityStaleMs() + (this.o.echoMs ?? 1000);
+        continue;
+      }
       if (other === undefined) return;
       if (this.clock.now() >= until) throw new IdentityTaken(other);
       await this.clock.sleep(Math.floor((this.o.echoMs ?? 1000) / 2));
