@@ -99,10 +99,10 @@ function cli(args, { stdin, token, timeoutMs = 180_000 } = {}) {
 }
 
 /** The paths filter that keeps `mounts`: as an allow list, or (`deny`, when that says the same) as a deny list of the others. */
-function filterBody(mounts, form = 'allow') {
+function filterBody(mounts, form = 'allow', alwaysKept = []) {
   const others = MOUNTS.filter((m) => !mounts.includes(m));
-  // The transit mount (default topology) is kept by every performance secondary whatever its filter.
-  return form === 'deny' && others.length > 0 ? { mode: 'deny', paths: others.map((m) => `${m}/`) } : { mode: 'allow', paths: [...mounts, TRANSIT_MOUNT].map((m) => `${m}/`) };
+  // `alwaysKept`: mounts every filter keeps (the default topology's transit mount).
+  return form === 'deny' && others.length > 0 ? { mode: 'deny', paths: others.map((m) => `${m}/`) } : { mode: 'allow', paths: [...mounts, ...alwaysKept].map((m) => `${m}/`) };
 }
 
 class Topology {
@@ -138,7 +138,7 @@ class Topology {
       primary: await opts('a'),
       primaryInit: { shares: 3, threshold: 2 },
       dr: [{ id: 'nemesis-b', node: await opts('b') }],
-      performance: await Promise.all(PERF_SECONDARIES.map(async (n) => ({ id: `nemesis-${n}`, node: await opts(n), filter: filterBody(this.filterOf(n)) }))),
+      performance: await Promise.all(PERF_SECONDARIES.map(async (n) => ({ id: `nemesis-${n}`, node: await opts(n), filter: filterBody(this.filterOf(n), 'allow', [TRANSIT_MOUNT]) }))),
       beforeEnable: async ({ primary }) => {
         for (const m of MOUNTS) await mountKv2(primary.apiAddr, primary.rootToken, m);
         const v = vault(primary.apiAddr, primary.rootToken);
@@ -186,7 +186,7 @@ class Topology {
 
   /** Lets n keep `mounts`: as an allow list, or (`deny`, when that says the same) as a deny list of the others. */
   async setFilter(n, mounts, form = 'allow') {
-    await must(vault(this.api(this.primary), this.root).request('POST', `${PERF}/primary/paths-filter/nemesis-${n}`, { body: filterBody(mounts, form) }));
+    await must(vault(this.api(this.primary), this.root).request('POST', `${PERF}/primary/paths-filter/nemesis-${n}`, { body: filterBody(mounts, form, [TRANSIT_MOUNT]) }));
   }
 
   /** Points secondary `n` at the current primary through the proxy n -> primary, and waits for it to stream. */
