@@ -266,3 +266,37 @@ describe('transit in a namespace', () => {
     expect((await n.call('POST', 'team-a/transit/decrypt/shared-name', { ciphertext: ct })).body.data.plaintext).toBe(b64('team a only'));
   });
 });
+
+describe('transit behind the ACL', () => {
+  it('a token holds exactly its paths: encrypt and decrypt of its key, nothing of key management, no other key, no other namespace', async () => {
+    await n.call('POST', 'transit/keys/acl-app', { exportable: true });
+    await n.call('POST', 'transit/keys/acl-other', {});
+    const policy = 'path "transit/encrypt/acl-app" { capabilities = ["update"] }\npath "transit/decrypt/acl-app" { capabilities = ["update"] }';
+    expect((await n.call('PUT', 'sys/policies/acl/transit-app', { policy })).status).toBe(204);
+    const token = (await n.call('POST', 'auth/token/create', { policies: ['transit-app'], no_default_policy: true })).body.auth.client_token as string;
+    const as = { token };
+    const ct = (await n.call('POST', 'transit/encrypt/acl-app', { plaintext: b64('mine') }, as)).body.data.ciphertext as string;
+    expect((await n.call('POST', 'transit/decrypt/acl-app', { ciphertext: ct }, as)).body.data.plaintext).toBe(b64('mine'));
+    const refused: [string, string, Record<string, unknown>?][] = [
+      ['POST', 'transit/encrypt/acl-other', { plaintext: b64('x') }],
+      ['POST', 'transit/encrypt/acl-new', { plaintext: b64('x') }],
+      ['POST', 'transit/keys/acl-app/rotate'],
+      ['POST', 'transit/keys/acl-app/config', { deletion_allowed: true }],
+      ['GET', 'transit/keys/acl-app'],
+      ['GET', 'transit/export/encryption-key/acl-app'],
+      ['GET', 'transit/backup/acl-app'],
+      ['POST', 'transit/restore/acl-app', { backup: 'e30=' }],
+      ['DELETE', 'transit/keys/acl-app'],
+    ];
+    for (const [method, path, body] of refused) expect([path, (await n.call(method, path, body, as)).status]).toEqual([path, 403]);
+    // Nothing changed: no key made, the key not rotated.
+    expect((await n.call('GET', 'transit/keys/acl-new')).status).toBe(404);
+    expect((await n.call('GET', 'transit/keys/acl-app')).body.data.latest_version).toBe(1);
+
+    // A namespace's root-ish token does not reach the root namespace's transit.
+    expect((await n.call('POST', 'sys/namespaces/acl-ns')).status).toBe(200);
+    const nsToken = (await n.call('POST', 'auth/token/create', { policies: ['default'] }, { headers: { 'X-Vault-Namespace': 'acl-ns' } })).body.auth.client_token as string;
+    expect((await n.call('POST', 'transit/decrypt/acl-app', { ciphertext: ct }, { token: nsToken })).status).toBe(403);
+    expect((await n.call('POST', 'transit/decrypt/acl-app', { ciphertext: ct }, { token: nsToken, headers: { 'X-Vault-Namespace': 'acl-ns' } })).status).toBe(403);
+  });
+});

@@ -7,18 +7,11 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { InvalidRequest } from '../../core/errors.js';
 import { fromBackup, toBackup } from './backup.js';
-import { newPolicy, type AsymmetricGenerator, type KeyPolicy } from './policy.js';
+import { generateAsymmetric } from './asymmetric.js';
+import { isAsymmetric, newPolicy, type KeyPolicy } from './policy.js';
 import { decryptValue, encryptValue } from './symmetric.js';
 
 const now = new Date('2026-11-29T12:00:00Z');
-const pkcs8Gen: AsymmetricGenerator = (type) => {
-  const pair = type === 'ed25519'
-    ? generateKeyPairSync('ed25519')
-    : type.startsWith('ecdsa-')
-      ? generateKeyPairSync('ec', { namedCurve: { 'ecdsa-p256': 'P-256', 'ecdsa-p384': 'P-384', 'ecdsa-p521': 'P-521' }[type as 'ecdsa-p256'] })
-      : generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return { privatePkcs8: pair.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64'), publicKey: pair.publicKey.export({ format: 'pem', type: 'spki' }) as string };
-};
 
 const bigint = (b64url: string | undefined): string => BigInt(`0x${Buffer.from(b64url ?? '', 'base64url').toString('hex')}`).toString(10);
 
@@ -52,7 +45,7 @@ describe('transit backups in Vault\'s format', () => {
   });
 
   it.each(['aes256-gcm96', 'hmac', 'ed25519', 'ecdsa-p384', 'rsa-2048'] as const)('%s: what this engine writes restores to the same keys', (type) => {
-    const p: KeyPolicy = { ...newPolicy({ name: 'k', type, exportable: true, allowPlaintextBackup: true }, now, pkcs8Gen), deletion_allowed: true };
+    const p: KeyPolicy = { ...newPolicy({ name: 'k', type, exportable: true, allowPlaintextBackup: true }, now, isAsymmetric(type) ? generateAsymmetric(type) : undefined), deletion_allowed: true };
     const { blob, policy } = toBackup(p, now);
     expect(policy.backup_info).toEqual({ time: now.toISOString(), version: 1 });
     const json = Buffer.from(blob, 'base64').toString('utf8');
@@ -70,7 +63,7 @@ describe('transit backups in Vault\'s format', () => {
   });
 
   it('refuses what may not be backed up, and blobs that are not backups', () => {
-    const p = newPolicy({ name: 'k', type: 'aes256-gcm96' }, now, pkcs8Gen);
+    const p = newPolicy({ name: 'k', type: 'aes256-gcm96' }, now);
     expect(() => toBackup(p, now)).toThrow('exporting is disallowed on the policy');
     expect(() => toBackup({ ...p, exportable: true }, now)).toThrow('plaintext backup is disallowed on the policy');
     expect(() => fromBackup('not base64 json', undefined, now)).toThrow(InvalidRequest);

@@ -8,61 +8,33 @@
  *   await encrypt(store, 'app', { plaintext: 'aGk=' }, deps);   // { ciphertext: 'vault:v1:...', key_version: 1 }
  */
 import { randomBytes } from 'node:crypto';
-import { InvalidRequest, InvalidRequestWithData } from '../../core/errors.js';
+import { InvalidRequest } from '../../core/errors.js';
 import type { Store } from '../../storage/store.js';
 import type { LogicalResponse } from '../logical.js';
-import { batchItems, boolField, intField, stringField, type BatchItem } from './fields.js';
-import { changePolicy, loadPolicy } from './keys-store.js';
-import { encryptionVersion, isAsymmetric, isSymmetric, keyTypeOf, newPolicy, supports, type AsymmetricGenerator, type AsymmetricKeyType, type KeyPolicy, type KeyType } from './policy.js';
-import { rsaDecrypt, rsaEncrypt } from './asymmetric.js';
-import { decryptValue, encryptValue, parseCiphertext, strictBase64 } from './symmetric.js';
+import { rsaDecrypt, rsaEncrypt, type AsymmetricMaterial } from './asymmetric.js';
+import { answerItems, itemError, versioned, type Outcome } from './batch.js';
+import { batchItems, boolField, intField, stringField, strictBase64, type BatchItem } from './fields.js';
+import { changePolicy, loadPolicy, requirePolicy } from './keys-store.js';
+import { encryptionVersion, isAsymmetric, isSymmetric, keyTypeOf, materialOf, newPolicy, supports, versionOf, type AsymmetricKeyType, type KeyPolicy, type KeyType } from './policy.js';
+import { decryptValue, encryptValue, parseCiphertext } from './symmetric.js';
 
 export interface CryptDeps {
   readonly now: () => Date;
   /** A new asymmetric version's key pair (RSA's generation runs off the event loop). */
-  readonly generate: (type: AsymmetricKeyType) => Promise<{ readonly privatePkcs8: string; readonly publicKey: string }>;
+  readonly generate: (type: AsymmetricKeyType) => Promise<AsymmetricMaterial>;
 }
 
-/**
- * The generator a policy change under its key's lock calls: for an asymmetric type the key pair
- * is made before the lock is taken (RSA takes up to seconds), and handed over once.
- */
-export async function pregenerated(type: KeyType, deps: CryptDeps): Promise<AsymmetricGenerator> {
-  if (!isAsymmetric(type)) return () => {
-    throw new InvalidRequest(`key type ${type} has no key pair`);
-  };
-  const made = await deps.generate(type);
-  return () => made;
+/** The key pair a new version of `type` takes (none for other types), made before a key's lock is taken. */
+export function newMaterial(type: KeyType, deps: CryptDeps): Promise<AsymmetricMaterial | undefined> {
+  return isAsymmetric(type) ? deps.generate(type) : Promise.resolve(undefined);
 }
 
 type Data = Readonly<Record<string, unknown>>;
-
-/** One item's outcome: its fields, or its error. */
-type Outcome = Record<string, unknown> | { error: string };
-
-const failed = (o: Outcome): o is { error: string } => 'error' in o && typeof o.error === 'string';
-
-function itemError(e: unknown): { error: string } {
-  if (e instanceof InvalidRequest) return { error: e.messages.join('; ') };
-  throw e;
-}
 
 /** Decodes an item's optional base64 field (context, associated_data). */
 function optionalB64(item: BatchItem, name: string): Buffer | undefined {
   const v = stringField(item, name);
   return v === '' ? undefined : strictBase64(v);
-}
-
-/** Single or batch answer, as Vault's batchRequestResponse. */
-function answer(items: Outcome[], batch: BatchItem[] | undefined, single: (o: Record<string, unknown>) => Record<string, unknown>): LogicalResponse {
-  if (batch === undefined) {
-    const only = items[0] as Outcome;
-    if (failed(only)) throw new InvalidRequest(only.error);
-    return { data: single(only) };
-  }
-  const results = items.map((o, i) => ({ ...o, reference: stringField(batch[i] ?? {}, 'reference') }));
-  if (items.some(failed)) throw new InvalidRequestWithData('a batch item failed', { batch_results: results });
-  return { data: { batch_results: results } };
 }
 
 /** Every item sets `context` or none does (Vault's rule, before anything is looked up). */
@@ -72,25 +44,24 @@ function sameContext(items: readonly BatchItem[]): boolean {
   return set;
 }
 
-async function existing(store: Store, name: string): Promise<Readonly<KeyPolicy>> {
-  const p = await loadPolicy(store, name);
-  if (p === undefined) throw new InvalidRequest('encryption key not found');
-  return p;
+const isRsa = (p: KeyPolicy): boolean => p.type.startsWith('rsa-');
+
+interface SealInput {
+  readonly plaintext: Buffer;
+  readonly version: number;
+  readonly context?: Buffer | undefined;
+  readonly associatedData?: Buffer | undefined;
 }
 
-const rsaMaterial = (p: KeyPolicy, version: number) => {
-  const v = p.keys[String(version)];
-  if (v === undefined) throw new InvalidRequest('no such key version');
-  return { privatePkcs8: v.private_pkcs8 ?? '', publicKey: v.public_key ?? '' };
-};
-
-/** RSA keys encrypt with OAEP SHA-256 (keysutil): the same `vault:v<N>:` prefix over the raw ciphertext. */
-function rsaEncryptItem(p: KeyPolicy, plaintext: Buffer, asked: number): Outcome {
-  const version = encryptionVersion(p, asked);
-  return { ciphertext: `vault:v${version}:${rsaEncrypt(rsaMaterial(p, version), plaintext).toString('base64')}`, key_version: version };
+/** A ciphertext under the key, whatever its type: RSA with OAEP SHA-256 (keysutil), else symmetric.ts. */
+function seal(p: KeyPolicy, i: SealInput): { ciphertext: string; version: number } {
+  if (!isRsa(p)) return encryptValue(p, { plaintext: i.plaintext, version: i.version, ...(i.context ? { context: i.context } : {}), ...(i.associatedData ? { associatedData: i.associatedData } : {}) });
+  const version = encryptionVersion(p, i.version);
+  return { ciphertext: versioned(version, rsaEncrypt(materialOf(versionOf(p, version)), i.plaintext).toString('base64')), version };
 }
 
-function rsaDecryptValue(p: KeyPolicy, ciphertext: string): Buffer {
+function open(p: KeyPolicy, ciphertext: string, context: Buffer | undefined, associatedData: Buffer | undefined): Buffer {
+  if (!isRsa(p)) return decryptValue(p, { ciphertext, ...(context ? { context } : {}), ...(associatedData ? { associatedData } : {}) }).plaintext;
   const { version, data } = parseCiphertext(p, ciphertext);
   let raw: Buffer;
   try {
@@ -98,7 +69,7 @@ function rsaDecryptValue(p: KeyPolicy, ciphertext: string): Buffer {
   } catch {
     throw new InvalidRequest('invalid ciphertext: could not decode base64');
   }
-  return rsaDecrypt(rsaMaterial(p, version), raw);
+  return rsaDecrypt(materialOf(versionOf(p, version)), raw);
 }
 
 function encryptItem(p: KeyPolicy, item: BatchItem, index: number): Outcome {
@@ -107,8 +78,7 @@ function encryptItem(p: KeyPolicy, item: BatchItem, index: number): Outcome {
     const context = optionalB64(item, 'context');
     const associatedData = optionalB64(item, 'associated_data');
     if (associatedData !== undefined && !supports.associatedData(p.type)) return { error: `'[${index}].associated_data' provided for non-AEAD cipher suite ${p.type}` };
-    if (p.type.startsWith('rsa-')) return rsaEncryptItem(p, plaintext, intField(item, 'key_version'));
-    const { ciphertext, version } = encryptValue(p, { plaintext, version: intField(item, 'key_version'), ...(context ? { context } : {}), ...(associatedData ? { associatedData } : {}) });
+    const { ciphertext, version } = seal(p, { plaintext, version: intField(item, 'key_version'), context, associatedData });
     return { ciphertext, key_version: version };
   } catch (e) {
     return itemError(e);
@@ -129,61 +99,47 @@ export async function encrypt(store: Store, name: string, data: Data, deps: Cryp
     if (!isSymmetric(type)) throw new InvalidRequest(`unknown key type ${type}`);
     const convergent = boolField(data, 'convergent_encryption') === true;
     if (convergent && !contextSet) throw new InvalidRequest('convergent encryption requires derivation to be enabled, so context is required');
-    p = await changePolicy(store, name, (current) => current ?? newPolicy({ name, type, derived: contextSet, convergent }, deps.now(), () => {
-      throw new InvalidRequest(`key type ${type} not supported for this operation`);
-    }));
+    p = await changePolicy(store, name, (current) => current ?? newPolicy({ name, type, derived: contextSet, convergent }, deps.now()));
     if (p === undefined) throw new InvalidRequest('encryption key not found');
   }
   const policy = p;
-  return answer(items.map((item, i) => encryptItem(policy, item, i)), batch, (o) => o);
+  return answerItems(items.map((item, i) => encryptItem(policy, item, i)), batch, { failedBatch: '400' });
 }
 
 function decryptItem(p: KeyPolicy, item: BatchItem, index: number): Outcome {
-  try {
-    const ciphertext = stringField(item, 'ciphertext');
-    if (ciphertext === '') return { error: 'missing ciphertext to decrypt' };
-    const context = optionalB64(item, 'context');
-    const associatedData = optionalB64(item, 'associated_data');
-    if (associatedData !== undefined && !supports.associatedData(p.type)) return { error: `'[${index}].associated_data' provided for non-AEAD cipher suite ${p.type}` };
-    if (p.type.startsWith('rsa-')) return { plaintext: rsaDecryptValue(p, ciphertext).toString('base64') };
-    const { plaintext } = decryptValue(p, { ciphertext, ...(context ? { context } : {}), ...(associatedData ? { associatedData } : {}) });
-    return { plaintext: plaintext.toString('base64') };
-  } catch (e) {
-    return itemError(e);
-  }
-}
-
-export async function decrypt(store: Store, name: string, data: Data): Promise<LogicalResponse> {
-  const batch = batchItems(data);
-  if (batch === undefined && stringField(data, 'ciphertext') === '') throw new InvalidRequest('missing ciphertext to decrypt');
-  const items: BatchItem[] = batch ?? [data];
-  sameContext(items);
-  const p = await existing(store, name);
-  return answer(items.map((item, i) => decryptItem(p, item, i)), batch, (o) => o);
+  const context = optionalB64(item, 'context');
+  const associatedData = optionalB64(item, 'associated_data');
+  if (associatedData !== undefined && !supports.associatedData(p.type)) return { error: `'[${index}].associated_data' provided for non-AEAD cipher suite ${p.type}` };
+  return { plaintext: open(p, stringField(item, 'ciphertext'), context, associatedData).toString('base64') };
 }
 
 function rewrapItem(p: KeyPolicy, item: BatchItem): Outcome {
-  try {
-    const ciphertext = stringField(item, 'ciphertext');
-    if (ciphertext === '') return { error: 'missing ciphertext to decrypt' };
-    if (p.type.startsWith('rsa-')) return rsaEncryptItem(p, rsaDecryptValue(p, ciphertext), intField(item, 'key_version'));
-    const context = optionalB64(item, 'context');
-    const { plaintext } = decryptValue(p, { ciphertext, ...(context ? { context } : {}) });
-    const { ciphertext: next, version } = encryptValue(p, { plaintext, version: intField(item, 'key_version'), ...(context ? { context } : {}) });
-    return { ciphertext: next, key_version: version };
-  } catch (e) {
-    return itemError(e);
-  }
+  const context = optionalB64(item, 'context');
+  const plaintext = open(p, stringField(item, 'ciphertext'), context, undefined);
+  const { ciphertext, version } = seal(p, { plaintext, version: intField(item, 'key_version'), context });
+  return { ciphertext, key_version: version };
 }
 
-export async function rewrap(store: Store, name: string, data: Data): Promise<LogicalResponse> {
+/** decrypt and rewrap: each item's `ciphertext` under the named key, one at a time. */
+async function eachCiphertext(store: Store, name: string, data: Data, each: (p: KeyPolicy, item: BatchItem, index: number) => Outcome): Promise<LogicalResponse> {
   const batch = batchItems(data);
   if (batch === undefined && stringField(data, 'ciphertext') === '') throw new InvalidRequest('missing ciphertext to decrypt');
   const items: BatchItem[] = batch ?? [data];
   sameContext(items);
-  const p = await existing(store, name);
-  return answer(items.map((item) => rewrapItem(p, item)), batch, (o) => o);
+  const p = await requirePolicy(store, name, 'encryption key not found');
+  const out = items.map((item, i) => {
+    if (stringField(item, 'ciphertext') === '') return { error: 'missing ciphertext to decrypt' };
+    try {
+      return each(p, item, i);
+    } catch (e) {
+      return itemError(e);
+    }
+  });
+  return answerItems(out, batch, { failedBatch: '400' });
 }
+
+export const decrypt = (store: Store, name: string, data: Data): Promise<LogicalResponse> => eachCiphertext(store, name, data, decryptItem);
+export const rewrap = (store: Store, name: string, data: Data): Promise<LogicalResponse> => eachCiphertext(store, name, data, rewrapItem);
 
 /** datakey/<plaintext|wrapped>/<name>: a new random key, encrypted by the named one. */
 export async function datakey(store: Store, kind: string, name: string, data: Data): Promise<LogicalResponse> {
@@ -193,7 +149,7 @@ export async function datakey(store: Store, kind: string, name: string, data: Da
   const context = stringField(data, 'context') === '' ? undefined : strictBase64(stringField(data, 'context'));
   const associatedData = stringField(data, 'associated_data') === '' ? undefined : strictBase64(stringField(data, 'associated_data'));
   if (stringField(data, 'nonce') !== '') throw new InvalidRequest('nonce provided when not allowed');
-  const p = await existing(store, name);
+  const p = await requirePolicy(store, name, 'encryption key not found');
   if (associatedData !== undefined && !supports.associatedData(p.type)) throw new InvalidRequest(`associated_data provided for non-AEAD cipher suite ${p.type}`);
   const key = randomBytes(bits / 8);
   const { ciphertext, version } = encryptValue(p, { plaintext: key, version: intField(data, 'key_version'), ...(context ? { context } : {}), ...(associatedData ? { associatedData } : {}) });

@@ -74,3 +74,17 @@ export function batchItems(data: Data): BatchItem[] | undefined {
   if (raw.length > MAX_BATCH_ITEMS) throw new InvalidRequest(`batch_input holds ${raw.length} items; at most ${MAX_BATCH_ITEMS} are processed in one request`);
   return raw as BatchItem[];
 }
+
+/**
+ * Go's base64.StdEncoding.DecodeString: padded, newlines ignored, trailing bits not checked (Go's
+ * encoding is not Strict); Go's error text with the offending byte's index.
+ */
+export function strictBase64(input: string): Buffer {
+  const s = input.replace(/[\r\n]/g, '');
+  const bad = s.search(/[^A-Za-z0-9+/=]/);
+  if (bad !== -1) throw new InvalidRequest(`illegal base64 data at input byte ${bad}`);
+  const pad = s.indexOf('=');
+  if (pad !== -1 && (!/^={1,2}$/.test(s.slice(pad)) || s.length % 4 !== 0)) throw new InvalidRequest(`illegal base64 data at input byte ${pad}`);
+  if (s.length % 4 !== 0) throw new InvalidRequest(`illegal base64 data at input byte ${s.length - (s.length % 4)}`);
+  return Buffer.from(s, 'base64');
+}

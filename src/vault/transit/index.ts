@@ -9,20 +9,18 @@
 import { InvalidRequest, NotFound, UnsupportedOperation } from '../../core/errors.js';
 import type { Store } from '../../storage/store.js';
 import type { LogicalRequest, LogicalResponse, Operation, SecretsEngine } from '../logical.js';
-import { datakey, decrypt, encrypt, pregenerated, rewrap, type CryptDeps } from './crypt-paths.js';
+import { datakey, decrypt, encrypt, newMaterial, rewrap, type CryptDeps } from './crypt-paths.js';
 import { intField, stringField } from './fields.js';
-import { backupKey, configKey, createKey, deleteKey, exportKey, listKeys, readKey, restoreKey, rotateKey, trimKey, type KeyDeps } from './key-paths.js';
+import { backupKey, configKey, createKey, deleteKey, exportKey, listKeys, readKey, restoreKey, rotateKey, trimKey } from './key-paths.js';
 import { changePolicy, checkName, listPolicies, loadPolicy } from './keys-store.js';
-import { deriveEd25519, exportAsymmetric, generateAsymmetricAsync, type AsymmetricMaterial, type AsymmetricType } from './asymmetric.js';
-import { rotate, rotationDue, type KeyVersion } from './policy.js';
+import { generateAsymmetricAsync } from './asymmetric.js';
+import { rotate, rotationDue } from './policy.js';
 import { signData, verifyData } from './sign-paths.js';
 import { hash, hmac, random } from './tool-paths.js';
 
 export interface TransitOptions {
   readonly now?: () => Date;
 }
-
-const materialOf = (v: KeyVersion): AsymmetricMaterial => ({ privatePkcs8: v.private_pkcs8 ?? '', publicKey: v.public_key ?? '' });
 
 type Handler = (store: Store, params: string[], data: Readonly<Record<string, unknown>>) => Promise<LogicalResponse | null> | LogicalResponse | null;
 
@@ -35,14 +33,14 @@ const WRITE_OPS: readonly Operation[] = ['create', 'update'];
 
 const CACHE_CONFIG_KEY = 'config/cache';
 
-function paths(deps: KeyDeps): PathDef[] {
+function paths(deps: CryptDeps): PathDef[] {
   const name = (s: string | undefined): string => checkName(s ?? '');
   return [
     { pattern: /^keys\/?$/, ops: { list: (store) => listKeys(store) } },
     {
       pattern: /^keys\/([^/]+)$/,
       ops: {
-        read: (store, [n], data) => readKey(store, name(n), data, deps),
+        read: (store, [n], data) => readKey(store, name(n), data),
         write: (store, [n], data) => createKey(store, name(n), data, deps),
         delete: (store, [n]) => deleteKey(store, name(n)),
       },
@@ -59,7 +57,7 @@ function paths(deps: KeyDeps): PathDef[] {
     { pattern: /^hmac\/([^/]+)(?:\/([^/]+))?$/, ops: { write: (store, [n, alg], data) => hmac(store, name(n), data, alg) } },
     { pattern: /^sign\/([^/]+)(?:\/([^/]+))?$/, ops: { write: (store, [n, alg], data) => signData(store, name(n), data, alg) } },
     { pattern: /^verify\/([^/]+)(?:\/([^/]+))?$/, ops: { write: (store, [n, alg], data) => verifyData(store, name(n), data, alg) } },
-    { pattern: /^export\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/, ops: { read: (store, [type, n, version], data) => exportKey(store, type ?? '', name(n), version, stringField(data, 'format'), deps) } },
+    { pattern: /^export\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/, ops: { read: (store, [type, n, version], data) => exportKey(store, type ?? '', name(n), version, stringField(data, 'format')) } },
     { pattern: /^backup\/([^/]+)$/, ops: { read: (store, [n]) => backupKey(store, name(n), deps) } },
     { pattern: /^restore(?:\/([^/]+))?$/, ops: { write: (store, [n], data) => restoreKey(store, n === undefined ? undefined : name(n), data, deps) } },
     {
@@ -80,15 +78,18 @@ function paths(deps: KeyDeps): PathDef[] {
   ];
 }
 
-async function autoRotate(store: Store, deps: KeyDeps & CryptDeps): Promise<number> {
+async function autoRotate(store: Store, deps: CryptDeps): Promise<number> {
   let rotated = 0;
   for (const name of await listPolicies(store)) {
     const p = await loadPolicy(store, name).catch(() => undefined);
     if (p === undefined || !rotationDue(p, deps.now())) continue;
     // Checked again under the key's lock: a rotation by hand meanwhile makes this one moot.
-    const generate = await pregenerated(p.type, deps);
-    await changePolicy(store, name, (current) => (current !== undefined && rotationDue(current, deps.now()) ? rotate(current, deps.now(), generate) : current));
-    rotated++;
+    const material = await newMaterial(p.type, deps);
+    await changePolicy(store, name, (current) => {
+      if (current === undefined || !rotationDue(current, deps.now())) return current;
+      rotated++;
+      return rotate(current, deps.now(), material);
+    });
   }
   return rotated;
 }
@@ -109,15 +110,7 @@ export interface TransitEngine extends SecretsEngine {
 }
 
 export function createTransitEngine(options: TransitOptions = {}): TransitEngine {
-  const deps: KeyDeps & CryptDeps = {
-    now: options.now ?? (() => new Date()),
-    generate: (type) => generateAsymmetricAsync(type),
-    exportAsymmetric: (p, v, exportType, format) => exportAsymmetric(p.type as AsymmetricType, materialOf(v), exportType, format),
-    derivedPublic: (p, version, context) => {
-      const v = p.keys[String(version)];
-      return v === undefined ? '' : deriveEd25519(materialOf(v), context).publicKey;
-    },
-  };
+  const deps: CryptDeps = { now: options.now ?? (() => new Date()), generate: (type) => generateAsymmetricAsync(type) };
   const table = paths(deps);
   return {
     async handle(req: LogicalRequest, store: Store): Promise<LogicalResponse | null> {

@@ -9,26 +9,20 @@
 import { InvalidRequest, NotFound } from '../../core/errors.js';
 import type { Store } from '../../storage/store.js';
 import type { LogicalResponse } from '../logical.js';
-import { pregenerated, type CryptDeps } from './crypt-paths.js';
+import { deriveEd25519, exportAsymmetric, type AsymmetricType } from './asymmetric.js';
+import { newMaterial, type CryptDeps } from './crypt-paths.js';
 import { fromBackup, toBackup } from './backup.js';
 import { boolField, durationField, intField, stringField } from './fields.js';
 import { changePolicy, deletePolicy, listPolicies, loadPolicy } from './keys-store.js';
-import { checkNewPolicy, configure, isAsymmetric, keyTypeOf, newPolicy, policyView, rotate, supports, trim, type ConfigInput, type KeyPolicy, type KeyVersion } from './policy.js';
+import { checkNewPolicy, configure, isAsymmetric, keyTypeOf, materialOf, newPolicy, versionOf, policyView, rotate, supports, trim, type ConfigInput, type KeyPolicy, type KeyVersion } from './policy.js';
 
 type Data = Readonly<Record<string, unknown>>;
-
-export interface KeyDeps extends CryptDeps {
-  /** An asymmetric version's export (signing-key, public-key, RSA encryption-key); Vault's string. */
-  readonly exportAsymmetric?: (p: KeyPolicy, v: KeyVersion, exportType: string, format: string) => string;
-  /** A derived ed25519 version's public key for a context (base64). */
-  readonly derivedPublic?: (p: KeyPolicy, version: number, context: Buffer) => string;
-}
 
 export async function listKeys(store: Store): Promise<LogicalResponse> {
   return { data: { keys: await listPolicies(store) } };
 }
 
-export async function createKey(store: Store, name: string, data: Data, deps: KeyDeps): Promise<LogicalResponse> {
+export async function createKey(store: Store, name: string, data: Data, deps: CryptDeps): Promise<LogicalResponse> {
   const type = keyTypeOf(stringField(data, 'type', 'aes256-gcm96'));
   const input = {
     name,
@@ -44,17 +38,17 @@ export async function createKey(store: Store, name: string, data: Data, deps: Ke
   let created = false;
   // Vault's checks come before a key pair is made for nothing.
   checkNewPolicy(input);
-  const generate = (await loadPolicy(store, name)) === undefined ? await pregenerated(type, deps) : undefined;
+  const made = (await loadPolicy(store, name)) === undefined ? await newMaterial(type, deps) : undefined;
   const p = await changePolicy(store, name, async (current) => {
     if (current !== undefined) return current;
     created = true;
-    return newPolicy(input, deps.now(), generate ?? (await pregenerated(type, deps)));
+    return newPolicy(input, deps.now(), made ?? (await newMaterial(type, deps)));
   });
   if (p === undefined) throw new InvalidRequest('error generating key: returned policy was nil');
   return { data: policyView(p), ...(created ? {} : { warnings: [`key ${name} already existed`] }) };
 }
 
-export async function readKey(store: Store, name: string, data: Data, deps: KeyDeps): Promise<LogicalResponse> {
+export async function readKey(store: Store, name: string, data: Data): Promise<LogicalResponse> {
   const p = await loadPolicy(store, name);
   if (p === undefined) throw new NotFound();
   const raw = stringField(data, 'context');
@@ -63,8 +57,7 @@ export async function readKey(store: Store, name: string, data: Data, deps: KeyD
     context = Buffer.from(raw, 'base64');
     if (context.toString('base64') !== raw) throw new InvalidRequest('failed to base64-decode context');
   }
-  const derived = deps.derivedPublic;
-  const publicOf = context !== undefined && derived ? (v: number): string => derived(p, v, context) : undefined;
+  const publicOf = context === undefined ? undefined : (v: number): string => deriveEd25519(materialOf(versionOf(p, v)), context).publicKey;
   return { data: policyView(p, publicOf) };
 }
 
@@ -94,13 +87,13 @@ export async function configKey(store: Store, name: string, data: Data): Promise
   return { data: policyView(p as KeyPolicy), ...(warnings.length > 0 ? { warnings } : {}) };
 }
 
-export async function rotateKey(store: Store, name: string, deps: KeyDeps): Promise<LogicalResponse> {
+export async function rotateKey(store: Store, name: string, deps: CryptDeps): Promise<LogicalResponse> {
   const before = await loadPolicy(store, name);
   if (before === undefined) throw new InvalidRequest('key not found');
-  const generate = await pregenerated(before.type, deps);
+  const material = await newMaterial(before.type, deps);
   const p = await changePolicy(store, name, (current) => {
     if (current === undefined) throw new InvalidRequest('key not found');
-    return rotate(current, deps.now(), generate);
+    return rotate(current, deps.now(), material);
   });
   return { data: policyView(p as KeyPolicy) };
 }
@@ -118,17 +111,16 @@ const EXPORT_TYPES = ['encryption-key', 'signing-key', 'hmac-key', 'public-key']
 
 const FORMATS = ['', 'raw', 'der', 'pem'];
 
-function exportOne(p: KeyPolicy, v: KeyVersion, exportType: string, format: string, deps: KeyDeps): string {
+function exportOne(p: KeyPolicy, v: KeyVersion, exportType: string, format: string): string {
   if (exportType === 'hmac-key' || (exportType === 'encryption-key' && !isAsymmetric(p.type))) {
     if (format === 'der' || format === 'pem') throw new InvalidRequest('unknown format for HMAC key; supported values are `` or `raw`');
     return exportType === 'hmac-key' ? (p.type === 'hmac' ? (v.key ?? '') : v.hmac_key) : (v.key ?? '');
   }
-  if (!deps.exportAsymmetric) throw new InvalidRequest(`export of ${p.type} keys is not available on this node`);
-  return deps.exportAsymmetric(p, v, exportType, format);
+  return exportAsymmetric(p.type as AsymmetricType, materialOf(v), exportType, format);
 }
 
 /** export/<type>/<name>[/<version>]. */
-export async function exportKey(store: Store, exportType: string, name: string, version: string | undefined, format: string, deps: KeyDeps): Promise<LogicalResponse> {
+export async function exportKey(store: Store, exportType: string, name: string, version: string | undefined, format: string): Promise<LogicalResponse> {
   if (!EXPORT_TYPES.includes(exportType)) throw new InvalidRequest(`invalid export type: ${exportType.slice(0, 64)}`);
   if (!FORMATS.includes(format)) throw new InvalidRequest(`invalid format: ${format.slice(0, 64)}`);
   const p = await loadPolicy(store, name);
@@ -139,7 +131,7 @@ export async function exportKey(store: Store, exportType: string, name: string, 
   if (exportType === 'public-key' && !isAsymmetric(p.type)) throw new InvalidRequest('public key not available for the key');
   const keys: Record<string, string> = {};
   if (version === undefined || version === '') {
-    for (const [k, v] of Object.entries(p.keys)) keys[k] = exportOne(p, v, exportType, format, deps);
+    for (const [k, v] of Object.entries(p.keys)) keys[k] = exportOne(p, v, exportType, format);
   } else {
     const digits = version === 'latest' ? String(p.latest_version) : version.replace(/^v/, '');
     if (!/^\d+$/.test(digits)) throw new InvalidRequest('invalid key version');
@@ -147,13 +139,13 @@ export async function exportKey(store: Store, exportType: string, name: string, 
     if (n < p.min_decryption_version) throw new InvalidRequest('version for export is below minimum decryption version');
     const v = p.keys[String(n)];
     if (v === undefined) throw new InvalidRequest('version does not exist or cannot be found');
-    keys[String(n)] = exportOne(p, v, exportType, format, deps);
+    keys[String(n)] = exportOne(p, v, exportType, format);
   }
   return { data: { name: p.name, type: p.type, keys } };
 }
 
 /** backup/<name>: Vault's blob; the backup's time and version are recorded on the key, as Vault's. */
-export async function backupKey(store: Store, name: string, deps: KeyDeps): Promise<LogicalResponse> {
+export async function backupKey(store: Store, name: string, deps: CryptDeps): Promise<LogicalResponse> {
   let blob = '';
   await changePolicy(store, name, (current) => {
     if (current === undefined) throw new InvalidRequest(`key "${name}" not found`);
@@ -165,7 +157,7 @@ export async function backupKey(store: Store, name: string, deps: KeyDeps): Prom
 }
 
 /** restore[/<name>]: a backup written as the key (an existing key only with `force`). */
-export async function restoreKey(store: Store, name: string | undefined, data: Data, deps: KeyDeps): Promise<null> {
+export async function restoreKey(store: Store, name: string | undefined, data: Data, deps: CryptDeps): Promise<null> {
   const blob = stringField(data, 'backup');
   if (blob === '') throw new InvalidRequest("'backup' must be supplied");
   const force = boolField(data, 'force') === true;

@@ -28,6 +28,13 @@ export function loadPolicy(store: Store, name: string): Promise<Readonly<KeyPoli
   return getDecoded(store, POLICY_PREFIX + checkName(name), decode);
 }
 
+/** The key, or InvalidRequest with `missing` (each operation names a missing key in its own words, as Vault's). */
+export async function requirePolicy(store: Store, name: string, missing: string): Promise<Readonly<KeyPolicy>> {
+  const p = await loadPolicy(store, name);
+  if (p === undefined) throw new InvalidRequest(missing);
+  return p;
+}
+
 export const policyOp = (p: KeyPolicy): { type: 'put'; key: string; value: Buffer } => ({ type: 'put', key: POLICY_PREFIX + p.name, value: Buffer.from(JSON.stringify(p), 'utf8') });
 
 /**

@@ -4,12 +4,13 @@
  * Vault's (keysutil/policy.go); a version's key material is base64, its asymmetric key PKCS#8.
  * Pure: every change returns a new record, the caller commits it.
  *
- *   let p = newPolicy({ name: 'app', type: 'aes256-gcm96' }, new Date(), generate);   // version 1
- *   p = rotate(p, new Date(), generate);                                              // version 2
+ *   let p = newPolicy({ name: 'app', type: 'aes256-gcm96' }, new Date());   // version 1
+ *   p = rotate(p, new Date(), await newMaterial('ed25519'));              // an asymmetric version takes its pair
  *   const view = policyView(p);                                             // Vault's key read
  */
 import { randomBytes } from 'node:crypto';
-import { InvalidRequest } from '../../core/errors.js';
+import { Internal, InvalidRequest } from '../../core/errors.js';
+import { keyVersionName, type AsymmetricMaterial } from './asymmetric.js';
 
 export const SYMMETRIC_TYPES = ['aes128-gcm96', 'aes256-gcm96', 'chacha20-poly1305'] as const;
 export const SIGNING_TYPES = ['ed25519', 'ecdsa-p256', 'ecdsa-p384', 'ecdsa-p521', 'rsa-2048', 'rsa-3072', 'rsa-4096'] as const;
@@ -77,8 +78,6 @@ export interface NewPolicyInput {
 
 export const isSymmetric = (t: KeyType): t is SymmetricType => (SYMMETRIC_TYPES as readonly string[]).includes(t);
 export type AsymmetricKeyType = (typeof SIGNING_TYPES)[number];
-/** Makes an asymmetric version's key pair: PKCS#8 private key (base64) and the public key a read shows. */
-export type AsymmetricGenerator = (type: AsymmetricKeyType) => { readonly privatePkcs8: string; readonly publicKey: string };
 
 export const isAsymmetric = (t: KeyType): t is AsymmetricKeyType => (SIGNING_TYPES as readonly string[]).includes(t);
 const isRsa = (t: KeyType): boolean => t.startsWith('rsa-');
@@ -117,8 +116,14 @@ export function checkNewPolicy(i: NewPolicyInput): void {
 
 const b64 = (b: Buffer): string => b.toString('base64');
 
-/** A new version's material for the policy's type (keysutil RotateInMemory). */
-function newVersion(p: Pick<KeyPolicy, 'type' | 'convergent_encryption' | 'convergent_version' | 'key_size'>, now: Date, generate: AsymmetricGenerator): KeyVersion {
+/** An asymmetric version's key pair as asymmetric.ts uses it. */
+export const materialOf = (v: KeyVersion): AsymmetricMaterial => ({ privatePkcs8: v.private_pkcs8 ?? '', publicKey: v.public_key ?? '' });
+
+/**
+ * A new version's material for the policy's type (keysutil RotateInMemory); an asymmetric type
+ * takes the key pair made beforehand (`material`: RSA's generation runs off the event loop).
+ */
+function newVersion(p: Pick<KeyPolicy, 'type' | 'convergent_encryption' | 'convergent_version' | 'key_size'>, now: Date, material: AsymmetricMaterial | undefined): KeyVersion {
   const hmacKey = randomBytes(32);
   const base = { time: now.toISOString(), creation_time: Math.floor(now.getTime() / 1000) };
   const convergent = p.convergent_encryption && (p.convergent_version === -1 || p.convergent_version > 1) ? { convergent_version: CONVERGENT_VERSION } : {};
@@ -127,11 +132,11 @@ function newVersion(p: Pick<KeyPolicy, 'type' | 'convergent_encryption' | 'conve
     return { ...base, key: b64(key), hmac_key: b64(key) };
   }
   if (isSymmetric(p.type)) return { ...base, key: b64(randomBytes(p.type === 'aes128-gcm96' ? 16 : 32)), hmac_key: b64(hmacKey), ...convergent };
-  const m = generate(p.type as AsymmetricKeyType);
-  return { ...base, hmac_key: b64(hmacKey), private_pkcs8: m.privatePkcs8, public_key: m.publicKey };
+  if (material === undefined) throw new Internal(`a ${p.type} version needs its key pair`);
+  return { ...base, hmac_key: b64(hmacKey), private_pkcs8: material.privatePkcs8, public_key: material.publicKey };
 }
 
-export function newPolicy(i: NewPolicyInput, now: Date, generate: AsymmetricGenerator): KeyPolicy {
+export function newPolicy(i: NewPolicyInput, now: Date, material?: AsymmetricMaterial): KeyPolicy {
   checkNewPolicy(i);
   const derived = i.derived === true;
   const convergent = derived && i.convergent === true;
@@ -153,13 +158,13 @@ export function newPolicy(i: NewPolicyInput, now: Date, generate: AsymmetricGene
     ...(i.type === 'hmac' ? { key_size: i.keySize || 32 } : {}),
     keys: {},
   };
-  return rotate(draft, now, generate);
+  return rotate(draft, now, material);
 }
 
-/** A new latest version. */
-export function rotate(p: KeyPolicy, now: Date, generate: AsymmetricGenerator): KeyPolicy {
+/** A new latest version (`material`: its key pair, for an asymmetric type). */
+export function rotate(p: KeyPolicy, now: Date, material?: AsymmetricMaterial): KeyPolicy {
   const latest = p.latest_version + 1;
-  return { ...p, latest_version: latest, min_decryption_version: p.min_decryption_version || 1, keys: { ...p.keys, [String(latest)]: newVersion(p, now, generate) } };
+  return { ...p, latest_version: latest, min_decryption_version: p.min_decryption_version || 1, keys: { ...p.keys, [String(latest)]: newVersion(p, now, material) } };
 }
 
 /** Whether the key's auto_rotate_period has passed since its latest version was made (Vault's periodic check). */
@@ -256,8 +261,6 @@ export function trim(p: KeyPolicy, min: number | undefined): KeyPolicy {
   return { ...p, min_available_version: min, keys };
 }
 
-const CURVE_NAMES: Partial<Record<KeyType, string>> = { 'ecdsa-p256': 'P-256', 'ecdsa-p384': 'P-384', 'ecdsa-p521': 'P-521' };
-
 /** Vault's key read (path_keys.go formatKeyPolicy). `publicOf` gives a derived ed25519 version's public key for a context. */
 export function policyView(p: KeyPolicy, publicOf?: (version: number) => string): Record<string, unknown> {
   const keys: Record<string, unknown> = {};
@@ -266,7 +269,7 @@ export function policyView(p: KeyPolicy, publicOf?: (version: number) => string)
     else {
       let publicKey = e.public_key ?? '';
       if (p.type === 'ed25519' && p.derived) publicKey = publicOf ? publicOf(Number(v)) : '';
-      keys[v] = { name: CURVE_NAMES[p.type] ?? p.type, public_key: publicKey, certificate_chain: '', creation_time: e.time };
+      keys[v] = { name: keyVersionName(p.type), public_key: publicKey, certificate_chain: '', creation_time: e.time };
     }
   }
   return {

@@ -9,16 +9,16 @@ import { InvalidRequest } from '../../core/errors.js';
 import type { Store } from '../../storage/store.js';
 import type { LogicalResponse } from '../logical.js';
 import { deriveEd25519, sign, verify, type AsymmetricMaterial, type AsymmetricType, type SignOptions } from './asymmetric.js';
-import { batchItems, boolField, intField, stringField, type BatchItem } from './fields.js';
-import { loadPolicy } from './keys-store.js';
-import { isAsymmetric, type KeyPolicy } from './policy.js';
-import { strictBase64 } from './symmetric.js';
-import { verifyHmac } from './tool-paths.js';
+import { answerItems, decodeInput, itemError, splitVersioned, versioned, type Outcome } from './batch.js';
+import { batchItems, boolField, intField, stringField, strictBase64, type BatchItem } from './fields.js';
+import { requirePolicy } from './keys-store.js';
+import { isAsymmetric, materialOf, versionOf, type KeyPolicy } from './policy.js';
+import { HASHES, verifyHmac } from './tool-paths.js';
 
 type Data = Readonly<Record<string, unknown>>;
-type Outcome = Record<string, unknown>;
 
-const HASH_NAMES = ['none', 'sha1', 'sha2-224', 'sha2-256', 'sha2-384', 'sha2-512', 'sha3-224', 'sha3-256', 'sha3-384', 'sha3-512'];
+/** Vault's hash names for signatures: the HMAC ones, and `none` (prehashed PKCS#1 v1.5). */
+const HASH_NAMES: readonly string[] = ['none', ...Object.keys(HASHES)];
 
 /** The request's signing options, checked as Vault checks them before the key is looked up. */
 function optionsOf(data: Data, urlAlgorithm: string | undefined): SignOptions {
@@ -42,31 +42,19 @@ function optionsOf(data: Data, urlAlgorithm: string | undefined): SignOptions {
 }
 
 async function signingKey(store: Store, name: string, missing: string, unsupported: string): Promise<Readonly<KeyPolicy>> {
-  const p = await loadPolicy(store, name);
-  if (p === undefined) throw new InvalidRequest(missing);
+  const p = await requirePolicy(store, name, missing);
   if (!isAsymmetric(p.type)) throw new InvalidRequest(`key type ${p.type} does not support ${unsupported}`);
   return p;
 }
 
 /** The material a version signs with: the stored pair, or the derived ed25519 one for the item's context. */
 function materialFor(p: KeyPolicy, version: number, context: Buffer | undefined): AsymmetricMaterial {
-  const v = p.keys[String(version)];
-  if (v === undefined) throw new InvalidRequest('no such key version');
-  const m = { privatePkcs8: v.private_pkcs8 ?? '', publicKey: v.public_key ?? '' };
+  const m = materialOf(versionOf(p, version));
   if (!p.derived) return m;
   if (context === undefined || context.length === 0) {
     throw new InvalidRequest("missing 'context' for key derivation; the key was created using a derived key, which means additional, per-request information must be included in order to perform operations with the key");
   }
   return deriveEd25519(m, context);
-}
-
-function decodeInput(item: BatchItem): Buffer | { error: string } {
-  if (item.input === undefined || item.input === null) return { error: 'missing input' };
-  try {
-    return strictBase64(stringField(item, 'input'));
-  } catch (e) {
-    return { error: `unable to decode input as base64: ${(e as InvalidRequest).messages.join('; ')}` };
-  }
 }
 
 function contextOf(item: BatchItem): Buffer | undefined | { error: string } {
@@ -77,19 +65,6 @@ function contextOf(item: BatchItem): Buffer | undefined | { error: string } {
   } catch {
     return { error: 'failed to base64-decode context' };
   }
-}
-
-function failure(e: unknown): Outcome {
-  if (e instanceof InvalidRequest) return { error: e.messages.join('; ') };
-  throw e;
-}
-
-/** A single answer throws its error; a batch answers every item (200, as Vault's sign and verify). */
-function answer(out: Outcome[], batch: BatchItem[] | undefined, single: (o: Outcome) => Outcome): LogicalResponse {
-  if (batch !== undefined) return { data: { batch_results: out.map((o, i) => ({ ...o, reference: stringField(batch[i] ?? {}, 'reference') })) } };
-  const only = out[0] as Outcome;
-  if (typeof only.error === 'string') throw new InvalidRequest(only.error);
-  return { data: single(only) };
 }
 
 /** sign/<name>[/<hash>]. */
@@ -103,41 +78,35 @@ export async function signData(store: Store, name: string, data: Data, urlAlgori
   else if (p.min_encryption_version > 0 && version < p.min_encryption_version) throw new InvalidRequest('requested version for signing is less than the minimum encryption key version');
   const batch = batchItems(data);
   const out = (batch ?? [data]).map((item): Outcome => {
-    const input = decodeInput(item);
+    const input = decodeInput(item, 'missing input', true);
     if (!Buffer.isBuffer(input)) return input;
     const context = contextOf(item);
     if (context !== undefined && !Buffer.isBuffer(context)) return context;
     try {
       const m = materialFor(p, version, context);
-      return { signature: `vault:v${version}:${sign(p.type as AsymmetricType, m, input, o)}`, key_version: version, ...(p.derived ? { public_key: m.publicKey } : {}) };
+      return { signature: versioned(version, sign(p.type as AsymmetricType, m, input, o)), key_version: version, ...(p.derived ? { public_key: m.publicKey } : {}) };
     } catch (e) {
-      return failure(e);
+      return itemError(e);
     }
   });
-  return answer(out, batch, (r) => r);
+  return answerItems(out, batch, { failedBatch: 'ok' });
 }
 
 function verifyOne(p: KeyPolicy, o: SignOptions, item: BatchItem): Outcome {
-  const input = decodeInput(item);
+  const input = decodeInput(item, 'missing input', true);
   if (!Buffer.isBuffer(input)) return input;
   const signature = item.signature;
   if (typeof signature !== 'string') return { error: 'missing signature' };
   const context = contextOf(item);
   if (context !== undefined && !Buffer.isBuffer(context)) return context;
   try {
-    if (!signature.startsWith('vault:v')) throw new InvalidRequest('invalid signature: no prefix');
-    const rest = signature.slice('vault:v'.length);
-    const colon = rest.indexOf(':');
-    if (colon === -1) throw new InvalidRequest('invalid signature: wrong number of fields');
-    const digits = rest.slice(0, colon);
-    if (!/^[+-]?\d+$/.test(digits)) throw new InvalidRequest('invalid signature: version number could not be decoded');
-    let version = Number(digits);
-    if (version === 0) version = 1;
+    const split = splitVersioned(signature, 'signature');
+    const version = split.version === 0 ? 1 : split.version;
     if (version > p.latest_version) throw new InvalidRequest('invalid signature: version is too new');
     if (p.min_decryption_version > 0 && version < p.min_decryption_version) throw new InvalidRequest('ciphertext or signature version is disallowed by policy (too old)');
-    return { valid: verify(p.type as AsymmetricType, materialFor(p, version, context), input, rest.slice(colon + 1), o) };
+    return { valid: verify(p.type as AsymmetricType, materialFor(p, version, context), input, split.rest, o) };
   } catch (e) {
-    return failure(e);
+    return itemError(e);
   }
 }
 
@@ -158,5 +127,5 @@ export async function verifyData(store: Store, name: string, data: Data, urlAlgo
   if (hmacFound) return verifyHmac(store, name, data, urlAlgorithm);
   const o = optionsOf(data, urlAlgorithm);
   const p = await signingKey(store, name, 'signature verification key not found', 'verification');
-  return answer(items.map((item) => verifyOne(p, o, item)), batch, (r) => r);
+  return answerItems(items.map((item) => verifyOne(p, o, item)), batch, { failedBatch: 'ok' });
 }

@@ -5,12 +5,10 @@
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync } from 'node:crypto';
 import { InvalidRequest } from '../../core/errors.js';
-import { configure, newPolicy, rotate, trim, type AsymmetricGenerator, type KeyPolicy } from './policy.js';
-import { decryptValue, encryptValue, strictBase64 } from './symmetric.js';
+import { strictBase64 } from './fields.js';
+import { configure, newPolicy, rotate, trim, type KeyPolicy } from './policy.js';
+import { decryptValue, encryptValue } from './symmetric.js';
 
-const gen: AsymmetricGenerator = () => {
-  throw new Error('not used');
-};
 const now = new Date('2026-11-29T12:00:00Z');
 const KEY = Buffer.alloc(32, 7);
 
@@ -43,7 +41,7 @@ describe('transit symmetric encryption', () => {
     ['chacha20-poly1305', 'chacha20-poly1305', 32],
   ] as const)('%s: vault:v1:base64(nonce || ciphertext || tag), opened independently', (type, alg, bytes) => {
     const key = Buffer.alloc(bytes, 9);
-    const p = known(newPolicy({ name: 'k', type }, now, gen), key);
+    const p = known(newPolicy({ name: 'k', type }, now), key);
     const { ciphertext, version } = encryptValue(p, { plaintext: Buffer.from('the quick brown fox'), version: 0 });
     expect(version).toBe(1);
     const { version: v, raw } = parts(ciphertext);
@@ -54,7 +52,7 @@ describe('transit symmetric encryption', () => {
   });
 
   it('decrypts a ciphertext made independently (what Vault makes with the same key)', () => {
-    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96' }, now, gen));
+    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96' }, now));
     const nonce = Buffer.alloc(12, 3);
     const c = createCipheriv('aes-256-gcm', KEY, nonce);
     const body = Buffer.concat([nonce, c.update('hello vault'), c.final(), c.getAuthTag()]);
@@ -62,7 +60,7 @@ describe('transit symmetric encryption', () => {
   });
 
   it('associated data binds the ciphertext', () => {
-    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96' }, now, gen));
+    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96' }, now));
     const aad = Buffer.from('tenant-a');
     const { ciphertext } = encryptValue(p, { plaintext: Buffer.from('x'), version: 0, associatedData: aad });
     expect(open('aes-256-gcm', KEY, parts(ciphertext).raw, aad).toString()).toBe('x');
@@ -72,7 +70,7 @@ describe('transit symmetric encryption', () => {
   });
 
   it('derived keys are HKDF-SHA256(key, no salt, context) and need the context', () => {
-    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96', derived: true }, now, gen));
+    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96', derived: true }, now));
     const context = Buffer.from('user-42');
     const { ciphertext } = encryptValue(p, { plaintext: Buffer.from('secret'), version: 0, context });
     const derived = Buffer.from(hkdfSync('sha256', KEY, Buffer.alloc(0), context, 32));
@@ -84,7 +82,7 @@ describe('transit symmetric encryption', () => {
   });
 
   it('convergent encryption (version 3) is deterministic: the nonce is HMAC-SHA256(second half of the derived key, plaintext)', () => {
-    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96', derived: true, convergent: true }, now, gen));
+    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96', derived: true, convergent: true }, now));
     const context = Buffer.from('ctx');
     const a = encryptValue(p, { plaintext: Buffer.from('same'), version: 0, context }).ciphertext;
     const b = encryptValue(p, { plaintext: Buffer.from('same'), version: 0, context }).ciphertext;
@@ -98,9 +96,9 @@ describe('transit symmetric encryption', () => {
   });
 
   it('versions: rotation, min_decryption_version, too new, trimmed', () => {
-    let p = newPolicy({ name: 'k', type: 'aes256-gcm96' }, now, gen);
+    let p = newPolicy({ name: 'k', type: 'aes256-gcm96' }, now);
     const v1 = encryptValue(p, { plaintext: Buffer.from('one'), version: 0 }).ciphertext;
-    p = rotate(p, now, gen);
+    p = rotate(p, now);
     const v2 = encryptValue(p, { plaintext: Buffer.from('two'), version: 0 });
     expect(v2.version).toBe(2);
     expect(v2.ciphertext.startsWith('vault:v2:')).toBe(true);
@@ -115,7 +113,7 @@ describe('transit symmetric encryption', () => {
   });
 
   it('refuses malformed ciphertexts with Vault\'s texts and says nothing of the plaintext', () => {
-    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96' }, now, gen));
+    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96' }, now));
     const good = encryptValue(p, { plaintext: Buffer.from('secret-value'), version: 0 }).ciphertext;
     const raw = parts(good).raw;
     raw[14] = (raw[14] as number) ^ 1;

@@ -10,27 +10,14 @@
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, type CipherGCMTypes } from 'node:crypto';
 import { InvalidRequest } from '../../core/errors.js';
+import { splitVersioned, versioned } from './batch.js';
+import { strictBase64 } from './fields.js';
 import { CONVERGENT_VERSION, KDF_HKDF_SHA256, encryptionVersion, isSymmetric, versionOf, type KeyPolicy } from './policy.js';
 
 const NONCE_BYTES = 12;
 /** node:crypto's HKDF takes at most this much `info` (Go's has no bound): a longer context is refused. */
 const HKDF_MAX_INFO = 1024;
 const TAG_BYTES = 16;
-const PREFIX = 'vault:v';
-
-/**
- * Go's base64.StdEncoding.DecodeString: padded, newlines ignored, trailing bits not checked (Go's
- * encoding is not Strict); Go's error text with the offending byte's index.
- */
-export function strictBase64(input: string): Buffer {
-  const s = input.replace(/[\r\n]/g, '');
-  const bad = s.search(/[^A-Za-z0-9+/=]/);
-  if (bad !== -1) throw new InvalidRequest(`illegal base64 data at input byte ${bad}`);
-  const pad = s.indexOf('=');
-  if (pad !== -1 && (!/^={1,2}$/.test(s.slice(pad)) || s.length % 4 !== 0)) throw new InvalidRequest(`illegal base64 data at input byte ${pad}`);
-  if (s.length % 4 !== 0) throw new InvalidRequest(`illegal base64 data at input byte ${s.length - (s.length % 4)}`);
-  return Buffer.from(s, 'base64');
-}
 
 /** The version's key for `context` (keysutil GetKey/DeriveKey), `bytes` long. */
 export function keyFor(p: KeyPolicy, version: number, context: Buffer | undefined, bytes: number): Buffer {
@@ -105,22 +92,17 @@ export function encryptValue(p: KeyPolicy, i: EncryptInput): { ciphertext: strin
   const nonce = convergent === CONVERGENT_VERSION
     ? createHmac('sha256', key.subarray(encBytes)).update(i.plaintext).digest().subarray(0, NONCE_BYTES)
     : randomBytes(NONCE_BYTES);
-  return { ciphertext: `${PREFIX}${version}:${seal(p, encKey, nonce, i.plaintext, i.associatedData).toString('base64')}`, version };
+  return { ciphertext: versioned(version, seal(p, encKey, nonce, i.plaintext, i.associatedData).toString('base64')), version };
 }
 
 /** `vault:v<N>:<base64>` split, checked against the policy's versions (Vault's texts). */
 export function parseCiphertext(p: KeyPolicy, value: string): { version: number; data: string } {
-  if (!value.startsWith(PREFIX)) throw new InvalidRequest('invalid ciphertext: no prefix');
-  const rest = value.slice(PREFIX.length);
-  const colon = rest.indexOf(':');
-  if (colon === -1) throw new InvalidRequest('invalid ciphertext: wrong number of fields');
-  const digits = rest.slice(0, colon);
-  if (!/^[+-]?\d+$/.test(digits) || !Number.isSafeInteger(Number(digits))) throw new InvalidRequest('invalid ciphertext: version number could not be decoded');
-  let version = Number(digits);
-  if (version === 0) version = 1;
+  const split = splitVersioned(value, 'ciphertext');
+  // Compatibility with Vault's first ciphertexts, whose versions started at 0.
+  const version = split.version === 0 ? 1 : split.version;
   if (version > p.latest_version) throw new InvalidRequest('invalid ciphertext: version is too new');
   if (p.min_decryption_version > 0 && version < p.min_decryption_version) throw new InvalidRequest('ciphertext or signature version is disallowed by policy (too old)');
-  return { version, data: rest.slice(colon + 1) };
+  return { version, data: split.rest };
 }
 
 export interface DecryptInput {

@@ -10,10 +10,10 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { InvalidRequest } from '../../core/errors.js';
 import type { Store } from '../../storage/store.js';
 import type { LogicalResponse } from '../logical.js';
-import { batchItems, intField, stringField, type BatchItem } from './fields.js';
-import { loadPolicy } from './keys-store.js';
+import { answerItems, decodeInput, itemError, splitVersioned, versioned, type Outcome } from './batch.js';
+import { batchItems, intField, stringField, strictBase64, type BatchItem } from './fields.js';
+import { requirePolicy } from './keys-store.js';
 import type { KeyPolicy } from './policy.js';
-import { strictBase64 } from './symmetric.js';
 
 type Data = Readonly<Record<string, unknown>>;
 
@@ -78,12 +78,6 @@ export function hash(data: Data, urlAlgorithm: string | undefined): LogicalRespo
   return { data: { sum: createHash(nodeName).update(input).digest(format) } };
 }
 
-async function keyOf(store: Store, name: string): Promise<Readonly<KeyPolicy>> {
-  const p = await loadPolicy(store, name);
-  if (p === undefined) throw new InvalidRequest('encryption key not found');
-  return p;
-}
-
 function hmacKey(p: KeyPolicy, version: number): Buffer {
   if (version < 0) throw new InvalidRequest('key version does not exist (cannot be negative)');
   if (version > p.latest_version) throw new InvalidRequest(`key version does not exist; latest key version is ${p.latest_version}`);
@@ -100,30 +94,10 @@ function algorithmOf(data: Data, urlAlgorithm: string | undefined, error: (a: st
   return nodeName;
 }
 
-type Outcome = Record<string, unknown>;
-
-function decodeInput(item: BatchItem, missing: string): Buffer | { error: string } {
-  const raw = stringField(item, 'input');
-  if (raw === '') return { error: missing };
-  try {
-    return strictBase64(raw);
-  } catch (e) {
-    return { error: `unable to decode input as base64: ${(e as InvalidRequest).messages.join('; ')}` };
-  }
-}
-
-/** A single answer throws its error; a batch carries each item's (200, as Vault's HMAC paths). */
-function answer(out: Outcome[], batch: BatchItem[] | undefined, key: string): LogicalResponse {
-  if (batch !== undefined) return { data: { batch_results: out.map((o, i) => ({ ...o, reference: stringField(batch[i] ?? {}, 'reference') })) } };
-  const only = out[0] as Outcome;
-  if (typeof only.error === 'string') throw new InvalidRequest(only.error);
-  return { data: { [key]: only[key] } };
-}
-
 /** hmac/<name>[/<algorithm>]. */
 export async function hmac(store: Store, name: string, data: Data, urlAlgorithm: string | undefined): Promise<LogicalResponse> {
   let version = intField(data, 'key_version');
-  const p = await keyOf(store, name);
+  const p = await requirePolicy(store, name, 'encryption key not found');
   if (version === 0) version = p.latest_version;
   else if (version !== p.latest_version && p.min_encryption_version > 0 && version < p.min_encryption_version) {
     throw new InvalidRequest('cannot generate HMAC: version is too old (disallowed by policy)');
@@ -135,9 +109,9 @@ export async function hmac(store: Store, name: string, data: Data, urlAlgorithm:
   const out = (batch ?? [data]).map((item): Outcome => {
     const input = decodeInput(item, 'missing input for HMAC');
     if (!Buffer.isBuffer(input)) return input;
-    return { hmac: `vault:v${version}:${createHmac(algorithm, key).update(input).digest('base64')}` };
+    return { hmac: versioned(version, createHmac(algorithm, key).update(input).digest('base64')) };
   });
-  return answer(out, batch, 'hmac');
+  return answerItems(out, batch, { failedBatch: 'ok' });
 }
 
 function verifyItem(p: KeyPolicy, algorithm: string, item: BatchItem): Outcome {
@@ -145,36 +119,28 @@ function verifyItem(p: KeyPolicy, algorithm: string, item: BatchItem): Outcome {
   if (!Buffer.isBuffer(input)) return input;
   const mac = stringField(item, 'hmac');
   if (mac === '') return { error: 'missing hmac' };
-  if (!mac.startsWith('vault:v')) return { error: 'invalid HMAC to verify: no prefix' };
-  const rest = mac.slice('vault:v'.length);
-  const colon = rest.indexOf(':');
-  if (colon === -1) return { error: 'invalid HMAC: wrong number of fields' };
-  const digits = rest.slice(0, colon);
-  if (!/^[+-]?\d+$/.test(digits)) return { error: 'invalid HMAC: version number could not be decoded' };
-  let given: Buffer;
   try {
-    given = strictBase64(rest.slice(colon + 1));
+    const { version, rest } = splitVersioned(mac, 'hmac');
+    let given: Buffer;
+    try {
+      given = strictBase64(rest);
+    } catch (e) {
+      return { error: `unable to decode verification HMAC as base64: ${(e as InvalidRequest).messages.join('; ')}` };
+    }
+    if (version > p.latest_version) return { error: 'invalid HMAC: version is too new' };
+    if (p.min_decryption_version > 0 && version < p.min_decryption_version) return { error: 'cannot verify HMAC: version is too old (disallowed by policy)' };
+    const sum = createHmac(algorithm, hmacKey(p, version)).update(input).digest();
+    return { valid: sum.length === given.length && timingSafeEqual(sum, given) };
   } catch (e) {
-    return { error: `unable to decode verification HMAC as base64: ${(e as InvalidRequest).messages.join('; ')}` };
+    return itemError(e);
   }
-  const version = Number(digits);
-  if (version > p.latest_version) return { error: 'invalid HMAC: version is too new' };
-  if (p.min_decryption_version > 0 && version < p.min_decryption_version) return { error: 'cannot verify HMAC: version is too old (disallowed by policy)' };
-  let key: Buffer;
-  try {
-    key = hmacKey(p, version);
-  } catch (e) {
-    return { error: (e as InvalidRequest).messages.join('; ') };
-  }
-  const sum = createHmac(algorithm, key).update(input).digest();
-  return { valid: sum.length === given.length && timingSafeEqual(sum, given) };
 }
 
 /** verify/<name>[/<algorithm>] with `hmac`. */
 export async function verifyHmac(store: Store, name: string, data: Data, urlAlgorithm: string | undefined): Promise<LogicalResponse> {
-  const p = await keyOf(store, name);
+  const p = await requirePolicy(store, name, 'encryption key not found');
   const algorithm = algorithmOf(data, urlAlgorithm, (a) => `invalid hash algorithm "${a}"`, ['hash_algorithm', 'algorithm']);
   const batch = batchItems(data);
   const out = (batch ?? [data]).map((item) => verifyItem(p, algorithm, item));
-  return answer(out, batch, 'valid');
+  return answerItems(out, batch, { failedBatch: 'ok' });
 }
