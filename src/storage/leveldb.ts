@@ -100,7 +100,11 @@ const FILE_MODE = 0o600;
 async function restrictModes(dir: string): Promise<void> {
   await chmod(dir, DIR_MODE);
   for (const entry of await readdir(dir, { withFileTypes: true })) {
-    if (entry.isFile()) await chmod(join(dir, entry.name), FILE_MODE);
+    // The open database may delete a file it listed meanwhile (the compaction that follows a
+    // crash's log replay): a file that is gone needs no mode.
+    if (entry.isFile()) await chmod(join(dir, entry.name), FILE_MODE).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'ENOENT') throw e;
+    });
   }
 }
 
