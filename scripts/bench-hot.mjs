@@ -18,6 +18,8 @@
  *   ..., file audit  the read and the write again with a file audit device enabled (Vault's `file`)
  *   write        durable KV v2 PUT of 1 KiB under distinct keys on a primary with a DR secondary
  *                streaming (LevelDB, both real processes); CPU counts both processes
+ *   transit ...  encrypt and decrypt of 1 KiB on a primary and its performance secondary, in
+ *                rounds beside a floor of their own (transitRows): medians, ratios per round
  * CPU per request is each server process's user + system time (every thread, /proc) over the
  * requests wrk counted; "own" is that minus the floor's CPU per request for the same method.
  */
@@ -61,8 +63,8 @@ function wrkScript({ method, token, prefix, keys, body }) {
 }
 
 /** A warm-up run, then the measured one; `pids` are the server processes whose CPU it costs. */
-async function wrk({ url, script, connections, seconds, pids }) {
-  await runWrk({ url, script: script(), connections, seconds: WARMUP_S }); // V8 compiles the hot path meanwhile
+async function wrk({ url, script, connections, seconds, pids, warmupS = WARMUP_S }) {
+  await runWrk({ url, script: script(), connections, seconds: warmupS }); // V8 compiles the hot path meanwhile
   const cpu0 = await Promise.all(pids.map(cpuMs));
   const threads0 = process.env.HOT_THREADS ? await Promise.all(pids.map(threadCpuMs)) : [];
   const r = await runWrk({ url, script: script(), connections, seconds });
@@ -117,29 +119,82 @@ const TRANSIT_POLICY = 'path "transit/encrypt/hot" { capabilities = ["update"] }
  * Transit (issue 30): encrypt and decrypt of a 1 KiB plaintext with an aes256-gcm96 key, on a
  * primary and on its performance secondary (which serves them itself), each with a non-root
  * token of its own cluster; CPU is the serving node's alone.
+ *
+ * This machine's speed drifts by a third within minutes, more than the differences measured, so
+ * the rows are measured in rounds beside a floor of their own (started here, running throughout):
+ * each round measures the floor PUT and the four rows in an order rotated by one, and a row's
+ * figures are the medians over rounds of its rate, its CPU, its share of that round's floor and
+ * (secondary rows) its share of that round's primary row (HOT_TRANSIT_ROUNDS, default 3).
  */
-async function transitRows(h, scratch, measure, nodeArgs, profileDir) {
+async function transitRows(h, scratch, { connections, seconds, nodeArgs, profileDir }) {
+  const rounds = Number(process.env.HOT_TRANSIT_ROUNDS ?? 3);
   const [pApi, pCluster, sApi, sCluster] = await freePorts(4);
   const opts = async (name, apiPort, clusterPort) => ({ ...(await fixedNodeOptions(scratch, name, { apiPort, clusterPort })), nodeArgs: nodeArgs(name) });
   const cluster = await startCluster(h, { primary: await opts('transit-primary', pApi, pCluster), performance: [{ id: 'hot-perf', node: await opts('transit-perf', sApi, sCluster) }] });
+  const floor = await startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: process.env.HOT_FLOOR_MODE ?? 'express' }, nodeArgs: nodeArgs('transit-floor') });
   const primary = cluster.primary;
   const secondary = cluster.performance[0];
-  const root = vault(primary.apiAddr, primary.rootToken);
-  await must(root.request('POST', 'sys/mounts/transit', { body: { type: 'transit' } }), [204]);
-  await must(root.request('POST', 'transit/keys/hot', { body: {} }), [200]);
-  await must(root.request('PUT', 'sys/policies/acl/transit-hot', { body: { policy: TRANSIT_POLICY } }), [204]);
-  const plaintext = randomBytes(VALUE_BYTES).toString('base64');
-  const { data } = await must(root.request('POST', 'transit/encrypt/hot', { body: { plaintext } }), [200]);
-  const bodies = { encrypt: JSON.stringify({ plaintext }), decrypt: JSON.stringify({ ciphertext: data.ciphertext }) };
-  for (const [label, node] of [['primary', primary], ['perf secondary', secondary]]) {
-    const v = vault(node.apiAddr, node.rootToken);
-    // The key and the policy stream to the secondary; its tokens are its own.
-    await waitUntil('the transit key on the secondary', async () => ((await v.request('GET', 'transit/keys/hot')).status === 200 ? true : undefined), { timeoutMs: 20_000 });
-    const token = (await must(v.request('POST', 'auth/token/create', { body: { policies: ['transit-hot'], no_default_policy: true, ttl: '24h' } }), [200])).auth.client_token;
-    for (const op of ['encrypt', 'decrypt']) await measure(`transit ${op}, ${label}`, { apiAddr: node.apiAddr, pids: [node.pid] }, 'PUT', `transit/${op}/hot`, token, bodies[op]);
+  const rows = [];
+  try {
+    const root = vault(primary.apiAddr, primary.rootToken);
+    await must(root.request('POST', 'sys/mounts/transit', { body: { type: 'transit' } }), [204]);
+    await must(root.request('POST', 'transit/keys/hot', { body: {} }), [200]);
+    await must(root.request('PUT', 'sys/policies/acl/transit-hot', { body: { policy: TRANSIT_POLICY } }), [204]);
+    const plaintext = randomBytes(VALUE_BYTES).toString('base64');
+    const { data } = await must(root.request('POST', 'transit/encrypt/hot', { body: { plaintext } }), [200]);
+    const bodies = { encrypt: JSON.stringify({ plaintext }), decrypt: JSON.stringify({ ciphertext: data.ciphertext }) };
+    const runs = [{ name: 'floor', server: floor, path: 'x/', token: 'none', body: BODY }];
+    for (const [label, node] of [['primary', primary], ['perf secondary', secondary]]) {
+      const v = vault(node.apiAddr, node.rootToken);
+      // The key and the policy stream to the secondary; its tokens are its own.
+      await waitUntil('the transit key on the secondary', async () => ((await v.request('GET', 'transit/keys/hot')).status === 200 ? true : undefined), { timeoutMs: 20_000 });
+      const token = (await must(v.request('POST', 'auth/token/create', { body: { policies: ['transit-hot'], no_default_policy: true, ttl: '24h' } }), [200])).auth.client_token;
+      for (const op of ['encrypt', 'decrypt']) runs.push({ name: `transit ${op}, ${label}`, server: node, path: `transit/${op}/hot`, token, body: bodies[op] });
+    }
+    for (const c of connections) {
+      const samples = new Map(runs.map((r) => [r.name, []]));
+      for (let round = 0; round < rounds; round++) {
+        for (let k = 0; k < runs.length; k++) {
+          const run = runs[(k + round) % runs.length];
+          note(`hot path: ${run.name} (transit round ${round + 1}/${rounds}), ${c} connections, ${seconds} s...`);
+          const script = () => wrkScript({ method: 'PUT', token: run.token, prefix: `/v1/${run.path}`, keys: READ_KEYS, body: run.body });
+          samples.get(run.name).push(await wrk({ url: `${run.server.apiAddr}/v1/`, script, connections: c, seconds, pids: [run.server.pid], warmupS: round === 0 ? WARMUP_S : 1 }));
+        }
+      }
+      const floors = samples.get('floor');
+      for (const run of runs.slice(1)) {
+        const got = samples.get(run.name);
+        const primaryRow = samples.get(run.name.replace('perf secondary', 'primary'));
+        rows.push({
+          name: run.name,
+          method: 'PUT',
+          connections: c,
+          rounds,
+          rps: median(got.map((x) => x.rps)),
+          requests: got.reduce((a, x) => a + x.requests, 0),
+          cpuUs: median(got.map((x) => x.cpuUs)),
+          perProcessUs: [median(got.map((x) => x.cpuUs))],
+          p50Ms: median(got.map((x) => x.p50Ms)),
+          p99Ms: median(got.map((x) => x.p99Ms)),
+          ofFloor: median(got.map((x, i) => x.rps / floors[i].rps)),
+          ownCpuUs: median(got.map((x, i) => x.cpuUs - floors[i].cpuUs)),
+          floorRps: median(floors.map((x) => x.rps)),
+          ...(run.name.endsWith('perf secondary') ? { ofPrimary: median(got.map((x, i) => x.rps / primaryRow[i].rps)) } : {}),
+        });
+      }
+    }
+  } finally {
+    await floor.stop();
+    // --cpu-prof writes its profile when the process exits.
+    if (profileDir) for (const n of [secondary, primary]) await n.stop();
   }
-  // --cpu-prof writes its profile when the process exits.
-  if (profileDir) for (const n of [secondary, primary]) await n.stop();
+  return rows;
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** A file audit device (Vault's `file`, under the node's audit directory): every request is logged before and after it runs. */
@@ -200,7 +255,7 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
     }
     if (profileDir) for (const n of [cluster.dr[0], primary]) await n.stop();
     }
-    if (wanted('transit')) await transitRows(h, scratch, measure, nodeArgs, profileDir);
+    if (wanted('transit')) rows.push(...(await transitRows(h, scratch, { connections, seconds, nodeArgs, profileDir })));
   } finally {
     await h.cleanup();
     await rm(scratch, { recursive: true, force: true });
@@ -209,7 +264,8 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
   const plainOf = (r) => rows.find((x) => x.name === r.name.replace(', file audit', '') && x.connections === r.connections);
   for (const r of rows) if (r.name.endsWith('file audit')) r.ofUnaudited = r.rps / (plainOf(r)?.rps ?? NaN);
   const floorOf = (method, c) => rows.find((r) => r.name === 'floor' && r.method === method && r.connections === c);
-  for (const r of rows) {
+  // Transit's rows carry their own floor's figures (measured beside them, round by round).
+  for (const r of rows.filter((x) => x.ofFloor === undefined)) {
     const f = floorOf(r.method, r.connections) ?? { rps: NaN, cpuUs: NaN };
     r.ofFloor = r.rps / f.rps;
     // Tessera's own CPU: both processes for a replicated write, less the one shell's cost.

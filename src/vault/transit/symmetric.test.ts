@@ -144,5 +144,27 @@ describe('transit symmetric encryption', () => {
     expect(() => strictBase64('a*k=')).toThrow('illegal base64 data at input byte 1');
     expect(() => strictBase64('aG==k')).toThrow('illegal base64 data at input byte 2');
     expect(strictBase64('aG\nk=').toString()).toBe('hi');
+    expect(strictBase64('aG\r\nk=').toString()).toBe('hi');
+    // Trailing bits are not checked (Go's StdEncoding is not Strict): not the canonical form, still 'hi'.
+    expect(strictBase64('aGl=').toString()).toBe('hi');
+    expect(() => strictBase64('aGk-')).toThrow('illegal base64 data at input byte 3');
+    expect(() => strictBase64('aGk_')).toThrow('illegal base64 data at input byte 3');
+    for (let n = 0; n < 48; n++) {
+      const b = Buffer.from(Array.from({ length: n }, (_, i) => (i * 37 + n) & 0xff));
+      expect(strictBase64(b.toString('base64'))).toEqual(b);
+    }
+  });
+
+  it('every encryption draws a nonce of its own, across the nonce pool\'s refills', () => {
+    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96' }, now));
+    const plaintext = Buffer.from('same plaintext');
+    const nonces = new Set<string>();
+    // 341 nonces a fill: this crosses three refills.
+    for (let i = 0; i < 1200; i++) {
+      const { raw } = parts(encryptValue(p, { plaintext, version: 0 }).ciphertext);
+      nonces.add(raw.subarray(0, 12).toString('hex'));
+      expect(open('aes-256-gcm', KEY, raw)).toEqual(plaintext);
+    }
+    expect(nonces.size).toBe(1200);
   });
 });

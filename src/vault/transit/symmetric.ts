@@ -8,7 +8,7 @@
  *   const ct = encryptValue(policy, { plaintext, context, version: 0 });   // 'vault:v1:...'
  *   const pt = decryptValue(policy, { ciphertext: ct, context });          // Buffer
  */
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, type CipherGCMTypes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomFillSync, type CipherGCMTypes } from 'node:crypto';
 import { InvalidRequest } from '../../core/errors.js';
 import { splitVersioned, versioned } from './batch.js';
 import { strictBase64 } from './fields.js';
@@ -18,6 +18,24 @@ const NONCE_BYTES = 12;
 /** node:crypto's HKDF takes at most this much `info` (Go's has no bound): a longer context is refused. */
 const HKDF_MAX_INFO = 1024;
 const TAG_BYTES = 16;
+
+/**
+ * Random nonces from one CSPRNG fill of 4 KiB, as node's randomUUID keeps its entropy: one
+ * randomFillSync per 341 encryptions instead of one each (~4.5 us apiece on the hot path). Each
+ * 12 bytes are handed out once, as a copy (a refill overwrites the pool).
+ */
+const noncePool = Buffer.alloc(NONCE_BYTES * 341);
+let nonceAt = noncePool.length;
+
+function randomNonce(): Buffer {
+  if (nonceAt === noncePool.length) {
+    randomFillSync(noncePool);
+    nonceAt = 0;
+  }
+  const nonce = Buffer.from(noncePool.subarray(nonceAt, nonceAt + NONCE_BYTES));
+  nonceAt += NONCE_BYTES;
+  return nonce;
+}
 
 /** The version's key for `context` (keysutil GetKey/DeriveKey), `bytes` long. */
 export function keyFor(p: KeyPolicy, version: number, context: Buffer | undefined, bytes: number): Buffer {
@@ -91,7 +109,7 @@ export function encryptValue(p: KeyPolicy, i: EncryptInput): { ciphertext: strin
   const encKey = key.subarray(0, encBytes);
   const nonce = convergent === CONVERGENT_VERSION
     ? createHmac('sha256', key.subarray(encBytes)).update(i.plaintext).digest().subarray(0, NONCE_BYTES)
-    : randomBytes(NONCE_BYTES);
+    : randomNonce();
   return { ciphertext: versioned(version, seal(p, encKey, nonce, i.plaintext, i.associatedData).toString('base64')), version };
 }
 
