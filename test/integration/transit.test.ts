@@ -3,7 +3,7 @@
  * versions, encrypt/decrypt/rewrap/datakey singly and in batches, HMAC and verify, hash, random,
  * export, and bad input answered with Vault's 4xx and texts, changing nothing.
  */
-import { createHmac, createPublicKey, verify as nodeVerify } from 'node:crypto';
+import { createHash, createHmac, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import { startTestNode, type TestNode } from '../support/in-process.js';
 
 let n: TestNode;
@@ -206,6 +206,22 @@ describe('transit signing keys', () => {
     const v2 = await n.call('POST', `transit/sign/${name}`, { input: input.toString('base64') });
     expect(v2.body.data.key_version).toBe(2);
     expect((await n.call('POST', `transit/verify/${name}`, { input: input.toString('base64'), signature: signed.body.data.signature })).body.data).toEqual({ valid: true });
+  });
+
+  it('prehashed ECDSA (what cosign sends): the digest is signed as is, and node:crypto verifies it against the message', async () => {
+    const created = await n.call('POST', 'transit/keys/cosign', { type: 'ecdsa-p256' });
+    expect(created.status).toBe(200);
+    const pub = createPublicKey(created.body.data.keys['1'].public_key as string);
+    const message = Buffer.from('an image manifest');
+    const digest = createHash('sha256').update(message).digest();
+    const signed = await n.call('POST', 'transit/sign/cosign/sha2-256', { input: digest.toString('base64'), prehashed: true });
+    expect(signed.status).toBe(200);
+    const sig = Buffer.from((signed.body.data.signature as string).slice('vault:v1:'.length), 'base64');
+    expect(nodeVerify('sha256', message, pub, sig)).toBe(true);
+    const verify = (input: Buffer, prehashed: boolean) => n.call('POST', 'transit/verify/cosign/sha2-256', { input: input.toString('base64'), signature: signed.body.data.signature, prehashed });
+    expect((await verify(digest, true)).body.data).toEqual({ valid: true });
+    expect((await verify(createHash('sha256').update('another manifest').digest(), true)).body.data).toEqual({ valid: false });
+    expect((await verify(digest, false)).body.data).toEqual({ valid: false });
   });
 
   it('refusals: a symmetric key does not sign, an asymmetric one does not encrypt (RSA does), Vault\'s option checks', async () => {

@@ -309,12 +309,34 @@ describe('option and signature errors', () => {
     expect(verify('ecdsa-p256', key('ecdsa-p256'), INPUT, sign('ecdsa-p256', key('ecdsa-p256'), INPUT, opts({ signatureAlgorithm: 'x', saltLength: 9999 })), opts())).toBe(true);
   });
 
-  it('refuses what it cannot do from node:crypto: prehashed ECDSA and prehashed RSA PSS', () => {
-    const digest = createHash('sha256').update(INPUT).digest();
-    for (const [type] of EC) {
-      invalid(() => sign(type, key(type), digest, opts({ prehashed: true })), 'prehashed input is not supported for ECDSA keys');
-      invalid(() => verify(type, key(type), digest, sign(type, key(type), INPUT, opts()), opts({ prehashed: true })), 'prehashed input is not supported for ECDSA keys');
+  it('prehashed ECDSA signs and verifies the given digest: node:crypto, hashing the message itself, agrees both ways', () => {
+    for (const [type, size] of EC) {
+      const pub = exportedPublic(type);
+      const priv = createPrivateKey({ key: Buffer.from(key(type).privatePkcs8, 'base64'), format: 'der', type: 'pkcs8' });
+      // Each curve with every hash: a digest longer than the order is read as its leftmost bits, as Go and OpenSSL read it.
+      for (const [vaultName, nodeName] of HASHES.filter(([n]) => !n.startsWith('sha3'))) {
+        const digest = createHash(nodeName).update(INPUT).digest();
+        for (const marshalingAlgorithm of ['asn1', 'jws']) {
+          const o = opts({ hashAlgorithm: vaultName, marshalingAlgorithm, prehashed: true });
+          const ours = sign(type, key(type), digest, o);
+          const raw = Buffer.from(ours, marshalingAlgorithm === 'jws' ? 'base64url' : 'base64');
+          if (marshalingAlgorithm === 'jws') expect(raw.length).toBe(2 * size);
+          expect(nodeVerify(nodeName, INPUT, { key: pub, dsaEncoding: marshalingAlgorithm === 'jws' ? 'ieee-p1363' : 'der' }, raw)).toBe(true);
+          const theirs = nodeSign(nodeName, INPUT, { key: priv, dsaEncoding: marshalingAlgorithm === 'jws' ? 'ieee-p1363' : 'der' });
+          const encoded = marshalingAlgorithm === 'jws' ? theirs.toString('base64url') : theirs.toString('base64');
+          expect(verify(type, key(type), digest, encoded, o)).toBe(true);
+          const other = Buffer.from(digest);
+          other[0] = (other[0] as number) ^ 1;
+          expect(verify(type, key(type), other, encoded, o)).toBe(false);
+          // Not prehashed, the same digest is a message of its own.
+          expect(verify(type, key(type), digest, encoded, opts({ hashAlgorithm: vaultName, marshalingAlgorithm }))).toBe(false);
+        }
+      }
     }
+  });
+
+  it('refuses prehashed RSA PSS (node:crypto cannot pad a given digest for PSS)', () => {
+    const digest = createHash('sha256').update(INPUT).digest();
     invalid(() => sign('rsa-2048', key('rsa-2048'), digest, opts({ prehashed: true })), 'prehashed input is not supported for RSA PSS signatures');
   });
 

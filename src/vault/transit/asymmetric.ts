@@ -4,7 +4,8 @@
  * material in, strings and buffers out; the engine stores the material and adds the `vault:vN:`
  * prefix. Vault's keysutil/policy.go (SignWithOptions, VerifySignatureWithOptions,
  * RotateInMemory, DeriveKey) and transit's path_sign_verify.go and path_export.go are the
- * reference: their defaults, encodings and error texts. Every primitive is node:crypto's.
+ * reference: their defaults, encodings and error texts. Every primitive is node:crypto's, except
+ * ECDSA over a given digest (ecdsa-prehashed.ts, @noble/curves).
  *
  *   const m = generateAsymmetric('ecdsa-p256');
  *   const sig = sign('ecdsa-p256', m, input, { hashAlgorithm: 'sha2-256', marshalingAlgorithm: 'asn1', prehashed: false });
@@ -31,6 +32,7 @@ import {
 } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { InvalidRequest } from '../../core/errors.js';
+import { signDigest, verifyDigest } from './ecdsa-prehashed.js';
 
 export type AsymmetricType = 'ed25519' | 'ecdsa-p256' | 'ecdsa-p384' | 'ecdsa-p521' | 'rsa-2048' | 'rsa-3072' | 'rsa-4096';
 export const ASYMMETRIC_TYPES: readonly AsymmetricType[] = ['ed25519', 'ecdsa-p256', 'ecdsa-p384', 'ecdsa-p521', 'rsa-2048', 'rsa-3072', 'rsa-4096'];
@@ -225,8 +227,6 @@ function nodeSalt(salt: number, signing: boolean): number {
   return salt;
 }
 
-const PREHASHED_ECDSA = 'prehashed input is not supported for ECDSA keys';
-
 /**
  * The signature as Vault encodes it after the `vault:vN:` prefix: std base64 for asn1, raw URL
  * base64 for jws (whose bytes differ from asn1's only for ECDSA: r||s, each padded to the curve's
@@ -240,9 +240,9 @@ export function sign(type: AsymmetricType, m: AsymmetricMaterial, input: Buffer,
     // Vault never hashes ed25519's input, whatever hash_algorithm and prehashed say.
     sig = nodeSign(null, input, key);
   } else if (isEc(type)) {
-    if (p.prehashed) throw new InvalidRequest(PREHASHED_ECDSA);
-    const spec = p.hash as HashSpec; // hash none needs prehashed (parseOptions)
-    sig = nodeSign(spec.node, input, { key, dsaEncoding: p.jws ? 'ieee-p1363' : 'der' });
+    // node:crypto hashes what it signs: a given digest is signed by ecdsa-prehashed.ts.
+    if (p.prehashed) sig = signDigest(type, key, input, p.jws ? 'compact' : 'der');
+    else sig = nodeSign((p.hash as HashSpec).node, input, { key, dsaEncoding: p.jws ? 'ieee-p1363' : 'der' }); // hash none needs prehashed (parseOptions)
   } else {
     sig = rsaSign(key, input, p);
   }
@@ -288,9 +288,9 @@ export function verify(type: AsymmetricType, m: AsymmetricMaterial, input: Buffe
   if (isEc(type)) {
     const size = CURVES[type][1];
     const rs = p.jws ? splitJws(sig) : parseDerSignature(sig);
-    if (p.prehashed) throw new InvalidRequest(PREHASHED_ECDSA);
     const fixed = toP1363(rs, size);
     if (fixed === undefined) return false;
+    if (p.prehashed) return verifyDigest(type, publicKeyOf(type, m), input, fixed);
     const spec = p.hash as HashSpec; // hash none needs prehashed (parseOptions)
     return nodeVerify(spec.node, input, { key: publicKeyOf(type, m), dsaEncoding: 'ieee-p1363' }, fixed);
   }
