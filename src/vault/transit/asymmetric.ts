@@ -21,7 +21,6 @@ import {
   createPublicKey,
   generateKeyPair,
   generateKeyPairSync,
-  hkdfSync,
   privateDecrypt,
   privateEncrypt,
   publicDecrypt,
@@ -33,6 +32,7 @@ import {
 import type { KeyObject } from 'node:crypto';
 import { InvalidRequest } from '../../core/errors.js';
 import { signDigest, verifyDigest } from './ecdsa-prehashed.js';
+import { hkdfSha256 } from './kdf.js';
 
 export type AsymmetricType = 'ed25519' | 'ecdsa-p256' | 'ecdsa-p384' | 'ecdsa-p521' | 'rsa-2048' | 'rsa-3072' | 'rsa-4096';
 export const ASYMMETRIC_TYPES: readonly AsymmetricType[] = ['ed25519', 'ecdsa-p256', 'ecdsa-p384', 'ecdsa-p521', 'rsa-2048', 'rsa-3072', 'rsa-4096'];
@@ -147,8 +147,6 @@ export function keyVersionName(type: AsymmetricType): string {
 
 /** PKCS#8 of an ed25519 key up to its 32-byte seed (RFC 8410). */
 const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
-/** node:crypto's hkdfSync refuses an info longer than this. */
-const HKDF_MAX_INFO = 1024;
 const MISSING_CONTEXT =
   "missing 'context' for key derivation; the key was created using a derived key, which means additional, per-request information must be included in order to perform operations with the key";
 
@@ -165,8 +163,7 @@ function ed25519GoKey(m: AsymmetricMaterial): Buffer {
  */
 export function deriveEd25519(base: AsymmetricMaterial, context: Buffer): AsymmetricMaterial {
   if (context.length === 0) throw new InvalidRequest(MISSING_CONTEXT);
-  if (context.length > HKDF_MAX_INFO) throw new InvalidRequest(`context for key derivation is longer than ${HKDF_MAX_INFO} bytes`);
-  const seed = Buffer.from(hkdfSync('sha256', ed25519GoKey(base), Buffer.alloc(0), context, 32));
+  const seed = hkdfSha256(ed25519GoKey(base), context, 32);
   return materialOf('ed25519', createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' }));
 }
 

@@ -77,8 +77,21 @@ describe('transit symmetric encryption', () => {
     expect(open('aes-256-gcm', derived, parts(ciphertext).raw).toString()).toBe('secret');
     expect(() => decryptValue(p, { ciphertext })).toThrow(/missing 'context' for key derivation/);
     expect(() => decryptValue(p, { ciphertext, context: Buffer.from('user-43') })).toThrow('cipher: message authentication failed');
-    expect(encryptValue(p, { plaintext: Buffer.from('x'), version: 0, context: Buffer.alloc(1024, 1) }).version).toBe(1);
-    expect(() => encryptValue(p, { plaintext: Buffer.from('x'), version: 0, context: Buffer.alloc(1025, 1) })).toThrow(InvalidRequest);
+  });
+
+  it('a context of any length derives as RFC 5869 HKDF-SHA256 (node:crypto stops at 1,024 bytes; Go does not)', () => {
+    const p = known(newPolicy({ name: 'k', type: 'aes256-gcm96', derived: true }, now));
+    // RFC 5869 by hand with HMAC-SHA256: an empty salt is HashLen zero bytes; one block of output.
+    const rfc5869 = (ikm: Buffer, info: Buffer): Buffer => {
+      const prk = createHmac('sha256', Buffer.alloc(32)).update(ikm).digest();
+      return createHmac('sha256', prk).update(Buffer.concat([info, Buffer.from([1])])).digest();
+    };
+    for (const length of [1, 1024, 1025, 5000]) {
+      const context = Buffer.alloc(length, length & 0xff);
+      const { ciphertext } = encryptValue(p, { plaintext: Buffer.from('long context'), version: 0, context });
+      expect(open('aes-256-gcm', rfc5869(KEY, context), parts(ciphertext).raw).toString()).toBe('long context');
+      expect(decryptValue(p, { ciphertext, context }).plaintext.toString()).toBe('long context');
+    }
   });
 
   it('convergent encryption (version 3) is deterministic: the nonce is HMAC-SHA256(second half of the derived key, plaintext)', () => {

@@ -8,15 +8,14 @@
  *   const ct = encryptValue(policy, { plaintext, context, version: 0 });   // 'vault:v1:...'
  *   const pt = decryptValue(policy, { ciphertext: ct, context });          // Buffer
  */
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomFillSync, type CipherGCMTypes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomFillSync, type CipherGCMTypes } from 'node:crypto';
 import { InvalidRequest } from '../../core/errors.js';
 import { splitVersioned, versioned } from './batch.js';
 import { strictBase64 } from './fields.js';
+import { hkdfSha256 } from './kdf.js';
 import { CONVERGENT_VERSION, KDF_HKDF_SHA256, encryptionVersion, isSymmetric, versionOf, type KeyPolicy } from './policy.js';
 
 const NONCE_BYTES = 12;
-/** node:crypto's HKDF takes at most this much `info` (Go's has no bound): a longer context is refused. */
-const HKDF_MAX_INFO = 1024;
 const TAG_BYTES = 16;
 
 /**
@@ -46,8 +45,7 @@ export function keyFor(p: KeyPolicy, version: number, context: Buffer | undefine
     throw new InvalidRequest('missing \'context\' for key derivation; the key was created using a derived key, which means additional, per-request information must be included in order to perform operations with the key');
   }
   if (p.kdf !== KDF_HKDF_SHA256) throw new InvalidRequest('this key uses the legacy key derivation mode (hmac-sha256-counter), which this node does not implement');
-  if (context.length > HKDF_MAX_INFO) throw new InvalidRequest(`context for key derivation is longer than ${HKDF_MAX_INFO} bytes`);
-  return Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), context, bytes));
+  return hkdfSha256(key, context, bytes);
 }
 
 function convergentVersionOf(p: KeyPolicy, version: number): number {
