@@ -3,12 +3,16 @@
  * any HTTP API must (read the body, parse its JSON, write a small JSON reply), and prints the
  * banner startDevNode waits for. BENCH_FLOOR_MODE picks the shell:
  *   node     node:http alone
- *   express  the shell Tessera's listener uses (src/http/server.ts): express with one catch-all
- *            handler, behind the LIST framer (listAware) on a net.Server, the same deadlines
+ *   express  express as it ships with one catch-all handler, behind the LIST framer (listAware)
+ *            on a net.Server, the same deadlines: the issues' "express no-op floor"
+ *   express-tessera  the same, its server made as Tessera's listener makes it
+ *            (src/http/express-server.ts: requests and responses born with express's prototypes,
+ *            so express's per-request setPrototypeOf changes nothing): Tessera's shell exactly
  */
 import http from 'node:http';
 import net from 'node:net';
 import express from 'express';
+import { expressHttpServer } from '../dist/http/express-server.js';
 import { DEFAULT_TIMEOUTS, listAware, markResponded } from '../dist/http/list-method.js';
 
 const REPLY = JSON.stringify({ request_id: '00000000-0000-0000-0000-000000000000', data: { created_time: new Date().toISOString(), deletion_time: '', destroyed: false, version: 1 } });
@@ -31,12 +35,12 @@ let listener;
 if (mode === 'node') {
   listener = http.createServer(handle);
   listener.keepAliveTimeout = DEFAULT_TIMEOUTS.idleMs;
-} else if (mode === 'express') {
+} else if (mode === 'express' || mode === 'express-tessera') {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(handle);
-  const httpServer = http.createServer(app);
+  const httpServer = mode === 'express' ? http.createServer(app) : expressHttpServer(app);
   httpServer.headersTimeout = DEFAULT_TIMEOUTS.headersMs;
   httpServer.requestTimeout = DEFAULT_TIMEOUTS.headersMs + DEFAULT_TIMEOUTS.bodyMs;
   httpServer.keepAliveTimeout = DEFAULT_TIMEOUTS.idleMs;

@@ -1,8 +1,9 @@
 /**
  * The HTTP floor: the same load generator as scripts/bench.mjs (N sequential keep-alive clients
  * writing ~1 KiB JSON bodies, httpWrites) against servers that answer at once without storing
- * anything (scripts/bench-floor-server.mjs): node:http alone, and the shell Tessera's listener is
- * built on (express with one catch-all handler behind the LIST framer). Whatever a durable
+ * anything (scripts/bench-floor-server.mjs): node:http alone, and express as it ships with one
+ * catch-all handler behind the LIST framer (Tessera's listener is that, its requests born with
+ * express's prototypes: `express-tessera`, measured by bench-hot). Whatever a durable
  * replicated write costs comes on top of these, so their writes/s bound Tessera's on this
  * machine, and their ratio to PostgreSQL's says how much of a gap the HTTP shell alone leaves.
  *

@@ -60,7 +60,7 @@ export function headlineRows({ pg, dr, ceiling, floor, pgEngine, hot }) {
   // requests/s bound Tessera's writes/s on this machine; `ratio` is still theirs over PostgreSQL's.
   for (const n of [16, 4]) {
     row(`floor: no-op node:http server, requests/s, ${n} clients (no storage)`, 'writes/s', tput(pg, n), noop('node', n), 'higher');
-    row(`floor: no-op express shell + LIST framer (Tessera's listener), ${n} clients`, 'writes/s', tput(pg, n), noop('express', n), 'higher');
+    row(`floor: no-op express shell (as express ships) + LIST framer, ${n} clients`, 'writes/s', tput(pg, n), noop('express', n), 'higher');
     rows.push({ figure: `Tessera's writes/s as a fraction of the express floor, ${n} clients`, unit: 'of floor', pg: NaN, tessera: (tput(dr, n) ?? NaN) / (noop('express', n) ?? NaN), ratio: NaN, better: 'higher' });
   }
   // Tessera on storage "postgresql" against pgbench upserts on that server (bench-pg-engine.mjs).
@@ -75,18 +75,19 @@ export function headlineRows({ pg, dr, ceiling, floor, pgEngine, hot }) {
     rows.push(r);
   };
   for (const n of [16, 4]) share(`wrk: KV v2 read of 1 KiB (token, ACL, decrypt), ${n} connections`, hotAt('read', n), 0.6);
-  row('wrk: Tessera\'s own CPU per KV v2 read (server CPU minus the floor\'s), 16 connections', 'us', NaN, hotAt('read', 16)?.ownCpuUs, 'lower', atMost('<= 100 us', 100));
+  row('wrk: Tessera\'s own CPU per KV v2 read (server CPU minus its shell\'s), 16 connections', 'us', NaN, hotAt('read', 16)?.ownCpuUs, 'lower', atMost('<= 100 us', 100));
   // The same reads on storage "postgresql" (bench-pg-engine.mjs), against the same floor.
   const floorGet = (n) => hot?.rows.find((x) => x.name === 'floor' && x.method === 'GET' && x.connections === n);
+  const shellGet = (n) => hot?.rows.find((x) => x.name === 'shell' && x.method === 'GET' && x.connections === n);
   for (const n of [16, 4]) {
     const x = pgEngine?.reads?.find((r) => r.connections === n);
     share(`wrk: KV v2 read on storage "postgresql", ${n} connections`, x && { ofFloor: x.rps / (floorGet(n)?.rps ?? NaN) }, 0.6);
   }
   const pgRead = pgEngine?.reads?.find((r) => r.connections === 16);
-  row('wrk: Tessera\'s own CPU per KV v2 read on storage "postgresql", 16 connections', 'us', NaN, pgRead && pgRead.cpuUs - (floorGet(16)?.cpuUs ?? NaN), 'lower', atMost('<= 100 us', 100));
+  row('wrk: Tessera\'s own CPU per KV v2 read on storage "postgresql", 16 connections', 'us', NaN, pgRead && pgRead.cpuUs - (shellGet(16)?.cpuUs ?? NaN), 'lower', atMost('<= 100 us', 100));
   share('wrk: durable replicated 1 KiB write (DR secondary streaming), 16 connections', hotAt('write', 16), 0.4);
   share('wrk: durable replicated 1 KiB write (DR secondary streaming), 4 connections', hotAt('write', 4), 0.3);
-  row('wrk: Tessera\'s own CPU per replicated write (primary + secondary minus the floor) vs PostgreSQL\'s whole replicated write, 16', 'us', cpu(pg, 16), hotAt('write', 16)?.ownCpuUs, 'lower', atMost('<= 2x PostgreSQL', 2 * (cpu(pg, 16) ?? NaN)));
+  row('wrk: Tessera\'s own CPU per replicated write (primary + secondary minus its shell) vs PostgreSQL\'s whole replicated write, 16', 'us', cpu(pg, 16), hotAt('write', 16)?.ownCpuUs, 'lower', atMost('<= 2x PostgreSQL', 2 * (cpu(pg, 16) ?? NaN)));
   for (const [name, label] of [['read, file audit', 'read'], ['write, file audit', 'write']]) {
     for (const n of [16, 4]) {
       const x = hotAt(name, n);
@@ -95,7 +96,12 @@ export function headlineRows({ pg, dr, ceiling, floor, pgEngine, hot }) {
   }
   // Issue 30 (transit): 1 KiB encrypt and decrypt at 16 connections, primary and performance secondary.
   for (const op of ['encrypt', 'decrypt']) {
-    for (const where of ['primary', 'perf secondary']) share(`wrk: transit ${op} of 1 KiB (aes256-gcm96) on the ${where}, 16 connections`, hotAt(`transit ${op}, ${where}`, 16), 0.5);
+    for (const where of ['primary', 'perf secondary']) {
+      const x = hotAt(`transit ${op}, ${where}`, 16);
+      share(`wrk: transit ${op} of 1 KiB (aes256-gcm96) on the ${where}, 16 connections`, x, 0.5);
+      // The same against Tessera's own shell (express without its per-request prototype change): no goal is written against it.
+      rows.push({ figure: `wrk: transit ${op} on the ${where}, of Tessera's own shell, 16 connections`, unit: 'of shell', pg: NaN, tessera: x?.ofShell ?? NaN, ratio: NaN, better: 'higher' });
+    }
     // The median over rounds of the secondary's rate over the primary's in the same round.
     const ratio = hotAt(`transit ${op}, perf secondary`, 16)?.ofPrimary ?? NaN;
     rows.push({ figure: `wrk: transit ${op} on a performance secondary / on the primary, 16 connections`, unit: 'of primary', pg: NaN, tessera: ratio, ratio: NaN, better: 'higher', goal: op === 'encrypt' ? '>= 0.9x the primary' : '', met: op === 'encrypt' && known(ratio) ? ratio >= 0.9 : undefined });

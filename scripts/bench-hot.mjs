@@ -10,9 +10,11 @@
  *   import { benchHot } from './bench-hot.mjs'; const r = await benchHot({ seconds: 3 });
  *
  * Rows, each at 16 and 4 connections:
- *   floor read   GET against the express no-op shell (bench-floor-server.mjs): Tessera's listener
- *                with nothing behind it
+ *   floor read   GET against the express no-op shell (bench-floor-server.mjs `express`: express as
+ *                it ships, the issues' floor; every "of floor" ratio and goal is against it)
  *   floor write  PUT of the same 1 KiB JSON body against that shell
+ *   shell ...    the same against Tessera's own shell (`express-tessera`: its listener with nothing
+ *                behind it, express's per-request prototype change avoided); "of shell" ratios
  *   read         KV v2 GET of a 1 KiB secret on a dev node (LevelDB), with a non-root token whose
  *                policy grants read (token, ACL, decrypt: the whole path), over 64 keys
  *   ..., file audit  the read and the write again with a file audit device enabled (Vault's `file`)
@@ -132,6 +134,7 @@ async function transitRows(h, scratch, { connections, seconds, nodeArgs, profile
   const opts = async (name, apiPort, clusterPort) => ({ ...(await fixedNodeOptions(scratch, name, { apiPort, clusterPort })), nodeArgs: nodeArgs(name) });
   const cluster = await startCluster(h, { primary: await opts('transit-primary', pApi, pCluster), performance: [{ id: 'hot-perf', node: await opts('transit-perf', sApi, sCluster) }] });
   const floor = await startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: process.env.HOT_FLOOR_MODE ?? 'express' }, nodeArgs: nodeArgs('transit-floor') });
+  const shell = await startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: 'express-tessera' }, nodeArgs: nodeArgs('transit-shell') });
   const primary = cluster.primary;
   const secondary = cluster.performance[0];
   const rows = [];
@@ -143,7 +146,7 @@ async function transitRows(h, scratch, { connections, seconds, nodeArgs, profile
     const plaintext = randomBytes(VALUE_BYTES).toString('base64');
     const { data } = await must(root.request('POST', 'transit/encrypt/hot', { body: { plaintext } }), [200]);
     const bodies = { encrypt: JSON.stringify({ plaintext }), decrypt: JSON.stringify({ ciphertext: data.ciphertext }) };
-    const runs = [{ name: 'floor', server: floor, path: 'x/', token: 'none', body: BODY }];
+    const runs = [{ name: 'floor', server: floor, path: 'x/', token: 'none', body: BODY }, { name: 'shell', server: shell, path: 'x/', token: 'none', body: BODY }];
     for (const [label, node] of [['primary', primary], ['perf secondary', secondary]]) {
       const v = vault(node.apiAddr, node.rootToken);
       // The key and the policy stream to the secondary; its tokens are its own.
@@ -162,7 +165,8 @@ async function transitRows(h, scratch, { connections, seconds, nodeArgs, profile
         }
       }
       const floors = samples.get('floor');
-      for (const run of runs.slice(1)) {
+      const shells = samples.get('shell');
+      for (const run of runs.slice(2)) {
         const got = samples.get(run.name);
         const primaryRow = samples.get(run.name.replace('perf secondary', 'primary'));
         rows.push({
@@ -177,14 +181,17 @@ async function transitRows(h, scratch, { connections, seconds, nodeArgs, profile
           p50Ms: median(got.map((x) => x.p50Ms)),
           p99Ms: median(got.map((x) => x.p99Ms)),
           ofFloor: median(got.map((x, i) => x.rps / floors[i].rps)),
-          ownCpuUs: median(got.map((x, i) => x.cpuUs - floors[i].cpuUs)),
+          ownCpuUs: median(got.map((x, i) => x.cpuUs - shells[i].cpuUs)),
           floorRps: median(floors.map((x) => x.rps)),
+          ofShell: median(got.map((x, i) => x.rps / shells[i].rps)),
+          shellRps: median(shells.map((x) => x.rps)),
           ...(run.name.endsWith('perf secondary') ? { ofPrimary: median(got.map((x, i) => x.rps / primaryRow[i].rps)) } : {}),
         });
       }
     }
   } finally {
     await floor.stop();
+    await shell.stop();
     // --cpu-prof writes its profile when the process exits.
     if (profileDir) for (const n of [secondary, primary]) await n.stop();
   }
@@ -228,6 +235,13 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
     } finally {
       await floor.stop();
     }
+    const shell = await startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: 'express-tessera' }, nodeArgs: nodeArgs('shell') });
+    try {
+      await measure('shell', { apiAddr: shell.apiAddr, pids: [shell.pid] }, 'GET', 'x/');
+      await measure('shell', { apiAddr: shell.apiAddr, pids: [shell.pid] }, 'PUT', 'x/');
+    } finally {
+      await shell.stop();
+    }
     }
     if (wanted('read')) {
     const dev = await startDevNode(scratch, { nodeArgs: nodeArgs('read') });
@@ -263,22 +277,25 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
   // The same figure without an audit device, for the audited rows.
   const plainOf = (r) => rows.find((x) => x.name === r.name.replace(', file audit', '') && x.connections === r.connections);
   for (const r of rows) if (r.name.endsWith('file audit')) r.ofUnaudited = r.rps / (plainOf(r)?.rps ?? NaN);
-  const floorOf = (method, c) => rows.find((r) => r.name === 'floor' && r.method === method && r.connections === c);
+  const floorOf = (method, c, name = 'floor') => rows.find((r) => r.name === name && r.method === method && r.connections === c);
   // Transit's rows carry their own floor's figures (measured beside them, round by round).
-  for (const r of rows.filter((x) => x.ofFloor === undefined)) {
+  for (const r of rows.filter((x) => x.ofFloor === undefined && x.name !== 'floor' && x.name !== 'shell')) {
     const f = floorOf(r.method, r.connections) ?? { rps: NaN, cpuUs: NaN };
+    const sh = floorOf(r.method, r.connections, 'shell') ?? { rps: NaN, cpuUs: NaN };
     r.ofFloor = r.rps / f.rps;
-    // Tessera's own CPU: both processes for a replicated write, less the one shell's cost.
-    r.ownCpuUs = r.cpuUs - f.cpuUs;
+    r.ofShell = r.rps / sh.rps;
+    // Tessera's own CPU: both processes for a replicated write, less the one shell's cost (its own shell's).
+    r.ownCpuUs = r.cpuUs - sh.cpuUs;
   }
   return { seconds, valueBytes: VALUE_BYTES, rows };
 }
 
 export function hotTable(r) {
   const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
-  return table(['hot path (wrk, 1 thread)', 'conns', 'req/s', 'of floor', 'p50 ms', 'p99 ms', 'server CPU us/req', 'own CPU us/req'],
-    r.rows.map((x) => [`${x.name} ${x.method}`, String(x.connections), f(x.rps), f(x.ofFloor, 2), f(x.p50Ms, 2), f(x.p99Ms, 2),
-      x.perProcessUs.length > 1 ? `${f(x.cpuUs)} (${x.perProcessUs.map((u) => f(u)).join(' + ')})` : f(x.cpuUs), x.name === 'floor' ? '' : f(x.ownCpuUs)]));
+  const reference = (x) => x.name === 'floor' || x.name === 'shell';
+  return table(['hot path (wrk, 1 thread)', 'conns', 'req/s', 'of floor', 'of shell', 'p50 ms', 'p99 ms', 'server CPU us/req', 'own CPU us/req'],
+    r.rows.map((x) => [`${x.name} ${x.method}`, String(x.connections), f(x.rps), reference(x) ? '' : f(x.ofFloor, 2), reference(x) ? '' : f(x.ofShell, 2), f(x.p50Ms, 2), f(x.p99Ms, 2),
+      x.perProcessUs.length > 1 ? `${f(x.cpuUs)} (${x.perProcessUs.map((u) => f(u)).join(' + ')})` : f(x.cpuUs), reference(x) ? '' : f(x.ownCpuUs)]));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

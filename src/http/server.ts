@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import { PayloadTooLarge, StandbyWriteRefused } from '../core/errors.js';
 import { answerClientError, trackRequest } from './client-error.js';
 import { dispatch, type Dispatched, type Services } from './dispatch.js';
+import { expressHttpServer } from './express-server.js';
 import { clientMethod, DEFAULT_TIMEOUTS, listAware, markResponded, type ConnectionTimeouts } from './list-method.js';
 import { replyJson } from './json.js';
 import { toApiRequest } from './request.js';
@@ -269,7 +270,7 @@ export async function startHttp(opts: HttpOptions): Promise<HttpServer> {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(handle);
-  const httpServer = http.createServer(app);
+  const httpServer = expressHttpServer(app);
   // listAware() owns the deadlines; Node's own are set to match, as a second line.
   httpServer.headersTimeout = timeouts.headersMs;
   httpServer.requestTimeout = timeouts.headersMs + timeouts.bodyMs;
