@@ -148,7 +148,7 @@ export function headlineNotes({ pg, dr, floor, cores = os.cpus().length }) {
 const fmt = (x, unit) => {
   if (!Number.isFinite(x)) return 'n/a';
   if (unit === 'ms') return x < 10 ? x.toFixed(2) : x.toFixed(1);
-  if (unit === 'of ceiling' || unit === 'of floor' || unit === 'of unaudited' || unit === 'of primary') return `${x.toFixed(x < 0.1 ? 3 : 2)}x`;
+  if (unit === 'of ceiling' || unit === 'of floor' || unit === 'of unaudited' || unit === 'of primary' || unit === 'of shell') return `${x.toFixed(x < 0.1 ? 3 : 2)}x`;
   return Math.round(x).toLocaleString('en-US');
 };
 
