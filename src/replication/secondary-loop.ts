@@ -447,7 +447,8 @@ export class SecondaryLoop {
       // Not awaited: this runs inside the apply chain, and the stream's batches queue on it.
       void this.openStream();
     } catch (e) {
-      this.o.emit?.('merkle-sync-failed', { reason: (e instanceof Error ? e.message : String(e)).slice(0, 256) });
+      // `code`: the replication channel's reason when the call failed there (deadline, unavailable, ...).
+      this.o.emit?.('merkle-sync-failed', { reason: (e instanceof Error ? e.message : String(e)).slice(0, 256), ...(e instanceof ChannelError ? { code: e.reason } : {}) });
       this.retry(`reconcile failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   }

@@ -106,8 +106,15 @@ describe.each([
     expect((await primary.call('PUT', `secret/data/${sibling}`, { data: { v: big() } })).status).toBe(200);
     const status = await inSync(primary, secondary, { streaming: true });
     expect(status.state).toBe('stream-wals');
-    // One Merkle sync (the activation's), and none failed.
+    // One Merkle sync (the activation's) finished. An attempt may fail only for the channel's
+    // transient reasons (a 20 MiB fetch can pass a call's deadline on an overloaded CI machine:
+    // seen once, three failed attempts before it finished); any other failure (a message over a
+    // limit, a broken contract) is the bug this case is for, and the diff shows its reason.
     const merkle = secondary.node.events.history().filter((e) => e.kind === 'dr' && e.type.startsWith('merkle-sync-'));
-    expect(merkle.map((e) => e.type)).toEqual(['merkle-sync-started', 'merkle-sync-finished']);
+    const transient = new Set(['deadline', 'unavailable', 'not_sent']);
+    const failed = merkle.filter((e) => e.type === 'merkle-sync-failed');
+    expect(failed.filter((e) => !transient.has(String(e.code))).map((e) => `${String(e.code)}: ${String(e.reason)}`)).toEqual([]);
+    expect(merkle.filter((e) => e.type === 'merkle-sync-finished')).toHaveLength(1);
+    expect(merkle.at(-1)?.type).toBe('merkle-sync-finished');
   });
 });
