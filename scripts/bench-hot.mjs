@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startDevNode } from './bench.mjs';
-import { cpuMs, table, threadCpuMs } from './bench-util.mjs';
+import { cpuMs, percentile, table, threadCpuMs } from './bench-util.mjs';
 import { runWrk, wrkAvailable } from './bench-wrk.mjs';
 
 export { wrkAvailable };
@@ -133,8 +133,8 @@ async function transitRows(h, scratch, { connections, seconds, nodeArgs, profile
   const [pApi, pCluster, sApi, sCluster] = await freePorts(4);
   const opts = async (name, apiPort, clusterPort) => ({ ...(await fixedNodeOptions(scratch, name, { apiPort, clusterPort })), nodeArgs: nodeArgs(name) });
   const cluster = await startCluster(h, { primary: await opts('transit-primary', pApi, pCluster), performance: [{ id: 'hot-perf', node: await opts('transit-perf', sApi, sCluster) }] });
-  const floor = await startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: process.env.HOT_FLOOR_MODE ?? 'express' }, nodeArgs: nodeArgs('transit-floor') });
-  const shell = await startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: 'express-tessera' }, nodeArgs: nodeArgs('transit-shell') });
+  const floor = await startFloor(scratch, FLOOR_MODE, nodeArgs('transit-floor'));
+  const shell = await startFloor(scratch, 'express-tessera', nodeArgs('transit-shell'));
   const primary = cluster.primary;
   const secondary = cluster.performance[0];
   const rows = [];
@@ -198,11 +198,12 @@ async function transitRows(h, scratch, { connections, seconds, nodeArgs, profile
   return rows;
 }
 
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
+/** The middle sample (nearest rank: the upper middle of an even count). */
+const median = (xs) => percentile([...xs].sort((a, b) => a - b), 50);
+
+/** The floor (`express`, or HOT_FLOOR_MODE) or Tessera's shell (`express-tessera`): bench-floor-server.mjs. */
+const FLOOR_MODE = process.env.HOT_FLOOR_MODE ?? 'express';
+const startFloor = (scratch, mode, nodeArgs) => startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: mode }, nodeArgs });
 
 /** A file audit device (Vault's `file`, under the node's audit directory): every request is logged before and after it runs. */
 async function enableFileAudit(node) {
@@ -228,14 +229,14 @@ export async function benchHot({ seconds = 3, connections = [16, 4], only, profi
   const h = createHarness();
   try {
     if (wanted('floor')) {
-    const floor = await startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: process.env.HOT_FLOOR_MODE ?? 'express' }, nodeArgs: nodeArgs('floor') });
+    const floor = await startFloor(scratch, FLOOR_MODE, nodeArgs('floor'));
     try {
       await measure('floor', { apiAddr: floor.apiAddr, pids: [floor.pid] }, 'GET', 'x/');
       await measure('floor', { apiAddr: floor.apiAddr, pids: [floor.pid] }, 'PUT', 'x/');
     } finally {
       await floor.stop();
     }
-    const shell = await startDevNode(scratch, { script: floorJs, env: { BENCH_FLOOR_MODE: 'express-tessera' }, nodeArgs: nodeArgs('shell') });
+    const shell = await startFloor(scratch, 'express-tessera', nodeArgs('shell'));
     try {
       await measure('shell', { apiAddr: shell.apiAddr, pids: [shell.pid] }, 'GET', 'x/');
       await measure('shell', { apiAddr: shell.apiAddr, pids: [shell.pid] }, 'PUT', 'x/');

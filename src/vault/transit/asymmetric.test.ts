@@ -335,6 +335,11 @@ describe('option and signature errors', () => {
     }
   });
 
+  it('refuses a prehashed ECDSA input over noble\'s 8 KiB bound with a 400 of its own (no library text)', () => {
+    invalid(() => sign('ecdsa-p256', key('ecdsa-p256'), Buffer.alloc(8193, 1), opts({ prehashed: true })), 'prehashed input is longer than 8192 bytes');
+    expect(verify('ecdsa-p256', key('ecdsa-p256'), Buffer.alloc(8192, 1), sign('ecdsa-p256', key('ecdsa-p256'), Buffer.alloc(8192, 1), opts({ prehashed: true })), opts({ prehashed: true }))).toBe(true);
+  });
+
   it('refuses prehashed RSA PSS (node:crypto cannot pad a given digest for PSS)', () => {
     const digest = createHash('sha256').update(INPUT).digest();
     invalid(() => sign('rsa-2048', key('rsa-2048'), digest, opts({ prehashed: true })), 'prehashed input is not supported for RSA PSS signatures');

@@ -16,16 +16,18 @@ import { InvalidRequest } from '../../core/errors.js';
 const CURVES = { 'ecdsa-p256': p256, 'ecdsa-p384': p384, 'ecdsa-p521': p521 } as const;
 export type PrehashedCurve = keyof typeof CURVES;
 
+/** noble's bound on what it reads as a hash (its bits2int). */
+const MAX_DIGEST_BYTES = 8192;
+
 const jwkBytes = (v: string | undefined): Uint8Array => Buffer.from(v ?? '', 'base64url');
 
 /** The signature of `digest` as DER or as r||s ('compact', what JWS carries). */
 export function signDigest(type: PrehashedCurve, key: KeyObject, digest: Buffer, format: 'der' | 'compact'): Buffer {
+  // noble refuses a longer input (Go would read only its first bytes); said here, before the key is touched.
+  if (digest.length > MAX_DIGEST_BYTES) throw new InvalidRequest(`prehashed input is longer than ${MAX_DIGEST_BYTES} bytes`);
   const secret = jwkBytes(key.export({ format: 'jwk' }).d);
   try {
     return Buffer.from(CURVES[type].sign(digest, secret, { prehash: false, lowS: false, format }));
-  } catch (e) {
-    // An input noble refuses (over 8 KiB, where Go would read only its first bytes).
-    throw new InvalidRequest(`failed to sign the prehashed input: ${(e as Error).message}`);
   } finally {
     secret.fill(0);
   }
